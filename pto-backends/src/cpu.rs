@@ -1,0 +1,30 @@
+//! The CPU target: runs each op's reference implementation.
+
+use pto_op::{Attributes, Executor, OpDef, OpError, Tensor};
+
+/// Runs ops on the CPU with their `#[reference]` functions, checked against their
+/// descriptions: inputs must satisfy the shape and dtype rules, and the reference must
+/// return what the rules say.
+///
+/// ```
+/// use pto_backends::cpu::Cpu;
+/// use pto_op::Executor;
+/// assert_eq!(Cpu.target(), "cpu");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cpu;
+
+impl Executor for Cpu {
+    fn target(&self) -> &str {
+        "cpu"
+    }
+
+    fn execute(
+        &self,
+        op: &'static OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<Vec<Tensor>, OpError> {
+        op.run_reference(inputs, attrs)
+    }
+}

@@ -1,0 +1,1 @@
+//! Performance models of pto-op operators: the estimator registry and the roofline.

@@ -1,0 +1,139 @@
+//! Element types of tensors.
+
+use core::fmt;
+use core::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The element type of a tensor.
+///
+/// ```
+/// use pto_op::DType;
+/// assert_eq!(DType::F16.size_bytes(), 2);
+/// assert_eq!(DType::BF16.name(), "bf16");
+/// assert_eq!("f32".parse::<DType>().unwrap(), DType::F32);
+/// assert_eq!(DType::F32.onnx_code(), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// IEEE 754 binary32.
+    F32,
+    /// IEEE 754 binary16.
+    F16,
+    /// bfloat16: the top half of an f32.
+    BF16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Signed 8-bit integer.
+    I8,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Boolean, one byte per element.
+    Bool,
+}
+
+impl DType {
+    /// Every dtype, in declaration order.
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::I8,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Bytes per element.
+    pub const fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
+            DType::I64 => 8,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// The short lowercase name used in schemas, model files and messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// The `TensorProto.DataType` code of this dtype in ONNX.
+    pub const fn onnx_code(self) -> i32 {
+        match self {
+            DType::F32 => 1,
+            DType::U8 => 2,
+            DType::I8 => 3,
+            DType::I32 => 6,
+            DType::I64 => 7,
+            DType::Bool => 9,
+            DType::F16 => 10,
+            DType::BF16 => 16,
+        }
+    }
+
+    /// The dtype with the given ONNX `TensorProto.DataType` code, if pto-op supports it.
+    pub fn from_onnx_code(code: i32) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.onnx_code() == code)
+    }
+
+    /// True for f32, f16 and bf16.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16)
+    }
+
+    /// True for the signed and unsigned integer types (not bool).
+    pub const fn is_integer(self) -> bool {
+        matches!(self, DType::I32 | DType::I64 | DType::I8 | DType::U8)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing a dtype name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dtype `{0}`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool")]
+pub struct UnknownDType(pub String);
+
+impl FromStr for DType {
+    type Err = UnknownDType;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| UnknownDType(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_onnx_codes_are_unique() {
+        for d in DType::ALL {
+            assert_eq!(d.name().parse::<DType>(), Ok(d));
+            assert_eq!(DType::from_onnx_code(d.onnx_code()), Some(d));
+        }
+        assert!("float".parse::<DType>().is_err());
+    }
+}

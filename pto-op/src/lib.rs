@@ -1,0 +1,130 @@
+//! # pto-op: describe a Da Vinci NPU operator once
+//!
+//! An operator is one Rust module: its shape and dtype rules, a CPU reference, and a kernel,
+//! marked with `#[custom_op]`. Everything else (registration, typed params, the schema,
+//! tracing into graphs, execution on any target) is derived from that description.
+//!
+//! ```
+//! use pto_op::prelude::*;
+//!
+//! /// y = x * scale
+//! #[custom_op(name = "doc.scale", params(scale: f32 = 2.0))]
+//! pub mod scale {
+//!     use super::*;
+//!
+//!     #[infer_shape]
+//!     fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
+//!         Ok(x.clone())
+//!     }
+//!
+//!     #[infer_dtype]
+//!     fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+//!         Ok(x)
+//!     }
+//!
+//!     #[reference]
+//!     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+//!         Ok(Tensor::from_array(x.view::<f32>()?.mapv(|v| v * p.scale)))
+//!     }
+//! }
+//!
+//! fn main() {
+//!     let op = pto_op::registry::find("doc.scale").unwrap();
+//!     assert_eq!(op.params[0].name, "scale");
+//!     assert_eq!(scale::Params::default(), scale::Params { scale: 2.0 });
+//!     let x = Tensor::from_vec([2], vec![1.0f32, 3.0]).unwrap();
+//!     let y = op.run_reference(&[&x], &scale::Params::default().to_attributes()).unwrap();
+//!     assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![2.0, 6.0]);
+//! }
+//! ```
+//!
+//! The guide in `docs/` walks through writing, testing and deploying an op.
+
+pub mod attr;
+pub mod dtype;
+pub mod error;
+pub mod executor;
+pub mod graph;
+pub mod kernel;
+pub mod op;
+pub mod perf;
+pub mod registry;
+pub mod schema;
+pub mod shape;
+pub mod tensor;
+pub mod tolerance;
+
+pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
+pub use dtype::DType;
+pub use error::OpError;
+pub use executor::Executor;
+pub use graph::{Graph, GraphData, Node, Value, ValueId};
+pub use kernel::{Global, Kernel};
+pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
+pub use perf::{ComputeOps, DeviceProfile, Estimate, OpInvokeInfo, PerformanceProperties};
+pub use pto_op_macros::custom_op;
+pub use registry::RegistryError;
+pub use schema::{Fingerprint, OpSchema};
+pub use shape::Shape;
+pub use tensor::{Comparison, Element, Mismatch, Tensor, TensorData, TensorError};
+pub use tolerance::Tolerance;
+
+/// What an operator module needs: `use pto_op::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        AttrValue, Attributes, ComputeOps, DType, DeviceProfile, Estimate, Executor, Global, Graph,
+        Kernel, OpError, OpInvokeInfo, OpParams, PerformanceProperties, Shape, Tensor, Tolerance,
+        Value, custom_op,
+    };
+    pub use pto_op_macros::{estimator, infer_dtype, infer_shape, kernel, properties, reference};
+}
+
+/// Items that generated code names. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::registry::OPERATORS;
+    pub use linkme;
+    pub use serde;
+
+    use crate::error::OpError;
+    use crate::op::OpDef;
+
+    /// The inputs of a call as an array, after checking their number.
+    pub fn inputs<T: Copy, const N: usize>(op: &OpDef, items: &[T]) -> Result<[T; N], OpError> {
+        op.check_input_count(items.len())?;
+        <[T; N]>::try_from(items).map_err(|_| OpError::InputCount {
+            op: op.name.to_owned(),
+            expected: N,
+            names: op.inputs.join(", "),
+            actual: items.len(),
+        })
+    }
+
+    /// The output tensors a kernel is traced with, as an array, after checking their number.
+    pub fn output_slots<T: Copy, const N: usize>(
+        op: &OpDef,
+        items: &[T],
+    ) -> Result<[T; N], OpError> {
+        <[T; N]>::try_from(items).map_err(|_| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!(
+                "the kernel was given {} output tensor(s), but the op has {N} ({})",
+                items.len(),
+                op.outputs.join(", ")
+            ),
+        })
+    }
+
+    /// The outputs an executor returned, as an array, after checking their number.
+    pub fn outputs<T, const N: usize>(op: &OpDef, items: Vec<T>) -> Result<[T; N], OpError> {
+        let actual = items.len();
+        <[T; N]>::try_from(items).map_err(|_| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!(
+                "the executor returned {actual} output(s), but the op has {N} ({})",
+                op.outputs.join(", ")
+            ),
+        })
+    }
+}

@@ -1,0 +1,111 @@
+//! The types of performance models: what an estimator is given and what it returns.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::attr::{Attributes, ParamValue};
+use crate::dtype::DType;
+use crate::op::TensorType;
+
+impl TensorType {
+    /// The bytes this tensor occupies.
+    pub fn bytes(&self) -> u64 {
+        (self.shape.numel() * self.dtype.size_bytes()) as u64
+    }
+}
+
+/// One call of an op, as an estimator sees it: op, input and output types, and params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpInvokeInfo {
+    /// The op's name.
+    pub op: String,
+    /// Input types, in the op's input order.
+    pub inputs: Vec<TensorType>,
+    /// Output types, in the op's output order.
+    pub outputs: Vec<TensorType>,
+    /// The call's params.
+    pub attrs: Attributes,
+}
+
+impl OpInvokeInfo {
+    /// Param `name` of this call, if present with type `T`.
+    pub fn param<T: ParamValue>(&self, name: &str) -> Option<T> {
+        self.attrs.get(name).and_then(T::from_attr)
+    }
+
+    /// Properties with every input read once and every output written once, and no
+    /// compute: the starting point of most property functions.
+    ///
+    /// ```
+    /// use pto_op::{DType, OpInvokeInfo, Shape, TensorType};
+    /// let t = TensorType { shape: Shape::from([4, 8]), dtype: DType::F16 };
+    /// let info = OpInvokeInfo {
+    ///     op: "demo.copy".into(), inputs: vec![t.clone()], outputs: vec![t], attrs: Default::default(),
+    /// };
+    /// let p = info.memory_access_properties();
+    /// assert_eq!((p.memory_read_bytes, p.memory_write_bytes), (64, 64));
+    /// ```
+    pub fn memory_access_properties(&self) -> PerformanceProperties {
+        PerformanceProperties {
+            compute_ops: BTreeMap::new(),
+            memory_read_bytes: self.inputs.iter().map(TensorType::bytes).sum(),
+            memory_write_bytes: self.outputs.iter().map(TensorType::bytes).sum(),
+        }
+    }
+}
+
+/// Operation counts on one dtype.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComputeOps {
+    /// Multiply-accumulates on the cube unit.
+    pub mma_ops: u64,
+    /// Element operations on the vector unit.
+    pub gp_ops: u64,
+}
+
+/// What an op computes and moves: the input of the roofline estimator.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PerformanceProperties {
+    /// Compute per dtype.
+    pub compute_ops: BTreeMap<DType, ComputeOps>,
+    /// Bytes read from global memory.
+    pub memory_read_bytes: u64,
+    /// Bytes written to global memory.
+    pub memory_write_bytes: u64,
+}
+
+impl PerformanceProperties {
+    /// The counts for `dtype`, created empty if absent.
+    pub fn compute(&mut self, dtype: DType) -> &mut ComputeOps {
+        self.compute_ops.entry(dtype).or_default()
+    }
+}
+
+/// A direct estimate of an op call's time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Estimated wall time, in seconds.
+    pub seconds: f64,
+}
+
+impl Estimate {
+    /// An estimate of `seconds`.
+    pub fn seconds(seconds: f64) -> Estimate {
+        Estimate { seconds }
+    }
+}
+
+/// A device as performance models see it. The simulator and the estimators read the same
+/// profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// The profile's name (`kirin9030`, `ascend910b`).
+    pub name: String,
+    /// AI cores that run block programs.
+    pub ai_cores: u32,
+    /// Core clock, in Hz.
+    pub clock_hz: f64,
+    /// Global memory bandwidth, in bytes per second.
+    pub memory_bandwidth: f64,
+}

@@ -1,0 +1,216 @@
+//! Tensor shapes.
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::OpError;
+
+/// The dimensions of a tensor, outermost first.
+///
+/// ```
+/// use pto_op::Shape;
+/// let s = Shape::from([2, 3, 4]);
+/// assert_eq!(s.rank(), 3);
+/// assert_eq!(s.numel(), 24);
+/// assert_eq!(s.dim(-1).unwrap(), 4);
+/// assert_eq!(s.to_string(), "[2, 3, 4]");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shape(Vec<usize>);
+
+impl Shape {
+    /// A shape with the given dimensions.
+    pub fn new(dims: impl Into<Vec<usize>>) -> Shape {
+        Shape(dims.into())
+    }
+
+    /// The shape of a scalar (rank 0, one element).
+    pub fn scalar() -> Shape {
+        Shape(Vec::new())
+    }
+
+    /// The dimensions, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.0
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn numel(&self) -> usize {
+        self.0.iter().product()
+    }
+
+    /// The normalized index of `axis`; negative axes count from the end (-1 is the last).
+    pub fn axis(&self, axis: isize) -> Result<usize, OpError> {
+        let rank = self.rank() as isize;
+        let normalized = if axis < 0 { axis + rank } else { axis };
+        if (0..rank).contains(&normalized) {
+            Ok(normalized as usize)
+        } else {
+            Err(OpError::invalid(format!(
+                "axis {axis} is out of range for shape {self} of rank {rank}"
+            )))
+        }
+    }
+
+    /// The size of dimension `axis`; negative axes count from the end.
+    pub fn dim(&self, axis: isize) -> Result<usize, OpError> {
+        Ok(self.0[self.axis(axis)?])
+    }
+
+    /// The last dimension, or an error for a scalar.
+    pub fn last(&self) -> Result<usize, OpError> {
+        self.dim(-1)
+    }
+
+    /// The same shape with dimension `axis` replaced by `size`.
+    pub fn with_dim(&self, axis: isize, size: usize) -> Result<Shape, OpError> {
+        let mut dims = self.0.clone();
+        dims[self.axis(axis)?] = size;
+        Ok(Shape(dims))
+    }
+
+    /// Checks the rank, naming `input` in the error.
+    ///
+    /// ```
+    /// use pto_op::Shape;
+    /// let err = Shape::from([2, 3]).expect_rank("x", 3).unwrap_err();
+    /// assert_eq!(err.to_string(), "input `x`: expected rank 3, got shape [2, 3] of rank 2");
+    /// ```
+    pub fn expect_rank(&self, input: &str, rank: usize) -> Result<&Shape, OpError> {
+        if self.rank() == rank {
+            Ok(self)
+        } else {
+            Err(OpError::input(
+                input,
+                format!(
+                    "expected rank {rank}, got shape {self} of rank {}",
+                    self.rank()
+                ),
+            ))
+        }
+    }
+
+    /// Checks that the shape is at least of rank `rank`, naming `input` in the error.
+    pub fn expect_min_rank(&self, input: &str, rank: usize) -> Result<&Shape, OpError> {
+        if self.rank() >= rank {
+            Ok(self)
+        } else {
+            Err(OpError::input(
+                input,
+                format!(
+                    "expected rank >= {rank}, got shape {self} of rank {}",
+                    self.rank()
+                ),
+            ))
+        }
+    }
+
+    /// Checks the two shapes are equal, naming `input` (the one checked) in the error.
+    pub fn expect_eq(&self, input: &str, expected: &Shape) -> Result<&Shape, OpError> {
+        if self == expected {
+            Ok(self)
+        } else {
+            Err(OpError::input(
+                input,
+                format!("expected shape {expected}, got {self}"),
+            ))
+        }
+    }
+
+    /// The numpy-style broadcast of two shapes.
+    ///
+    /// ```
+    /// use pto_op::Shape;
+    /// let s = Shape::from([4, 1, 3]).broadcast(&Shape::from([5, 1])).unwrap();
+    /// assert_eq!(s, Shape::from([4, 5, 3]));
+    /// assert!(Shape::from([2]).broadcast(&Shape::from([3])).is_err());
+    /// ```
+    pub fn broadcast(&self, other: &Shape) -> Result<Shape, OpError> {
+        let rank = self.rank().max(other.rank());
+        let padded = |s: &Shape, i: usize| {
+            let offset = rank - s.rank();
+            if i < offset { 1 } else { s.0[i - offset] }
+        };
+        let mut dims = Vec::with_capacity(rank);
+        for i in 0..rank {
+            let (a, b) = (padded(self, i), padded(other, i));
+            dims.push(match (a, b) {
+                _ if a == b => a,
+                (1, _) => b,
+                (_, 1) => a,
+                _ => {
+                    return Err(OpError::invalid(format!(
+                        "shapes {self} and {other} do not broadcast (dimension {i}: {a} vs {b})"
+                    )));
+                }
+            });
+        }
+        Ok(Shape(dims))
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(dims: [usize; N]) -> Shape {
+        Shape(dims.to_vec())
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(dims: Vec<usize>) -> Shape {
+        Shape(dims)
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(dims: &[usize]) -> Shape {
+        Shape(dims.to_vec())
+    }
+}
+
+impl AsRef<[usize]> for Shape {
+    fn as_ref(&self) -> &[usize] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_axes_count_from_the_end() {
+        let s = Shape::from([2, 3, 4]);
+        assert_eq!(s.axis(-1).unwrap(), 2);
+        assert_eq!(s.axis(0).unwrap(), 0);
+        assert!(s.axis(3).is_err());
+        assert!(s.axis(-4).is_err());
+        assert_eq!(s.with_dim(-1, 1).unwrap(), Shape::from([2, 3, 1]));
+    }
+
+    #[test]
+    fn scalar_has_one_element() {
+        assert_eq!(Shape::scalar().numel(), 1);
+        assert_eq!(Shape::scalar().to_string(), "[]");
+        assert!(Shape::scalar().last().is_err());
+    }
+}

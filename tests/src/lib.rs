@@ -1,0 +1,1 @@
+//! Integration tests of pto-op live in `tests/`; this library is empty on purpose.
