@@ -306,7 +306,7 @@ fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Param>> {
                 &decl.ty,
                 format!(
                     "unsupported param type `{}`; params are {}",
-                    decl.ty.to_token_stream(),
+                    code(&decl.ty),
                     ParamKind::SUPPORTED
                 ),
             );
@@ -322,7 +322,7 @@ fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Param>> {
                         expr,
                         format!(
                             "`{}` is not a default for a {} param; write a literal, e.g. `{}: {} = {}`",
-                            expr.to_token_stream(),
+                            code(expr),
                             kind.rust_name(),
                             decl.name,
                             kind.rust_name(),
@@ -517,6 +517,32 @@ fn is_ref_to(ty: &Type, name: &str, mutable: bool) -> bool {
     }
 }
 
+/// Tokens as an author writes them (`&Params`, `Vec<u16>`), not as a token stream prints
+/// them (`& Params`, `Vec < u16 >`), for messages.
+fn code<T: ToTokens>(tokens: &T) -> String {
+    let mut text = tokens.to_token_stream().to_string();
+    for (from, to) in [
+        (" < ", "<"),
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" ,", ","),
+        ("& ", "&"),
+        ("( ", "("),
+        (" )", ")"),
+        ("[ ", "["),
+        (" ]", "]"),
+    ] {
+        text = text.replace(from, to);
+    }
+    match text.strip_prefix("- ") {
+        Some(rest) => format!("-{rest}"),
+        None => text,
+    }
+}
+
 fn describe_expected(name: &str, by_ref: bool) -> String {
     if by_ref {
         format!("&{name}")
@@ -589,6 +615,8 @@ fn split_params(cx: &mut Ctxt, f: &RoleFn, args: &mut Vec<(Ident, Type)>) -> boo
             );
         }
     }
+    // Reported above: the checks of inputs that follow must not report it again.
+    args.retain(|(_, ty)| !is_named_params(ty));
     takes
 }
 
@@ -676,7 +704,7 @@ fn check_arg_types(
                 format!(
                     "input `{name}` of {} has type `{}`; expected `{}`",
                     f.role,
-                    ty.to_token_stream(),
+                    code(ty),
                     describe_expected(elem, by_ref)
                 ),
             );

@@ -181,6 +181,45 @@ impl OpDef {
         Ok(())
     }
 
+    /// The description of one call, for estimators: input types, inferred output types and
+    /// params.
+    pub fn invoke_info(&self, inputs: &[TensorType], attrs: &Attributes) -> Result<OpInvokeInfo, OpError> {
+        let outputs = self.infer(inputs, attrs)?;
+        Ok(OpInvokeInfo {
+            op: self.name.to_owned(),
+            inputs: inputs.to_vec(),
+            outputs,
+            attrs: attrs.clone(),
+        })
+    }
+
+    /// Traces the op's kernel for one call: the `#[kernel]` function runs with a fresh
+    /// [`Kernel`] and global tensors named after the op's inputs and outputs.
+    pub fn trace_kernel(&self, inputs: &[TensorType], attrs: &Attributes) -> Result<Kernel, OpError> {
+        let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
+            op: self.name.to_owned(),
+            message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
+        })?;
+        let outputs = self.infer(inputs, attrs)?;
+        let globals = |names: &[&str], types: &[TensorType]| -> Vec<Global> {
+            names
+                .iter()
+                .zip(types)
+                .map(|(name, t)| Global::new(*name, t.shape.clone(), t.dtype))
+                .collect()
+        };
+        let (ins, outs) = (globals(self.inputs, inputs), globals(self.outputs, &outputs));
+        let mut builder = Kernel::new(self.name);
+        kernel(
+            &mut builder,
+            &ins.iter().collect::<Vec<_>>(),
+            &outs.iter().collect::<Vec<_>>(),
+            attrs,
+        )
+        .map_err(|e| e.with_op(self.name))?;
+        Ok(builder)
+    }
+
     /// Runs the reference on CPU, checked against the description: inputs go through the
     /// shape and dtype rules first, and outputs must have the inferred shapes and dtypes.
     pub fn run_reference(

@@ -1,0 +1,28 @@
+use pto_op::prelude::*;
+
+#[custom_op(name = "ui.kernel_without_builder")]
+mod kernel_without_builder {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(x.clone())
+    }
+
+    #[kernel]
+    fn kernel(_x: &Global, _y: &Global) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+fn main() {}

@@ -1,0 +1,27 @@
+use pto_op::prelude::*;
+
+#[custom_op(name = "ui.reserved_item_name")]
+mod reserved_item_name {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        run(x)
+    }
+
+    fn run(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(x.clone())
+    }
+}
+
+fn main() {}
