@@ -10,7 +10,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Registration: every #[custom_op] linked into this program, ordered by name.
     println!("== registered ops");
     for op in pto_op::registry::ops()? {
-        let params: Vec<String> = op.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+        let params: Vec<String> = op
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.ty))
+            .collect();
         println!(
             "{:<20} v{}  ({}) -> ({})  params({})  fingerprint {}",
             op.name,
@@ -27,13 +31,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", gelu_affine::def().schema().to_json_pretty());
 
     // Typed params, and the attributes they travel as.
-    let params = gelu_affine::Params { scale: 2.0, ..Default::default() };
-    println!("\n== params {params:?} travel as {:?}", params.to_attributes());
+    let params = gelu_affine::Params {
+        scale: 2.0,
+        ..Default::default()
+    };
+    println!(
+        "\n== params {params:?} travel as {:?}",
+        params.to_attributes()
+    );
 
     // Eager calls on the CPU target, which runs each op's reference.
     let x = Tensor::random([2, 8], DType::F32, 7);
     let y = gelu_affine::run(&Cpu, &x, &params)?;
-    println!("\n== {} on cpu: x {} -> y {} {}", gelu_affine::NAME, x.shape(), y.dtype(), y.shape());
+    println!(
+        "\n== {} on cpu: x {} -> y {} {}",
+        gelu_affine::NAME,
+        x.shape(),
+        y.dtype(),
+        y.shape()
+    );
     println!("x[0, ..4] = {:?}", &x.to_vec::<f32>()?[..4]);
     println!("y[0, ..4] = {:?}", &y.to_vec::<f32>()?[..4]);
 
@@ -56,7 +72,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mean, rstd) = moments::apply(&activated, &moments::Params { eps: 1e-6 })?;
     println!("\n== traced graph");
     for node in graph.data().nodes {
-        println!("{} {:?} -> {:?}  attrs {:?}", node.op, node.inputs, node.outputs, node.attrs);
+        println!(
+            "{} {:?} -> {:?}  attrs {:?}",
+            node.op, node.inputs, node.outputs, node.attrs
+        );
     }
     println!("outputs: mean {}, rstd {}", mean.ty(), rstd.ty());
 

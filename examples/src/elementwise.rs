@@ -17,7 +17,10 @@ pub mod gelu_affine {
     fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
         match x.is_float() {
             true => Ok(x),
-            false => Err(OpError::input("x", format!("expected f32, f16 or bf16, got {x}"))),
+            false => Err(OpError::input(
+                "x",
+                format!("expected f32, f16 or bf16, got {x}"),
+            )),
         }
     }
 

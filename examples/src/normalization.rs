@@ -15,7 +15,10 @@ pub mod moments {
     fn infer_shape(x: &Shape, _p: &Params) -> Result<(Shape, Shape), OpError> {
         x.expect_min_rank("x", 1)?;
         if x.last()? == 0 {
-            return Err(OpError::input("x", format!("rows of shape {x} are empty: no statistics")));
+            return Err(OpError::input(
+                "x",
+                format!("rows of shape {x} are empty: no statistics"),
+            ));
         }
         let stats = x.with_dim(-1, 1)?;
         Ok((stats.clone(), stats))
@@ -25,7 +28,10 @@ pub mod moments {
     fn infer_dtype(x: DType, _p: &Params) -> Result<(DType, DType), OpError> {
         match x.is_float() {
             true => Ok((DType::F32, DType::F32)),
-            false => Err(OpError::input("x", format!("expected f32, f16 or bf16, got {x}"))),
+            false => Err(OpError::input(
+                "x",
+                format!("expected f32, f16 or bf16, got {x}"),
+            )),
         }
     }
 

@@ -16,7 +16,14 @@ pub fn fallback(module: &ItemMod, params: &[ParamDecl]) -> TokenStream {
     let Some((_, items)) = &module.content else {
         return quote!(#module);
     };
-    let fields = params.iter().map(|p| {
+    // A param declared twice is already reported; one field keeps rustc from repeating it.
+    let mut seen: Vec<&syn::Ident> = Vec::new();
+    let unique = params.iter().filter(|p| {
+        let new = !seen.contains(&&p.name);
+        seen.push(&p.name);
+        new
+    });
+    let fields = unique.map(|p| {
         let (name, ty) = (&p.name, &p.ty);
         quote!(pub #name: #ty)
     });

@@ -44,7 +44,7 @@ fn custom_op_impl(args: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let args = attr::OpArgs::parse(&mut cx, args);
     if module.content.is_none() {
         cx.error_spanned_by(
-            &module,
+            &module.ident,
             format!(
                 "#[custom_op] needs the op's module inline, `mod {} {{ .. }}`: the macro reads \
                  its functions, and cannot see into another file",

@@ -121,7 +121,8 @@ fn out_of_range_default_is_an_error() {
         ),
     );
     assert!(
-        out.to_string().contains("is not a default for a i32 param"),
+        out.to_string()
+            .contains("is not a default for an i32 param"),
         "{out}"
     );
 }

@@ -80,6 +80,15 @@ impl ParamKind {
         }
     }
 
+    /// "an f32", "a bool": for messages.
+    fn with_article(self) -> String {
+        let article = match self {
+            ParamKind::F32 | ParamKind::F64 | ParamKind::I32 | ParamKind::I64 => "an",
+            _ => "a",
+        };
+        format!("{article} {}", self.rust_name())
+    }
+
     fn rust_name(self) -> &'static str {
         match self {
             ParamKind::F32 => "f32",
@@ -321,9 +330,9 @@ fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Param>> {
                     cx.error_spanned_by(
                         expr,
                         format!(
-                            "`{}` is not a default for a {} param; write a literal, e.g. `{}: {} = {}`",
+                            "`{}` is not a default for {} param; write a literal, e.g. `{}: {} = {}`",
                             code(expr),
-                            kind.rust_name(),
+                            kind.with_article(),
                             decl.name,
                             kind.rust_name(),
                             kind.example()

@@ -183,7 +183,11 @@ impl OpDef {
 
     /// The description of one call, for estimators: input types, inferred output types and
     /// params.
-    pub fn invoke_info(&self, inputs: &[TensorType], attrs: &Attributes) -> Result<OpInvokeInfo, OpError> {
+    pub fn invoke_info(
+        &self,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<OpInvokeInfo, OpError> {
         let outputs = self.infer(inputs, attrs)?;
         Ok(OpInvokeInfo {
             op: self.name.to_owned(),
@@ -195,7 +199,11 @@ impl OpDef {
 
     /// Traces the op's kernel for one call: the `#[kernel]` function runs with a fresh
     /// [`Kernel`] and global tensors named after the op's inputs and outputs.
-    pub fn trace_kernel(&self, inputs: &[TensorType], attrs: &Attributes) -> Result<Kernel, OpError> {
+    pub fn trace_kernel(
+        &self,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Kernel, OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
@@ -208,7 +216,10 @@ impl OpDef {
                 .map(|(name, t)| Global::new(*name, t.shape.clone(), t.dtype))
                 .collect()
         };
-        let (ins, outs) = (globals(self.inputs, inputs), globals(self.outputs, &outputs));
+        let (ins, outs) = (
+            globals(self.inputs, inputs),
+            globals(self.outputs, &outputs),
+        );
         let mut builder = Kernel::new(self.name);
         kernel(
             &mut builder,

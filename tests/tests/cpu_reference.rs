@@ -74,14 +74,21 @@ fn a_reference_that_lies_about_its_dtype_fails_naming_both_dtypes() {
 #[test]
 fn gelu_affine_matches_a_hand_computation() {
     let x = Tensor::from_vec([2, 2], vec![-1.0f32, 0.0, 0.5, 2.0]).unwrap();
-    let params = gelu_affine::Params { scale: 2.0, bias: -0.5 };
+    let params = gelu_affine::Params {
+        scale: 2.0,
+        bias: -0.5,
+    };
     let y = gelu_affine::run(&Cpu, &x, &params).unwrap();
     let expected: Vec<f32> = [-1.0f32, 0.0, 0.5, 2.0]
         .iter()
         .map(|v| gelu_tanh(v * 2.0 - 0.5))
         .collect();
     assert_eq!(y.to_vec::<f32>().unwrap(), expected);
-    assert!((expected[3] - 3.4997).abs() < 1e-3, "gelu(3.5) = {}", expected[3]);
+    assert!(
+        (expected[3] - 3.4997).abs() < 1e-3,
+        "gelu(3.5) = {}",
+        expected[3]
+    );
 }
 
 #[test]
@@ -107,7 +114,10 @@ fn moments_returns_two_outputs_with_the_inferred_types() {
     // Row 0: variance 1.25.
     let r = rstd.to_vec::<f32>().unwrap();
     assert!((r[0] - 1.0 / 1.25f32.sqrt()).abs() < 1e-6, "{r:?}");
-    assert!(r[1].is_infinite(), "zero variance and eps 0 give an infinite rstd: {r:?}");
+    assert!(
+        r[1].is_infinite(),
+        "zero variance and eps 0 give an infinite rstd: {r:?}"
+    );
 }
 
 #[test]
@@ -126,7 +136,10 @@ fn untyped_calls_check_input_count_and_params() {
     let good = gelu_affine::Params::default().to_attributes();
 
     let err = Cpu.execute(def, &[&x, &x], &good).unwrap_err();
-    assert_eq!(err.to_string(), "op `demo.gelu_affine`: expected 1 input(s) (x), got 2");
+    assert_eq!(
+        err.to_string(),
+        "op `demo.gelu_affine`: expected 1 input(s) (x), got 2"
+    );
 
     let mut wrong_type = good.clone();
     wrong_type.insert("scale".into(), AttrValue::I64(2));
@@ -146,5 +159,8 @@ fn untyped_calls_check_input_count_and_params() {
 
     // Absent params take their defaults.
     let y = Cpu.execute(def, &[&x], &Default::default()).unwrap();
-    assert_eq!(y[0], gelu_affine::run(&Cpu, &x, &gelu_affine::Params::default()).unwrap());
+    assert_eq!(
+        y[0],
+        gelu_affine::run(&Cpu, &x, &gelu_affine::Params::default()).unwrap()
+    );
 }

@@ -48,15 +48,26 @@ pub mod second {
 #[test]
 fn duplicate_names_fail_at_first_use_naming_both() {
     let err = pto_op::registry::find("dup.same").unwrap_err();
-    let RegistryError::Duplicate { name, first, second } = &err else {
+    let RegistryError::Duplicate {
+        name,
+        first,
+        second,
+    } = &err
+    else {
         panic!("expected a duplicate-name error, got {err}");
     };
     assert_eq!(name, "dup.same");
     let mut modules = [first.module_path, second.module_path];
     modules.sort_unstable();
-    assert_eq!(modules, ["duplicate_names::first", "duplicate_names::second"]);
+    assert_eq!(
+        modules,
+        ["duplicate_names::first", "duplicate_names::second"]
+    );
     let message = err.to_string();
-    assert!(message.starts_with("two ops are named `dup.same`: one in duplicate_names::"), "{message}");
+    assert!(
+        message.starts_with("two ops are named `dup.same`: one in duplicate_names::"),
+        "{message}"
+    );
     assert!(message.contains("duplicate_names.rs:"), "{message}");
     // Every later use fails the same way, and any other lookup too: the program is ambiguous.
     assert_eq!(pto_op::registry::ops().unwrap_err(), err);

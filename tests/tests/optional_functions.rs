@@ -1,8 +1,8 @@
 //! `#[kernel]`, `#[estimator]` and `#[properties]` are checked, registered and callable
 //! through the op's description.
 
-use pto_op::prelude::*;
 use pto_op::TensorType;
+use pto_op::prelude::*;
 
 /// y = x + 1, with every optional function.
 #[custom_op(name = "test.full", params(block_rows: i64 = 8))]
@@ -34,7 +34,9 @@ pub mod full {
     #[estimator]
     fn estimate(info: &OpInvokeInfo, dev: &DeviceProfile) -> Estimate {
         let p = info.memory_access_properties();
-        Estimate::seconds((p.memory_read_bytes + p.memory_write_bytes) as f64 / dev.memory_bandwidth)
+        Estimate::seconds(
+            (p.memory_read_bytes + p.memory_write_bytes) as f64 / dev.memory_bandwidth,
+        )
     }
 
     #[properties]
@@ -46,7 +48,10 @@ pub mod full {
 }
 
 fn x_type() -> TensorType {
-    TensorType { shape: Shape::from([20, 64]), dtype: DType::F16 }
+    TensorType {
+        shape: Shape::from([20, 64]),
+        dtype: DType::F16,
+    }
 }
 
 #[test]
@@ -55,7 +60,13 @@ fn the_kernel_is_registered_and_traced_with_named_globals_and_params() {
     let attrs = full::Params { block_rows: 8 }.to_attributes();
     let kernel = def.trace_kernel(&[x_type()], &attrs).unwrap();
     assert_eq!((kernel.op(), kernel.grid_size()), ("test.full", 3));
-    let err = def.trace_kernel(&[TensorType { shape: Shape::from([4]), dtype: DType::F16 }], &attrs);
+    let err = def.trace_kernel(
+        &[TensorType {
+            shape: Shape::from([4]),
+            dtype: DType::F16,
+        }],
+        &attrs,
+    );
     assert_eq!(
         err.unwrap_err().to_string(),
         "op `test.full`: input `x`: expected rank 2, got shape [4] of rank 1"
@@ -66,9 +77,13 @@ fn the_kernel_is_registered_and_traced_with_named_globals_and_params() {
 fn estimator_and_properties_are_registered() {
     let def = full::def();
     let schema = def.schema();
-    assert!(schema.implements.kernel && schema.implements.estimator && schema.implements.properties);
+    assert!(
+        schema.implements.kernel && schema.implements.estimator && schema.implements.properties
+    );
 
-    let info = def.invoke_info(&[x_type()], &full::Params::default().to_attributes()).unwrap();
+    let info = def
+        .invoke_info(&[x_type()], &full::Params::default().to_attributes())
+        .unwrap();
     assert_eq!(info.outputs, vec![x_type()]);
     let props = (def.properties.unwrap())(&info);
     assert_eq!(props.memory_read_bytes, 20 * 64 * 2);

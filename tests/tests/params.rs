@@ -105,10 +105,22 @@ fn the_schema_lists_types_and_defaults_in_declaration_order() {
             ("a".into(), "f32".into(), Some(AttrValue::F32(-0.5))),
             ("b".into(), "f64".into(), None),
             ("c".into(), "i32".into(), Some(AttrValue::I32(7))),
-            ("d".into(), "i64".into(), Some(AttrValue::I64(-9_000_000_000))),
+            (
+                "d".into(),
+                "i64".into(),
+                Some(AttrValue::I64(-9_000_000_000))
+            ),
             ("e".into(), "bool".into(), Some(AttrValue::Bool(true))),
-            ("f".into(), "String".into(), Some(AttrValue::String("tanh".into()))),
-            ("g".into(), "Vec<i64>".into(), Some(AttrValue::I64s(vec![1, -2, 3]))),
+            (
+                "f".into(),
+                "String".into(),
+                Some(AttrValue::String("tanh".into()))
+            ),
+            (
+                "g".into(),
+                "Vec<i64>".into(),
+                Some(AttrValue::I64s(vec![1, -2, 3]))
+            ),
             ("h".into(), "Vec<f32>".into(), None),
         ]
     );

@@ -33,6 +33,8 @@ fn an_unknown_name_suggests_close_ones() {
         err.to_string(),
         "no op named `demo.gelu_afine` is registered; did you mean demo.gelu_affine?"
     );
-    let far = registry::find("team.nothing_like_it").unwrap_err().to_string();
+    let far = registry::find("team.nothing_like_it")
+        .unwrap_err()
+        .to_string();
     assert!(far.contains("is the crate that defines it linked"), "{far}");
 }

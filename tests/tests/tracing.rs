@@ -7,10 +7,20 @@ use pto_op::prelude::*;
 fn apply_records_nodes_with_inferred_types() {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([8, 32]), DType::F16);
-    let y = gelu_affine::apply(&x, &gelu_affine::Params { scale: 0.5, bias: 0.0 }).unwrap();
+    let y = gelu_affine::apply(
+        &x,
+        &gelu_affine::Params {
+            scale: 0.5,
+            bias: 0.0,
+        },
+    )
+    .unwrap();
     let (mean, rstd) = moments::apply(&y, &moments::Params::default()).unwrap();
     assert_eq!((y.dtype(), y.shape()), (DType::F16, &Shape::from([8, 32])));
-    assert_eq!((mean.dtype(), mean.shape()), (DType::F32, &Shape::from([8, 1])));
+    assert_eq!(
+        (mean.dtype(), mean.shape()),
+        (DType::F32, &Shape::from([8, 1]))
+    );
     assert_eq!(rstd.id(), mean.id() + 1);
 
     let data = graph.data();
@@ -20,7 +30,14 @@ fn apply_records_nodes_with_inferred_types() {
     assert_eq!(data.nodes[1].inputs, vec![y.id()]);
     assert_eq!(data.nodes[1].outputs, vec![mean.id(), rstd.id()]);
     assert_eq!(data.nodes[0].fingerprint, gelu_affine::def().fingerprint());
-    assert_eq!(data.nodes[0].attrs, gelu_affine::Params { scale: 0.5, bias: 0.0 }.to_attributes());
+    assert_eq!(
+        data.nodes[0].attrs,
+        gelu_affine::Params {
+            scale: 0.5,
+            bias: 0.0
+        }
+        .to_attributes()
+    );
 }
 
 #[test]
