@@ -1,6 +1,16 @@
 //! The CPU target: runs each op's reference implementation.
 
+use pto_op::__private::linkme;
+use pto_op::target::TargetDef;
 use pto_op::{Attributes, Executor, OpDef, OpError, Tensor};
+
+#[linkme::distributed_slice(pto_op::__private::TARGETS)]
+#[linkme(crate = pto_op::__private::linkme)]
+static CPU_TARGET: TargetDef = TargetDef {
+    name: "cpu",
+    description: "the CPU reference: each op's #[reference] function",
+    make: || Box::new(Cpu),
+};
 
 /// Runs ops on the CPU with their `#[reference]` functions, checked against their
 /// descriptions: inputs must satisfy the shape and dtype rules, and the reference must

@@ -41,6 +41,7 @@
 //! The guide in `docs/` walks through writing, testing and deploying an op.
 
 pub mod attr;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod executor;
@@ -51,17 +52,19 @@ pub mod perf;
 pub mod registry;
 pub mod schema;
 pub mod shape;
+pub mod target;
 pub mod tensor;
 pub mod tolerance;
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
+pub use device::{DeviceError, DeviceProfile};
 pub use dtype::DType;
 pub use error::OpError;
 pub use executor::Executor;
 pub use graph::{Graph, GraphData, Node, Value, ValueId};
 pub use kernel::{Global, Kernel};
 pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
-pub use perf::{ComputeOps, DeviceProfile, Estimate, OpInvokeInfo, PerformanceProperties};
+pub use perf::{ComputeOps, Estimate, OpInvokeInfo, PerformanceProperties};
 pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
@@ -84,6 +87,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
     pub use crate::registry::OPERATORS;
+    pub use crate::target::TARGETS;
     pub use linkme;
     pub use serde;
 

@@ -95,17 +95,3 @@ impl Estimate {
         Estimate { seconds }
     }
 }
-
-/// A device as performance models see it. The simulator and the estimators read the same
-/// profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceProfile {
-    /// The profile's name (`kirin9030`, `ascend910b`).
-    pub name: String,
-    /// AI cores that run block programs.
-    pub ai_cores: u32,
-    /// Core clock, in Hz.
-    pub clock_hz: f64,
-    /// Global memory bandwidth, in bytes per second.
-    pub memory_bandwidth: f64,
-}

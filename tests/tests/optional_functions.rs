@@ -88,14 +88,9 @@ fn estimator_and_properties_are_registered() {
     let props = (def.properties.unwrap())(&info);
     assert_eq!(props.memory_read_bytes, 20 * 64 * 2);
     assert_eq!(props.compute_ops[&DType::F16].gp_ops, 20 * 64);
-    let dev = DeviceProfile {
-        name: "test".into(),
-        ai_cores: 1,
-        clock_hz: 1e9,
-        memory_bandwidth: 1e9,
-    };
+    let dev = DeviceProfile::builtin("kirin9030").unwrap();
     let estimate = (def.estimator.unwrap())(&info, &dev);
-    assert_eq!(estimate.seconds, 2.0 * 20.0 * 64.0 * 2.0 / 1e9);
+    assert_eq!(estimate.seconds, 2.0 * 20.0 * 64.0 * 2.0 / 6.8e10);
 }
 
 #[test]

@@ -38,3 +38,16 @@ fn an_unknown_name_suggests_close_ones() {
         .to_string();
     assert!(far.contains("is the crate that defines it linked"), "{far}");
 }
+
+#[test]
+fn targets_are_found_by_name() {
+    use pto_backends as _;
+    let cpu = pto_op::target::target("cpu").unwrap();
+    assert_eq!(cpu.target(), "cpu");
+    let err = pto_op::target::target("tpu").err().unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("no execution target `tpu`; linked targets: cpu"),
+        "{err}"
+    );
+}

@@ -4,6 +4,7 @@
 //! [`Kernel`] traces it. This module holds the entry points every kernel needs (its global
 //! tensors and its grid); the tile instructions are the tile language's.
 
+pub mod ir;
 use crate::dtype::DType;
 use crate::error::OpError;
 use crate::shape::Shape;

@@ -1,0 +1,308 @@
+//! Device profiles: the numbers of one NPU that the simulator and the estimators read.
+//!
+//! Profiles are data files (`data/devices/*.json` for the built-in ones, or any file of the
+//! same form). Values with no public source are marked as assumptions in `notes`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::kernel::ir::MemLevel;
+
+/// Bytes (or an alignment) per on-core buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerBuffer {
+    /// Unified buffer.
+    pub ub: u64,
+    /// L1.
+    pub l1: u64,
+    /// L0A.
+    pub l0a: u64,
+    /// L0B.
+    pub l0b: u64,
+    /// L0C.
+    pub l0c: u64,
+}
+
+impl PerBuffer {
+    /// The value for `level`; `None` for global memory.
+    pub fn get(&self, level: MemLevel) -> Option<u64> {
+        Some(match level {
+            MemLevel::Ub => self.ub,
+            MemLevel::L1 => self.l1,
+            MemLevel::L0A => self.l0a,
+            MemLevel::L0B => self.l0b,
+            MemLevel::L0C => self.l0c,
+            MemLevel::Gm => return None,
+        })
+    }
+}
+
+/// Copy rates of one core's data paths, in bytes per cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyRates {
+    /// GM -> L1 (MTE2).
+    pub gm_to_l1: f64,
+    /// GM -> UB (MTE2).
+    pub gm_to_ub: f64,
+    /// L1 -> L0A (MTE1).
+    pub l1_to_l0a: f64,
+    /// L1 -> L0B (MTE1).
+    pub l1_to_l0b: f64,
+    /// L0C -> GM / L1 / UB (FIXP).
+    pub l0c_out: f64,
+    /// UB -> GM (MTE3).
+    pub ub_to_gm: f64,
+    /// UB -> L1 (MTE3).
+    pub ub_to_l1: f64,
+}
+
+/// Relative cost of vector instructions, in cycles per 256-byte repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorCosts {
+    /// Add, mul, max, compare, select, cast, fill.
+    pub simple: f64,
+    /// Exp, ln, sqrt, rsqrt, tanh, sigmoid, gelu, silu, division.
+    pub transcendental: f64,
+    /// Reductions, per repeat of the input.
+    pub reduce: f64,
+}
+
+/// The profile of one device.
+///
+/// ```
+/// use pto_op::DeviceProfile;
+/// let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+/// assert_eq!(kirin.buffers.ub, 118 * 1024);
+/// assert!(kirin.notes.iter().any(|n| n.contains("assumed")));
+/// assert!(DeviceProfile::builtin("gpu").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    /// The profile's name (`kirin9030`, `ascend910b`).
+    pub name: String,
+    /// What device it describes.
+    pub description: String,
+    /// Sources, and every value that is an assumption.
+    pub notes: Vec<String>,
+    /// AI cores that run block programs.
+    pub ai_cores: u32,
+    /// Core clock, in Hz.
+    pub clock_hz: f64,
+    /// Global memory bandwidth of the whole chip, in bytes per second.
+    pub memory_bandwidth: f64,
+    /// Capacity of each on-core buffer, in bytes.
+    pub buffers: PerBuffer,
+    /// Alignment of tiles in each buffer, in bytes: a tile's footprint is rounded up to it.
+    pub alignment: PerBuffer,
+    /// Copy rates of one core.
+    pub copy_bytes_per_cycle: CopyRates,
+    /// Fixed cycles of every copy, before data flows.
+    pub copy_latency_cycles: f64,
+    /// Cube multiply-accumulates per cycle, by input dtype.
+    pub cube_macs_per_cycle: BTreeMap<DType, f64>,
+    /// Fixed cycles of every cube instruction.
+    pub cube_latency_cycles: f64,
+    /// Bytes the vector unit processes per repeat (one repeat per cycle for simple ops).
+    pub vector_bytes_per_repeat: f64,
+    /// Cycles per repeat, by kind of vector instruction.
+    pub vector_cycles_per_repeat: VectorCosts,
+    /// Fixed cycles of every vector instruction.
+    pub vector_latency_cycles: f64,
+    /// Scalar cycles to issue one instruction.
+    pub issue_cycles: f64,
+    /// Scalar cycles of each loop iteration (counter, branch, addresses).
+    pub loop_overhead_cycles: f64,
+}
+
+/// An error of loading a device profile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// No built-in profile has this name.
+    #[error("no built-in device profile `{name}`; built-in profiles: {}", known.join(", "))]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The built-in names.
+        known: Vec<String>,
+    },
+    /// A profile file could not be read or parsed.
+    #[error("device profile {path}: {message}")]
+    Invalid {
+        /// The file (or `builtin:NAME`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+const BUILTIN: [(&str, &str); 3] = [
+    (
+        "ascend910b",
+        include_str!("../data/devices/ascend910b.json"),
+    ),
+    ("kirin9030", include_str!("../data/devices/kirin9030.json")),
+    ("kirinx90", include_str!("../data/devices/kirinx90.json")),
+];
+
+impl DeviceProfile {
+    /// The names of the built-in profiles.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in profile by name.
+    pub fn builtin(name: &str) -> Result<DeviceProfile, DeviceError> {
+        let (_, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| DeviceError::Unknown {
+                    name: name.to_owned(),
+                    known: Self::builtin_names()
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect(),
+                })?;
+        Self::from_json(&format!("builtin:{name}"), text)
+    }
+
+    /// A profile from a JSON file of the built-in profiles' form.
+    pub fn load(path: &Path) -> Result<DeviceProfile, DeviceError> {
+        let text = std::fs::read_to_string(path).map_err(|e| DeviceError::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_json(&path.display().to_string(), &text)
+    }
+
+    /// A built-in profile by name, or a profile file when `name_or_path` is a path to one.
+    pub fn resolve(name_or_path: &str) -> Result<DeviceProfile, DeviceError> {
+        let path = Path::new(name_or_path);
+        if path.extension().is_some_and(|e| e == "json") || path.exists() {
+            Self::load(path)
+        } else {
+            Self::builtin(name_or_path)
+        }
+    }
+
+    fn from_json(path: &str, text: &str) -> Result<DeviceProfile, DeviceError> {
+        let invalid = |message: String| DeviceError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let profile: DeviceProfile =
+            serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        profile.check().map_err(invalid)?;
+        Ok(profile)
+    }
+
+    /// Checks that every rate, capacity and count is positive.
+    fn check(&self) -> Result<(), String> {
+        let positive = [
+            ("clock_hz", self.clock_hz),
+            ("memory_bandwidth", self.memory_bandwidth),
+            (
+                "copy_bytes_per_cycle.gm_to_l1",
+                self.copy_bytes_per_cycle.gm_to_l1,
+            ),
+            (
+                "copy_bytes_per_cycle.gm_to_ub",
+                self.copy_bytes_per_cycle.gm_to_ub,
+            ),
+            (
+                "copy_bytes_per_cycle.l1_to_l0a",
+                self.copy_bytes_per_cycle.l1_to_l0a,
+            ),
+            (
+                "copy_bytes_per_cycle.l1_to_l0b",
+                self.copy_bytes_per_cycle.l1_to_l0b,
+            ),
+            (
+                "copy_bytes_per_cycle.l0c_out",
+                self.copy_bytes_per_cycle.l0c_out,
+            ),
+            (
+                "copy_bytes_per_cycle.ub_to_gm",
+                self.copy_bytes_per_cycle.ub_to_gm,
+            ),
+            (
+                "copy_bytes_per_cycle.ub_to_l1",
+                self.copy_bytes_per_cycle.ub_to_l1,
+            ),
+            ("vector_bytes_per_repeat", self.vector_bytes_per_repeat),
+        ];
+        if let Some((field, value)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!("`{field}` must be a positive number, got {value}"));
+        }
+        if self.ai_cores == 0 {
+            return Err("`ai_cores` must be at least 1".to_owned());
+        }
+        if let Some((dtype, v)) = self
+            .cube_macs_per_cycle
+            .iter()
+            .find(|(_, v)| !(v.is_finite() && **v > 0.0))
+        {
+            return Err(format!(
+                "`cube_macs_per_cycle.{dtype}` must be a positive number, got {v}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The cube's multiply-accumulates per cycle for inputs of `dtype`, if it takes them.
+    pub fn cube_macs(&self, dtype: DType) -> Option<f64> {
+        self.cube_macs_per_cycle.get(&dtype).copied()
+    }
+
+    /// Capacity of `level` in bytes; `None` for global memory.
+    pub fn capacity(&self, level: MemLevel) -> Option<u64> {
+        self.buffers.get(level)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_loads_and_checks() {
+        for name in DeviceProfile::builtin_names() {
+            let p = DeviceProfile::builtin(name).unwrap();
+            assert_eq!(p.name, name);
+            assert!(p.cube_macs(DType::F16).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn buffers_match_devices_md() {
+        let b = DeviceProfile::builtin("ascend910b").unwrap().buffers;
+        assert_eq!(
+            (b.ub, b.l1, b.l0a, b.l0c),
+            (184 * 1024, 512 * 1024 - 128, 64 * 1024, 128 * 1024)
+        );
+        let x90 = DeviceProfile::builtin("kirinx90").unwrap().buffers;
+        assert_eq!(
+            (x90.ub, x90.l1, x90.l0c),
+            (118 * 1024, 1024 * 1024, 128 * 1024)
+        );
+    }
+
+    #[test]
+    fn a_bad_profile_names_the_field() {
+        let mut text = include_str!("../data/devices/kirin9030.json").to_owned();
+        text = text.replace("\"ai_cores\": 2", "\"ai_cores\": 0");
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "device profile x.json: `ai_cores` must be at least 1"
+        );
+    }
+}

@@ -1,0 +1,616 @@
+//! The kernel IR: what tracing a `#[kernel]` produces, what the simulator executes and what
+//! device lowering consumes.
+//!
+//! A [`Program`] is one block program, run once per grid index. Tiles are SSA values
+//! ([`TileId`]) with a type: shape, dtype and the memory level they live in. Indices into
+//! global tensors are symbolic integers ([`Index`]) over the program id and loop variables.
+//! Every instruction runs on one pipe of the Da Vinci core ([`Pipe`]).
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+
+/// A memory level of a Da Vinci AI core (or global memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemLevel {
+    /// Global memory (HBM / DDR), where op inputs and outputs live.
+    Gm,
+    /// L1 buffer: staging for the cube unit.
+    L1,
+    /// L0A: the cube unit's left operand buffer.
+    L0A,
+    /// L0B: the cube unit's right operand buffer.
+    L0B,
+    /// L0C: the cube unit's accumulator buffer.
+    L0C,
+    /// Unified buffer: the vector unit's operands and results.
+    Ub,
+}
+
+impl MemLevel {
+    /// Every on-core level (not GM), in a fixed order.
+    pub const ON_CORE: [MemLevel; 5] = [
+        MemLevel::Ub,
+        MemLevel::L1,
+        MemLevel::L0A,
+        MemLevel::L0B,
+        MemLevel::L0C,
+    ];
+
+    /// The lowercase name used in the text form and messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MemLevel::Gm => "gm",
+            MemLevel::L1 => "l1",
+            MemLevel::L0A => "l0a",
+            MemLevel::L0B => "l0b",
+            MemLevel::L0C => "l0c",
+            MemLevel::Ub => "ub",
+        }
+    }
+}
+
+impl fmt::Display for MemLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A pipe of a Da Vinci core: instructions on different pipes run concurrently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Pipe {
+    /// GM -> L1 / UB copies.
+    Mte2,
+    /// L1 -> L0A / L0B copies.
+    Mte1,
+    /// The vector unit.
+    V,
+    /// The cube unit (matrix multiply).
+    M,
+    /// UB -> GM / L1 copies.
+    Mte3,
+    /// L0C -> GM / L1 / UB (fixpipe).
+    Fixp,
+    /// The scalar unit: loop control, address computation, issue.
+    S,
+}
+
+impl Pipe {
+    /// Every pipe, in trace-lane order.
+    pub const ALL: [Pipe; 7] = [
+        Pipe::Mte2,
+        Pipe::Mte1,
+        Pipe::M,
+        Pipe::V,
+        Pipe::Fixp,
+        Pipe::Mte3,
+        Pipe::S,
+    ];
+
+    /// The lane name used in reports and traces (`MTE2`, `VECTOR`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Pipe::Mte2 => "MTE2",
+            Pipe::Mte1 => "MTE1",
+            Pipe::V => "VECTOR",
+            Pipe::M => "CUBE",
+            Pipe::Mte3 => "MTE3",
+            Pipe::Fixp => "FIXP",
+            Pipe::S => "SCALAR",
+        }
+    }
+}
+
+impl fmt::Display for Pipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A tile: an SSA value of a program. Printed `%N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TileId(pub u32);
+
+impl fmt::Display for TileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// A loop variable. Printed `iN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct VarId(pub u32);
+
+impl fmt::Display for VarId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "i{}", self.0)
+    }
+}
+
+/// A global tensor of a program (an op input or output), by position in
+/// [`Program::globals`]. Printed `@N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GlobalId(pub u32);
+
+impl fmt::Display for GlobalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}", self.0)
+    }
+}
+
+/// A symbolic integer: offsets into global tensors and loop-dependent indices.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Index {
+    /// A constant.
+    Const(i64),
+    /// The index of the block program in the grid.
+    ProgramId,
+    /// A loop variable.
+    Var(VarId),
+    /// Sum.
+    Add(Box<Index>, Box<Index>),
+    /// Difference.
+    Sub(Box<Index>, Box<Index>),
+    /// Product.
+    Mul(Box<Index>, Box<Index>),
+    /// Floor division.
+    Div(Box<Index>, Box<Index>),
+    /// Remainder (of floor division).
+    Rem(Box<Index>, Box<Index>),
+    /// Minimum.
+    Min(Box<Index>, Box<Index>),
+    /// Maximum.
+    Max(Box<Index>, Box<Index>),
+}
+
+impl Index {
+    /// The value for one program id and loop-variable values (`vars[v]` for `VarId(v)`).
+    /// Division by zero gives 0: a validated program never divides by zero.
+    pub fn eval(&self, program_id: i64, vars: &[i64]) -> i64 {
+        let bin = |a: &Index, b: &Index| (a.eval(program_id, vars), b.eval(program_id, vars));
+        match self {
+            Index::Const(c) => *c,
+            Index::ProgramId => program_id,
+            Index::Var(v) => vars.get(v.0 as usize).copied().unwrap_or(0),
+            Index::Add(a, b) => {
+                let (a, b) = bin(a, b);
+                a.wrapping_add(b)
+            }
+            Index::Sub(a, b) => {
+                let (a, b) = bin(a, b);
+                a.wrapping_sub(b)
+            }
+            Index::Mul(a, b) => {
+                let (a, b) = bin(a, b);
+                a.wrapping_mul(b)
+            }
+            Index::Div(a, b) => {
+                let (a, b) = bin(a, b);
+                if b == 0 { 0 } else { a.div_euclid(b) }
+            }
+            Index::Rem(a, b) => {
+                let (a, b) = bin(a, b);
+                if b == 0 { 0 } else { a.rem_euclid(b) }
+            }
+            Index::Min(a, b) => {
+                let (a, b) = bin(a, b);
+                a.min(b)
+            }
+            Index::Max(a, b) => {
+                let (a, b) = bin(a, b);
+                a.max(b)
+            }
+        }
+    }
+}
+
+/// The type of a tile: shape, dtype and memory level.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TileType {
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Where the tile lives.
+    pub level: MemLevel,
+}
+
+impl TileType {
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Bytes of data (without alignment padding).
+    pub fn bytes(&self) -> usize {
+        self.numel() * self.dtype.size_bytes()
+    }
+}
+
+impl fmt::Display for TileType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]@{}", self.level)
+    }
+}
+
+/// Whether a global tensor is read or written by the op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GlobalRole {
+    /// An op input: read only.
+    Input,
+    /// An op output: written by stores.
+    Output,
+}
+
+/// A global tensor a program reads or writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GlobalDecl {
+    /// The op's name for it (input or output name).
+    pub name: String,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Input or output.
+    pub role: GlobalRole,
+}
+
+/// Element-wise functions of one tile (vector unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `|x|`
+    Abs,
+    /// `e^x`
+    Exp,
+    /// `ln x`
+    Ln,
+    /// `sqrt x`
+    Sqrt,
+    /// `1 / sqrt x`
+    Rsqrt,
+    /// `1 / x`
+    Recip,
+    /// `x * x`
+    Square,
+    /// `max(x, 0)`
+    Relu,
+    /// `tanh x`
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// GELU, tanh form.
+    Gelu,
+    /// `x * sigmoid(x)`
+    Silu,
+}
+
+/// Element-wise functions of two operands, with numpy broadcasting (vector unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BinaryOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `max(a, b)`
+    Max,
+    /// `min(a, b)`
+    Min,
+}
+
+/// Element-wise comparisons; the result is a bool tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CmpOp {
+    /// `a == b`
+    Eq,
+    /// `a != b`
+    Ne,
+    /// `a < b`
+    Lt,
+    /// `a <= b`
+    Le,
+    /// `a > b`
+    Gt,
+    /// `a >= b`
+    Ge,
+}
+
+/// Reductions along one axis; the axis is kept with size 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+    /// Arithmetic mean.
+    Mean,
+}
+
+/// An operand of an element-wise instruction: a tile, or a scalar constant (params and
+/// literals are known when the kernel is traced).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operand {
+    /// A tile.
+    Tile(TileId),
+    /// A scalar, broadcast to the other operand's shape and converted to its dtype.
+    Scalar(f64),
+}
+
+/// One instruction. `dst` tiles are defined by exactly one instruction; their types are in
+/// [`Program::tiles`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Inst {
+    /// GM -> UB or L1: the tile at `offsets` of `src`, shape and level from `dst`'s type.
+    /// Elements outside `src` read as `pad` (masked load at the tensor's edges).
+    Load {
+        /// The loaded tile.
+        dst: TileId,
+        /// The global tensor read.
+        src: GlobalId,
+        /// Offset of the tile's first element, one per dimension.
+        offsets: Vec<Index>,
+        /// The value of elements outside the tensor.
+        pad: f64,
+    },
+    /// UB (or L0C) -> GM: writes `src` at `offsets` of `dst`; elements outside `dst` are
+    /// dropped (masked store).
+    Store {
+        /// The global tensor written (an output).
+        dst: GlobalId,
+        /// Offset of the tile's first element, one per dimension.
+        offsets: Vec<Index>,
+        /// The stored tile.
+        src: TileId,
+    },
+    /// A tile filled with one value.
+    Full {
+        /// The tile.
+        dst: TileId,
+        /// Its value.
+        value: f64,
+    },
+    /// A tile whose elements are `start + i`, `i` the element's index along `axis`.
+    Iota {
+        /// The tile (an integer or float dtype).
+        dst: TileId,
+        /// The axis that counts.
+        axis: usize,
+        /// The first value.
+        start: Index,
+    },
+    /// `dst = op(src)`.
+    Unary {
+        /// Result.
+        dst: TileId,
+        /// Function.
+        op: UnaryOp,
+        /// Argument.
+        src: TileId,
+    },
+    /// `dst = op(lhs, rhs)`, broadcasting.
+    Binary {
+        /// Result.
+        dst: TileId,
+        /// Function.
+        op: BinaryOp,
+        /// Left operand.
+        lhs: Operand,
+        /// Right operand.
+        rhs: Operand,
+    },
+    /// `dst = lhs op rhs`, a bool tile, broadcasting.
+    Compare {
+        /// Result (bool).
+        dst: TileId,
+        /// Comparison.
+        op: CmpOp,
+        /// Left operand.
+        lhs: Operand,
+        /// Right operand.
+        rhs: Operand,
+    },
+    /// `dst = cond ? on_true : on_false`, broadcasting.
+    Select {
+        /// Result.
+        dst: TileId,
+        /// A bool tile.
+        cond: TileId,
+        /// Where `cond` holds.
+        on_true: Operand,
+        /// Where it does not.
+        on_false: Operand,
+    },
+    /// `dst = src` converted to `dst`'s dtype.
+    Cast {
+        /// Result.
+        dst: TileId,
+        /// Argument.
+        src: TileId,
+    },
+    /// `dst = op(src)` along `axis`, which is kept with size 1.
+    Reduce {
+        /// Result.
+        dst: TileId,
+        /// Reduction.
+        op: ReduceOp,
+        /// Argument.
+        src: TileId,
+        /// The reduced axis.
+        axis: usize,
+    },
+    /// A copy between on-core levels (L1 -> L0A/L0B, UB -> L1, L0C -> UB/L1), same shape
+    /// and dtype, except that L0C -> UB may convert the f32 accumulator to `dst`'s dtype.
+    Move {
+        /// The copy.
+        dst: TileId,
+        /// The source.
+        src: TileId,
+    },
+    /// Cube: `dst = a @ b (+ acc)`, `a` in L0A `[m, k]`, `b` in L0B `[k, n]` (or `[n, k]`
+    /// when `transpose_b`), `dst` and `acc` f32 `[m, n]` in L0C.
+    Matmul {
+        /// Result, in L0C.
+        dst: TileId,
+        /// Left operand, in L0A.
+        a: TileId,
+        /// Right operand, in L0B.
+        b: TileId,
+        /// An accumulator to add, in L0C.
+        acc: Option<TileId>,
+        /// Whether `b` is stored transposed.
+        transpose_b: bool,
+    },
+    /// A counted loop with loop-carried tiles: `params` take the values of `init` in the
+    /// first iteration and of `yields` in the next; after the last, `results` hold them.
+    Loop {
+        /// The loop variable, 0 to `count - 1`.
+        var: VarId,
+        /// Number of iterations (known when the kernel is traced).
+        count: usize,
+        /// Initial values of the carried tiles, defined before the loop.
+        init: Vec<TileId>,
+        /// The carried tiles inside the body.
+        params: Vec<TileId>,
+        /// The body.
+        body: Vec<Inst>,
+        /// The carried tiles' values at the end of an iteration, defined in the body.
+        yields: Vec<TileId>,
+        /// The carried tiles' final values, defined by the loop.
+        results: Vec<TileId>,
+    },
+}
+
+impl Inst {
+    /// The short name of the instruction in the text form and messages.
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            Inst::Load { .. } => "load",
+            Inst::Store { .. } => "store",
+            Inst::Full { .. } => "full",
+            Inst::Iota { .. } => "iota",
+            Inst::Unary { .. } => "unary",
+            Inst::Binary { .. } => "binary",
+            Inst::Compare { .. } => "compare",
+            Inst::Select { .. } => "select",
+            Inst::Cast { .. } => "cast",
+            Inst::Reduce { .. } => "reduce",
+            Inst::Move { .. } => "move",
+            Inst::Matmul { .. } => "matmul",
+            Inst::Loop { .. } => "loop",
+        }
+    }
+
+    /// The pipe this instruction runs on, given the program's tile types.
+    pub fn pipe(&self, program: &Program) -> Pipe {
+        let level = |t: &TileId| program.tile(*t).map(|ty| ty.level);
+        match self {
+            Inst::Load { .. } => Pipe::Mte2,
+            Inst::Store { src, .. } => match level(src) {
+                Some(MemLevel::L0C) => Pipe::Fixp,
+                _ => Pipe::Mte3,
+            },
+            Inst::Move { src, dst } => match (level(src), level(dst)) {
+                (Some(MemLevel::L0C), _) => Pipe::Fixp,
+                (Some(MemLevel::Ub), _) => Pipe::Mte3,
+                (_, Some(MemLevel::Ub)) => Pipe::Mte2,
+                _ => Pipe::Mte1,
+            },
+            Inst::Matmul { .. } => Pipe::M,
+            Inst::Loop { .. } => Pipe::S,
+            Inst::Full { .. }
+            | Inst::Iota { .. }
+            | Inst::Unary { .. }
+            | Inst::Binary { .. }
+            | Inst::Compare { .. }
+            | Inst::Select { .. }
+            | Inst::Cast { .. }
+            | Inst::Reduce { .. } => Pipe::V,
+        }
+    }
+}
+
+/// One traced block program of an op's kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// The op's name.
+    pub op: String,
+    /// Number of block programs.
+    pub grid: usize,
+    /// The op's inputs then outputs, as the kernel sees them.
+    pub globals: Vec<GlobalDecl>,
+    /// The type of every tile, by `TileId`.
+    pub tiles: Vec<TileType>,
+    /// Number of loop variables.
+    pub vars: u32,
+    /// The instructions.
+    pub body: Vec<Inst>,
+}
+
+impl Program {
+    /// The type of tile `id`, if it exists.
+    pub fn tile(&self, id: TileId) -> Option<&TileType> {
+        self.tiles.get(id.0 as usize)
+    }
+
+    /// The declaration of global `id`, if it exists.
+    pub fn global(&self, id: GlobalId) -> Option<&GlobalDecl> {
+        self.globals.get(id.0 as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_eval_uses_floor_semantics_and_loop_vars() {
+        let i = Index::Add(
+            Box::new(Index::Mul(
+                Box::new(Index::ProgramId),
+                Box::new(Index::Const(8)),
+            )),
+            Box::new(Index::Var(VarId(1))),
+        );
+        assert_eq!(i.eval(3, &[0, 5]), 29);
+        let d = Index::Div(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
+        assert_eq!(d.eval(0, &[]), -4);
+        let r = Index::Rem(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
+        assert_eq!(r.eval(0, &[]), 1);
+    }
+
+    #[test]
+    fn tile_types_print_compactly() {
+        let t = TileType {
+            shape: vec![8, 64],
+            dtype: DType::F16,
+            level: MemLevel::Ub,
+        };
+        assert_eq!(t.to_string(), "f16[8, 64]@ub");
+        assert_eq!(t.bytes(), 1024);
+    }
+}
