@@ -4,7 +4,11 @@ use core::fmt;
 
 use syn::{Attribute, Item, ItemFn, ItemMod};
 
+use crate::attr::ParityAttr;
 use crate::ctxt::Ctxt;
+
+/// The name of the attribute that declares a parity case on the kernel.
+pub const PARITY: &str = "parity";
 
 /// What a helper attribute says a function is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,12 +62,24 @@ pub struct RoleFn {
     pub attr: Attribute,
     /// The function, helper attribute removed.
     pub item: ItemFn,
+    /// Its `#[parity(...)]` cases, parsed.
+    pub parity: Vec<ParityAttr>,
+}
+
+/// A `#[parity]` on an item other than a role function, to be reported once it is known
+/// whether the op has a kernel at all.
+pub struct StrayParity {
+    pub attr: Attribute,
+    /// What it was put on, for the message (`function `helper``, `#[reference] `reference``).
+    pub target: String,
 }
 
 /// The module, with helper attributes stripped from its items.
 pub struct OpModule {
     pub module: ItemMod,
     pub role_fns: Vec<RoleFn>,
+    /// `#[parity]` attributes on anything but a role function.
+    pub stray_parity: Vec<StrayParity>,
 }
 
 impl OpModule {
@@ -72,10 +88,12 @@ impl OpModule {
     pub fn parse(cx: &mut Ctxt, mut module: ItemMod) -> Option<OpModule> {
         let (_, items) = module.content.as_mut()?;
         let mut role_fns = Vec::new();
+        let mut stray_parity = Vec::new();
         for item in items.iter_mut() {
             match item {
                 Item::Fn(f) => {
                     let roles = take_role_attrs(cx, &mut f.attrs);
+                    let parity = take_parity_attrs(&mut f.attrs);
                     let mut roles = roles.into_iter();
                     if let Some((role, attr)) = roles.next() {
                         for (other, extra) in roles {
@@ -88,11 +106,22 @@ impl OpModule {
                                 ),
                             );
                         }
+                        let parity = parity
+                            .into_iter()
+                            .filter_map(|attr| ParityAttr::parse(cx, attr))
+                            .collect();
                         role_fns.push(RoleFn {
                             role,
                             attr,
                             item: f.clone(),
+                            parity,
                         });
+                    } else {
+                        let target = format!("function `{}`", f.sig.ident);
+                        stray_parity.extend(parity.into_iter().map(|attr| StrayParity {
+                            attr,
+                            target: target.clone(),
+                        }));
                     }
                 }
                 other => {
@@ -100,11 +129,21 @@ impl OpModule {
                         for (role, attr) in take_role_attrs(cx, attrs) {
                             cx.error_spanned_by(&attr, format!("{role} goes on a function"));
                         }
+                        stray_parity.extend(take_parity_attrs(attrs).into_iter().map(|attr| {
+                            StrayParity {
+                                attr,
+                                target: "an item that is not a function".to_owned(),
+                            }
+                        }));
                     }
                 }
             }
         }
-        Some(OpModule { module, role_fns })
+        Some(OpModule {
+            module,
+            role_fns,
+            stray_parity,
+        })
     }
 }
 
@@ -123,6 +162,19 @@ fn take_role_attrs(cx: &mut Ctxt, attrs: &mut Vec<Attribute>) -> Vec<(Role, Attr
             cx.error_spanned_by(&attr.meta, format!("{role} takes no arguments"));
         }
     }
+    taken
+}
+
+/// Removes the `#[parity(...)]` attributes from `attrs`.
+fn take_parity_attrs(attrs: &mut Vec<Attribute>) -> Vec<Attribute> {
+    let mut taken = Vec::new();
+    attrs.retain(|attr| {
+        let parity = attr.path().is_ident(PARITY);
+        if parity {
+            taken.push(attr.clone());
+        }
+        !parity
+    });
     taken
 }
 

@@ -7,12 +7,12 @@
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Expr, Ident, LitInt, LitStr, Token, Type};
+use syn::{Attribute, Expr, Ident, LitInt, LitStr, Token, Type};
 
 use crate::ctxt::Ctxt;
 
 /// The keys `#[custom_op(...)]` accepts.
-const KEYS: &str = "name, version, params, outputs";
+const KEYS: &str = "name, version, params, outputs, tolerance";
 
 /// `#[custom_op(...)]`, as written.
 #[derive(Default)]
@@ -25,6 +25,45 @@ pub struct OpArgs {
     pub params: Vec<ParamDecl>,
     /// `outputs(...)`, with the span of the `outputs` keyword.
     pub outputs: Option<(Ident, Vec<Ident>)>,
+    /// `tolerance(f16 = (rtol, atol), ..)`.
+    pub tolerances: Vec<ToleranceDecl>,
+}
+
+/// One `dtype = (rtol, atol)` in `tolerance(...)`.
+pub struct ToleranceDecl {
+    /// The dtype's name, as written.
+    pub dtype: Ident,
+    /// `(rtol, atol)`, as written.
+    pub value: Expr,
+}
+
+/// One `#[parity(...)]` on the kernel: a case, as written.
+pub struct ParityAttr {
+    /// The attribute, for errors about the case as a whole.
+    pub attr: Attribute,
+    /// Its entries, in order.
+    pub entries: Vec<ParityEntry>,
+}
+
+/// One `name = value` in `#[parity(...)]`.
+pub struct ParityEntry {
+    /// An input, a param, or `seed`, `rtol`, `atol`.
+    pub name: Ident,
+    /// What follows the `=`.
+    pub value: ParityValue,
+}
+
+/// The value of a parity entry.
+pub enum ParityValue {
+    /// `f16[4, 64]`: an input's dtype and dims.
+    Tensor {
+        /// The dtype's name, as written.
+        dtype: Ident,
+        /// The dims, as written; empty for a scalar.
+        dims: Vec<LitInt>,
+    },
+    /// A literal: a param's value, a seed, a tolerance.
+    Expr(Expr),
 }
 
 /// One `name: Type = default` in `params(...)`.
@@ -81,6 +120,22 @@ fn parse_args(cx: &mut Ctxt, out: &mut OpArgs, input: ParseStream) -> syn::Resul
                 let names = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
                 out.outputs = Some((key.clone(), names.into_iter().collect()));
             }
+            "tolerance" => {
+                let content;
+                syn::parenthesized!(content in input);
+                let decls = Punctuated::<ToleranceDecl, Token![,]>::parse_terminated_with(
+                    &content,
+                    |input: ParseStream| {
+                        let dtype = input.parse()?;
+                        input.parse::<Token![=]>()?;
+                        Ok(ToleranceDecl {
+                            dtype,
+                            value: input.parse()?,
+                        })
+                    },
+                )?;
+                out.tolerances = decls.into_iter().collect();
+            }
             _ => {
                 cx.error_spanned_by(
                     &key,
@@ -108,6 +163,44 @@ fn parse_param(input: ParseStream) -> syn::Result<ParamDecl> {
         None
     };
     Ok(ParamDecl { name, ty, default })
+}
+
+impl ParityAttr {
+    /// Parses `#[parity(name = value, ..)]`; a syntax error is recorded and yields `None`.
+    pub fn parse(cx: &mut Ctxt, attr: Attribute) -> Option<ParityAttr> {
+        let parsed = attr.parse_args_with(|input: ParseStream| {
+            Punctuated::<ParityEntry, Token![,]>::parse_terminated_with(input, parse_parity_entry)
+        });
+        match parsed {
+            Ok(entries) => Some(ParityAttr {
+                attr,
+                entries: entries.into_iter().collect(),
+            }),
+            Err(e) => {
+                cx.syn_error(e);
+                None
+            }
+        }
+    }
+}
+
+fn parse_parity_entry(input: ParseStream) -> syn::Result<ParityEntry> {
+    let name: Ident = input.parse()?;
+    input.parse::<Token![=]>()?;
+    // `f16[4, 64]` is not an expression (the index holds a comma), so it is read by hand.
+    let value = if input.peek(Ident) && input.peek2(syn::token::Bracket) {
+        let dtype = input.parse()?;
+        let content;
+        syn::bracketed!(content in input);
+        let dims = Punctuated::<LitInt, Token![,]>::parse_terminated(&content)?;
+        ParityValue::Tensor {
+            dtype,
+            dims: dims.into_iter().collect(),
+        }
+    } else {
+        ParityValue::Expr(input.parse()?)
+    };
+    Ok(ParityEntry { name, value })
 }
 
 /// Skips what follows an unknown key (`= value` or `(...)`), so the keys after it are

@@ -4,7 +4,8 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use crate::valid::{DefaultValue, FnModel, Model, Param, ParamKind};
+use crate::parity::ParityCase;
+use crate::valid::{DefaultValue, FnModel, Model, ParamKind};
 
 /// The expanded op module.
 pub fn expand(model: &Model) -> TokenStream {
@@ -22,6 +23,7 @@ pub fn expand(model: &Model) -> TokenStream {
     let op_def = op_def(model);
     let run = run_fn(model);
     let apply = apply_fn(model);
+    let parity = parity_tests(model);
     quote! {
         #(#attrs)*
         #vis mod #ident {
@@ -34,6 +36,7 @@ pub fn expand(model: &Model) -> TokenStream {
             #op_def
             #run
             #apply
+            #parity
         }
     }
 }
@@ -74,11 +77,11 @@ fn int_tokens(v: i64, kind: ParamKind) -> TokenStream {
     if v < 0 { quote!(-(#lit)) } else { quote!(#lit) }
 }
 
-/// The default as a value of the param's Rust type.
-fn default_tokens(param: &Param, value: &DefaultValue) -> TokenStream {
+/// A checked literal (a default, a parity case's value) as a value of the param's Rust type.
+fn default_tokens(kind: ParamKind, value: &DefaultValue) -> TokenStream {
     match value {
-        DefaultValue::Float(v) => float_tokens(*v, param.kind),
-        DefaultValue::Int(v) => int_tokens(*v, param.kind),
+        DefaultValue::Float(v) => float_tokens(*v, kind),
+        DefaultValue::Int(v) => int_tokens(*v, kind),
         DefaultValue::Bool(b) => quote!(#b),
         DefaultValue::Str(s) => quote!(::std::string::String::from(#s)),
         DefaultValue::Ints(vs) => {
@@ -121,7 +124,7 @@ fn params_struct(model: &Model) -> TokenStream {
     let default_impl = all_default.then(|| {
         let inits = model.params.iter().map(|p| {
             let ident = &p.ident;
-            let value = p.default.as_ref().map(|d| default_tokens(p, d));
+            let value = p.default.as_ref().map(|d| default_tokens(p.kind, d));
             quote!(#ident: #value)
         });
         quote! {
@@ -140,7 +143,7 @@ fn params_struct(model: &Model) -> TokenStream {
         let ty = param_type(p.kind);
         let default = match &p.default {
             Some(d) => {
-                let value = default_tokens(p, d);
+                let value = default_tokens(p.kind, d);
                 quote!(::core::option::Option::Some((|| #value) as fn() -> #ty))
             }
             None => quote!(::core::option::Option::None),
@@ -271,7 +274,7 @@ fn op_def(model: &Model) -> TokenStream {
         let variant = format_ident!("{}", p.kind.variant());
         let default = match &p.default {
             Some(d) => {
-                let value = default_tokens(p, d);
+                let value = default_tokens(p.kind, d);
                 quote!(::core::option::Option::Some(
                     (|| ::pto_op::AttrValue::#variant(#value)) as fn() -> ::pto_op::AttrValue
                 ))
@@ -351,6 +354,11 @@ fn op_def(model: &Model) -> TokenStream {
     };
     let estimator = optional(&model.estimator);
     let properties = optional(&model.properties);
+    let tolerances = model.tolerances.iter().map(|t| {
+        let dtype = format_ident!("{}", t.dtype);
+        let tolerance = tolerance_tokens(t.rtol, t.atol);
+        quote!((::pto_op::DType::#dtype, #tolerance))
+    });
 
     quote! {
         /// The op's description, as registered.
@@ -378,6 +386,7 @@ fn op_def(model: &Model) -> TokenStream {
             kernel: #kernel_field,
             estimator: #estimator,
             properties: #properties,
+            tolerances: &[#(#tolerances),*],
         };
 
         #shape_wrapper
@@ -464,6 +473,72 @@ fn apply_fn(model: &Model) -> TokenStream {
         ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
             let #list = ::pto_op::Graph::trace(self::def(), &[#(#inputs),*], ::pto_op::OpParams::to_attributes(#params))?;
             #block
+        }
+    }
+}
+
+fn tolerance_tokens(rtol: f64, atol: f64) -> TokenStream {
+    let (rtol, atol) = (Literal::f64_suffixed(rtol), Literal::f64_suffixed(atol));
+    quote!(::pto_op::Tolerance::new(#rtol, #atol))
+}
+
+/// `#[cfg(test)] mod __pto_parity`: one `#[test]` per `#[parity]` case, comparing the kernel
+/// on `sim` with the reference on `cpu`. Nothing when the op declares no case.
+fn parity_tests(model: &Model) -> TokenStream {
+    if model.parity.is_empty() {
+        return quote!();
+    }
+    let tests = model.parity.iter().map(parity_test);
+    quote! {
+        /// The op's `#[parity]` cases, one test each.
+        #[cfg(test)]
+        pub(crate) mod __pto_parity {
+            #(#tests)*
+        }
+    }
+}
+
+fn parity_test(case: &ParityCase) -> TokenStream {
+    let name = &case.test_name;
+    let inputs = case.inputs.iter().map(|input| {
+        let dtype = format_ident!("{}", input.dtype);
+        let shape = if input.dims.is_empty() {
+            quote!(::pto_op::Shape::scalar())
+        } else {
+            let dims = input.dims.iter().map(|d| Literal::usize_suffixed(*d));
+            quote!(::pto_op::Shape::new([#(#dims),*]))
+        };
+        quote!(::pto_op::TensorType {
+            shape: #shape,
+            dtype: ::pto_op::DType::#dtype,
+        })
+    });
+    let attrs = case.params.iter().map(|p| {
+        let variant = format_ident!("{}", p.kind.variant());
+        let key = &p.name;
+        let value = default_tokens(p.kind, &p.value);
+        quote!((::std::string::String::from(#key), ::pto_op::AttrValue::#variant(#value)))
+    });
+    let seed = case.seed;
+    let tolerance = match case.tolerance {
+        Some((rtol, atol)) => {
+            let tolerance = tolerance_tokens(rtol, atol);
+            quote!(::core::option::Option::Some(#tolerance))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    quote! {
+        #[test]
+        pub(crate) fn #name() {
+            ::pto_op::__private::parity::assert_parity(
+                super::def(),
+                &::pto_op::parity::ParityCase {
+                    inputs: ::std::vec::Vec::from([#(#inputs),*]),
+                    attrs: ::pto_op::Attributes::from([#(#attrs),*]),
+                    seed: #seed,
+                    tolerance: #tolerance,
+                },
+            )
         }
     }
 }

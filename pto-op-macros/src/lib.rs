@@ -2,7 +2,8 @@
 //!
 //! `#[custom_op]` works in three steps, each in its own file: parse the attribute and the
 //! module (`attr.rs`, `ast.rs`), check them and build a model (`valid.rs`), print the
-//! model (`expand.rs`). Errors are collected (`ctxt.rs`) and all reported at once, beside
+//! model (`expand.rs`); `#[parity]` cases and `tolerance(...)` are checked in `parity.rs`.
+//! Errors are collected (`ctxt.rs`) and all reported at once, beside
 //! the module itself (`fallback.rs`).
 
 mod ast;
@@ -10,6 +11,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod parity;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -91,6 +93,8 @@ helper_attribute! {
     kernel: "the kernel, written in the tile language",
     estimator: "a direct time estimate",
     properties: "the compute and memory properties for the roofline",
+    parity: "a case that compares the kernel with the reference, on the `#[kernel]` function \
+             (`#[parity(x = f16[4, 64], eps = 1e-5, seed = 7)]`)",
 }
 
 #[cfg(test)]

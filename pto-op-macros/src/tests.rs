@@ -166,3 +166,170 @@ fn output_count_disagreement_is_reported_on_the_return_type() {
             .contains("#[infer_dtype] returns 1 output(s), but #[infer_shape] returns 2")
     );
 }
+
+/// The generated `__pto_parity` module of an expansion, pretty-printed.
+fn parity_module(tokens: proc_macro2::TokenStream) -> String {
+    let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
+    let Some(syn::Item::Mod(op)) = file.items.first() else {
+        panic!("the expansion is the op module");
+    };
+    let items = &op.content.as_ref().expect("the op module is inline").1;
+    let parity = items
+        .iter()
+        .find(|item| matches!(item, syn::Item::Mod(m) if m.ident == "__pto_parity"))
+        .expect("the op module holds __pto_parity");
+    prettyplease::unparse(&syn::parse_quote!(#parity))
+}
+
+/// rms_norm with `#[parity]` cases on its kernel.
+fn rms_norm_with_cases(cases: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        pub mod rms_norm {
+            #[infer_shape]
+            fn infer_shape(x: &Shape, gamma: &Shape, _p: &Params) -> Result<Shape, OpError> { Ok(x.clone()) }
+            #[infer_dtype]
+            fn infer_dtype(x: DType, _gamma: DType) -> Result<DType, OpError> { Ok(x) }
+            #[reference]
+            fn reference(x: &Tensor, gamma: &Tensor, p: &Params) -> Result<Tensor, OpError> { todo() }
+            #cases
+            #[kernel]
+            fn kernel(k: &mut Kernel, x: &Global, gamma: &Global, y: &Global) -> Result<(), OpError> { k.grid(1) }
+        }
+    }
+}
+
+#[test]
+fn parity_cases_expand_into_a_test_module() {
+    let out = custom_op_impl(
+        quote!(name = "demo.rms_norm", params(eps: f32 = 1e-6, bias: i64), tolerance(f16 = (2e-3, 1e-3))),
+        rms_norm_with_cases(quote! {
+            #[parity(x = f16[4, 64], gamma = f16[64], eps = 1e-5, bias = -2, seed = 7, rtol = 2e-3, atol = 1e-3)]
+            #[parity(gamma = bf16[], x = bool[3], bias = 0)]
+        }),
+    );
+    assert_eq!(error_count(&out), 0, "{out}");
+    let text = squash(&pretty(out.clone()));
+    assert!(
+        text.contains(
+            "tolerances:&[(::pto_op::DType::F16,::pto_op::Tolerance::new(0.002f64,0.001f64)),]"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("#[parity("), "{text}");
+    insta::assert_snapshot!(parity_module(out));
+}
+
+#[test]
+fn an_op_without_cases_has_no_parity_module() {
+    let out = custom_op_impl(
+        quote!(name = "demo.rms_norm"),
+        rms_norm_with_cases(quote!()),
+    );
+    assert_eq!(error_count(&out), 0, "{out}");
+    assert!(!out.to_string().contains("__pto_parity"), "{out}");
+}
+
+#[test]
+fn every_parity_mistake_is_reported_at_once() {
+    let out = custom_op_impl(
+        quote!(name = "demo.rms_norm", params(eps: f32 = 1e-6)),
+        rms_norm_with_cases(quote! {
+            #[parity(x = f16[4, 64], gamma = f16[64], colour = 1)]
+            #[parity(x = f16[4, 64])]
+            #[parity(x = f16[4], x = f16[4], gamma = f17[4])]
+            #[parity(x = f16[4, -1], gamma = f16[4], eps = "big")]
+            #[parity(x = f16[4], gamma = f16[4], rtol = 1e-3)]
+            #[parity(x = f16[4], gamma = f16[4], seed = -1)]
+        }),
+    );
+    let text = out.to_string();
+    for message in [
+        "unknown name `colour` in #[parity]; the op's inputs are (x, gamma), its params (eps), \
+         and a case may set `seed`, `rtol` and `atol`",
+        "this #[parity] case does not give input `gamma`",
+        "`x` is given twice in this #[parity] case",
+        "unknown dtype `f17` for input `gamma`",
+        "is not a dimension of input `x`",
+        "`\\\"big\\\"` is not a value for param `eps`, an f32",
+        "`rtol` alone: a #[parity] case sets both `rtol` and `atol`",
+        "the seed is a whole number from 0 up",
+    ] {
+        assert!(text.contains(message), "{message:?} not in: {text}");
+    }
+    assert_eq!(error_count(&out), 8, "{out}");
+    // The module is kept, without the attributes.
+    assert!(text.contains("pub mod rms_norm"), "{text}");
+    assert!(!text.contains("# [parity"), "{text}");
+}
+
+#[test]
+fn parity_goes_on_the_kernel_only() {
+    let item = |kernel: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #[infer_shape] fn s(x: &Shape) -> Result<Shape, OpError> { Ok(x.clone()) }
+                #[infer_dtype] fn t(x: DType) -> Result<DType, OpError> { Ok(x) }
+                #[parity(x = f32[4])]
+                #[reference] fn r(x: &Tensor) -> Result<Tensor, OpError> { Ok(x.clone()) }
+                #[parity(x = f32[4])]
+                fn helper() {}
+                #kernel
+            }
+        }
+    };
+    let with_kernel = custom_op_impl(
+        quote!(name = "demo.m"),
+        item(quote!(
+            #[kernel]
+            fn k(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+                k.grid(1)
+            }
+        )),
+    );
+    let text = with_kernel.to_string();
+    assert_eq!(error_count(&with_kernel), 2, "{text}");
+    assert!(
+        text.contains("#[parity] goes on the #[kernel] function, not on function `helper`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("#[parity] goes on the #[kernel] function, not on #[reference] `r`"),
+        "{text}"
+    );
+    let without_kernel = custom_op_impl(quote!(name = "demo.m"), item(quote!()));
+    assert_eq!(error_count(&without_kernel), 2, "{without_kernel}");
+    assert!(
+        without_kernel
+            .to_string()
+            .contains("this op has no #[kernel], so there is nothing to compare"),
+        "{without_kernel}"
+    );
+}
+
+#[test]
+fn declared_tolerances_are_checked() {
+    let out = custom_op_impl(
+        quote!(
+            name = "demo.rms_norm",
+            tolerance(
+                f17 = (1e-3, 1e-3),
+                f16 = (1e-3, -1.0),
+                bf16 = 0.1,
+                f16 = (0.0, 0)
+            )
+        ),
+        rms_norm_with_cases(quote!()),
+    );
+    let text = out.to_string();
+    assert_eq!(error_count(&out), 4, "{text}");
+    assert!(
+        text.contains("unknown dtype `f17` in tolerance(...)"),
+        "{text}"
+    );
+    assert!(text.contains("`(1e-3, -1.0)` is not a tolerance"), "{text}");
+    assert!(text.contains("`0.1` is not a tolerance"), "{text}");
+    assert!(
+        text.contains("the tolerance for `f16` is given twice"),
+        "{text}"
+    );
+}

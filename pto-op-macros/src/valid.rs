@@ -16,6 +16,7 @@ use syn::{
 use crate::ast::{OpModule, Role, RoleFn};
 use crate::attr::{OpArgs, ParamDecl, attribute_span};
 use crate::ctxt::Ctxt;
+use crate::parity::{DeclaredTolerance, ParityCase};
 
 /// Names the expansion defines inside the op module.
 const RESERVED: [&str; 5] = ["Params", "NAME", "def", "run", "apply"];
@@ -69,7 +70,7 @@ impl ParamKind {
         }
     }
 
-    fn example(self) -> &'static str {
+    pub(crate) fn example(self) -> &'static str {
         match self {
             ParamKind::F32 | ParamKind::F64 => "1e-6",
             ParamKind::I32 | ParamKind::I64 => "-1",
@@ -81,7 +82,7 @@ impl ParamKind {
     }
 
     /// "an f32", "a bool": for messages.
-    fn with_article(self) -> String {
+    pub(crate) fn with_article(self) -> String {
         let article = match self {
             ParamKind::F32 | ParamKind::F64 | ParamKind::I32 | ParamKind::I64 => "an",
             _ => "a",
@@ -89,7 +90,7 @@ impl ParamKind {
         format!("{article} {}", self.rust_name())
     }
 
-    fn rust_name(self) -> &'static str {
+    pub(crate) fn rust_name(self) -> &'static str {
         match self {
             ParamKind::F32 => "f32",
             ParamKind::F64 => "f64",
@@ -143,6 +144,10 @@ pub struct Model {
     pub kernel: Option<FnModel>,
     pub estimator: Option<FnModel>,
     pub properties: Option<FnModel>,
+    /// `tolerance(...)`, checked.
+    pub tolerances: Vec<DeclaredTolerance>,
+    /// The kernel's `#[parity]` cases, checked.
+    pub parity: Vec<ParityCase>,
 }
 
 /// Checks everything; returns the model when nothing was wrong.
@@ -212,6 +217,9 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
         .and_then(|f| check_fixed(cx, f, &["OpInvokeInfo", "DeviceProfile"], "Estimate"));
     let properties =
         properties_fn.and_then(|f| check_fixed(cx, f, &["OpInvokeInfo"], "PerformanceProperties"));
+    let tolerances = crate::parity::check_tolerances(cx, &args.tolerances);
+    let parity =
+        crate::parity::check_cases(cx, &op, inputs.as_deref(), &args.params, params.as_deref());
 
     if !cx.is_ok() {
         return None;
@@ -230,6 +238,8 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
         kernel,
         estimator,
         properties,
+        tolerances: tolerances?,
+        parity: parity?,
     })
 }
 
@@ -352,7 +362,7 @@ fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Param>> {
     ok.then_some(params)
 }
 
-fn default_value(kind: ParamKind, expr: &Expr) -> Option<DefaultValue> {
+pub(crate) fn default_value(kind: ParamKind, expr: &Expr) -> Option<DefaultValue> {
     match kind {
         ParamKind::F32 => float_lit(expr)
             .filter(|v| v.is_finite() && v.abs() <= f64::from(f32::MAX))
@@ -390,7 +400,7 @@ fn default_value(kind: ParamKind, expr: &Expr) -> Option<DefaultValue> {
 }
 
 /// A literal, possibly negated: `-1e-6`.
-fn signed_lit(expr: &Expr) -> Option<(bool, &Lit)> {
+pub(crate) fn signed_lit(expr: &Expr) -> Option<(bool, &Lit)> {
     match expr {
         Expr::Lit(ExprLit { lit, .. }) => Some((false, lit)),
         Expr::Unary(ExprUnary {
@@ -405,7 +415,7 @@ fn signed_lit(expr: &Expr) -> Option<(bool, &Lit)> {
     }
 }
 
-fn float_lit(expr: &Expr) -> Option<f64> {
+pub(crate) fn float_lit(expr: &Expr) -> Option<f64> {
     let (negative, lit) = signed_lit(expr)?;
     let v = match lit {
         Lit::Float(f) if matches!(f.suffix(), "" | "f32" | "f64") => {
@@ -528,7 +538,7 @@ fn is_ref_to(ty: &Type, name: &str, mutable: bool) -> bool {
 
 /// Tokens as an author writes them (`&Params`, `Vec<u16>`), not as a token stream prints
 /// them (`& Params`, `Vec < u16 >`), for messages.
-fn code<T: ToTokens>(tokens: &T) -> String {
+pub(crate) fn code<T: ToTokens>(tokens: &T) -> String {
     let mut text = tokens.to_token_stream().to_string();
     for (from, to) in [
         (" < ", "<"),
@@ -543,6 +553,9 @@ fn code<T: ToTokens>(tokens: &T) -> String {
         (" )", ")"),
         ("[ ", "["),
         (" ]", "]"),
+        (", - ", ", -"),
+        ("(- ", "(-"),
+        ("[- ", "[-"),
     ] {
         text = text.replace(from, to);
     }

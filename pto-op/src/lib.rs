@@ -48,6 +48,7 @@ pub mod executor;
 pub mod graph;
 pub mod kernel;
 pub mod op;
+pub mod parity;
 pub mod perf;
 pub mod registry;
 pub mod schema;
@@ -79,13 +80,16 @@ pub mod prelude {
         Kernel, OpError, OpInvokeInfo, OpParams, PerformanceProperties, Shape, Tensor, Tolerance,
         Value, custom_op,
     };
-    pub use pto_op_macros::{estimator, infer_dtype, infer_shape, kernel, properties, reference};
+    pub use pto_op_macros::{
+        estimator, infer_dtype, infer_shape, kernel, parity, properties, reference,
+    };
 }
 
 /// Items that generated code names. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::parity;
     pub use crate::registry::OPERATORS;
     pub use crate::target::TARGETS;
     pub use linkme;

@@ -9,6 +9,7 @@ use crate::perf::{Estimate, OpInvokeInfo, PerformanceProperties};
 use crate::schema::{Fingerprint, OpSchema};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
+use crate::tolerance::Tolerance;
 
 /// Shape rule over all inputs, attributes untyped. Returns one shape per output.
 pub type InferShapesFn = fn(&[&Shape], &Attributes) -> Result<Vec<Shape>, OpError>;
@@ -84,6 +85,10 @@ pub struct OpDef {
     pub estimator: Option<EstimatorFn>,
     /// The `#[properties]` function, if any.
     pub properties: Option<PropertiesFn>,
+    /// Tolerances the author declared with `tolerance(f16 = (rtol, atol), ..)`, for a kernel
+    /// that legitimately differs from its reference (f32 accumulation, online softmax).
+    /// Output dtypes not listed here use [`Tolerance::for_dtype`]; see [`OpDef::tolerance`].
+    pub tolerances: &'static [(DType, Tolerance)],
 }
 
 /// The shape and dtype of one tensor, without its data.
@@ -110,6 +115,15 @@ impl OpDef {
     /// The fingerprint of this op's signature (see [`Fingerprint`]).
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of(self)
+    }
+
+    /// The tolerance a kernel's output of dtype `dtype` is held to against the reference: the
+    /// one declared with `tolerance(...)`, else the default for the dtype.
+    pub fn tolerance(&self, dtype: DType) -> Tolerance {
+        self.tolerances
+            .iter()
+            .find(|(d, _)| *d == dtype)
+            .map_or_else(|| Tolerance::for_dtype(dtype), |(_, t)| *t)
     }
 
     /// Checks the number of inputs a call passes.

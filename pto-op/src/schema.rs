@@ -1,11 +1,14 @@
 //! `OpSchema`: the serialized description of an op, and its fingerprint.
 
 use core::fmt;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::attr::{AttrType, AttrValue};
+use crate::dtype::DType;
 use crate::op::OpDef;
+use crate::tolerance::Tolerance;
 
 /// A hash of an op's signature: its name, input and output names, and param names and types,
 /// in order.
@@ -136,6 +139,10 @@ pub struct OpSchema {
     pub params: Vec<ParamSchema>,
     /// Optional functions the op provides.
     pub implements: Implementations,
+    /// Tolerances the op declares for its kernel's outputs, by dtype (absent when none are
+    /// declared: the defaults apply).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tolerances: BTreeMap<DType, Tolerance>,
     /// The fingerprint of the signature.
     pub fingerprint: Fingerprint,
 }
@@ -171,6 +178,7 @@ impl OpSchema {
                 estimator: op.estimator.is_some(),
                 properties: op.properties.is_some(),
             },
+            tolerances: op.tolerances.iter().copied().collect(),
             fingerprint: op.fingerprint(),
         }
     }
