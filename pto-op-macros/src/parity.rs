@@ -255,20 +255,20 @@ fn check_case(
             *slot = Some((name, value));
         }
     }
-    let missing: Vec<String> = inputs
+    let missing: Vec<&Ident> = inputs
         .iter()
         .zip(&given)
         .filter(|(_, given)| !**given)
-        .map(|(i, _)| format!("`{i}`"))
+        .map(|(input, _)| input)
         .collect();
-    if !missing.is_empty() {
+    if let Some(first) = missing.first() {
+        let list: Vec<String> = missing.iter().map(|i| format!("`{i}`")).collect();
         cx.error_spanned_by(
             &case.attr,
             format!(
                 "this #[parity] case does not give input {}; give every input of the op as \
-                 `name = dtype[dims]`, e.g. `{} = f32[4, 64]`",
-                missing.join(", "),
-                inputs[given.iter().position(|g| !g).unwrap_or_default()]
+                 `name = dtype[dims]`, e.g. `{first} = f32[4, 64]`",
+                list.join(", "),
             ),
         );
         ok = false;

@@ -236,3 +236,27 @@ fn cases_that_do_not_fit_the_op_and_wrong_outputs_are_errors() {
          infer_dtype says f16"
     );
 }
+
+#[test]
+fn declared_tolerances_are_in_the_schema_and_only_when_declared() {
+    let schema = parity_scale::def().schema();
+    let json: serde_json::Value =
+        serde_json::from_str(&schema.to_json_pretty()).expect("the schema is JSON");
+    assert_eq!(
+        json["tolerances"],
+        serde_json::json!({"f16": {"rtol": 0.002, "atol": 0.001}})
+    );
+    let back: pto_op::OpSchema = serde_json::from_value(json).expect("the schema reads back");
+    assert_eq!(back, schema);
+    assert_eq!(
+        parity_scale::def().tolerance(DType::F16),
+        Tolerance::new(2e-3, 1e-3)
+    );
+    assert_eq!(
+        parity_scale::def().tolerance(DType::BF16),
+        Tolerance::for_dtype(DType::BF16)
+    );
+
+    let undeclared = pto_examples::gelu_affine::def().schema().to_json_pretty();
+    assert!(!undeclared.contains("tolerances"), "{undeclared}");
+}
