@@ -53,7 +53,10 @@ fn loads_pad_outside_the_tensor() {
         axis: 0,
     });
     b.push(store(y, vec![c(0)], s));
-    assert_eq!(out(&b.finish(), &[&f32s(&[3], &[1.0, 2.0, 3.0])]), vec![11.0]);
+    assert_eq!(
+        out(&b.finish(), &[&f32s(&[3], &[1.0, 2.0, 3.0])]),
+        vec![11.0]
+    );
 }
 
 #[test]
@@ -228,7 +231,8 @@ fn f16_tiles_round_after_every_instruction() {
 
 #[test]
 fn unary_ops_and_integer_casts() {
-    let cases: [(UnaryOp, fn(f32) -> f32); 6] = [
+    type Reference = fn(f32) -> f32;
+    let cases: [(UnaryOp, Reference); 6] = [
         (UnaryOp::Exp, f32::exp),
         (UnaryOp::Rsqrt, |v| 1.0 / v.sqrt()),
         (UnaryOp::Relu, |v| v.max(0.0)),
@@ -284,7 +288,14 @@ fn inputs_that_do_not_match_the_globals_are_named() {
         "op `t.inputs`: input `x`: the program expects shape [4], got [5]"
     );
     let err = execute(&program, &[]).unwrap_err();
-    assert!(matches!(err, SimError::InputCount { expected: 1, actual: 0, .. }));
+    assert!(matches!(
+        err,
+        SimError::InputCount {
+            expected: 1,
+            actual: 0,
+            ..
+        }
+    ));
 }
 
 #[test]

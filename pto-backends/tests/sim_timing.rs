@@ -45,14 +45,11 @@ fn a_ub_tile_over_the_limit_names_buffer_bytes_and_limit() {
     let err = Simulator::new(kirin(), SimOptions::default())
         .run(&b.finish(), &[&x])
         .unwrap_err();
-    assert!(matches!(
-        err,
-        SimError::BufferOverflow {
-            needed: 131328,
-            limit: 120832,
-            ..
-        }
-    ));
+    let SimError::BufferOverflow(overflow) = &err else {
+        panic!("expected an overflow, got {err}");
+    };
+    assert_eq!((overflow.needed, overflow.limit), (131328, 120832));
+    assert_eq!(overflow.buffer, "UB");
     assert_eq!(
         err.to_string(),
         "op `demo.softmax`: inst 1 (load): UB working set 131328 bytes exceeds the kirin9030 \
@@ -65,7 +62,14 @@ fn attention_overlaps_pipes_and_runs_correctly() {
     let run = run_attention(kirin(), SimOptions::default());
     let report = &run.report;
     let busy = |p: Pipe| report.per_pipe_busy[&p];
-    for pipe in [Pipe::M, Pipe::V, Pipe::Mte2, Pipe::Mte1, Pipe::Fixp, Pipe::Mte3] {
+    for pipe in [
+        Pipe::M,
+        Pipe::V,
+        Pipe::Mte2,
+        Pipe::Mte1,
+        Pipe::Fixp,
+        Pipe::Mte3,
+    ] {
         assert!(busy(pipe) > 0, "{pipe} idle:\n{report}");
     }
     let total_busy: u64 = report.per_pipe_busy.values().sum();
@@ -186,13 +190,24 @@ fn the_chrome_trace_has_a_lane_per_core_and_pipe_and_is_written_atomically() {
         .collect();
     for core in 0..2 {
         for pipe in Pipe::ALL {
-            assert!(lanes.contains(&(core, pipe.name().to_owned())), "core {core} {pipe}");
+            assert!(
+                lanes.contains(&(core, pipe.name().to_owned())),
+                "core {core} {pipe}"
+            );
         }
     }
     let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     assert!(complete.iter().any(|e| e["pid"] == 1));
-    assert!(complete.iter().any(|e| e["name"].as_str() == Some("matmul %6")));
-    assert!(complete.iter().all(|e| e["dur"].as_f64().is_some_and(|d| d >= 0.0)));
+    assert!(
+        complete
+            .iter()
+            .any(|e| e["name"].as_str() == Some("matmul %6"))
+    );
+    assert!(
+        complete
+            .iter()
+            .all(|e| e["dur"].as_f64().is_some_and(|d| d >= 0.0))
+    );
     // kirin9030 runs at 1 GHz: the last event ends at the report's cycles, in microseconds.
     let end = complete
         .iter()
@@ -212,11 +227,7 @@ fn traces_are_capped() {
         },
     );
     let trace = run.trace.expect("trace requested");
-    let complete = trace
-        .trace_events
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .count();
+    let complete = trace.trace_events.iter().filter(|e| e["ph"] == "X").count();
     assert_eq!(complete, 10);
 }
 
@@ -255,7 +266,10 @@ fn simulator_errors_become_op_errors_naming_the_op() {
         actual: 1,
     }
     .into_op_error("a.b");
-    assert_eq!(err.to_string(), "op `a.b`: the program reads 2 input(s), got 1");
+    assert_eq!(
+        err.to_string(),
+        "op `a.b`: the program reads 2 input(s), got 1"
+    );
 }
 
 use pto_op::prelude::*;

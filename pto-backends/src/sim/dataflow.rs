@@ -69,7 +69,9 @@ pub(crate) fn uses(inst: &Inst) -> Vec<TileId> {
             .into_iter()
             .flatten()
             .collect(),
-        Inst::Matmul { a, b, acc, .. } => [Some(*a), Some(*b), *acc].into_iter().flatten().collect(),
+        Inst::Matmul { a, b, acc, .. } => {
+            [Some(*a), Some(*b), *acc].into_iter().flatten().collect()
+        }
         Inst::Loop { init, .. } => init.clone(),
     }
 }

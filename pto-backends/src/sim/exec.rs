@@ -93,15 +93,14 @@ fn check_inputs(program: &Program, inputs: &[&Tensor]) -> Result<Vec<ArrayD<f32>
                 let Some(tensor) = given.next() else {
                     unreachable!("the number of inputs was checked above")
                 };
-                let mismatch = |what: &str, expected: String, actual: String| {
-                    SimError::InputMismatch {
+                let mismatch =
+                    |what: &str, expected: String, actual: String| SimError::InputMismatch {
                         op: program.op.clone(),
                         global: decl.name.clone(),
                         what: what.to_owned(),
                         expected,
                         actual,
-                    }
-                };
+                    };
                 if tensor.dims() != decl.shape.as_slice() {
                     return Err(mismatch(
                         "shape",
@@ -202,11 +201,9 @@ impl Machine<'_> {
     fn value(&self, tile: TileId, position: usize, inst: &Inst) -> Result<&ArrayD<f32>, SimError> {
         match self.env.get(tile.0 as usize) {
             Some(Some(value)) => Ok(value),
-            Some(None) => Err(self.invalid(
-                position,
-                inst,
-                format!("reads {tile} before it is defined"),
-            )),
+            Some(None) => {
+                Err(self.invalid(position, inst, format!("reads {tile} before it is defined")))
+            }
             None => Err(self.invalid(position, inst, format!("tile {tile} is not declared"))),
         }
     }
@@ -287,8 +284,13 @@ impl Machine<'_> {
                 let global = self.globals.get(src.0 as usize).ok_or_else(|| {
                     self.invalid(position, inst, format!("global {src} is not declared"))
                 })?;
-                let data = load(global, &offsets, &dst_ty.shape, round_scalar(*pad, dst_ty.dtype))
-                    .map_err(|m| self.invalid(position, inst, m))?;
+                let data = load(
+                    global,
+                    &offsets,
+                    &dst_ty.shape,
+                    round_scalar(*pad, dst_ty.dtype),
+                )
+                .map_err(|m| self.invalid(position, inst, m))?;
                 let from = self.program.global(*src).map(|g| g.dtype);
                 if from == Some(dst_ty.dtype) {
                     // Already representable in the tile's dtype: the pad was rounded above.
@@ -563,7 +565,12 @@ fn slice_of(ranges: &[(usize, usize)]) -> impl Fn(ndarray::AxisDescription) -> S
 }
 
 /// A masked load: the `tile`-shaped window of `global` at `offsets`, `pad` outside it.
-fn load(global: &ArrayD<f32>, offsets: &[i64], tile: &[usize], pad: f32) -> Result<ArrayD<f32>, String> {
+fn load(
+    global: &ArrayD<f32>,
+    offsets: &[i64],
+    tile: &[usize],
+    pad: f32,
+) -> Result<ArrayD<f32>, String> {
     let Some(ranges) = overlap(global.shape(), offsets, tile)? else {
         return Ok(ArrayD::from_elem(IxDyn(tile), pad));
     };

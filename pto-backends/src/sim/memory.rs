@@ -20,8 +20,8 @@ use pto_op::DeviceProfile;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use serde::{Deserialize, Serialize};
 
-use super::SimError;
 use super::dataflow::{def, is_copy_in, tile_type, uses};
+use super::{BufferOverflow, SimError};
 
 /// What the buffer check found: peak working sets and the double-buffering decisions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,7 +183,13 @@ impl Walk<'_> {
         Ok(tile.0 as usize)
     }
 
-    fn define(&mut self, tile: TileId, at: usize, inst: usize, mnemonic: &str) -> Result<(), SimError> {
+    fn define(
+        &mut self,
+        tile: TileId,
+        at: usize,
+        inst: usize,
+        mnemonic: &str,
+    ) -> Result<(), SimError> {
         let slot = self.slot(tile, inst, mnemonic)?;
         // A tile is defined once; keep the earliest point if a malformed program repeats it.
         let range = self.ranges[slot].get_or_insert((at, at));
@@ -191,7 +197,13 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn use_at(&mut self, tile: TileId, at: usize, inst: usize, mnemonic: &str) -> Result<(), SimError> {
+    fn use_at(
+        &mut self,
+        tile: TileId,
+        at: usize,
+        inst: usize,
+        mnemonic: &str,
+    ) -> Result<(), SimError> {
         let slot = self.slot(tile, inst, mnemonic)?;
         let range = self.ranges[slot].get_or_insert((at, at));
         range.1 = range.1.max(at);
@@ -367,14 +379,14 @@ impl LiveRanges {
             })
             .collect();
         // Largest first: those are the ones to shrink.
-        live.sort_by(|a, b| b.0.cmp(&a.0));
+        live.sort_by_key(|(bytes, _)| core::cmp::Reverse(*bytes));
         const SHOWN: usize = 6;
         let mut listed: Vec<String> = live.iter().take(SHOWN).map(|(_, s)| s.clone()).collect();
         if live.len() > SHOWN {
             listed.push(format!("and {} more", live.len() - SHOWN));
         }
         let point = &self.points[at.min(self.points.len().saturating_sub(1))];
-        SimError::BufferOverflow {
+        SimError::BufferOverflow(Box::new(BufferOverflow {
             op: program.op.clone(),
             inst: point.inst,
             mnemonic: point.mnemonic.to_owned(),
@@ -383,6 +395,6 @@ impl LiveRanges {
             device: profile.name.clone(),
             limit,
             live: listed.join(", "),
-        }
+        }))
     }
 }

@@ -34,28 +34,8 @@ pub use trace::ChromeTrace;
 #[non_exhaustive]
 pub enum SimError {
     /// An on-core buffer's working set exceeds its capacity.
-    #[error(
-        "op `{op}`: inst {inst} ({mnemonic}): {buffer} working set {needed} bytes exceeds \
-         the {device} limit of {limit} bytes (live: {live})"
-    )]
-    BufferOverflow {
-        /// The op.
-        op: String,
-        /// The instruction where the working set peaks (see [`exec`] for the numbering).
-        inst: usize,
-        /// Its mnemonic.
-        mnemonic: String,
-        /// The buffer: UB, L1, L0A, L0B or L0C.
-        buffer: String,
-        /// The bytes the live tiles need there.
-        needed: u64,
-        /// The device profile's name.
-        device: String,
-        /// The buffer's capacity.
-        limit: u64,
-        /// The live tiles with their types and footprints, largest first.
-        live: String,
-    },
+    #[error("{0}")]
+    BufferOverflow(Box<BufferOverflow>),
     /// The number of inputs differs from the program's input globals.
     #[error("op `{op}`: the program reads {expected} input(s), got {actual}")]
     InputCount {
@@ -111,12 +91,39 @@ pub enum SimError {
     },
 }
 
+/// A working set over a buffer's capacity: where, which buffer, by how much, and the live
+/// tiles.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "op `{op}`: inst {inst} ({mnemonic}): {buffer} working set {needed} bytes exceeds \
+     the {device} limit of {limit} bytes (live: {live})"
+)]
+pub struct BufferOverflow {
+    /// The op.
+    pub op: String,
+    /// The instruction where the working set peaks, numbered in program order with loop
+    /// bodies after their loop.
+    pub inst: usize,
+    /// Its mnemonic.
+    pub mnemonic: String,
+    /// The buffer: UB, L1, L0A, L0B or L0C.
+    pub buffer: String,
+    /// The bytes the live tiles need there.
+    pub needed: u64,
+    /// The device profile's name.
+    pub device: String,
+    /// The buffer's capacity.
+    pub limit: u64,
+    /// The live tiles with their types and footprints, largest first.
+    pub live: String,
+}
+
 impl SimError {
     /// The error as an [`OpError`] of op `op`: overflows and unsupported programs are
     /// `Unsupported` (the kernel does not fit the device), the rest `Invalid`.
     pub fn into_op_error(self, op: &str) -> OpError {
         match self {
-            SimError::BufferOverflow { .. } | SimError::Unsupported { .. } => {
+            SimError::BufferOverflow(_) | SimError::Unsupported { .. } => {
                 let message = self.to_string();
                 let prefix = format!("op `{op}`: ");
                 OpError::Unsupported {
@@ -238,7 +245,12 @@ impl Simulator {
         let outputs = exec::execute(program, inputs)?;
         let report = schedule::report(program, &self.profile, &plan, &timeline);
         let trace = self.options.trace.then(|| {
-            ChromeTrace::build(program, &self.profile, &timeline, self.options.trace_event_limit)
+            ChromeTrace::build(
+                program,
+                &self.profile,
+                &timeline,
+                self.options.trace_event_limit,
+            )
         });
         Ok(SimRun {
             outputs,

@@ -15,11 +15,14 @@
 //!   is issued; as S runs ahead of the other pipes, this only delays anything when S is the
 //!   bottleneck.
 //!
-//! An instruction starts when its pipe is free (pipes are in order), its operands are ready
-//! and, for a tile defined in a loop body, the buffer it overwrites is no longer read: in
-//! iteration i+1 it waits for the last use of the same tile in iteration i, or in iteration
-//! i-1 when the tile is double-buffered ([`MemoryPlan::is_double_buffered`]). Loops are
-//! unrolled, so iterations overlap across pipes.
+//! An instruction may start once it is issued, its operands are ready and, for a tile
+//! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
+//! waits for the last use of the same tile in iteration i, or in iteration i-1 when the tile
+//! is double-buffered ([`MemoryPlan::is_double_buffered`]). It then takes the earliest idle
+//! interval of its pipe from that time: a pipe runs independent instructions in the order
+//! they become ready, as a software-pipelining lowering would order them, so data and buffer
+//! reuse are the only dependencies. Loops are unrolled, so iterations overlap across pipes
+//! and buffer reuse is what limits that overlap.
 //!
 //! Durations depend only on tile types, never on data or the program id, so every block
 //! program has the same timeline: it is scheduled once. Block programs are spread
@@ -156,7 +159,7 @@ pub fn schedule(
         profile,
         plan,
         gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores_in_use as f64,
-        pipe_free: BTreeMap::new(),
+        pipe_busy: BTreeMap::new(),
         busy: BTreeMap::new(),
         issue_free: 0.0,
         ready: vec![0.0; program.tiles.len()],
@@ -244,7 +247,8 @@ struct Scheduler<'p> {
     profile: &'p DeviceProfile,
     plan: &'p MemoryPlan,
     gm_bytes_per_cycle: f64,
-    pipe_free: BTreeMap<Pipe, f64>,
+    /// Busy intervals of each pipe, sorted and disjoint.
+    pipe_busy: BTreeMap<Pipe, Vec<(f64, f64)>>,
     busy: BTreeMap<Pipe, f64>,
     /// When the scalar pipe can issue the next instruction.
     issue_free: f64,
@@ -326,6 +330,36 @@ impl Scheduler<'_> {
         Ok(())
     }
 
+    /// Reserves the earliest idle interval of `duration` cycles on `pipe` at or after
+    /// `earliest`; returns its start.
+    fn reserve(&mut self, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
+        let intervals = self.pipe_busy.entry(pipe).or_default();
+        // The first interval that ends after `earliest`.
+        let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+        let mut start = earliest;
+        while let Some((busy_start, busy_end)) = intervals.get(at) {
+            if start + duration <= *busy_start {
+                break;
+            }
+            start = start.max(*busy_end);
+            at += 1;
+        }
+        // Merge with touching neighbours so the list stays short.
+        let end = start + duration;
+        let merge_prev = at > 0 && intervals[at - 1].1 >= start;
+        let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
+        match (merge_prev, merge_next) {
+            (true, true) => {
+                intervals[at - 1].1 = intervals[at].1;
+                intervals.remove(at);
+            }
+            (true, false) => intervals[at - 1].1 = end,
+            (false, true) => intervals[at].0 = start,
+            (false, false) => intervals.insert(at, (start, end)),
+        }
+        start
+    }
+
     /// Books `duration` cycles on `pipe` from `start`, and an event while under the limit.
     fn occupy(
         &mut self,
@@ -360,7 +394,7 @@ impl Scheduler<'_> {
         *self.busy.entry(Pipe::S).or_insert(0.0) += self.profile.issue_cycles;
         self.issue_free = issued;
 
-        let mut start = issued.max(self.pipe_free.get(&pipe).copied().unwrap_or(0.0));
+        let mut start = issued;
         let operands = uses(inst);
         for tile in &operands {
             tile_type(self.program, *tile, position, mnemonic)?;
@@ -368,7 +402,8 @@ impl Scheduler<'_> {
         }
         let dst = def(inst);
         if let Some(tile) = dst {
-            let slot = tile_type(self.program, tile, position, mnemonic).map(|_| tile.0 as usize)?;
+            let slot =
+                tile_type(self.program, tile, position, mnemonic).map(|_| tile.0 as usize)?;
             // The buffer this instance overwrites: the latest one, or with two buffers the
             // one before it.
             let [latest, previous] = self.last_use[slot];
@@ -379,8 +414,8 @@ impl Scheduler<'_> {
             });
             self.last_use[slot] = [0.0, latest];
         }
+        let start = self.reserve(pipe, start, duration);
         let end = start + duration;
-        self.pipe_free.insert(pipe, end);
         for tile in &operands {
             let slot = tile.0 as usize;
             self.last_use[slot][0] = self.last_use[slot][0].max(end);
