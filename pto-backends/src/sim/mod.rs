@@ -1,0 +1,410 @@
+//! The tile simulator: runs a kernel's IR on real data over the whole grid, checks every
+//! on-core buffer against a device profile, and models cycles per pipe.
+//!
+//! - [`exec`]: functional execution, rounding every tile to its dtype.
+//! - [`memory`]: working sets per buffer, overflow errors, double-buffering decisions.
+//! - [`schedule`]: the timing model and the [`SimReport`].
+//! - [`trace`]: Chrome trace-event timelines.
+//!
+//! [`Simulator`] runs a [`Program`] directly; [`Sim`] is the `sim` execution target, which
+//! traces an op's kernel and runs it.
+
+mod dataflow;
+pub mod exec;
+pub mod memory;
+pub mod schedule;
+pub mod trace;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pto_op::__private::linkme;
+use pto_op::kernel::ir::Program;
+use pto_op::target::TargetDef;
+use pto_op::{
+    Attributes, DeviceError, DeviceProfile, Executor, OpDef, OpError, Tensor, TensorType,
+};
+
+pub use memory::{LoopBuffering, MemoryPlan};
+pub use schedule::{SimReport, Timeline};
+pub use trace::ChromeTrace;
+
+/// An error of simulating a program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// An on-core buffer's working set exceeds its capacity.
+    #[error("{0}")]
+    BufferOverflow(Box<BufferOverflow>),
+    /// The number of inputs differs from the program's input globals.
+    #[error("op `{op}`: the program reads {expected} input(s), got {actual}")]
+    InputCount {
+        /// The op.
+        op: String,
+        /// The number of input globals.
+        expected: usize,
+        /// The number of tensors given.
+        actual: usize,
+    },
+    /// An input's shape or dtype differs from its global's declaration.
+    #[error("op `{op}`: input `{global}`: the program expects {what} {expected}, got {actual}")]
+    InputMismatch {
+        /// The op.
+        op: String,
+        /// The global's name.
+        global: String,
+        /// `shape` or `dtype`.
+        what: String,
+        /// The declared value.
+        expected: String,
+        /// The given value.
+        actual: String,
+    },
+    /// The program is malformed: an instruction refers to something that does not exist
+    /// or has operands of the wrong shape.
+    #[error("op `{op}`: inst {inst} ({mnemonic}): {message}")]
+    Invalid {
+        /// The op.
+        op: String,
+        /// The instruction.
+        inst: usize,
+        /// Its mnemonic.
+        mnemonic: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The program uses something the simulator or the device profile does not support.
+    #[error("op `{op}`: {message}")]
+    Unsupported {
+        /// The op.
+        op: String,
+        /// What is unsupported, with the instruction where there is one.
+        message: String,
+    },
+    /// A trace could not be written.
+    #[error("writing {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
+}
+
+/// A working set over a buffer's capacity: where, which buffer, by how much, and the live
+/// tiles.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "op `{op}`: inst {inst} ({mnemonic}): {buffer} working set {needed} bytes exceeds \
+     the {device} limit of {limit} bytes (live: {live})"
+)]
+pub struct BufferOverflow {
+    /// The op.
+    pub op: String,
+    /// The instruction where the working set peaks, numbered in program order with loop
+    /// bodies after their loop.
+    pub inst: usize,
+    /// Its mnemonic.
+    pub mnemonic: String,
+    /// The buffer: UB, L1, L0A, L0B or L0C.
+    pub buffer: String,
+    /// The bytes the live tiles need there.
+    pub needed: u64,
+    /// The device profile's name.
+    pub device: String,
+    /// The buffer's capacity.
+    pub limit: u64,
+    /// The live tiles with their types and footprints, largest first.
+    pub live: String,
+}
+
+impl SimError {
+    /// The error as an [`OpError`] of op `op`: overflows and unsupported programs are
+    /// `Unsupported` (the kernel does not fit the device), the rest `Invalid`.
+    pub fn into_op_error(self, op: &str) -> OpError {
+        match self {
+            SimError::BufferOverflow(_) | SimError::Unsupported { .. } => {
+                let message = self.to_string();
+                let prefix = format!("op `{op}`: ");
+                OpError::Unsupported {
+                    op: op.to_owned(),
+                    message: message
+                        .strip_prefix(&prefix)
+                        .map_or(message.clone(), str::to_owned),
+                }
+            }
+            other => {
+                let message = other.to_string();
+                let prefix = format!("op `{op}`: ");
+                OpError::invalid(
+                    message
+                        .strip_prefix(&prefix)
+                        .map_or(message.clone(), str::to_owned),
+                )
+                .with_op(op)
+            }
+        }
+    }
+}
+
+/// How a [`Simulator`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Build a Chrome trace of the run.
+    pub trace: bool,
+    /// Allow double buffering of loops whose doubled working set fits (see [`memory`]).
+    pub double_buffering: bool,
+    /// The most pipe events a trace holds (see [`trace`]).
+    pub trace_event_limit: usize,
+}
+
+impl Default for SimOptions {
+    /// No trace, double buffering allowed, 200 000 trace events at most.
+    fn default() -> SimOptions {
+        SimOptions {
+            trace: false,
+            double_buffering: true,
+            trace_event_limit: 200_000,
+        }
+    }
+}
+
+/// The result of simulating one program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimRun {
+    /// The output globals, in order.
+    pub outputs: Vec<Tensor>,
+    /// Cycles, pipes, buffers.
+    pub report: SimReport,
+    /// The timeline, when [`SimOptions::trace`] is set.
+    pub trace: Option<ChromeTrace>,
+}
+
+/// Simulates kernel programs on one device profile.
+///
+/// ```
+/// use pto_backends::sim::{SimOptions, Simulator};
+/// use pto_op::kernel::ir::*;
+/// use pto_op::{DType, DeviceProfile, Tensor};
+///
+/// // y = 2x over [64], one block program.
+/// let global = |name: &str, role| GlobalDecl { name: name.into(), shape: vec![64], dtype: DType::F16, role };
+/// let tile = TileType { shape: vec![64], dtype: DType::F16, level: MemLevel::Ub };
+/// let program = Program {
+///     op: "doc.double".into(),
+///     grid: 1,
+///     globals: vec![global("x", GlobalRole::Input), global("y", GlobalRole::Output)],
+///     tiles: vec![tile.clone(), tile],
+///     vars: 0,
+///     body: vec![
+///         Inst::Load { dst: TileId(0), src: GlobalId(0), offsets: vec![Index::Const(0)], pad: 0.0 },
+///         Inst::Binary { dst: TileId(1), op: BinaryOp::Mul, lhs: Operand::Tile(TileId(0)), rhs: Operand::Scalar(2.0) },
+///         Inst::Store { dst: GlobalId(1), offsets: vec![Index::Const(0)], src: TileId(1) },
+///     ],
+/// };
+/// let sim = Simulator::new(DeviceProfile::builtin("kirin9030").unwrap(), SimOptions::default());
+/// let x = Tensor::random([64], DType::F16, 1);
+/// let run = sim.run(&program, &[&x]).unwrap();
+/// assert_eq!(run.outputs[0].to_f64_vec(), x.to_f64_vec().iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+/// assert!(run.report.cycles > 0);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulator {
+    /// The device simulated.
+    pub profile: DeviceProfile,
+    /// How it runs.
+    pub options: SimOptions,
+}
+
+impl Simulator {
+    /// A simulator of `profile`.
+    pub fn new(profile: DeviceProfile, options: SimOptions) -> Simulator {
+        Simulator { profile, options }
+    }
+
+    /// Checks `program`'s buffers, schedules it and executes it on `inputs`.
+    ///
+    /// # Errors
+    ///
+    /// A [`SimError`] naming the op: a buffer overflow, inputs that do not match the
+    /// program's input globals, a malformed or unsupported program.
+    pub fn run(&self, program: &Program, inputs: &[&Tensor]) -> Result<SimRun, SimError> {
+        if program.grid == 0 {
+            return Err(SimError::Unsupported {
+                op: program.op.clone(),
+                message: "the grid is empty: a kernel needs at least one block program".into(),
+            });
+        }
+        let plan = memory::plan(program, &self.profile, self.options.double_buffering)?;
+        let event_limit = if self.options.trace {
+            self.options.trace_event_limit
+        } else {
+            0
+        };
+        let timeline = schedule::schedule(program, &self.profile, &plan, event_limit)?;
+        let outputs = exec::execute(program, inputs)?;
+        let report = schedule::report(program, &self.profile, &plan, &timeline);
+        let trace = self.options.trace.then(|| {
+            ChromeTrace::build(
+                program,
+                &self.profile,
+                &timeline,
+                self.options.trace_event_limit,
+            )
+        });
+        Ok(SimRun {
+            outputs,
+            report,
+            trace,
+        })
+    }
+}
+
+#[linkme::distributed_slice(pto_op::__private::TARGETS)]
+#[linkme(crate = pto_op::__private::linkme)]
+static SIM_TARGET: TargetDef = TargetDef {
+    name: "sim",
+    description: "the tile simulator: each op's #[kernel] on a device profile (PTO_DEVICE, default kirin9030)",
+    make: || Box::new(Sim::from_env()),
+};
+
+/// The profile `Sim::from_env` uses when `PTO_DEVICE` is not set.
+pub const DEFAULT_DEVICE: &str = "kirin9030";
+
+/// Traced programs by (op, input types, attributes as JSON).
+type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<Program>>;
+
+/// The `sim` execution target: traces each op's kernel into a [`Program`] and runs it on
+/// the [`Simulator`], checked against the op's description.
+///
+/// ```
+/// use pto_backends::sim::Sim;
+/// use pto_op::{DeviceProfile, Executor};
+/// let sim = Sim::new(DeviceProfile::builtin("ascend910b").unwrap());
+/// assert_eq!(sim.target(), "sim");
+/// assert!(sim.last_report().is_none());
+/// ```
+#[derive(Debug)]
+pub struct Sim {
+    simulator: Result<Simulator, DeviceError>,
+    cache: Mutex<ProgramCache>,
+    last_report: Mutex<Option<SimReport>>,
+}
+
+impl Sim {
+    /// The target on `profile`, with default [`SimOptions`].
+    pub fn new(profile: DeviceProfile) -> Sim {
+        Sim::with_options(profile, SimOptions::default())
+    }
+
+    /// The target on `profile` with `options`.
+    pub fn with_options(profile: DeviceProfile, options: SimOptions) -> Sim {
+        Sim {
+            simulator: Ok(Simulator::new(profile, options)),
+            cache: Mutex::new(HashMap::new()),
+            last_report: Mutex::new(None),
+        }
+    }
+
+    /// The target on the profile named (or the file given) by `PTO_DEVICE`, else
+    /// [`DEFAULT_DEVICE`]. If `PTO_DEVICE` names no profile, every call fails with that
+    /// error.
+    pub fn from_env() -> Sim {
+        let name = std::env::var("PTO_DEVICE").unwrap_or_else(|_| DEFAULT_DEVICE.to_owned());
+        Sim {
+            simulator: DeviceProfile::resolve(&name)
+                .map(|p| Simulator::new(p, SimOptions::default())),
+            cache: Mutex::new(HashMap::new()),
+            last_report: Mutex::new(None),
+        }
+    }
+
+    /// The device profile, or why `PTO_DEVICE` did not give one.
+    pub fn profile(&self) -> Result<&DeviceProfile, &DeviceError> {
+        self.simulator.as_ref().map(|s| &s.profile)
+    }
+
+    /// The report of the last successful call.
+    pub fn last_report(&self) -> Option<SimReport> {
+        self.last_report
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn program(
+        &self,
+        op: &'static OpDef,
+        types: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Arc<Program>, OpError> {
+        let attrs_key = serde_json::to_string(attrs).map_err(|e| {
+            OpError::invalid(format!("attributes cannot be serialized: {e}")).with_op(op.name)
+        })?;
+        let key = (op.name.to_owned(), types.to_vec(), attrs_key);
+        let cache = || self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(program) = cache().get(&key) {
+            return Ok(Arc::clone(program));
+        }
+        let program = Arc::new(trace_program(op, types, attrs)?);
+        cache().insert(key, Arc::clone(&program));
+        Ok(program)
+    }
+}
+
+impl Executor for Sim {
+    fn target(&self) -> &str {
+        "sim"
+    }
+
+    fn execute(
+        &self,
+        op: &'static OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<Vec<Tensor>, OpError> {
+        let simulator = self.simulator.as_ref().map_err(|e| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!("the sim target has no device profile: PTO_DEVICE: {e}"),
+        })?;
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|t| TensorType {
+                shape: t.shape(),
+                dtype: t.dtype(),
+            })
+            .collect();
+        let expected = op.infer(&types, attrs)?;
+        let program = self.program(op, &types, attrs)?;
+        let run = simulator
+            .run(&program, inputs)
+            .map_err(|e| e.into_op_error(op.name))?;
+        op.check_outputs("kernel", &expected, &run.outputs)?;
+        *self
+            .last_report
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(run.report);
+        Ok(run.outputs)
+    }
+}
+
+/// Traces `op`'s kernel for one call into a [`Program`].
+///
+/// MERGE BRIDGE: `OpDef::trace_kernel` still returns the `Kernel` builder; the tracer that
+/// turns it into an `ir::Program` is being written on another branch. Until it is merged,
+/// this traces the kernel (so its errors, and "no #[kernel]", surface as they will) and
+/// then reports that the sim target cannot run it yet. At merge time the whole body becomes
+/// `op.trace_kernel(types, attrs)`.
+fn trace_program(
+    op: &'static OpDef,
+    types: &[TensorType],
+    attrs: &Attributes,
+) -> Result<Program, OpError> {
+    op.trace_kernel(types, attrs)?;
+    Err(OpError::Unsupported {
+        op: op.name.to_owned(),
+        message: "the sim target cannot run kernels yet: the tile-language tracer \
+                  (Kernel -> ir::Program) is not merged; run it on the `cpu` target"
+            .to_owned(),
+    })
+}

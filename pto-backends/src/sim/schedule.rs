@@ -1,0 +1,571 @@
+//! The timing model: cycles of one block program on one core, per pipe, and of the whole
+//! op spread over the AI cores.
+//!
+//! Every instruction occupies its pipe ([`Inst::pipe`]) for a duration from the profile:
+//!
+//! - copies: `copy_latency_cycles + bytes / rate` for the path (GM -> UB, GM -> L1,
+//!   L1 -> L0A, L1 -> L0B, L0C out, UB -> GM, UB -> L1); paths to or from GM run at most at
+//!   `memory_bandwidth / clock_hz / cores in use` bytes per cycle, as the cores share GM.
+//!   `bytes` is the larger of the source and destination tile.
+//! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
+//!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`.
+//! - cube: `cube_latency_cycles + m * k * n / cube_macs(dtype of a)`.
+//! - scalar: the S pipe issues instructions in program order, `issue_cycles` each, and
+//!   spends `loop_overhead_cycles` per loop iteration. An instruction cannot start before it
+//!   is issued; as S runs ahead of the other pipes, this only delays anything when S is the
+//!   bottleneck.
+//!
+//! An instruction may start once it is issued, its operands are ready and, for a tile
+//! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
+//! waits for the last use of the same tile in iteration i, or in iteration i-1 when the tile
+//! is double-buffered ([`MemoryPlan::is_double_buffered`]). It then takes the earliest idle
+//! interval of its pipe from that time: a pipe runs independent instructions in the order
+//! they become ready, as a software-pipelining lowering would order them, so data and buffer
+//! reuse are the only dependencies. Loops are unrolled, so iterations overlap across pipes
+//! and buffer reuse is what limits that overlap.
+//!
+//! Durations depend only on tile types, never on data or the program id, so every block
+//! program has the same timeline: it is scheduled once. Block programs are spread
+//! round-robin over the cores in use (`min(ai_cores, grid)`) and run back to back on each.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use pto_op::DeviceProfile;
+use pto_op::kernel::ir::{
+    BinaryOp, Inst, MemLevel, Pipe, Program, TileId, TileType, UnaryOp, VarId,
+};
+use serde::{Deserialize, Serialize};
+
+use super::SimError;
+use super::dataflow::{def, inst_count, tile_type, uses};
+use super::memory::MemoryPlan;
+
+/// The timing of one op run on the simulator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimReport {
+    /// The op.
+    pub op: String,
+    /// The device profile's name.
+    pub device: String,
+    /// Total cycles: the busiest core's.
+    pub cycles: u64,
+    /// `cycles` at the profile's clock.
+    pub seconds: f64,
+    /// Busy cycles of each pipe, summed over the cores.
+    pub per_pipe_busy: BTreeMap<Pipe, u64>,
+    /// Cycles of each AI core (0 for cores without block programs).
+    pub per_core_cycles: Vec<u64>,
+    /// The busiest pipe.
+    pub bound: Pipe,
+    /// The peak working set of each on-core level, in bytes.
+    pub peak_bytes: BTreeMap<MemLevel, u64>,
+    /// How many loops are double-buffered.
+    pub double_buffered_loops: usize,
+    /// Instructions executed over the whole grid (loop bodies counted per iteration, loops
+    /// themselves not).
+    pub instructions: u64,
+}
+
+impl SimReport {
+    /// The share of the cores' time that `pipe` is busy, in [0, 1]: its busy cycles over
+    /// the sum of [`per_core_cycles`](SimReport::per_core_cycles).
+    pub fn utilisation(&self, pipe: Pipe) -> f64 {
+        let core_cycles: u64 = self.per_core_cycles.iter().sum();
+        let busy = self.per_pipe_busy.get(&pipe).copied().unwrap_or(0);
+        if core_cycles == 0 {
+            0.0
+        } else {
+            busy as f64 / core_cycles as f64
+        }
+    }
+}
+
+impl fmt::Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} on {}: {} cycles ({:.3} us), bound by {}",
+            self.op,
+            self.device,
+            self.cycles,
+            self.seconds * 1e6,
+            self.bound
+        )?;
+        writeln!(f, "{:<8} {:>14} {:>7}", "pipe", "busy cycles", "util")?;
+        for pipe in Pipe::ALL {
+            writeln!(
+                f,
+                "{:<8} {:>14} {:>6.1}%",
+                pipe.name(),
+                self.per_pipe_busy.get(&pipe).copied().unwrap_or(0),
+                self.utilisation(pipe) * 100.0
+            )?;
+        }
+        write!(
+            f,
+            "{} instructions, {} double-buffered loop(s)",
+            self.instructions, self.double_buffered_loops
+        )
+    }
+}
+
+/// One instruction's occupation of a pipe, in cycles from the block program's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipeEvent {
+    /// The pipe.
+    pub pipe: Pipe,
+    /// Start cycle.
+    pub start: f64,
+    /// Duration in cycles.
+    pub duration: f64,
+    /// Mnemonic and tile, e.g. `load %3`.
+    pub name: String,
+    /// Bytes moved or produced.
+    pub bytes: u64,
+    /// Shape of the tile.
+    pub shape: Vec<usize>,
+}
+
+/// The schedule of one block program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// Cycles from start to the end of the last instruction.
+    pub cycles: f64,
+    /// Busy cycles of each pipe.
+    pub busy: BTreeMap<Pipe, f64>,
+    /// Instructions executed (loop bodies per iteration, loops themselves not).
+    pub instructions: u64,
+    /// Pipe occupations, in issue order, at most the `event_limit` given to [`schedule`].
+    pub events: Vec<PipeEvent>,
+}
+
+/// Schedules one block program of `program` on one core of `profile`, with `plan`'s double
+/// buffering, recording at most `event_limit` events.
+///
+/// # Errors
+///
+/// [`SimError::Unsupported`] for a copy path or cube dtype the profile has no rate for;
+/// [`SimError::Invalid`] for undeclared tiles.
+pub fn schedule(
+    program: &Program,
+    profile: &DeviceProfile,
+    plan: &MemoryPlan,
+    event_limit: usize,
+) -> Result<Timeline, SimError> {
+    let cores_in_use = cores_in_use(program, profile);
+    let mut scheduler = Scheduler {
+        program,
+        profile,
+        plan,
+        gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores_in_use as f64,
+        pipe_busy: BTreeMap::new(),
+        busy: BTreeMap::new(),
+        issue_free: 0.0,
+        ready: vec![0.0; program.tiles.len()],
+        last_use: vec![[0.0; 2]; program.tiles.len()],
+        end: 0.0,
+        instructions: 0,
+        events: Vec::new(),
+        event_limit,
+    };
+    scheduler.body(&program.body, 0)?;
+    Ok(Timeline {
+        cycles: scheduler.end,
+        busy: scheduler.busy,
+        instructions: scheduler.instructions,
+        events: scheduler.events,
+    })
+}
+
+/// The cores that run block programs: `min(ai_cores, grid)`, at least 1.
+pub fn cores_in_use(program: &Program, profile: &DeviceProfile) -> usize {
+    (profile.ai_cores as usize).min(program.grid).max(1)
+}
+
+/// How many block programs core `core` runs when `grid` programs are dealt round-robin
+/// over `cores` cores.
+pub fn programs_on_core(grid: usize, cores: usize, core: usize) -> usize {
+    grid / cores + usize::from(core < grid % cores)
+}
+
+/// The report of the whole op: `timeline` (one block program) repeated over the grid.
+pub fn report(
+    program: &Program,
+    profile: &DeviceProfile,
+    plan: &MemoryPlan,
+    timeline: &Timeline,
+) -> SimReport {
+    let cores = cores_in_use(program, profile);
+    let per_core_cycles: Vec<u64> = (0..profile.ai_cores as usize)
+        .map(|core| {
+            let programs = if core < cores {
+                programs_on_core(program.grid, cores, core)
+            } else {
+                0
+            };
+            (programs as f64 * timeline.cycles).ceil() as u64
+        })
+        .collect();
+    let cycles = per_core_cycles.iter().copied().max().unwrap_or(0);
+    let grid = program.grid as f64;
+    let per_pipe_busy: BTreeMap<Pipe, u64> = Pipe::ALL
+        .iter()
+        .map(|pipe| {
+            let busy = timeline.busy.get(pipe).copied().unwrap_or(0.0);
+            (*pipe, (busy * grid).ceil() as u64)
+        })
+        .collect();
+    let bound = per_pipe_busy
+        .iter()
+        .max_by_key(|(_, busy)| **busy)
+        .map_or(Pipe::S, |(pipe, _)| *pipe);
+    SimReport {
+        op: program.op.clone(),
+        device: profile.name.clone(),
+        cycles,
+        seconds: cycles as f64 / profile.clock_hz,
+        per_pipe_busy,
+        per_core_cycles,
+        bound,
+        peak_bytes: plan.peak_bytes.clone(),
+        double_buffered_loops: plan.double_buffered_loops(),
+        instructions: timeline.instructions * program.grid as u64,
+    }
+}
+
+/// The kind of a vector instruction, for its cost per repeat.
+#[derive(Clone, Copy)]
+enum VectorKind {
+    Simple,
+    Transcendental,
+    Reduce,
+}
+
+struct Scheduler<'p> {
+    program: &'p Program,
+    profile: &'p DeviceProfile,
+    plan: &'p MemoryPlan,
+    gm_bytes_per_cycle: f64,
+    /// Busy intervals of each pipe, sorted and disjoint.
+    pipe_busy: BTreeMap<Pipe, Vec<(f64, f64)>>,
+    busy: BTreeMap<Pipe, f64>,
+    /// When the scalar pipe can issue the next instruction.
+    issue_free: f64,
+    /// When each tile's current value is ready.
+    ready: Vec<f64>,
+    /// The end of the last use of each tile's current and previous instance.
+    last_use: Vec<[f64; 2]>,
+    end: f64,
+    instructions: u64,
+    events: Vec<PipeEvent>,
+    event_limit: usize,
+}
+
+impl Scheduler<'_> {
+    fn body(&mut self, body: &[Inst], first: usize) -> Result<(), SimError> {
+        let mut position = first;
+        for inst in body {
+            match inst {
+                Inst::Loop {
+                    var,
+                    count,
+                    init,
+                    params,
+                    body,
+                    yields,
+                    results,
+                } => self.looped(position, *var, *count, init, params, body, yields, results)?,
+                _ => self.instruction(inst, position)?,
+            }
+            position += match inst {
+                Inst::Loop { body, .. } => 1 + inst_count(body),
+                _ => 1,
+            };
+        }
+        Ok(())
+    }
+
+    /// Schedules every iteration of a loop, unrolled.
+    #[allow(clippy::too_many_arguments)]
+    fn looped(
+        &mut self,
+        position: usize,
+        var: VarId,
+        count: usize,
+        init: &[TileId],
+        params: &[TileId],
+        body: &[Inst],
+        yields: &[TileId],
+        results: &[TileId],
+    ) -> Result<(), SimError> {
+        let slot = |t: &TileId| -> Result<usize, SimError> {
+            tile_type(self.program, *t, position, "loop").map(|_| t.0 as usize)
+        };
+        let mut carried: Vec<f64> = init
+            .iter()
+            .map(|t| slot(t).map(|s| self.ready[s]))
+            .collect::<Result<_, _>>()?;
+        let overhead = self.profile.loop_overhead_cycles;
+        for iteration in 0..count {
+            let start = self.issue_free;
+            self.issue_free += overhead;
+            self.occupy(Pipe::S, start, overhead, || {
+                (format!("loop {var} = {iteration}"), 0, Vec::new())
+            });
+            for (param, ready) in params.iter().zip(&carried) {
+                let s = slot(param)?;
+                self.ready[s] = *ready;
+            }
+            self.body(body, position + 1)?;
+            carried = yields
+                .iter()
+                .map(|t| slot(t).map(|s| self.ready[s]))
+                .collect::<Result<_, _>>()?;
+        }
+        for (result, ready) in results.iter().zip(&carried) {
+            let s = slot(result)?;
+            self.ready[s] = *ready;
+        }
+        Ok(())
+    }
+
+    /// Reserves the earliest idle interval of `duration` cycles on `pipe` at or after
+    /// `earliest`; returns its start.
+    fn reserve(&mut self, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
+        let intervals = self.pipe_busy.entry(pipe).or_default();
+        // The first interval that ends after `earliest`.
+        let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+        let mut start = earliest;
+        while let Some((busy_start, busy_end)) = intervals.get(at) {
+            if start + duration <= *busy_start {
+                break;
+            }
+            start = start.max(*busy_end);
+            at += 1;
+        }
+        // Merge with touching neighbours so the list stays short.
+        let end = start + duration;
+        let merge_prev = at > 0 && intervals[at - 1].1 >= start;
+        let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
+        match (merge_prev, merge_next) {
+            (true, true) => {
+                intervals[at - 1].1 = intervals[at].1;
+                intervals.remove(at);
+            }
+            (true, false) => intervals[at - 1].1 = end,
+            (false, true) => intervals[at].0 = start,
+            (false, false) => intervals.insert(at, (start, end)),
+        }
+        start
+    }
+
+    /// Books `duration` cycles on `pipe` from `start`, and an event while under the limit.
+    fn occupy(
+        &mut self,
+        pipe: Pipe,
+        start: f64,
+        duration: f64,
+        describe: impl FnOnce() -> (String, u64, Vec<usize>),
+    ) {
+        *self.busy.entry(pipe).or_insert(0.0) += duration;
+        self.end = self.end.max(start + duration);
+        if self.events.len() < self.event_limit {
+            let (name, bytes, shape) = describe();
+            self.events.push(PipeEvent {
+                pipe,
+                start,
+                duration,
+                name,
+                bytes,
+                shape,
+            });
+        }
+    }
+
+    fn instruction(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
+        let mnemonic = inst.mnemonic();
+        let pipe = inst.pipe(self.program);
+        let (duration, bytes) = self.duration(inst, position)?;
+        self.instructions += 1;
+
+        // Issue on the scalar pipe, in program order.
+        let issued = self.issue_free + self.profile.issue_cycles;
+        *self.busy.entry(Pipe::S).or_insert(0.0) += self.profile.issue_cycles;
+        self.issue_free = issued;
+
+        let mut start = issued;
+        let operands = uses(inst);
+        for tile in &operands {
+            tile_type(self.program, *tile, position, mnemonic)?;
+            start = start.max(self.ready[tile.0 as usize]);
+        }
+        let dst = def(inst);
+        if let Some(tile) = dst {
+            let slot =
+                tile_type(self.program, tile, position, mnemonic).map(|_| tile.0 as usize)?;
+            // The buffer this instance overwrites: the latest one, or with two buffers the
+            // one before it.
+            let [latest, previous] = self.last_use[slot];
+            start = start.max(if self.plan.is_double_buffered(tile) {
+                previous
+            } else {
+                latest
+            });
+            self.last_use[slot] = [0.0, latest];
+        }
+        let start = self.reserve(pipe, start, duration);
+        let end = start + duration;
+        for tile in &operands {
+            let slot = tile.0 as usize;
+            self.last_use[slot][0] = self.last_use[slot][0].max(end);
+        }
+        let shown = dst.or(operands.first().copied());
+        if let Some(tile) = dst {
+            self.ready[tile.0 as usize] = end;
+        }
+        let program = self.program;
+        self.occupy(pipe, start, duration, || {
+            let name = match shown {
+                Some(t) => format!("{mnemonic} {t}"),
+                None => mnemonic.to_owned(),
+            };
+            let shape = shown
+                .and_then(|t| program.tile(t))
+                .map(|ty| ty.shape.clone())
+                .unwrap_or_default();
+            (name, bytes, shape)
+        });
+        Ok(())
+    }
+
+    /// The cycles `inst` occupies its pipe, and the bytes it moves or produces.
+    fn duration(&self, inst: &Inst, position: usize) -> Result<(f64, u64), SimError> {
+        let mnemonic = inst.mnemonic();
+        let ty = |t: TileId| tile_type(self.program, t, position, mnemonic);
+        let p = self.profile;
+        let rates = &p.copy_bytes_per_cycle;
+        let unsupported = |message: String| SimError::Unsupported {
+            op: self.program.op.clone(),
+            message: format!("inst {position} ({mnemonic}): {message}"),
+        };
+        let copy = |bytes: usize, rate: f64, via_gm: bool| {
+            let rate = if via_gm {
+                rate.min(self.gm_bytes_per_cycle)
+            } else {
+                rate
+            };
+            (p.copy_latency_cycles + bytes as f64 / rate, bytes as u64)
+        };
+        Ok(match inst {
+            Inst::Load { dst, .. } => {
+                let t = ty(*dst)?;
+                match t.level {
+                    MemLevel::Ub => copy(t.bytes(), rates.gm_to_ub, true),
+                    MemLevel::L1 => copy(t.bytes(), rates.gm_to_l1, true),
+                    level => {
+                        return Err(unsupported(format!(
+                            "loads go to UB or L1, not {}",
+                            level.name().to_uppercase()
+                        )));
+                    }
+                }
+            }
+            Inst::Store { src, .. } => {
+                let t = ty(*src)?;
+                match t.level {
+                    MemLevel::Ub => copy(t.bytes(), rates.ub_to_gm, true),
+                    MemLevel::L0C => copy(t.bytes(), rates.l0c_out, true),
+                    level => {
+                        return Err(unsupported(format!(
+                            "stores come from UB or L0C, not {}",
+                            level.name().to_uppercase()
+                        )));
+                    }
+                }
+            }
+            Inst::Move { dst, src } => {
+                let (s, d) = (ty(*src)?, ty(*dst)?);
+                let bytes = s.bytes().max(d.bytes());
+                let rate = match (s.level, d.level) {
+                    (MemLevel::L1, MemLevel::L0A) => rates.l1_to_l0a,
+                    (MemLevel::L1, MemLevel::L0B) => rates.l1_to_l0b,
+                    (MemLevel::L0C, MemLevel::Ub | MemLevel::L1) => rates.l0c_out,
+                    (MemLevel::Ub, MemLevel::L1) => rates.ub_to_l1,
+                    (from, to) => {
+                        return Err(unsupported(format!(
+                            "no copy path {} -> {} in the device profile",
+                            from.name().to_uppercase(),
+                            to.name().to_uppercase()
+                        )));
+                    }
+                };
+                copy(bytes, rate, false)
+            }
+            Inst::Matmul { dst, a, b, .. } => {
+                let (a_ty, d) = (ty(*a)?, ty(*dst)?);
+                ty(*b)?;
+                let (m, k) = matrix_dims(a_ty);
+                let n = d.shape.get(1).copied().unwrap_or(1);
+                let macs = p.cube_macs(a_ty.dtype).ok_or_else(|| {
+                    unsupported(format!(
+                        "the {} cube takes no {} inputs",
+                        p.name, a_ty.dtype
+                    ))
+                })?;
+                (
+                    p.cube_latency_cycles + (m * k * n) as f64 / macs,
+                    d.bytes() as u64,
+                )
+            }
+            Inst::Loop { .. } => (0.0, 0),
+            _ => {
+                let mut largest = def(inst).map_or(Ok(0), |t| ty(t).map(TileType::bytes))?;
+                for tile in uses(inst) {
+                    largest = largest.max(ty(tile)?.bytes());
+                }
+                let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
+                let costs = &p.vector_cycles_per_repeat;
+                let per_repeat = match vector_kind(inst) {
+                    VectorKind::Simple => costs.simple,
+                    VectorKind::Transcendental => costs.transcendental,
+                    VectorKind::Reduce => costs.reduce,
+                };
+                (
+                    p.vector_latency_cycles + repeats * per_repeat,
+                    largest as u64,
+                )
+            }
+        })
+    }
+}
+
+fn matrix_dims(ty: &TileType) -> (usize, usize) {
+    match ty.shape.as_slice() {
+        [m, k] => (*m, *k),
+        [k] => (1, *k),
+        _ => (ty.numel(), 1),
+    }
+}
+
+fn vector_kind(inst: &Inst) -> VectorKind {
+    match inst {
+        Inst::Reduce { .. } => VectorKind::Reduce,
+        Inst::Unary { op, .. } => match op {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu => VectorKind::Simple,
+            UnaryOp::Exp
+            | UnaryOp::Ln
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Silu => VectorKind::Transcendental,
+        },
+        Inst::Binary {
+            op: BinaryOp::Div, ..
+        } => VectorKind::Transcendental,
+        _ => VectorKind::Simple,
+    }
+}

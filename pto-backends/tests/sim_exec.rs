@@ -1,0 +1,312 @@
+//! Functional execution of hand-written kernel programs against hand-computed values.
+
+mod common;
+
+use common::*;
+use pto_backends::sim::SimError;
+use pto_backends::sim::exec::execute;
+use pto_op::kernel::ir::*;
+use pto_op::{DType, Tensor};
+
+fn f32s(shape: &[usize], values: &[f32]) -> Tensor {
+    Tensor::from_vec(shape.to_vec(), values.to_vec()).expect("test data")
+}
+
+fn out(program: &Program, inputs: &[&Tensor]) -> Vec<f32> {
+    let outputs = execute(program, inputs).expect("executes");
+    outputs[0].to_f32_array().iter().copied().collect()
+}
+
+#[test]
+fn masked_loads_and_stores_cover_shapes_that_do_not_divide_the_tile() {
+    // y = x * 10 + 1 over [5, 3] with [4, 4] tiles: the second program's tile is mostly
+    // outside, and every tile has a masked fourth column.
+    let mut b = Builder::new("t.affine", 2);
+    let x = b.input("x", &[5, 3], DType::F32);
+    let y = b.output("y", &[5, 3], DType::F32);
+    let t = b.tile(&[4, 4], DType::F32, MemLevel::Ub);
+    let s = b.tile(&[4, 4], DType::F32, MemLevel::Ub);
+    let r = b.tile(&[4, 4], DType::F32, MemLevel::Ub);
+    let rows = mul(Index::ProgramId, c(4));
+    b.push(load(t, x, vec![rows.clone(), c(0)], 0.0));
+    b.push(binary(s, BinaryOp::Mul, tile(t), scalar(10.0)));
+    b.push(binary(r, BinaryOp::Add, tile(s), scalar(1.0)));
+    b.push(store(y, vec![rows, c(0)], r));
+    let xs: Vec<f32> = (0..15).map(|v| v as f32).collect();
+    let expected: Vec<f32> = xs.iter().map(|v| v * 10.0 + 1.0).collect();
+    assert_eq!(out(&b.finish(), &[&f32s(&[5, 3], &xs)]), expected);
+}
+
+#[test]
+fn loads_pad_outside_the_tensor() {
+    // sum of x[-1..3] with pad 5: 5 + 1 + 2 + 3.
+    let mut b = Builder::new("t.pad", 1);
+    let x = b.input("x", &[3], DType::F32);
+    let y = b.output("y", &[1], DType::F32);
+    let t = b.tile(&[4], DType::F32, MemLevel::Ub);
+    let s = b.tile(&[1], DType::F32, MemLevel::Ub);
+    b.push(load(t, x, vec![c(-1)], 5.0));
+    b.push(Inst::Reduce {
+        dst: s,
+        op: ReduceOp::Sum,
+        src: t,
+        axis: 0,
+    });
+    b.push(store(y, vec![c(0)], s));
+    assert_eq!(
+        out(&b.finish(), &[&f32s(&[3], &[1.0, 2.0, 3.0])]),
+        vec![11.0]
+    );
+}
+
+#[test]
+fn binary_compare_and_select_broadcast_like_numpy() {
+    // a [2, 3] + b [1, 3]; then where(a > 2, sum, -1).
+    let mut bl = Builder::new("t.broadcast", 1);
+    let a = bl.input("a", &[2, 3], DType::F32);
+    let b = bl.input("b", &[1, 3], DType::F32);
+    let y = bl.output("y", &[2, 3], DType::F32);
+    let ta = bl.tile(&[2, 3], DType::F32, MemLevel::Ub);
+    let tb = bl.tile(&[1, 3], DType::F32, MemLevel::Ub);
+    let sum = bl.tile(&[2, 3], DType::F32, MemLevel::Ub);
+    let gt = bl.tile(&[2, 3], DType::Bool, MemLevel::Ub);
+    let sel = bl.tile(&[2, 3], DType::F32, MemLevel::Ub);
+    bl.push(load(ta, a, vec![c(0), c(0)], 0.0));
+    bl.push(load(tb, b, vec![c(0), c(0)], 0.0));
+    bl.push(binary(sum, BinaryOp::Add, tile(ta), tile(tb)));
+    bl.push(Inst::Compare {
+        dst: gt,
+        op: CmpOp::Gt,
+        lhs: tile(ta),
+        rhs: scalar(2.0),
+    });
+    bl.push(Inst::Select {
+        dst: sel,
+        cond: gt,
+        on_true: tile(sum),
+        on_false: scalar(-1.0),
+    });
+    bl.push(store(y, vec![c(0), c(0)], sel));
+    let av = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let bv = f32s(&[1, 3], &[10.0, 20.0, 30.0]);
+    assert_eq!(
+        out(&bl.finish(), &[&av, &bv]),
+        vec![-1.0, -1.0, 33.0, 14.0, 25.0, 36.0]
+    );
+}
+
+#[test]
+fn reductions_keep_the_axis() {
+    for (op, axis, shape, expected) in [
+        (ReduceOp::Sum, 1, [2, 1], vec![6.0, 15.0]),
+        (ReduceOp::Max, 0, [1, 3], vec![4.0, 5.0, 6.0]),
+        (ReduceOp::Min, 1, [2, 1], vec![1.0, 4.0]),
+        (ReduceOp::Mean, 0, [1, 3], vec![2.5, 3.5, 4.5]),
+    ] {
+        let mut b = Builder::new("t.reduce", 1);
+        let x = b.input("x", &[2, 3], DType::F32);
+        let y = b.output("y", &shape, DType::F32);
+        let t = b.tile(&[2, 3], DType::F32, MemLevel::Ub);
+        let r = b.tile(&shape, DType::F32, MemLevel::Ub);
+        b.push(load(t, x, vec![c(0), c(0)], 0.0));
+        b.push(Inst::Reduce {
+            dst: r,
+            op,
+            src: t,
+            axis,
+        });
+        b.push(store(y, vec![c(0), c(0)], r));
+        let xs = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(out(&b.finish(), &[&xs]), expected, "{op:?} axis {axis}");
+    }
+}
+
+#[test]
+fn matmul_transposes_b_adds_the_accumulator_and_converts_out_of_l0c() {
+    // a [2, 3] @ b[2, 3]^T + acc (all 0.5), out as f16 through UB.
+    let mut bl = Builder::new("t.matmul", 1);
+    let a = bl.input("a", &[2, 3], DType::F16);
+    let b = bl.input("b", &[2, 3], DType::F16);
+    let y = bl.output("y", &[2, 2], DType::F16);
+    let a1 = bl.tile(&[2, 3], DType::F16, MemLevel::L1);
+    let b1 = bl.tile(&[2, 3], DType::F16, MemLevel::L1);
+    let a0 = bl.tile(&[2, 3], DType::F16, MemLevel::L0A);
+    let b0 = bl.tile(&[2, 3], DType::F16, MemLevel::L0B);
+    let acc = bl.tile(&[2, 2], DType::F32, MemLevel::L0C);
+    let prod = bl.tile(&[2, 2], DType::F32, MemLevel::L0C);
+    let res = bl.tile(&[2, 2], DType::F16, MemLevel::Ub);
+    bl.push(load(a1, a, vec![c(0), c(0)], 0.0));
+    bl.push(load(b1, b, vec![c(0), c(0)], 0.0));
+    bl.push(Inst::Move { dst: a0, src: a1 });
+    bl.push(Inst::Move { dst: b0, src: b1 });
+    bl.push(Inst::Full {
+        dst: acc,
+        value: 0.5,
+    });
+    bl.push(Inst::Matmul {
+        dst: prod,
+        a: a0,
+        b: b0,
+        acc: Some(acc),
+        transpose_b: true,
+    });
+    bl.push(Inst::Move {
+        dst: res,
+        src: prod,
+    });
+    bl.push(store(y, vec![c(0), c(0)], res));
+    let av = Tensor::from_f64_fn([2, 3], DType::F16, |i| (i[0] * 3 + i[1] + 1) as f64);
+    let bv = Tensor::from_f64_fn([2, 3], DType::F16, |i| if i[0] == 0 { 1.0 } else { 2.0 });
+    let y = execute(&bl.finish(), &[&av, &bv]).expect("executes");
+    assert_eq!(y[0].dtype(), DType::F16);
+    // rows of a: [1 2 3] [4 5 6]; rows of b: ones, twos.
+    assert_eq!(y[0].to_f64_vec(), vec![6.5, 12.5, 15.5, 30.5]);
+}
+
+#[test]
+fn a_loop_carries_tiles_and_indexes_with_its_variable() {
+    // y[r] = sum over 4 column blocks of x[r, 2j..2j+2] + iota(j), carried in acc.
+    let mut b = Builder::new("t.loop", 1);
+    let x = b.input("x", &[2, 8], DType::F32);
+    let y = b.output("y", &[2, 2], DType::F32);
+    let init = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let acc = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let t = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let iota = b.tile(&[1, 2], DType::F32, MemLevel::Ub);
+    let partial = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let next = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let result = b.tile(&[2, 2], DType::F32, MemLevel::Ub);
+    let j = b.var();
+    b.push(Inst::Full {
+        dst: init,
+        value: 0.0,
+    });
+    b.push(Inst::Loop {
+        var: j,
+        count: 4,
+        init: vec![init],
+        params: vec![acc],
+        body: vec![
+            load(t, x, vec![c(0), mul(Index::Var(j), c(2))], 0.0),
+            Inst::Iota {
+                dst: iota,
+                axis: 1,
+                start: Index::Var(j),
+            },
+            binary(partial, BinaryOp::Add, tile(t), tile(iota)),
+            binary(next, BinaryOp::Add, tile(acc), tile(partial)),
+        ],
+        yields: vec![next],
+        results: vec![result],
+    });
+    b.push(store(y, vec![c(0), c(0)], result));
+    let xs: Vec<f32> = (0..16).map(|v| v as f32).collect();
+    // Row 0, col 0: 0+2+4+6 plus iota starts 0+1+2+3 = 18; col 1: 1+3+5+7 + (1+2+3+4) = 26.
+    // Row 1 adds 8 per block: +32.
+    assert_eq!(
+        out(&b.finish(), &[&f32s(&[2, 8], &xs)]),
+        vec![18.0, 26.0, 50.0, 58.0]
+    );
+}
+
+#[test]
+fn f16_tiles_round_after_every_instruction() {
+    // 1 + 2^-11 is not an f16: an f16 add stays 1, an f32 add does not.
+    for (dtype, expected) in [(DType::F16, 1.0), (DType::F32, 1.0 + 2f64.powi(-11))] {
+        let mut b = Builder::new("t.round", 1);
+        let x = b.input("x", &[1], dtype);
+        let y = b.output("y", &[1], DType::F32);
+        let t = b.tile(&[1], dtype, MemLevel::Ub);
+        let s = b.tile(&[1], dtype, MemLevel::Ub);
+        let w = b.tile(&[1], DType::F32, MemLevel::Ub);
+        b.push(load(t, x, vec![c(0)], 0.0));
+        b.push(binary(s, BinaryOp::Add, tile(t), scalar(2f64.powi(-11))));
+        b.push(Inst::Cast { dst: w, src: s });
+        b.push(store(y, vec![c(0)], w));
+        let one = Tensor::from_f64_fn([1], dtype, |_| 1.0);
+        let y = execute(&b.finish(), &[&one]).expect("executes");
+        assert_eq!(y[0].to_f64_vec(), vec![expected], "{dtype}");
+    }
+}
+
+#[test]
+fn unary_ops_and_integer_casts() {
+    type Reference = fn(f32) -> f32;
+    let cases: [(UnaryOp, Reference); 6] = [
+        (UnaryOp::Exp, f32::exp),
+        (UnaryOp::Rsqrt, |v| 1.0 / v.sqrt()),
+        (UnaryOp::Relu, |v| v.max(0.0)),
+        (UnaryOp::Sigmoid, |v| 1.0 / (1.0 + (-v).exp())),
+        (UnaryOp::Silu, |v| v / (1.0 + (-v).exp())),
+        (UnaryOp::Square, |v| v * v),
+    ];
+    let xs = [0.25f32, 1.5, 4.0];
+    for (op, f) in cases {
+        let mut b = Builder::new("t.unary", 1);
+        let x = b.input("x", &[3], DType::F32);
+        let y = b.output("y", &[3], DType::F32);
+        let t = b.tile(&[3], DType::F32, MemLevel::Ub);
+        let r = b.tile(&[3], DType::F32, MemLevel::Ub);
+        b.push(load(t, x, vec![c(0)], 0.0));
+        b.push(Inst::Unary { dst: r, op, src: t });
+        b.push(store(y, vec![c(0)], r));
+        let expected: Vec<f32> = xs.iter().map(|v| f(*v)).collect();
+        assert_eq!(out(&b.finish(), &[&f32s(&[3], &xs)]), expected, "{op:?}");
+    }
+    // Casts to integers truncate toward zero.
+    let mut b = Builder::new("t.cast", 1);
+    let x = b.input("x", &[3], DType::F32);
+    let y = b.output("y", &[3], DType::I32);
+    let t = b.tile(&[3], DType::F32, MemLevel::Ub);
+    let r = b.tile(&[3], DType::I32, MemLevel::Ub);
+    b.push(load(t, x, vec![c(0)], 0.0));
+    b.push(Inst::Cast { dst: r, src: t });
+    b.push(store(y, vec![c(0)], r));
+    let y = execute(&b.finish(), &[&f32s(&[3], &[1.9, -1.9, 7.0])]).expect("executes");
+    assert_eq!(y[0].to_vec::<i32>().expect("i32"), vec![1, -1, 7]);
+}
+
+#[test]
+fn inputs_that_do_not_match_the_globals_are_named() {
+    let mut b = Builder::new("t.inputs", 1);
+    let x = b.input("x", &[4], DType::F16);
+    let y = b.output("y", &[4], DType::F16);
+    let t = b.tile(&[4], DType::F16, MemLevel::Ub);
+    b.push(load(t, x, vec![c(0)], 0.0));
+    b.push(store(y, vec![c(0)], t));
+    let program = b.finish();
+    let wrong_dtype = Tensor::zeros([4], DType::F32);
+    let err = execute(&program, &[&wrong_dtype]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op `t.inputs`: input `x`: the program expects dtype f16, got f32"
+    );
+    let wrong_shape = Tensor::zeros([5], DType::F16);
+    let err = execute(&program, &[&wrong_shape]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op `t.inputs`: input `x`: the program expects shape [4], got [5]"
+    );
+    let err = execute(&program, &[]).unwrap_err();
+    assert!(matches!(
+        err,
+        SimError::InputCount {
+            expected: 1,
+            actual: 0,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn reading_an_undefined_tile_names_the_instruction() {
+    let mut b = Builder::new("t.undefined", 1);
+    let y = b.output("y", &[4], DType::F32);
+    let t = b.tile(&[4], DType::F32, MemLevel::Ub);
+    b.push(store(y, vec![c(0)], t));
+    let err = execute(&b.finish(), &[]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op `t.undefined`: inst 0 (store): reads %0 before it is defined"
+    );
+}

@@ -1,0 +1,303 @@
+//! Buffer checks, the timing model, traces and the `sim` target.
+
+mod common;
+
+use common::*;
+use pto_backends::sim::{Sim, SimError, SimOptions, Simulator};
+use pto_op::kernel::ir::*;
+use pto_op::{DType, DeviceProfile, Executor, Tensor};
+
+fn kirin() -> DeviceProfile {
+    DeviceProfile::builtin("kirin9030").expect("built-in profile")
+}
+
+fn attention_inputs(grid: usize, seq: usize) -> [Tensor; 3] {
+    [
+        Tensor::random([64 * grid, 64], DType::F16, 1),
+        Tensor::random([seq, 64], DType::F16, 2),
+        Tensor::random([seq, 64], DType::F16, 3),
+    ]
+}
+
+fn run_attention(profile: DeviceProfile, options: SimOptions) -> pto_backends::sim::SimRun {
+    let program = attention(2, 1024);
+    let [q, k, v] = attention_inputs(2, 1024);
+    Simulator::new(profile, options)
+        .run(&program, &[&q, &k, &v])
+        .expect("attention runs")
+}
+
+#[test]
+fn a_ub_tile_over_the_limit_names_buffer_bytes_and_limit() {
+    let mut b = Builder::new("demo.softmax", 1);
+    let x = b.input("x", &[256, 256], DType::F16);
+    let y = b.output("y", &[256, 256], DType::F16);
+    let t = b.tile(&[256, 256], DType::F16, MemLevel::Ub);
+    let small = b.tile(&[8, 8], DType::F32, MemLevel::Ub);
+    b.push(Inst::Full {
+        dst: small,
+        value: 1.0,
+    });
+    b.push(load(t, x, vec![c(0), c(0)], 0.0));
+    b.push(binary(t, BinaryOp::Add, tile(t), tile(small)));
+    b.push(store(y, vec![c(0), c(0)], t));
+    let x = Tensor::zeros([256, 256], DType::F16);
+    let err = Simulator::new(kirin(), SimOptions::default())
+        .run(&b.finish(), &[&x])
+        .unwrap_err();
+    let SimError::BufferOverflow(overflow) = &err else {
+        panic!("expected an overflow, got {err}");
+    };
+    assert_eq!((overflow.needed, overflow.limit), (131328, 120832));
+    assert_eq!(overflow.buffer, "UB");
+    assert_eq!(
+        err.to_string(),
+        "op `demo.softmax`: inst 1 (load): UB working set 131328 bytes exceeds the kirin9030 \
+         limit of 120832 bytes (live: %0 f16[256, 256]@ub 131072 B, %1 f32[8, 8]@ub 256 B)"
+    );
+}
+
+#[test]
+fn attention_overlaps_pipes_and_runs_correctly() {
+    let run = run_attention(kirin(), SimOptions::default());
+    let report = &run.report;
+    let busy = |p: Pipe| report.per_pipe_busy[&p];
+    for pipe in [
+        Pipe::M,
+        Pipe::V,
+        Pipe::Mte2,
+        Pipe::Mte1,
+        Pipe::Fixp,
+        Pipe::Mte3,
+    ] {
+        assert!(busy(pipe) > 0, "{pipe} idle:\n{report}");
+    }
+    let total_busy: u64 = report.per_pipe_busy.values().sum();
+    let core_cycles: u64 = report.per_core_cycles.iter().sum();
+    assert!(
+        total_busy > core_cycles,
+        "no overlap: {total_busy} busy cycles in {core_cycles} core cycles\n{report}"
+    );
+    assert_eq!(report.per_core_cycles.len(), 2);
+    assert_eq!(report.per_core_cycles[0], report.per_core_cycles[1]);
+    assert_eq!(report.double_buffered_loops, 1);
+    // 4 instructions outside the loop (+ store), 14 per iteration, 8 iterations, 2 programs.
+    assert_eq!(report.instructions, 2 * (5 + 14 * 8));
+
+    // Functional check against an f64 computation of the same (unnormalised) attention.
+    let [q, k, v] = attention_inputs(2, 1024);
+    let (q, k, v) = (q.to_f32_array(), k.to_f32_array(), v.to_f32_array());
+    let got = run.outputs[0].to_f32_array();
+    for row in [0usize, 77, 127] {
+        let mut o = [0f64; 64];
+        for block in 0..8 {
+            let keys = block * 128..block * 128 + 128;
+            let s: Vec<f64> = keys
+                .clone()
+                .map(|key| (0..64).map(|i| f64::from(q[[row, i]] * k[[key, i]])).sum())
+                .collect();
+            let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            for (p, key) in s.iter().zip(keys) {
+                let p = (p - max).exp();
+                for (i, oi) in o.iter_mut().enumerate() {
+                    *oi += p * f64::from(v[[key, i]]);
+                }
+            }
+        }
+        for (i, want) in o.iter().enumerate() {
+            let have = f64::from(got[[row, i]]);
+            assert!(
+                (have - want).abs() <= 0.05 + 0.01 * want.abs(),
+                "o[{row}, {i}] = {have}, expected {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn double_buffering_is_faster_when_allowed_and_when_it_fits() {
+    let doubled = run_attention(kirin(), SimOptions::default()).report;
+    let single = run_attention(
+        kirin(),
+        SimOptions {
+            double_buffering: false,
+            ..SimOptions::default()
+        },
+    )
+    .report;
+    assert_eq!(single.double_buffered_loops, 0);
+    assert!(
+        doubled.cycles < single.cycles,
+        "double-buffered {} cycles, single {} cycles",
+        doubled.cycles,
+        single.cycles
+    );
+    // K and V tiles in L0B are 16 KiB: 20 KiB fits one, not two.
+    let mut small = kirin();
+    small.buffers.l0b = 20 * 1024;
+    let shrunk = run_attention(small, SimOptions::default()).report;
+    assert_eq!(shrunk.double_buffered_loops, 0);
+    assert_eq!(shrunk.cycles, single.cycles);
+    assert!(doubled.cycles < shrunk.cycles);
+    assert!(doubled.peak_bytes[&MemLevel::L0B] > shrunk.peak_bytes[&MemLevel::L0B]);
+}
+
+#[test]
+fn the_report_serializes_and_prints_a_row_per_pipe() {
+    let report = run_attention(kirin(), SimOptions::default()).report;
+    let json = serde_json::to_value(&report).expect("serializes");
+    assert!(json["per_pipe_busy"]["M"].as_u64().is_some_and(|v| v > 0));
+    assert!(json["peak_bytes"]["ub"].as_u64().is_some_and(|v| v > 0));
+    let back: pto_backends::sim::SimReport = serde_json::from_value(json).expect("parses");
+    assert_eq!(back, report);
+    let text = report.to_string();
+    for pipe in Pipe::ALL {
+        assert!(text.contains(pipe.name()), "{pipe} missing from\n{text}");
+    }
+    assert!(text.starts_with("test.attention on kirin9030: "));
+}
+
+#[test]
+fn the_chrome_trace_has_a_lane_per_core_and_pipe_and_is_written_atomically() {
+    let run = run_attention(
+        kirin(),
+        SimOptions {
+            trace: true,
+            ..SimOptions::default()
+        },
+    );
+    let trace = run.trace.expect("trace requested");
+    let dir = std::env::temp_dir().join(format!("pto-sim-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("attention.json");
+    trace.write_chrome_trace(&path).expect("writes");
+    let text = std::fs::read_to_string(&path).expect("reads back");
+    let leftovers = std::fs::read_dir(&dir).expect("lists").count();
+    std::fs::remove_dir_all(&dir).expect("cleans up");
+    assert_eq!(leftovers, 1, "the temporary file was left behind");
+
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = json["traceEvents"].as_array().expect("traceEvents array");
+    let lanes: Vec<(u64, String)> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["pid"].as_u64().unwrap_or(99),
+                e["args"]["name"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    for core in 0..2 {
+        for pipe in Pipe::ALL {
+            assert!(
+                lanes.contains(&(core, pipe.name().to_owned())),
+                "core {core} {pipe}"
+            );
+        }
+    }
+    let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(complete.iter().any(|e| e["pid"] == 1));
+    assert!(
+        complete
+            .iter()
+            .any(|e| e["name"].as_str() == Some("matmul %6"))
+    );
+    assert!(
+        complete
+            .iter()
+            .all(|e| e["dur"].as_f64().is_some_and(|d| d >= 0.0))
+    );
+    // kirin9030 runs at 1 GHz: the last event ends at the report's cycles, in microseconds.
+    let end = complete
+        .iter()
+        .map(|e| e["ts"].as_f64().unwrap_or(0.0) + e["dur"].as_f64().unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    assert!((end - run.report.cycles as f64 / 1000.0).abs() < 0.01);
+}
+
+#[test]
+fn traces_are_capped() {
+    let run = run_attention(
+        kirin(),
+        SimOptions {
+            trace: true,
+            trace_event_limit: 10,
+            ..SimOptions::default()
+        },
+    );
+    let trace = run.trace.expect("trace requested");
+    let complete = trace.trace_events.iter().filter(|e| e["ph"] == "X").count();
+    assert_eq!(complete, 10);
+}
+
+#[test]
+fn the_sim_target_is_registered_and_says_why_it_cannot_run_kernels_yet() {
+    let sim = pto_op::target::target("sim").expect("sim is linked");
+    assert_eq!(sim.target(), "sim");
+    let op = pto_op::registry::find("test.sim_scale").expect("registered");
+    let x = Tensor::zeros([8, 4], DType::F32);
+    let err = Sim::new(kirin())
+        .execute(op, &[&x], &scale::Params::default().to_attributes())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op `test.sim_scale`: the sim target cannot run kernels yet: the tile-language tracer \
+         (Kernel -> ir::Program) is not merged; run it on the `cpu` target"
+    );
+    let bad = Tensor::zeros([8, 4, 2], DType::F32);
+    let err = Sim::new(kirin())
+        .execute(op, &[&bad], &scale::Params::default().to_attributes())
+        .unwrap_err();
+    assert!(err.to_string().contains("rank 2"), "{err}");
+}
+
+#[test]
+fn simulator_errors_become_op_errors_naming_the_op() {
+    let err = SimError::Unsupported {
+        op: "a.b".into(),
+        message: "inst 2 (move): no copy path".into(),
+    }
+    .into_op_error("a.b");
+    assert_eq!(err.to_string(), "op `a.b`: inst 2 (move): no copy path");
+    let err = SimError::InputCount {
+        op: "a.b".into(),
+        expected: 2,
+        actual: 1,
+    }
+    .into_op_error("a.b");
+    assert_eq!(
+        err.to_string(),
+        "op `a.b`: the program reads 2 input(s), got 1"
+    );
+}
+
+use pto_op::prelude::*;
+
+/// y = x * 2, with a kernel that only sets its grid.
+#[custom_op(name = "test.sim_scale")]
+pub mod scale {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        x.expect_rank("x", 2)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, _p: &Params) -> Result<Tensor, OpError> {
+        Ok(Tensor::from_array(x.to_f32_array().mapv(|v| v * 2.0)))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, _y: &Global, _p: &Params) -> Result<(), OpError> {
+        let (rows, _) = x.dims2()?;
+        k.grid(rows.div_ceil(8))
+    }
+}
