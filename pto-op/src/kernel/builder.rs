@@ -582,6 +582,28 @@ impl Kernel {
         };
         let carried: Vec<Tile> = params.iter().map(|id| self.tile(*id)).collect();
         let traced = body(self, Idx::from(Index::Var(var)), &carried);
+        let loop_inst = self.close_fold(var, count, init, params, traced);
+        if let Err(e) = &loop_inst {
+            // The loop variable and params are allocated but no loop defines them: the
+            // kernel cannot finish, so `finish` must report this error too.
+            let mut state = self.state.borrow_mut();
+            if state.error.is_none() {
+                state.error = Some(e.clone());
+            }
+        }
+        loop_inst
+    }
+
+    /// Ends a fold's body and records the loop, or says why it cannot.
+    fn close_fold(
+        &mut self,
+        var: VarId,
+        count: usize,
+        init: &[Tile],
+        params: Vec<TileId>,
+        traced: Result<Vec<Tile>, OpError>,
+    ) -> Result<Vec<Tile>, OpError> {
+        const WHAT: &str = "fold";
         // Close the body's scope whatever happened, so the builder stays consistent.
         let body_insts = {
             let mut state = self.state.borrow_mut();

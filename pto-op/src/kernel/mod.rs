@@ -12,6 +12,9 @@ pub mod text;
 mod tile;
 pub mod validate;
 
+#[cfg(test)]
+mod tests;
+
 pub use builder::{Global, Kernel};
 pub use idx::{Idx, IntoOffsets};
 pub use tile::{IntoOperand, IntoScalar, Tile, TileOrScalar};
