@@ -73,6 +73,12 @@ fn the_kernel_is_registered_and_traced_with_named_globals_and_params() {
     let mnemonics: Vec<&str> = program.body.iter().map(Inst::mnemonic).collect();
     assert_eq!(mnemonics, ["load", "cast", "binary", "cast", "store"]);
     assert_eq!(program.tiles[0].to_string(), "f16[8, 64]@ub");
+    let text = program.to_string();
+    assert_eq!(
+        pto_op::kernel::text::parse(&text).unwrap(),
+        program,
+        "{text}"
+    );
     let err = def.trace_kernel(
         &[TensorType {
             shape: Shape::from([4]),

@@ -132,28 +132,7 @@ impl State {
 
     /// Why `index` cannot be used here, if it cannot.
     fn check_index(&self, index: &Index) -> Result<(), String> {
-        match index {
-            Index::Const(_) | Index::ProgramId => Ok(()),
-            Index::Var(v) => match self.live_vars.get(v.0 as usize) {
-                Some(true) => Ok(()),
-                _ => Err(format!(
-                    "loop variable {v} is used outside its fold (or belongs to another kernel)"
-                )),
-            },
-            Index::Div(_, b) | Index::Rem(_, b) if **b == Index::Const(0) => {
-                Err("an index divides by the constant 0".to_owned())
-            }
-            Index::Add(a, b)
-            | Index::Sub(a, b)
-            | Index::Mul(a, b)
-            | Index::Div(a, b)
-            | Index::Rem(a, b)
-            | Index::Min(a, b)
-            | Index::Max(a, b) => {
-                self.check_index(a)?;
-                self.check_index(b)
-            }
-        }
+        validate::check_index(index, &self.live_vars)
     }
 }
 

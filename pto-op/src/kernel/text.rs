@@ -1,7 +1,7 @@
 //! The text form of a kernel program: the kernel file authors read and edit.
 //!
 //! `Display` for [`Program`] prints it; [`parse`] reads it back, checks it with
-//! [`validate`](super::validate::validate) and returns an equal program. One item per line;
+//! [`validate`] and returns an equal program. One item per line;
 //! blank lines and lines starting with `//` are ignored; indentation is free.
 //!
 //! ```text
@@ -60,7 +60,9 @@
 //!
 //! The number of loop variables is the number of loops; tile types are given where tiles
 //! are defined (including loop params and results) and tile ids must be `%0..%N` without
-//! gaps, so the text holds exactly the program.
+//! gaps, so the text holds exactly the program. That holds for valid programs; an invalid
+//! one prints as well as it can (a tile without a type as `<no type>`, a loop's carried
+//! tiles paired up to the shorter of `params` and `init`), for messages and debugging.
 
 use core::fmt::{self, Write as _};
 use std::collections::HashMap;

@@ -476,7 +476,7 @@ impl Tile {
         self.reduce(ReduceOp::Mean, axis)
     }
 
-    /// Moves a UB tile to L1, e.g. to feed the cube from vector results.
+    /// Moves a UB tile (vector results, to feed the cube) or an L0C accumulator to L1.
     pub fn to_l1(&self) -> Tile {
         self.move_to("move to l1", MemLevel::L1, self.ty.dtype)
     }

@@ -21,7 +21,8 @@
 //! - matmul: `a` f16/bf16/f32 `[m, k]` in L0A, `b` of the same dtype `[k, n]` (`[n, k]`
 //!   when `transpose_b`) in L0B, result and accumulator f32 `[m, n]` in L0C;
 //! - L0A/L0B/L0C tiles are rank 2 with dims that are multiples of 16 (the cube fractal);
-//! - every tile has dims of at least 1; index divisions by the constant 0 are errors.
+//! - every tile has dims of at least 1; index divisions by the constant 0 are errors (a
+//!   symbolic divisor is allowed; where it is 0, [`Index::eval`] gives 0).
 
 use core::fmt;
 
@@ -254,31 +255,7 @@ impl<'p> Checker<'p> {
     }
 
     fn index(&self, index: &Index) -> Result<(), String> {
-        match index {
-            Index::Const(_) | Index::ProgramId => Ok(()),
-            Index::Var(v) => match self.var_live.get(v.0 as usize) {
-                Some(true) => Ok(()),
-                Some(false) => Err(format!("loop variable {v} is used outside its loop")),
-                None => Err(format!(
-                    "loop variable {v} does not exist (vars = {})",
-                    self.program.vars
-                )),
-            },
-            Index::Div(a, b) | Index::Rem(a, b) if **b == Index::Const(0) => {
-                self.index(a)?;
-                Err("an index divides by the constant 0".to_owned())
-            }
-            Index::Add(a, b)
-            | Index::Sub(a, b)
-            | Index::Mul(a, b)
-            | Index::Div(a, b)
-            | Index::Rem(a, b)
-            | Index::Min(a, b)
-            | Index::Max(a, b) => {
-                self.index(a)?;
-                self.index(b)
-            }
-        }
+        check_index(index, &self.var_live)
     }
 
     fn offsets(&self, offsets: &[Index]) -> Result<(), String> {
@@ -469,6 +446,35 @@ impl From<String> for Failure {
 pub(crate) enum Arg<'a> {
     Tile(&'a TileType),
     Scalar,
+}
+
+/// Checks that an index uses only the loop variables live here (`live[v]`) and does not
+/// divide by the constant 0.
+pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), String> {
+    match index {
+        Index::Const(_) | Index::ProgramId => Ok(()),
+        Index::Var(v) => match live.get(v.0 as usize) {
+            Some(true) => Ok(()),
+            Some(false) => Err(format!("loop variable {v} is used outside its loop")),
+            None => Err(format!(
+                "loop variable {v} does not exist (there are {})",
+                live.len()
+            )),
+        },
+        Index::Div(_, b) | Index::Rem(_, b) if **b == Index::Const(0) => {
+            Err("an index divides by the constant 0".to_owned())
+        }
+        Index::Add(a, b)
+        | Index::Sub(a, b)
+        | Index::Mul(a, b)
+        | Index::Div(a, b)
+        | Index::Rem(a, b)
+        | Index::Min(a, b)
+        | Index::Max(a, b) => {
+            check_index(a, live)?;
+            check_index(b, live)
+        }
+    }
 }
 
 /// Checks a tile type on its own: non-empty dims, an on-core level, cube-fractal shapes in

@@ -173,7 +173,7 @@ fn tiles_and_loop_variables_do_not_escape_their_fold() {
     );
     assert_eq!(
         message(k.store(&y, [var], &a)),
-        "op `t.scope`: store: loop variable i0 is used outside its fold (or belongs to another kernel)"
+        "op `t.scope`: store: loop variable i0 is used outside its loop"
     );
     let _ = &leaked + &a;
     assert!(message(k.finish()).starts_with("op `t.scope`: binary add: %2 was defined"));
