@@ -583,15 +583,25 @@ impl Kernel {
         traced: Result<Vec<Tile>, OpError>,
     ) -> Result<Vec<Tile>, OpError> {
         const WHAT: &str = "fold";
-        // Close the body's scope whatever happened, so the builder stays consistent.
-        let body_insts = {
+        // Close the body's scope whatever happened, so the builder stays consistent; but
+        // first check that the yields are visible at the end of the body.
+        let (body_insts, hidden_yield) = {
             let mut state = self.state.borrow_mut();
+            let hidden_yield = traced.as_ref().ok().and_then(|yields| {
+                yields
+                    .iter()
+                    .filter(|y| y.belongs_to(&self.state))
+                    .find_map(|y| state.check_visible(y.id()).err())
+            });
             state.live_vars[var.0 as usize] = false;
             state.open_scopes.pop();
-            state.blocks.pop().unwrap_or_default()
+            (state.blocks.pop().unwrap_or_default(), hidden_yield)
         };
         let yields = traced?;
         self.recorded()?;
+        if let Some(message) = hidden_yield {
+            return Err(self.fail(WHAT, format!("a yield is not visible: {message}")));
+        }
         if yields.len() != init.len() {
             return Err(self.fail(
                 WHAT,

@@ -177,6 +177,24 @@ fn tiles_and_loop_variables_do_not_escape_their_fold() {
     );
     let _ = &leaked + &a;
     assert!(message(k.finish()).starts_with("op `t.scope`: binary add: %2 was defined"));
+
+    let mut k = Kernel::new("t.scope");
+    let a = k.full([4], DType::F32, 0.0);
+    let err = k.fold(2, std::slice::from_ref(&a), |k, _, c| {
+        let inner = k.fold(2, &[], |_, _, _| Ok(vec![]))?;
+        assert!(inner.is_empty());
+        let mut hidden = None;
+        k.fold(1, &[], |_, _, _| {
+            hidden = Some(c[0].exp());
+            Ok(vec![])
+        })?;
+        Ok(hidden.into_iter().collect())
+    });
+    assert_eq!(
+        message(err),
+        "op `t.scope`: fold: a yield is not visible: %2 was defined in a fold body that has \
+         ended: use the fold's results"
+    );
 }
 
 #[test]
