@@ -63,7 +63,7 @@ pub use dtype::DType;
 pub use error::OpError;
 pub use executor::Executor;
 pub use graph::{Graph, GraphData, Node, Value, ValueId};
-pub use kernel::{Global, Kernel};
+pub use kernel::{Global, Idx, Kernel, Tile};
 pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
 pub use perf::{ComputeOps, Estimate, OpInvokeInfo, PerformanceProperties};
 pub use pto_op_macros::custom_op;
@@ -77,8 +77,8 @@ pub use tolerance::Tolerance;
 pub mod prelude {
     pub use crate::{
         AttrValue, Attributes, ComputeOps, DType, DeviceProfile, Estimate, Executor, Global, Graph,
-        Kernel, OpError, OpInvokeInfo, OpParams, PerformanceProperties, Shape, Tensor, Tolerance,
-        Value, custom_op,
+        Idx, Kernel, OpError, OpInvokeInfo, OpParams, PerformanceProperties, Shape, Tensor, Tile,
+        Tolerance, Value, custom_op,
     };
     pub use pto_op_macros::{
         estimator, infer_dtype, infer_shape, kernel, parity, properties, reference,

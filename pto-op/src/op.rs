@@ -4,6 +4,7 @@ use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::device::DeviceProfile;
 use crate::dtype::DType;
 use crate::error::{OpError, OutputMismatch};
+use crate::kernel::ir::Program;
 use crate::kernel::{Global, Kernel};
 use crate::perf::{Estimate, OpInvokeInfo, PerformanceProperties};
 use crate::schema::{Fingerprint, OpSchema};
@@ -213,29 +214,31 @@ impl OpDef {
     }
 
     /// Traces the op's kernel for one call: the `#[kernel]` function runs with a fresh
-    /// [`Kernel`] and global tensors named after the op's inputs and outputs.
+    /// [`Kernel`] whose globals are the op's inputs then outputs, named after them, and
+    /// the result is the validated program. Errors name the op.
     pub fn trace_kernel(
         &self,
         inputs: &[TensorType],
         attrs: &Attributes,
-    ) -> Result<Kernel, OpError> {
+    ) -> Result<Program, OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
         })?;
         let outputs = self.infer(inputs, attrs)?;
-        let globals = |names: &[&str], types: &[TensorType]| -> Vec<Global> {
-            names
-                .iter()
-                .zip(types)
-                .map(|(name, t)| Global::new(*name, t.shape.clone(), t.dtype))
-                .collect()
-        };
-        let (ins, outs) = (
-            globals(self.inputs, inputs),
-            globals(self.outputs, &outputs),
-        );
         let mut builder = Kernel::new(self.name);
+        let ins: Vec<Global> = self
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|(name, t)| builder.input(name, t.shape.clone(), t.dtype))
+            .collect();
+        let outs: Vec<Global> = self
+            .outputs
+            .iter()
+            .zip(&outputs)
+            .map(|(name, t)| builder.output(name, t.shape.clone(), t.dtype))
+            .collect();
         kernel(
             &mut builder,
             &ins.iter().collect::<Vec<_>>(),
@@ -243,7 +246,7 @@ impl OpDef {
             attrs,
         )
         .map_err(|e| e.with_op(self.name))?;
-        Ok(builder)
+        builder.finish().map_err(|e| e.with_op(self.name))
     }
 
     /// Runs the reference on CPU, checked against the description: inputs go through the

@@ -2,6 +2,7 @@
 //! through the op's description.
 
 use pto_op::TensorType;
+use pto_op::kernel::ir::{GlobalRole, Inst};
 use pto_op::prelude::*;
 
 /// y = x + 1, with every optional function.
@@ -26,9 +27,12 @@ pub mod full {
 
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
-        let (rows, _) = x.dims2()?;
-        assert_eq!(y.shape(), x.shape());
-        k.grid(rows.div_ceil(p.block_rows as usize))
+        let (rows, cols) = x.dims2()?;
+        let tr = p.block_rows as usize;
+        k.grid(rows.div_ceil(tr))?;
+        let r0 = k.program_id() * tr;
+        let xt = k.load(x, (r0.clone(), 0), [tr, cols])?.cast(DType::F32);
+        k.store(y, (r0, 0), &(xt + 1.0).cast(y.dtype()))
     }
 
     #[estimator]
@@ -58,8 +62,23 @@ fn x_type() -> TensorType {
 fn the_kernel_is_registered_and_traced_with_named_globals_and_params() {
     let def = full::def();
     let attrs = full::Params { block_rows: 8 }.to_attributes();
-    let kernel = def.trace_kernel(&[x_type()], &attrs).unwrap();
-    assert_eq!((kernel.op(), kernel.grid_size()), ("test.full", 3));
+    let program = def.trace_kernel(&[x_type()], &attrs).unwrap();
+    assert_eq!((program.op.as_str(), program.grid), ("test.full", 3));
+    let names: Vec<(&str, GlobalRole)> = program
+        .globals
+        .iter()
+        .map(|g| (g.name.as_str(), g.role))
+        .collect();
+    assert_eq!(names, [("x", GlobalRole::Input), ("y", GlobalRole::Output)]);
+    let mnemonics: Vec<&str> = program.body.iter().map(Inst::mnemonic).collect();
+    assert_eq!(mnemonics, ["load", "cast", "binary", "cast", "store"]);
+    assert_eq!(program.tiles[0].to_string(), "f16[8, 64]@ub");
+    let text = program.to_string();
+    assert_eq!(
+        pto_op::kernel::text::parse(&text).unwrap(),
+        program,
+        "{text}"
+    );
     let err = def.trace_kernel(
         &[TensorType {
             shape: Shape::from([4]),

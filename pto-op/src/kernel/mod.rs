@@ -1,100 +1,20 @@
-//! The kernel builder that a `#[kernel]` function is called with.
+//! The tile language: kernels, traced into a typed, validated IR with a text form.
 //!
 //! A kernel describes what one block program does; calling the `#[kernel]` function with a
-//! [`Kernel`] traces it. This module holds the entry points every kernel needs (its global
-//! tensors and its grid); the tile instructions are the tile language's.
+//! [`Kernel`] traces it into an [`ir::Program`]. Tiles ([`Tile`]) are typed values in the
+//! Da Vinci memory levels; offsets are symbolic integers ([`Idx`]) over the program id and
+//! loop variables. [`validate`] holds the typing rules, [`text`] the kernel file format.
 
+mod builder;
+mod idx;
 pub mod ir;
-use crate::dtype::DType;
-use crate::error::OpError;
-use crate::shape::Shape;
+pub mod text;
+mod tile;
+pub mod validate;
 
-/// A tensor in global memory (GM), as a kernel sees its inputs and outputs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Global {
-    name: String,
-    shape: Shape,
-    dtype: DType,
-}
+#[cfg(test)]
+mod tests;
 
-impl Global {
-    /// A global tensor named after the op's input or output.
-    pub fn new(name: impl Into<String>, shape: Shape, dtype: DType) -> Global {
-        Global {
-            name: name.into(),
-            shape,
-            dtype,
-        }
-    }
-
-    /// The input or output name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The shape.
-    pub fn shape(&self) -> &Shape {
-        &self.shape
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-
-    /// The two dimensions of a rank-2 tensor, or an error naming this tensor.
-    ///
-    /// ```
-    /// use pto_op::{DType, Global, Shape};
-    /// let x = Global::new("x", Shape::from([4, 64]), DType::F16);
-    /// assert_eq!(x.dims2().unwrap(), (4, 64));
-    /// ```
-    pub fn dims2(&self) -> Result<(usize, usize), OpError> {
-        match self.shape.dims() {
-            [rows, cols] => Ok((*rows, *cols)),
-            _ => Err(OpError::input(
-                self.name.clone(),
-                format!("the kernel expects rank 2, got shape {}", self.shape),
-            )),
-        }
-    }
-}
-
-/// The builder a `#[kernel]` function is traced with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Kernel {
-    op: String,
-    grid: Option<usize>,
-}
-
-impl Kernel {
-    /// A fresh builder for tracing the kernel of op `op`.
-    pub fn new(op: impl Into<String>) -> Kernel {
-        Kernel {
-            op: op.into(),
-            grid: None,
-        }
-    }
-
-    /// The op being traced.
-    pub fn op(&self) -> &str {
-        &self.op
-    }
-
-    /// Sets the number of block programs, spread over the AI cores. Must be at least 1.
-    pub fn grid(&mut self, programs: usize) -> Result<(), OpError> {
-        if programs == 0 {
-            return Err(
-                OpError::invalid("grid(0): a kernel needs at least one block program")
-                    .with_op(&self.op),
-            );
-        }
-        self.grid = Some(programs);
-        Ok(())
-    }
-
-    /// The number of block programs; 1 until [`Kernel::grid`] is called.
-    pub fn grid_size(&self) -> usize {
-        self.grid.unwrap_or(1)
-    }
-}
+pub use builder::{Global, Kernel};
+pub use idx::{Idx, IntoOffsets};
+pub use tile::{IntoOperand, IntoScalar, Tile, TileOrScalar};
