@@ -232,24 +232,30 @@ fn traces_are_capped() {
 }
 
 #[test]
-fn the_sim_target_is_registered_and_says_why_it_cannot_run_kernels_yet() {
+fn the_sim_target_traces_runs_and_reports_an_ops_kernel() {
     let sim = pto_op::target::target("sim").expect("sim is linked");
     assert_eq!(sim.target(), "sim");
     let op = pto_op::registry::find("test.sim_scale").expect("registered");
-    let x = Tensor::zeros([8, 4], DType::F32);
-    let err = Sim::new(kirin())
-        .execute(op, &[&x], &scale::Params::default().to_attributes())
-        .unwrap_err();
+    // 13 rows: the last block program's tile hangs over the edge (masked).
+    let x = Tensor::random([13, 40], DType::F32, 5);
+    let attrs = scale::Params::default().to_attributes();
+    let target = Sim::new(kirin());
+    let y = target.execute(op, &[&x], &attrs).unwrap();
+    let expected = pto_backends::cpu::Cpu.execute(op, &[&x], &attrs).unwrap();
+    assert_eq!(y, expected);
+    let report = target.last_report().expect("a run leaves its report");
+    assert_eq!(report.op, "test.sim_scale");
+    assert!(
+        report.cycles > 0 && report.per_pipe_busy[&Pipe::V] > 0,
+        "{report}"
+    );
+
+    let bad = Tensor::zeros([8, 4, 2], DType::F32);
+    let err = target.execute(op, &[&bad], &attrs).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "op `test.sim_scale`: the sim target cannot run kernels yet: the tile-language tracer \
-         (Kernel -> ir::Program) is not merged; run it on the `cpu` target"
+        "op `test.sim_scale`: input `x`: expected rank 2, got shape [8, 4, 2] of rank 3"
     );
-    let bad = Tensor::zeros([8, 4, 2], DType::F32);
-    let err = Sim::new(kirin())
-        .execute(op, &[&bad], &scale::Params::default().to_attributes())
-        .unwrap_err();
-    assert!(err.to_string().contains("rank 2"), "{err}");
 }
 
 #[test]
@@ -274,7 +280,7 @@ fn simulator_errors_become_op_errors_naming_the_op() {
 
 use pto_op::prelude::*;
 
-/// y = x * 2, with a kernel that only sets its grid.
+/// y = x * 2, eight rows per block program.
 #[custom_op(name = "test.sim_scale")]
 pub mod scale {
     use super::*;
@@ -296,8 +302,11 @@ pub mod scale {
     }
 
     #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, _y: &Global, _p: &Params) -> Result<(), OpError> {
-        let (rows, _) = x.dims2()?;
-        k.grid(rows.div_ceil(8))
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global, _p: &Params) -> Result<(), OpError> {
+        let (rows, cols) = x.dims2()?;
+        k.grid(rows.div_ceil(8))?;
+        let r0 = k.program_id() * 8;
+        let tile = k.load(x, (r0.clone(), 0), [8, cols])?;
+        k.store(y, (r0, 0), &(tile * 2.0))
     }
 }

@@ -346,7 +346,7 @@ impl Sim {
         if let Some(program) = cache().get(&key) {
             return Ok(Arc::clone(program));
         }
-        let program = Arc::new(trace_program(op, types, attrs)?);
+        let program = Arc::new(op.trace_kernel(types, attrs)?);
         cache().insert(key, Arc::clone(&program));
         Ok(program)
     }
@@ -386,25 +386,4 @@ impl Executor for Sim {
             .unwrap_or_else(PoisonError::into_inner) = Some(run.report);
         Ok(run.outputs)
     }
-}
-
-/// Traces `op`'s kernel for one call into a [`Program`].
-///
-/// MERGE BRIDGE: `OpDef::trace_kernel` still returns the `Kernel` builder; the tracer that
-/// turns it into an `ir::Program` is being written on another branch. Until it is merged,
-/// this traces the kernel (so its errors, and "no #[kernel]", surface as they will) and
-/// then reports that the sim target cannot run it yet. At merge time the whole body becomes
-/// `op.trace_kernel(types, attrs)`.
-fn trace_program(
-    op: &'static OpDef,
-    types: &[TensorType],
-    attrs: &Attributes,
-) -> Result<Program, OpError> {
-    op.trace_kernel(types, attrs)?;
-    Err(OpError::Unsupported {
-        op: op.name.to_owned(),
-        message: "the sim target cannot run kernels yet: the tile-language tracer \
-                  (Kernel -> ir::Program) is not merged; run it on the `cpu` target"
-            .to_owned(),
-    })
 }
