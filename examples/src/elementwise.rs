@@ -29,4 +29,23 @@ pub mod gelu_affine {
         let y = x.to_f32_array().mapv(|v| gelu_tanh(v * p.scale + p.bias));
         Ok(Tensor::from_array(y).cast(x.dtype()))
     }
+
+    #[parity(x = f32[64, 256])]
+    #[parity(x = f32[37, 100], scale = 0.5, bias = -1.0)]
+    #[parity(x = f32[3, 5, 33], scale = 2.0)]
+    #[parity(x = f16[64, 256])]
+    #[parity(x = f16[37, 100], scale = 0.5, bias = -1.0)]
+    #[parity(x = f16[3, 5, 33], scale = 2.0)]
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
+        let tiles = crate::tiling::row_tiles(k, x)?;
+        let xt = k
+            .load(x, tiles.offsets.clone(), &tiles.shape)?
+            .cast(DType::F32);
+        k.store(
+            y,
+            tiles.offsets,
+            &(xt * p.scale + p.bias).gelu().cast(y.dtype()),
+        )
+    }
 }

@@ -2,6 +2,76 @@
 
 use pto_op::prelude::*;
 
+/// y = x * rsqrt(mean(x^2, last axis) + eps) * gamma. `gamma` has the size of the last axis
+/// and the dtype of `x`, a float dtype; computed in f32.
+#[custom_op(name = "demo.rms_norm", params(eps: f32 = 1e-6))]
+pub mod rms_norm {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, gamma: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        x.expect_min_rank("x", 1)?;
+        gamma.expect_eq("gamma", &Shape::from([x.last()?]))?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, gamma: DType, _p: &Params) -> Result<DType, OpError> {
+        if !x.is_float() {
+            return Err(OpError::input(
+                "x",
+                format!("expected f32, f16 or bf16, got {x}"),
+            ));
+        }
+        if gamma != x {
+            return Err(OpError::input(
+                "gamma",
+                format!("expected dtype {x} (that of x), got {gamma}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, gamma: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let x32 = x.to_f32_array();
+        let axis = ndarray::Axis(x32.ndim() - 1);
+        let mean_square = x32
+            .mapv(|v| v * v)
+            .mean_axis(axis)
+            .ok_or_else(|| OpError::input("x", format!("rows of shape {} are empty", x.shape())))?;
+        let inv = mean_square
+            .mapv(|m| 1.0 / (m + p.eps).sqrt())
+            .insert_axis(axis);
+        let y = &x32 * &inv * &gamma.to_f32_array();
+        Ok(Tensor::from_array(y).cast(x.dtype()))
+    }
+
+    #[parity(x = f32[32, 256], gamma = f32[256])]
+    #[parity(x = f32[13, 100], gamma = f32[100], eps = 1e-5)]
+    #[parity(x = f32[2, 7, 48], gamma = f32[48])]
+    #[parity(x = f16[32, 256], gamma = f16[256])]
+    #[parity(x = f16[13, 100], gamma = f16[100], eps = 1e-5)]
+    #[parity(x = f16[2, 7, 48], gamma = f16[48])]
+    #[kernel]
+    fn kernel(
+        k: &mut Kernel,
+        x: &Global,
+        gamma: &Global,
+        y: &Global,
+        p: &Params,
+    ) -> Result<(), OpError> {
+        let tiles = crate::tiling::row_tiles(k, x)?;
+        let cols = *tiles.shape.last().unwrap_or(&1);
+        let xt = k
+            .load(x, tiles.offsets.clone(), &tiles.shape)?
+            .cast(DType::F32);
+        let g = k.load(gamma, [0], [cols])?.cast(DType::F32);
+        let inv = (xt.square().mean(-1) + p.eps).rsqrt();
+        k.store(y, tiles.offsets, &(xt * inv * g).cast(y.dtype()))
+    }
+}
+
 /// The mean and reciprocal standard deviation of each row (the last axis): the statistics a
 /// layer norm normalizes with. `mean = sum(x) / n`, `rstd = 1 / sqrt(sum((x - mean)^2) / n + eps)`.
 ///
