@@ -3,6 +3,7 @@
 //! `cargo run -p pto-examples --example describe`
 
 use pto_backends::cpu::Cpu;
+use pto_backends::sim::Sim;
 use pto_examples::{gelu_affine, moments};
 use pto_op::prelude::*;
 
@@ -52,6 +53,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("x[0, ..4] = {:?}", &x.to_vec::<f32>()?[..4]);
     println!("y[0, ..4] = {:?}", &y.to_vec::<f32>()?[..4]);
+
+    // The same call on the simulator target: the kernel, traced and run on a Kirin 9030.
+    let sim = Sim::new(DeviceProfile::builtin("kirin9030")?);
+    let y_sim = gelu_affine::run(&sim, &x, &params)?;
+    let comparison = y_sim.compare(&y, Tolerance::for_dtype(y.dtype()))?;
+    println!("\n== {} on sim (kirin9030) vs cpu: {comparison}", gelu_affine::NAME);
+    if let Some(report) = sim.last_report() {
+        println!("{report}");
+    }
 
     let (mean, rstd) = moments::run(&Cpu, &y.cast(DType::F16), &moments::Params::default())?;
     println!(
