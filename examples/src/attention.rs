@@ -179,7 +179,7 @@ pub mod flash_attention {
 
         // The last key each row may see: its own index when causal, and never a padding
         // key beyond s_kv. Keys at or below it are kept.
-        let last_key = (s_kv - 1) as f64;
+        let last_key = s_kv.saturating_sub(1) as f64;
         let limit = match (p.causal, s_kv % bk != 0) {
             (true, _) => Some(
                 kernel
