@@ -58,7 +58,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sim = Sim::new(DeviceProfile::builtin("kirin9030")?);
     let y_sim = gelu_affine::run(&sim, &x, &params)?;
     let comparison = y_sim.compare(&y, Tolerance::for_dtype(y.dtype()))?;
-    println!("\n== {} on sim (kirin9030) vs cpu: {comparison}", gelu_affine::NAME);
+    println!(
+        "\n== {} on sim (kirin9030) vs cpu: {comparison}",
+        gelu_affine::NAME
+    );
     if let Some(report) = sim.last_report() {
         println!("{report}");
     }

@@ -4,17 +4,24 @@
 //! - [`rms_norm`], [`softmax`]: row-wise ops with kernels.
 //! - [`moments`]: an op with two outputs, the mean and reciprocal standard deviation of each
 //!   row (the statistics of a layer norm).
+//! - [`matmul`]: a matrix product on the cube unit, tiled with a K-loop.
+//! - [`flash_attention`]: single-head attention with an online softmax, cube and vector
+//!   units working together.
 //!
 //! `cargo run -p pto-examples --example describe` registers them, prints their schemas and
-//! runs them on the CPU.
+//! runs them on the CPU and the simulator.
 
+mod attention;
 mod elementwise;
+mod linalg;
 pub mod math;
 mod normalization;
 mod reduction;
 pub mod tiling;
 
+pub use attention::flash_attention;
 pub use elementwise::gelu_affine;
+pub use linalg::matmul;
 pub use normalization::{moments, rms_norm};
 pub use reduction::softmax;
 

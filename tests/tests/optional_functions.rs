@@ -114,11 +114,11 @@ fn estimator_and_properties_are_registered() {
 
 #[test]
 fn an_op_without_a_kernel_says_so() {
-    let err = pto_examples::gelu_affine::def()
+    let err = pto_examples::moments::def()
         .trace_kernel(&[x_type()], &Default::default())
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "op `demo.gelu_affine`: it has no #[kernel], so it runs on the CPU reference only"
+        "op `demo.moments`: it has no #[kernel], so it runs on the CPU reference only"
     );
 }

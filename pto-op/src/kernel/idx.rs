@@ -15,6 +15,8 @@ use super::ir::Index;
 /// assert_eq!(row.eval(3, &[]), 26);
 /// assert_eq!((Idx::from(7) / 2).index(), &Index::Const(3));
 /// assert_eq!(Idx::from(10).min(4).max(Idx::from(5)).as_const(), Some(5));
+/// assert_eq!((Idx::program_id() * 1 + 0).index(), &Index::ProgramId);
+/// assert_eq!((Idx::program_id() % 1).as_const(), Some(0));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Idx(Index);
@@ -72,7 +74,24 @@ fn combine(
     {
         return Idx(Index::Const(v));
     }
-    Idx(node(Box::new(a.0), Box::new(b.0)))
+    Idx(simplify(node(Box::new(a.0), Box::new(b.0))))
+}
+
+/// Removes identities (`x + 0`, `x * 1`, `x / 1`, `x % 1`, `x * 0`), so traced offsets and
+/// the kernel file stay as simple as the author's arithmetic allows.
+fn simplify(index: Index) -> Index {
+    use Index::{Add, Const, Div, Mul, Rem, Sub};
+    match index {
+        Add(a, b) if *b == Const(0) => *a,
+        Add(a, b) if *a == Const(0) => *b,
+        Sub(a, b) if *b == Const(0) => *a,
+        Mul(a, b) if *b == Const(1) => *a,
+        Mul(a, b) if *a == Const(1) => *b,
+        Mul(a, b) if *a == Const(0) || *b == Const(0) => Const(0),
+        Div(a, b) if *b == Const(1) => *a,
+        Rem(_, b) if *b == Const(1) => Const(0),
+        other => other,
+    }
 }
 
 impl From<Index> for Idx {
