@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let activated = gelu_affine::apply(&input, &params)?;
     let (mean, rstd) = moments::apply(&activated, &moments::Params { eps: 1e-6 })?;
     println!("\n== traced graph");
-    for node in graph.data().nodes {
+    for node in graph.def().nodes {
         println!(
             "{} {:?} -> {:?}  attrs {:?}",
             node.op, node.inputs, node.outputs, node.attrs

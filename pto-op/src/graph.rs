@@ -1,23 +1,57 @@
 //! Graphs of op calls, built by tracing: each op's generated `apply(...)` records a node.
+//!
+//! A [`Graph`] is the tracing handle; [`GraphDef`] is what it records, plain serializable
+//! data (the graph part of a model file); [`Model`](crate::model::Model) adds the weights
+//! and the schemas of the ops used.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
 
 use crate::attr::Attributes;
 use crate::dtype::DType;
 use crate::error::OpError;
+use crate::model::Model;
 use crate::op::{OpDef, TensorType};
 use crate::schema::Fingerprint;
 use crate::shape::Shape;
+use crate::tensor::Tensor;
 
 /// The index of a value in its graph.
 pub type ValueId = usize;
 
+/// Where a value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueKind {
+    /// A graph input, given at every run.
+    Input,
+    /// A weight: a constant tensor stored with the model.
+    Weight,
+    /// An output of a node.
+    Node,
+}
+
+/// One value (tensor) of a graph: its unique name and type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueDef {
+    /// Unique in the graph: inputs and weights by the name given, node outputs
+    /// `n{node}.{output}` (`n3.y`).
+    pub name: String,
+    /// Shape and dtype.
+    #[serde(flatten)]
+    pub ty: TensorType,
+    /// Where it comes from.
+    pub kind: ValueKind,
+}
+
 /// One op call in a graph.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeDef {
     /// The op's name.
-    pub op: &'static str,
+    pub op: String,
     /// The op description's version when traced.
     pub version: u32,
     /// The op's signature fingerprint when traced.
@@ -30,29 +64,49 @@ pub struct Node {
     pub attrs: Attributes,
 }
 
-/// Everything recorded in a graph.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GraphData {
-    /// The type and name of every value, by id.
-    pub values: Vec<(Option<String>, TensorType)>,
-    /// Graph inputs.
+/// A graph as data: values, nodes in a topological order, inputs, weights and outputs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GraphDef {
+    /// Every value, by id.
+    pub values: Vec<ValueDef>,
+    /// Graph inputs, in the order a run takes them.
     pub inputs: Vec<ValueId>,
+    /// Weights, in the order they were added.
+    pub weights: Vec<ValueId>,
     /// Op calls, in trace order (a topological order).
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<NodeDef>,
+    /// Graph outputs, in the order a run returns them.
+    pub outputs: Vec<ValueId>,
+}
+
+impl GraphDef {
+    /// The value named `name`.
+    pub fn value_by_name(&self, name: &str) -> Option<ValueId> {
+        self.values.iter().position(|v| v.name == name)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Recording {
+    def: GraphDef,
+    weights: BTreeMap<String, Tensor>,
 }
 
 /// A graph being traced. Cloning gives another handle to the same graph.
 ///
 /// ```
-/// use pto_op::{DType, Graph, Shape};
+/// use pto_op::{DType, Graph, Shape, Tensor};
 /// let g = Graph::new();
 /// let x = g.input("x", Shape::from([2, 8]), DType::F32);
-/// assert_eq!(x.shape(), &Shape::from([2, 8]));
-/// assert_eq!(g.data().inputs, vec![x.id()]);
+/// let w = g.weight("w", Tensor::zeros([8], DType::F32)).unwrap();
+/// g.output(&x);
+/// let def = g.def();
+/// assert_eq!((def.inputs.clone(), def.weights.clone(), def.outputs.clone()), (vec![x.id()], vec![w.id()], vec![x.id()]));
+/// assert_eq!(def.values[w.id()].name, "w");
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    data: Rc<RefCell<GraphData>>,
+    data: Rc<RefCell<Recording>>,
 }
 
 impl Graph {
@@ -61,13 +115,14 @@ impl Graph {
         Graph::default()
     }
 
-    /// Adds a graph input.
-    pub fn input(&self, name: impl Into<String>, shape: Shape, dtype: DType) -> Value {
-        let ty = TensorType { shape, dtype };
+    fn add_value(&self, name: String, ty: TensorType, kind: ValueKind) -> Value {
         let mut data = self.data.borrow_mut();
-        let id = data.values.len();
-        data.values.push((Some(name.into()), ty.clone()));
-        data.inputs.push(id);
+        let id = data.def.values.len();
+        data.def.values.push(ValueDef {
+            name,
+            ty: ty.clone(),
+            kind,
+        });
         Value {
             graph: self.clone(),
             id,
@@ -75,9 +130,46 @@ impl Graph {
         }
     }
 
-    /// A snapshot of everything recorded so far.
-    pub fn data(&self) -> GraphData {
-        self.data.borrow().clone()
+    /// Adds a graph input.
+    pub fn input(&self, name: impl Into<String>, shape: Shape, dtype: DType) -> Value {
+        let value = self.add_value(name.into(), TensorType { shape, dtype }, ValueKind::Input);
+        self.data.borrow_mut().def.inputs.push(value.id);
+        value
+    }
+
+    /// Adds a weight: a constant tensor stored with the model. Names are unique.
+    pub fn weight(&self, name: impl Into<String>, tensor: Tensor) -> Result<Value, OpError> {
+        let name = name.into();
+        if self.data.borrow().def.value_by_name(&name).is_some() {
+            return Err(OpError::invalid(format!(
+                "the graph already has a value named `{name}`; weight names are unique"
+            )));
+        }
+        let ty = TensorType {
+            shape: tensor.shape(),
+            dtype: tensor.dtype(),
+        };
+        let value = self.add_value(name.clone(), ty, ValueKind::Weight);
+        let mut data = self.data.borrow_mut();
+        data.def.weights.push(value.id);
+        data.weights.insert(name, tensor);
+        Ok(value)
+    }
+
+    /// Marks `value` as a graph output (in call order).
+    pub fn output(&self, value: &Value) {
+        self.data.borrow_mut().def.outputs.push(value.id);
+    }
+
+    /// A snapshot of the graph recorded so far.
+    pub fn def(&self) -> GraphDef {
+        self.data.borrow().def.clone()
+    }
+
+    /// The recorded graph as a model: graph, weights, and the schemas of every op used.
+    pub fn to_model(&self, name: impl Into<String>) -> Result<Model, OpError> {
+        let data = self.data.borrow();
+        Model::new(name.into(), data.def.clone(), data.weights.clone())
     }
 
     /// Records a call of `op` on `inputs`, running the op's shape and dtype rules first: a
@@ -106,29 +198,22 @@ impl Graph {
         }
         let types: Vec<TensorType> = inputs.iter().map(|v| v.ty.clone()).collect();
         let out_types = op.infer(&types, &attrs)?;
-        let mut data = graph.data.borrow_mut();
-        let first_out = data.values.len();
-        let outputs: Vec<ValueId> = (first_out..first_out + out_types.len()).collect();
-        data.values
-            .extend(out_types.iter().map(|t| (None, t.clone())));
-        data.nodes.push(Node {
-            op: op.name,
+        let node_index = graph.data.borrow().def.nodes.len();
+        let outputs: Vec<Value> = op
+            .outputs
+            .iter()
+            .zip(out_types)
+            .map(|(name, ty)| graph.add_value(format!("n{node_index}.{name}"), ty, ValueKind::Node))
+            .collect();
+        graph.data.borrow_mut().def.nodes.push(NodeDef {
+            op: op.name.to_owned(),
             version: op.version,
             fingerprint: op.fingerprint(),
             inputs: inputs.iter().map(|v| v.id).collect(),
-            outputs: outputs.clone(),
+            outputs: outputs.iter().map(|v| v.id).collect(),
             attrs,
         });
-        drop(data);
-        Ok(outputs
-            .into_iter()
-            .zip(out_types)
-            .map(|(id, ty)| Value {
-                graph: graph.clone(),
-                id,
-                ty,
-            })
-            .collect())
+        Ok(outputs)
     }
 }
 

@@ -23,9 +23,9 @@ fn apply_records_nodes_with_inferred_types() {
     );
     assert_eq!(rstd.id(), mean.id() + 1);
 
-    let data = graph.data();
+    let data = graph.def();
     assert_eq!(data.inputs, vec![x.id()]);
-    let ops: Vec<&str> = data.nodes.iter().map(|n| n.op).collect();
+    let ops: Vec<&str> = data.nodes.iter().map(|n| n.op.as_str()).collect();
     assert_eq!(ops, ["demo.gelu_affine", "demo.moments"]);
     assert_eq!(data.nodes[1].inputs, vec![y.id()]);
     assert_eq!(data.nodes[1].outputs, vec![mean.id(), rstd.id()]);
@@ -49,7 +49,7 @@ fn a_bad_call_fails_while_tracing_and_records_nothing() {
         err.to_string(),
         "op `demo.moments`: input `x`: expected rank >= 1, got shape [] of rank 0"
     );
-    assert!(graph.data().nodes.is_empty());
+    assert!(graph.def().nodes.is_empty());
 }
 
 #[test]
@@ -83,4 +83,20 @@ pub mod two_inputs {
     fn reference(a: &Tensor, _b: &Tensor) -> Result<Tensor, OpError> {
         Ok(a.clone())
     }
+}
+
+#[test]
+fn a_traced_graph_becomes_a_model_with_weights_names_and_schemas() {
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 16]), DType::F32);
+    let gamma = graph.weight("gamma", Tensor::random([16], DType::F32, 1)).unwrap();
+    let y = pto_examples::rms_norm::apply(&x, &gamma, &Default::default()).unwrap();
+    graph.output(&y);
+    let model = graph.to_model("tiny").unwrap();
+    assert_eq!(model.graph.values[y.id()].name, "n0.y");
+    assert_eq!(model.graph.outputs, vec![y.id()]);
+    assert_eq!(model.weight_bytes(), 64);
+    assert_eq!(model.schemas["demo.rms_norm"], pto_examples::rms_norm::def().schema());
+    let err = graph.weight("gamma", Tensor::zeros([1], DType::F32)).unwrap_err();
+    assert!(err.to_string().contains("already has a value named `gamma`"), "{err}");
 }
