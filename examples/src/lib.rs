@@ -7,6 +7,8 @@
 //! - [`matmul`]: a matrix product on the cube unit, tiled with a K-loop.
 //! - [`flash_attention`]: single-head attention with an online softmax, cube and vector
 //!   units working together.
+//! - [`swiglu`]: a transformer's SwiGLU feed-forward block, fused: two projections, the
+//!   gate and the down projection in one kernel.
 //!
 //! `cargo run -p pto-examples --example describe` registers them, prints their schemas and
 //! runs them on the CPU and the simulator.
@@ -15,6 +17,7 @@ mod attention;
 mod elementwise;
 mod linalg;
 pub mod math;
+mod mlp;
 mod normalization;
 mod reduction;
 pub mod tiling;
@@ -22,6 +25,7 @@ pub mod tiling;
 pub use attention::flash_attention;
 pub use elementwise::gelu_affine;
 pub use linalg::matmul;
+pub use mlp::swiglu;
 pub use normalization::{moments, rms_norm};
 pub use reduction::softmax;
 

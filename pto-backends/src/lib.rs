@@ -1,7 +1,14 @@
-//! Execution targets of pto-op operators.
+//! Execution targets of pto-op operators, and the model runtime.
 //!
 //! - [`cpu`]: runs each op's `#[reference]`; the correctness baseline.
 //! - [`sim`]: the tile simulator; runs each op's `#[kernel]` on a device profile.
+//! - [`compiler`]: a model checked, planned and lowered for a target, run many times.
+//! - [`parity`]: one model on two targets, every output compared.
+//! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
+//!   model was built.
 
+pub mod buffers;
+pub mod compat;
+pub mod compiler;
 pub mod cpu;
 pub mod sim;

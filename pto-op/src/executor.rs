@@ -2,8 +2,34 @@
 
 use crate::attr::Attributes;
 use crate::error::OpError;
-use crate::op::OpDef;
+use crate::op::{OpDef, TensorType};
 use crate::tensor::Tensor;
+
+/// What a target will run for one op call, decided before the call (see
+/// [`Executor::prepare`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lowering {
+    /// The op's `#[reference]` function.
+    Reference,
+    /// The op's `#[kernel]`, traced into a program of `grid` block programs.
+    Kernel {
+        /// Block programs of the traced kernel.
+        grid: usize,
+    },
+    /// The target runs kernels, but this op has none: the caller must run its reference
+    /// elsewhere (on the CPU).
+    NoKernel,
+}
+
+/// The time a target models for its last call, where it models one (a simulator), rather
+/// than the wall time the call took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimulatedTime {
+    /// Simulated device cycles.
+    pub cycles: u64,
+    /// `cycles` at the device's clock.
+    pub seconds: f64,
+}
 
 /// Runs one op call on some target. The generated `run(...)` of every op takes one, so the
 /// target is chosen by the caller, never by the op's description.
@@ -20,4 +46,25 @@ pub trait Executor {
         inputs: &[&Tensor],
         attrs: &Attributes,
     ) -> Result<Vec<Tensor>, OpError>;
+
+    /// Prepares calls of `op` on inputs of types `inputs` with `attrs`, before any runs:
+    /// a kernel target traces (and keeps) the kernel here, so a graph compiler finds a
+    /// kernel that does not trace at compile time, and runs pay for tracing once.
+    ///
+    /// The default runs the reference and prepares nothing.
+    fn prepare(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Lowering, OpError> {
+        op.infer(inputs, attrs)?;
+        Ok(Lowering::Reference)
+    }
+
+    /// The modelled time of the last successful call, on targets that model time; `None`
+    /// (the default) where only wall time means anything.
+    fn last_simulated_time(&self) -> Option<SimulatedTime> {
+        None
+    }
 }

@@ -62,7 +62,7 @@ pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{DeviceError, DeviceProfile};
 pub use dtype::DType;
 pub use error::OpError;
-pub use executor::Executor;
+pub use executor::{Executor, Lowering, SimulatedTime};
 pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};
 pub use model::Model;

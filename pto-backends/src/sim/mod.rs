@@ -22,7 +22,8 @@ use pto_op::__private::linkme;
 use pto_op::kernel::ir::Program;
 use pto_op::target::TargetDef;
 use pto_op::{
-    Attributes, DeviceError, DeviceProfile, Executor, OpDef, OpError, Tensor, TensorType,
+    Attributes, DeviceError, DeviceProfile, Executor, Lowering, OpDef, OpError, SimulatedTime,
+    Tensor, TensorType,
 };
 
 pub use memory::{LoopBuffering, MemoryPlan};
@@ -385,5 +386,27 @@ impl Executor for Sim {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(run.report);
         Ok(run.outputs)
+    }
+
+    /// Traces and caches the kernel; [`Lowering::NoKernel`] for an op without one.
+    fn prepare(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Lowering, OpError> {
+        op.infer(inputs, attrs)?;
+        if op.kernel.is_none() {
+            return Ok(Lowering::NoKernel);
+        }
+        let program = self.program(op, inputs, attrs)?;
+        Ok(Lowering::Kernel { grid: program.grid })
+    }
+
+    fn last_simulated_time(&self) -> Option<SimulatedTime> {
+        self.last_report().map(|report| SimulatedTime {
+            cycles: report.cycles,
+            seconds: report.seconds,
+        })
     }
 }

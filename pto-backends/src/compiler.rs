@@ -1,0 +1,865 @@
+//! The graph compiler: a [`Model`] checked against the linked ops, planned and lowered for
+//! one target, then run as often as wanted.
+//!
+//! [`compile`] resolves every node's op by name, refuses ops whose signature changed since
+//! the model was built (saying how), re-runs every op's shape and dtype rules over the
+//! graph, plans activation memory, and prepares each node on the target: `cpu` runs
+//! references; `sim` traces each distinct kernel once and runs ops without a kernel on their
+//! reference, listed in the [`CompileReport`].
+
+use core::fmt;
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use pto_op::registry::RegistryError;
+use pto_op::target::UnknownTarget;
+use pto_op::{
+    Executor, Lowering, Model, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind, target,
+};
+use serde::Serialize;
+
+use crate::buffers::{BufferPlan, human_bytes};
+use crate::compat::{SchemaChange, schema_changes};
+use crate::cpu::Cpu;
+
+/// The environment variable that names the target when no `--target` or API argument does.
+pub const TARGET_ENV: &str = "PTO_TARGET";
+
+/// The target used when neither an argument nor [`TARGET_ENV`] names one.
+pub const DEFAULT_TARGET: &str = "cpu";
+
+/// The target to run on: `requested` if given, else `PTO_TARGET`, else `cpu`.
+///
+/// ```
+/// assert_eq!(pto_backends::compiler::choose_target(Some("sim")), "sim");
+/// ```
+pub fn choose_target(requested: Option<&str>) -> String {
+    match requested {
+        Some(name) => name.to_owned(),
+        None => std::env::var(TARGET_ENV)
+            .ok()
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| DEFAULT_TARGET.to_owned()),
+    }
+}
+
+/// An error of compiling a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// The target is not linked.
+    #[error(transparent)]
+    Target(#[from] UnknownTarget),
+    /// A node calls an op that is not linked.
+    #[error("model `{model}`: node {node}: {source}")]
+    UnknownOp {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The registry's answer, with look-alike names.
+        source: Box<RegistryError>,
+    },
+    /// The model records no schema for an op its graph uses.
+    #[error("model `{model}`: node {node} calls `{op}`, but the model records no schema of it")]
+    MissingSchema {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The op.
+        op: String,
+    },
+    /// The linked op's signature differs from the one the model was built against.
+    #[error(
+        "op `{op}` changed since the model was built: {}; rebuild (re-export) the model \
+         against the linked op, or link the op's old version",
+        join(changes)
+    )]
+    SchemaChanged {
+        /// The op.
+        op: String,
+        /// How it changed.
+        changes: Vec<SchemaChange>,
+    },
+    /// A node's recorded version or fingerprint differs from the linked op's, although the
+    /// model's schema of the op matches it: the node was traced against another signature.
+    #[error(
+        "op `{op}` changed since the model was built: node {node} was traced against \
+         version {recorded_version} (fingerprint {recorded}), the linked op is version \
+         {linked_version} (fingerprint {linked})"
+    )]
+    NodeSignature {
+        /// The op.
+        op: String,
+        /// The node.
+        node: usize,
+        /// The node's version.
+        recorded_version: u32,
+        /// The linked version.
+        linked_version: u32,
+        /// The node's fingerprint.
+        recorded: pto_op::Fingerprint,
+        /// The linked op's fingerprint.
+        linked: pto_op::Fingerprint,
+    },
+    /// The graph refers to values that do not exist, or its weights do not fit it.
+    #[error("model `{model}`: {message}")]
+    Graph {
+        /// The model.
+        model: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An op's rules reject a node's inputs.
+    #[error("model `{model}`: node {node}: {source}")]
+    Infer {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The op's error.
+        source: Box<OpError>,
+    },
+    /// An op's rules give another type than the model recorded for a value.
+    #[error(
+        "model `{model}`: node {node} (`{op}`): value `{value}` is recorded as {recorded}, \
+         but the op's rules now give {inferred}"
+    )]
+    TypeMismatch {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The op.
+        op: String,
+        /// The value.
+        value: String,
+        /// The recorded type.
+        recorded: Box<TensorType>,
+        /// The inferred type.
+        inferred: Box<TensorType>,
+    },
+    /// The target could not prepare a node (its kernel does not trace, or does not fit).
+    #[error("model `{model}`: node {node} on target `{target}`: {source}")]
+    Lower {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The target.
+        target: String,
+        /// The op's error.
+        source: Box<OpError>,
+    },
+}
+
+fn join(changes: &[SchemaChange]) -> String {
+    changes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How a compiled node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeRuns {
+    /// The op's reference, on the CPU: what the target runs.
+    Reference,
+    /// The op's kernel on the target, traced into `grid` block programs.
+    Kernel {
+        /// Block programs.
+        grid: usize,
+    },
+    /// The target runs kernels but the op has none: its reference runs on the CPU instead.
+    Fallback,
+}
+
+impl fmt::Display for NodeRuns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeRuns::Reference => f.write_str("reference"),
+            NodeRuns::Kernel { grid } => write!(f, "kernel (grid {grid})"),
+            NodeRuns::Fallback => f.write_str("reference (fallback: no kernel)"),
+        }
+    }
+}
+
+/// One value in a report: its name and type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueInfo {
+    /// The value's name.
+    pub name: String,
+    /// Its shape and dtype.
+    #[serde(flatten)]
+    pub ty: TensorType,
+}
+
+impl fmt::Display for ValueInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, self.ty)
+    }
+}
+
+/// One node of a [`CompileReport`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// Its index in the graph.
+    pub node: usize,
+    /// The op.
+    pub op: String,
+    /// What runs it.
+    pub runs: NodeRuns,
+    /// Its inputs.
+    pub inputs: Vec<ValueInfo>,
+    /// Its outputs.
+    pub outputs: Vec<ValueInfo>,
+    /// Activation bytes alive while it runs.
+    pub live_bytes: u64,
+}
+
+/// What [`compile`] decided: per node, what runs it; kernels traced; fallbacks; memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompileReport {
+    /// The model's name.
+    pub model: String,
+    /// The target.
+    pub target: String,
+    /// Every node, in run order.
+    pub nodes: Vec<NodeReport>,
+    /// Distinct kernels traced: one per (op, input types, params).
+    pub kernels_traced: usize,
+    /// Ops that run their reference on the CPU because the target needs a kernel they lack.
+    pub fallbacks: Vec<String>,
+    /// The most activation bytes alive at once.
+    pub peak_activation_bytes: u64,
+    /// The node during which that peak is reached.
+    pub peak_node: Option<usize>,
+    /// Bytes of all weights.
+    pub weight_bytes: u64,
+}
+
+impl fmt::Display for CompileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "model `{}` compiled for target `{}`: {} node(s), {} kernel(s) traced, {}",
+            self.model,
+            self.target,
+            self.nodes.len(),
+            self.kernels_traced,
+            match self.fallbacks.len() {
+                0 => "no fallbacks".to_owned(),
+                n => format!(
+                    "{n} op(s) fall back to the CPU reference: {}",
+                    self.fallbacks.join(", ")
+                ),
+            }
+        )?;
+        writeln!(
+            f,
+            "{:>4}  {:<22} {:<32} {:>10}  outputs",
+            "node", "op", "runs", "live"
+        )?;
+        for node in &self.nodes {
+            let outputs: Vec<String> = node.outputs.iter().map(ToString::to_string).collect();
+            writeln!(
+                f,
+                "{:>4}  {:<22} {:<32} {:>10}  {}",
+                node.node,
+                node.op,
+                node.runs.to_string(),
+                human_bytes(node.live_bytes),
+                outputs.join(", ")
+            )?;
+        }
+        write!(
+            f,
+            "peak activation memory {}{}, weights {}",
+            human_bytes(self.peak_activation_bytes),
+            self.peak_node
+                .map_or(String::new(), |n| format!(" (during node {n})")),
+            human_bytes(self.weight_bytes)
+        )
+    }
+}
+
+/// One node, ready to run.
+#[derive(Debug)]
+struct CompiledNode {
+    op: &'static OpDef,
+    runs: NodeRuns,
+}
+
+/// A model compiled for one target: compile once, [`run`](CompiledModel::run) many times.
+pub struct CompiledModel {
+    model: Model,
+    executor: Box<dyn Executor>,
+    nodes: Vec<CompiledNode>,
+    plan: BufferPlan,
+    report: CompileReport,
+}
+
+impl fmt::Debug for CompiledModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledModel")
+            .field("model", &self.model.name)
+            .field("target", &self.executor.target())
+            .field("nodes", &self.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks `model` against the linked ops and prepares it for the target named `target`
+/// (see [`choose_target`] for the run-time choice).
+///
+/// # Errors
+///
+/// A [`CompileError`] naming the op, node or value at fault: an unknown target or op, an op
+/// whose signature changed since the model was built, inputs an op's rules reject or
+/// recorded types they no longer give, a kernel that does not trace.
+pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileError> {
+    let executor = target::target(target)?;
+    let graph_error = |message: String| CompileError::Graph {
+        model: model.name.clone(),
+        message,
+    };
+    model
+        .check_weights()
+        .map_err(|e| graph_error(e.to_string()))?;
+    let graph = &model.graph;
+    let value = |node: usize, id: ValueId| {
+        graph.values.get(id).ok_or_else(|| {
+            graph_error(format!(
+                "node {node} refers to value {id}, but the graph has {} values",
+                graph.values.len()
+            ))
+        })
+    };
+    for &id in graph.inputs.iter().chain(&graph.outputs) {
+        if id >= graph.values.len() {
+            return Err(graph_error(format!(
+                "graph input or output {id} does not exist ({} values)",
+                graph.values.len()
+            )));
+        }
+    }
+
+    let mut nodes = Vec::with_capacity(graph.nodes.len());
+    let mut checked_ops = BTreeSet::new();
+    let mut kernels = BTreeSet::new();
+    let mut fallbacks = BTreeSet::new();
+    let mut reports = Vec::with_capacity(graph.nodes.len());
+    for (index, node) in graph.nodes.iter().enumerate() {
+        let op = pto_op::registry::find(&node.op).map_err(|source| CompileError::UnknownOp {
+            model: model.name.clone(),
+            node: index,
+            source: Box::new(source),
+        })?;
+        if checked_ops.insert(op.name) {
+            let recorded =
+                model
+                    .schemas
+                    .get(op.name)
+                    .ok_or_else(|| CompileError::MissingSchema {
+                        model: model.name.clone(),
+                        node: index,
+                        op: op.name.to_owned(),
+                    })?;
+            let changes = schema_changes(recorded, &op.schema());
+            if !changes.is_empty() {
+                return Err(CompileError::SchemaChanged {
+                    op: op.name.to_owned(),
+                    changes,
+                });
+            }
+        }
+        if node.version != op.version || node.fingerprint != op.fingerprint() {
+            return Err(CompileError::NodeSignature {
+                op: op.name.to_owned(),
+                node: index,
+                recorded_version: node.version,
+                linked_version: op.version,
+                recorded: node.fingerprint,
+                linked: op.fingerprint(),
+            });
+        }
+
+        let mut inputs = Vec::with_capacity(node.inputs.len());
+        for &id in &node.inputs {
+            let v = value(index, id)?;
+            inputs.push(ValueInfo {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+            });
+        }
+        let input_types: Vec<TensorType> = inputs.iter().map(|v| v.ty.clone()).collect();
+        let inferred =
+            op.infer(&input_types, &node.attrs)
+                .map_err(|source| CompileError::Infer {
+                    model: model.name.clone(),
+                    node: index,
+                    source: Box::new(source),
+                })?;
+        if inferred.len() != node.outputs.len() {
+            return Err(graph_error(format!(
+                "node {index} (`{}`) records {} output(s), the op has {} ({})",
+                op.name,
+                node.outputs.len(),
+                inferred.len(),
+                op.outputs.join(", ")
+            )));
+        }
+        let mut outputs = Vec::with_capacity(node.outputs.len());
+        for (&id, inferred) in node.outputs.iter().zip(inferred) {
+            let v = value(index, id)?;
+            if v.ty != inferred {
+                return Err(CompileError::TypeMismatch {
+                    model: model.name.clone(),
+                    node: index,
+                    op: op.name.to_owned(),
+                    value: v.name.clone(),
+                    recorded: Box::new(v.ty.clone()),
+                    inferred: Box::new(inferred),
+                });
+            }
+            outputs.push(ValueInfo {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+            });
+        }
+
+        let lowering = executor
+            .prepare(op, &input_types, &node.attrs)
+            .map_err(|source| CompileError::Lower {
+                model: model.name.clone(),
+                node: index,
+                target: executor.target().to_owned(),
+                source: Box::new(source),
+            })?;
+        let runs = match lowering {
+            Lowering::Reference => NodeRuns::Reference,
+            Lowering::Kernel { grid } => {
+                kernels.insert(format!("{}{:?}{:?}", op.name, input_types, node.attrs));
+                NodeRuns::Kernel { grid }
+            }
+            Lowering::NoKernel => {
+                fallbacks.insert(op.name.to_owned());
+                NodeRuns::Fallback
+            }
+        };
+        reports.push(NodeReport {
+            node: index,
+            op: op.name.to_owned(),
+            runs,
+            inputs,
+            outputs,
+            live_bytes: 0,
+        });
+        nodes.push(CompiledNode { op, runs });
+    }
+
+    let plan = BufferPlan::of(graph);
+    for (report, live) in reports.iter_mut().zip(&plan.live_bytes) {
+        report.live_bytes = *live;
+    }
+    let report = CompileReport {
+        model: model.name.clone(),
+        target: executor.target().to_owned(),
+        nodes: reports,
+        kernels_traced: kernels.len(),
+        fallbacks: fallbacks.into_iter().collect(),
+        peak_activation_bytes: plan.peak_activation_bytes,
+        peak_node: plan.peak_node,
+        weight_bytes: plan.weight_bytes,
+    };
+    Ok(CompiledModel {
+        model: model.clone(),
+        executor,
+        nodes,
+        plan,
+        report,
+    })
+}
+
+/// What a node's time measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeKind {
+    /// Wall-clock time on this machine.
+    Wall,
+    /// Time the target simulated (device cycles at its clock).
+    Simulated,
+}
+
+/// The time one node took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeTime {
+    /// The node's index.
+    pub node: usize,
+    /// The op.
+    pub op: String,
+    /// Seconds, of the kind `kind`.
+    pub seconds: f64,
+    /// What `seconds` measures.
+    pub kind: TimeKind,
+    /// Simulated device cycles, for simulated times.
+    pub cycles: Option<u64>,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// The graph outputs, in the graph's output order.
+    pub outputs: Vec<Tensor>,
+    /// Each node's time, in run order.
+    pub node_times: Vec<NodeTime>,
+}
+
+impl RunResult {
+    /// The per-node timing table: node, op, time, kind, cycles, and the total per kind.
+    pub fn timing_table(&self) -> String {
+        let mut table = format!(
+            "{:>4}  {:<22} {:>12}  {:<9} {:>12}\n",
+            "node", "op", "time", "kind", "cycles"
+        );
+        for t in &self.node_times {
+            table.push_str(&format!(
+                "{:>4}  {:<22} {:>12}  {:<9} {:>12}\n",
+                t.node,
+                t.op,
+                human_seconds(t.seconds),
+                match t.kind {
+                    TimeKind::Wall => "wall",
+                    TimeKind::Simulated => "simulated",
+                },
+                t.cycles.map_or("-".to_owned(), |c| c.to_string())
+            ));
+        }
+        for (kind, label) in [(TimeKind::Simulated, "simulated"), (TimeKind::Wall, "wall")] {
+            let times: Vec<&NodeTime> = self.node_times.iter().filter(|t| t.kind == kind).collect();
+            if !times.is_empty() {
+                table.push_str(&format!(
+                    "total {label}: {} over {} node(s)\n",
+                    human_seconds(times.iter().map(|t| t.seconds).sum()),
+                    times.len()
+                ));
+            }
+        }
+        table
+    }
+}
+
+/// Seconds for people: `12.3 us`, `4.56 ms`, `1.20 s`.
+fn human_seconds(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} us", seconds * 1e6)
+    }
+}
+
+/// An error of running a compiled model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The wrong number of inputs.
+    #[error("model `{model}` takes {expected} input(s) ({names}), got {actual}")]
+    InputCount {
+        /// The model.
+        model: String,
+        /// The number of graph inputs.
+        expected: usize,
+        /// Their names.
+        names: String,
+        /// The number given.
+        actual: usize,
+    },
+    /// An input of another shape or dtype than the graph's.
+    #[error("model `{model}`: input `{input}`: expected {expected}, got {actual}")]
+    InputType {
+        /// The model.
+        model: String,
+        /// The input's name.
+        input: String,
+        /// The graph's type.
+        expected: Box<TensorType>,
+        /// The given tensor's type.
+        actual: Box<TensorType>,
+    },
+    /// A named input the graph lacks, or a graph input not given.
+    #[error("model `{model}`: {message}; its inputs are {names}")]
+    InputName {
+        /// The model.
+        model: String,
+        /// Which name is missing or unknown.
+        message: String,
+        /// The graph's input names.
+        names: String,
+    },
+    /// A node failed.
+    #[error("model `{model}`: node {node} on target `{target}`: {source}")]
+    Node {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The target.
+        target: String,
+        /// The op's error.
+        source: Box<OpError>,
+    },
+}
+
+impl CompiledModel {
+    /// What the compiler decided.
+    pub fn report(&self) -> &CompileReport {
+        &self.report
+    }
+
+    /// The model compiled.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The buffer plan.
+    pub fn plan(&self) -> &BufferPlan {
+        &self.plan
+    }
+
+    /// The target's name.
+    pub fn target(&self) -> &str {
+        self.executor.target()
+    }
+
+    /// The graph inputs' names and types, in run order.
+    pub fn inputs(&self) -> Vec<ValueInfo> {
+        self.values(&self.model.graph.inputs)
+    }
+
+    /// The graph outputs' names and types, in the order runs return them.
+    pub fn outputs(&self) -> Vec<ValueInfo> {
+        self.values(&self.model.graph.outputs)
+    }
+
+    fn values(&self, ids: &[ValueId]) -> Vec<ValueInfo> {
+        ids.iter()
+            .filter_map(|&id| self.model.graph.values.get(id))
+            .map(|v| ValueInfo {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+            })
+            .collect()
+    }
+
+    /// The op that produces each graph output (`None` for an output that is an input or a
+    /// weight), in output order.
+    pub fn output_producers(&self) -> Vec<Option<&'static OpDef>> {
+        self.model
+            .graph
+            .outputs
+            .iter()
+            .map(|id| {
+                self.model
+                    .graph
+                    .nodes
+                    .iter()
+                    .zip(&self.nodes)
+                    .find(|(node, _)| node.outputs.contains(id))
+                    .map(|(_, compiled)| compiled.op)
+            })
+            .collect()
+    }
+
+    /// Random inputs of the graph's input types: input `i` is
+    /// `Tensor::random(shape, dtype, seed * 1000 + i)`.
+    pub fn random_inputs(&self, seed: u64) -> Vec<Tensor> {
+        self.inputs()
+            .into_iter()
+            .zip(0u64..)
+            .map(|(input, index)| {
+                let seed = seed.wrapping_mul(1000).wrapping_add(index);
+                Tensor::random(input.ty.shape, input.ty.dtype, seed)
+            })
+            .collect()
+    }
+
+    /// Orders inputs given by name into run order.
+    ///
+    /// # Errors
+    ///
+    /// A name the graph lacks, or a graph input not given.
+    pub fn order_inputs(
+        &self,
+        mut named: std::collections::BTreeMap<String, Tensor>,
+    ) -> Result<Vec<Tensor>, RunError> {
+        let inputs = self.inputs();
+        let names = || {
+            inputs
+                .iter()
+                .map(|i| format!("`{}`", i.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut ordered = Vec::with_capacity(inputs.len());
+        for input in &inputs {
+            let tensor = named
+                .remove(&input.name)
+                .ok_or_else(|| RunError::InputName {
+                    model: self.model.name.clone(),
+                    message: format!("input `{}` ({}) is not given", input.name, input.ty),
+                    names: names(),
+                })?;
+            ordered.push(tensor);
+        }
+        if let Some(extra) = named.keys().next() {
+            return Err(RunError::InputName {
+                model: self.model.name.clone(),
+                message: format!("no input is named `{extra}`"),
+                names: names(),
+            });
+        }
+        Ok(ordered)
+    }
+
+    /// Runs the model on `inputs`, in the graph's input order.
+    ///
+    /// # Errors
+    ///
+    /// Inputs of the wrong number, shape or dtype (named), or a node that fails.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<RunResult, RunError> {
+        self.run_with_progress(inputs, &mut |_, _| {})
+    }
+
+    /// [`run`](CompiledModel::run), calling `progress(node, op)` before each node.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](CompiledModel::run).
+    pub fn run_with_progress(
+        &self,
+        inputs: &[Tensor],
+        progress: &mut dyn FnMut(usize, &str),
+    ) -> Result<RunResult, RunError> {
+        let graph = &self.model.graph;
+        let declared = self.inputs();
+        if inputs.len() != declared.len() {
+            return Err(RunError::InputCount {
+                model: self.model.name.clone(),
+                expected: declared.len(),
+                names: declared
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                actual: inputs.len(),
+            });
+        }
+        let mut slots: Vec<Option<Tensor>> = vec![None; graph.values.len()];
+        for ((declared, tensor), &id) in declared.iter().zip(inputs).zip(&graph.inputs) {
+            let actual = TensorType {
+                shape: tensor.shape(),
+                dtype: tensor.dtype(),
+            };
+            if actual != declared.ty {
+                return Err(RunError::InputType {
+                    model: self.model.name.clone(),
+                    input: declared.name.clone(),
+                    expected: Box::new(declared.ty.clone()),
+                    actual: Box::new(actual),
+                });
+            }
+            slots[id] = Some(tensor.clone());
+        }
+
+        let mut node_times = Vec::with_capacity(self.nodes.len());
+        for (index, (node, compiled)) in graph.nodes.iter().zip(&self.nodes).enumerate() {
+            progress(index, compiled.op.name);
+            let node_error = |source: OpError| RunError::Node {
+                model: self.model.name.clone(),
+                node: index,
+                target: self.executor.target().to_owned(),
+                source: Box::new(source),
+            };
+            let args = node
+                .inputs
+                .iter()
+                .map(|&id| self.value(&slots, id))
+                .collect::<Result<Vec<&Tensor>, OpError>>()
+                .map_err(node_error)?;
+            let started = Instant::now();
+            let outputs = match compiled.runs {
+                NodeRuns::Fallback => Cpu.execute(compiled.op, &args, &node.attrs),
+                _ => self.executor.execute(compiled.op, &args, &node.attrs),
+            }
+            .map_err(node_error)?;
+            let wall = started.elapsed().as_secs_f64();
+            let simulated = match compiled.runs {
+                NodeRuns::Kernel { .. } => self.executor.last_simulated_time(),
+                _ => None,
+            };
+            node_times.push(NodeTime {
+                node: index,
+                op: compiled.op.name.to_owned(),
+                seconds: simulated.map_or(wall, |s| s.seconds),
+                kind: if simulated.is_some() {
+                    TimeKind::Simulated
+                } else {
+                    TimeKind::Wall
+                },
+                cycles: simulated.map(|s| s.cycles),
+            });
+            for (&id, tensor) in node.outputs.iter().zip(outputs) {
+                slots[id] = Some(tensor);
+            }
+            if let Some(dead) = self.plan.release_after.get(index) {
+                for &id in dead {
+                    slots[id] = None;
+                }
+            }
+        }
+        let outputs = graph
+            .outputs
+            .iter()
+            .map(|&id| self.value(&slots, id).cloned())
+            .collect::<Result<Vec<Tensor>, OpError>>()
+            .map_err(|source| RunError::Node {
+                model: self.model.name.clone(),
+                node: graph.nodes.len(),
+                target: self.executor.target().to_owned(),
+                source: Box::new(source),
+            })?;
+        Ok(RunResult {
+            outputs,
+            node_times,
+        })
+    }
+
+    /// A value's tensor during a run: a weight, or a slot filled by an input or a node.
+    fn value<'a>(
+        &'a self,
+        slots: &'a [Option<Tensor>],
+        id: ValueId,
+    ) -> Result<&'a Tensor, OpError> {
+        let def = self
+            .model
+            .graph
+            .values
+            .get(id)
+            .ok_or_else(|| OpError::invalid(format!("value {id} does not exist")))?;
+        let tensor = match def.kind {
+            ValueKind::Weight => self.model.weights.get(&def.name),
+            ValueKind::Input | ValueKind::Node => slots.get(id).and_then(Option::as_ref),
+        };
+        tensor.ok_or_else(|| {
+            OpError::invalid(format!(
+                "value `{}` is read before it is computed: the nodes are not in a topological order",
+                def.name
+            ))
+        })
+    }
+}
