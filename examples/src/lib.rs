@@ -10,6 +10,9 @@
 //! - [`swiglu`]: a transformer's SwiGLU feed-forward block, fused: two projections, the
 //!   gate and the down projection in one kernel.
 //!
+//! [`models`] traces example models from these ops (and team B's, [`pto_team_b`]) and
+//! registers them for the `pto` command line.
+//!
 //! `cargo run -p pto-examples --example describe` registers them, prints their schemas and
 //! runs them on the CPU and the simulator.
 
@@ -18,6 +21,7 @@ mod elementwise;
 mod linalg;
 pub mod math;
 mod mlp;
+pub mod models;
 mod normalization;
 mod reduction;
 pub mod tiling;
@@ -29,6 +33,5 @@ pub use mlp::swiglu;
 pub use normalization::{moments, rms_norm};
 pub use reduction::softmax;
 
-// The crate's parity tests run on the `cpu` and `sim` targets of pto-backends.
-#[cfg(test)]
-use pto_backends as _;
+// The `mixed` model uses team B's ops; naming the crate links them.
+pub use pto_team_b;

@@ -4,6 +4,7 @@
 //! - [`sim`]: the tile simulator; runs each op's `#[kernel]` on a device profile.
 //! - [`compiler`]: a model checked, planned and lowered for a target, run many times.
 //! - [`parity`]: one model on two targets, every output compared.
+//! - [`models`]: built-in models registered by name, for the command line.
 //! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
 //!   model was built.
 
@@ -11,4 +12,12 @@ pub mod buffers;
 pub mod compat;
 pub mod compiler;
 pub mod cpu;
+pub mod models;
+pub mod parity;
 pub mod sim;
+
+/// Items that macros of this crate name. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use pto_op::__private::linkme;
+}

@@ -1,0 +1,53 @@
+//! Example models, each traced from the example ops and registered by name for the `pto`
+//! command line (`pto run decoder-block`).
+//!
+//! - [`pipeline`]: one custom op feeds the next, with a weight.
+//! - [`decoder_block`]: a transformer decoder block of fused custom ops.
+//! - [`mixed`]: ops of two operator crates (two teams) in one model.
+
+pub mod decoder_block;
+pub mod mixed;
+pub mod pipeline;
+
+use pto_backends::models::ModelDef;
+use pto_backends::register_model;
+use pto_op::{DType, Tensor};
+
+register_model!(
+    PIPELINE,
+    ModelDef {
+        name: "pipeline",
+        description: "gelu_affine -> rms_norm (weight) -> softmax: one custom op feeds the next",
+        build: pipeline::build,
+    }
+);
+
+register_model!(
+    DECODER_BLOCK,
+    ModelDef {
+        name: "decoder-block",
+        description: "a transformer decoder block: RMSNorm, Q/K/V projections, flash attention, \
+                      output projection, RMSNorm, fused SwiGLU MLP",
+        build: decoder_block::build,
+    }
+);
+
+register_model!(
+    MIXED,
+    ModelDef {
+        name: "mixed",
+        description: "ops of two operator crates in one model: demo.* and teamb.*",
+        build: mixed::build,
+    }
+);
+
+/// A weight of `shape` uniform in [-bound, bound), from `seed`: projections use
+/// `bound = 1/sqrt(fan_in)`, so activations keep their scale.
+fn weight(shape: &[usize], dtype: DType, seed: u64, bound: f64) -> Tensor {
+    Tensor::random_uniform(shape.to_vec(), dtype, seed, -bound, bound)
+}
+
+/// The gain of a norm: uniform in [0.5, 1.5).
+fn gain(size: usize, dtype: DType, seed: u64) -> Tensor {
+    Tensor::random_uniform([size], dtype, seed, 0.5, 1.5)
+}

@@ -1,0 +1,89 @@
+//! The example models compile for cpu and sim, run, and agree.
+
+use pto_backends::compiler::{NodeRuns, RunError, TimeKind, compile};
+use pto_backends::models::{builtin_models, find_builtin};
+use pto_backends::parity::check_model_parity;
+use pto_op::{DType, Tensor};
+// Links the example models (and their ops) into this test.
+use pto_examples as _;
+
+#[test]
+fn every_example_model_agrees_on_cpu_and_sim() {
+    let names: Vec<&str> = builtin_models().iter().map(|m| m.name).collect();
+    assert_eq!(names, ["decoder-block", "mixed", "pipeline"]);
+    for def in builtin_models() {
+        let model = (def.build)().unwrap();
+        let parity = check_model_parity(&model, "sim", "cpu", None, 7).unwrap();
+        println!("{parity}");
+        assert!(parity.passed(), "{parity}");
+        assert!(
+            parity.simulated_seconds.is_some_and(|s| s > 0.0),
+            "{parity}"
+        );
+    }
+}
+
+#[test]
+fn sim_runs_kernels_falls_back_visibly_and_times_every_node() {
+    let model = (find_builtin("mixed").unwrap().build)().unwrap();
+    let compiled = compile(&model, "sim").unwrap();
+    let report = compiled.report();
+    assert_eq!(report.fallbacks, ["demo.moments"]);
+    assert_eq!(report.kernels_traced, 3);
+    assert!(matches!(report.nodes[0].runs, NodeRuns::Kernel { .. }));
+    assert_eq!(report.nodes[3].runs, NodeRuns::Fallback);
+    let text = report.to_string();
+    assert!(
+        text.contains("1 op(s) fall back to the CPU reference: demo.moments"),
+        "{text}"
+    );
+    assert!(text.contains("reference (fallback: no kernel)"), "{text}");
+
+    let run = compiled.run(&compiled.random_inputs(1)).unwrap();
+    let kinds: Vec<TimeKind> = run.node_times.iter().map(|t| t.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            TimeKind::Simulated,
+            TimeKind::Simulated,
+            TimeKind::Simulated,
+            TimeKind::Wall
+        ]
+    );
+    assert!(run.node_times[0].cycles.is_some_and(|c| c > 0));
+    let table = run.timing_table();
+    assert!(table.contains("teamb.scaled_tanh"), "{table}");
+    assert!(table.contains("total simulated"), "{table}");
+
+    // Compile once, run many times: the same inputs give the same outputs.
+    let again = compiled.run(&compiled.random_inputs(1)).unwrap();
+    assert_eq!(again.outputs, run.outputs);
+}
+
+#[test]
+fn inputs_are_checked_by_name_count_shape_and_dtype() {
+    let model = (find_builtin("pipeline").unwrap().build)().unwrap();
+    let compiled = compile(&model, "cpu").unwrap();
+    let err = compiled.run(&[]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `pipeline` takes 1 input(s) (x), got 0"
+    );
+    let err = compiled
+        .run(&[Tensor::zeros([64, 256], DType::F16)])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `pipeline`: input `x`: expected f32[64, 256], got f16[64, 256]"
+    );
+    let err = compiled
+        .run(&[Tensor::zeros([64, 255], DType::F32)])
+        .unwrap_err();
+    assert!(matches!(err, RunError::InputType { .. }), "{err}");
+    let named = [("y".to_owned(), Tensor::zeros([64, 256], DType::F32))].into();
+    let err = compiled.order_inputs(named).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `pipeline`: input `x` (f32[64, 256]) is not given; its inputs are `x`"
+    );
+}
