@@ -1,0 +1,127 @@
+//! The `pto` command line on the built-in example models: through the library entry
+//! point, and as the built binary.
+
+use std::process::Command;
+
+use pto_backends::cli::{CliError, run};
+// Links the example ops and models into this test.
+use pto_examples as _;
+
+#[test]
+fn ops_json_lists_every_linked_schema() {
+    let out = run(["pto", "ops", "--json"]).unwrap();
+    let schemas: Vec<pto_op::OpSchema> = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    for name in ["demo.swiglu", "demo.flash_attention", "teamb.scaled_tanh"] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+}
+
+#[test]
+fn compile_reports_nodes_kernels_fallbacks_and_memory() {
+    let out = run(["pto", "compile", "mixed", "--target", "sim"]).unwrap();
+    for part in [
+        "model `mixed` compiled for target `sim`: 4 node(s), 3 kernel(s) traced",
+        "demo.moments",
+        "reference (fallback: no kernel)",
+        "peak activation memory",
+        "weights 64.5 KiB",
+    ] {
+        assert!(out.contains(part), "{part:?} not in:\n{out}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&run(["pto", "compile", "mixed", "--json"]).unwrap()).unwrap();
+    assert_eq!(json["target"], "cpu");
+    assert_eq!(json["nodes"][3]["runs"], "reference");
+}
+
+#[test]
+fn run_on_sim_prints_outputs_and_a_timing_table() {
+    let out = run([
+        "pto",
+        "run",
+        "decoder-block",
+        "--target",
+        "sim",
+        "--random",
+        "3",
+    ])
+    .unwrap();
+    for part in [
+        "model `decoder-block` on target `sim`, inputs: random, seed 3",
+        "output `n7.y` f32[64, 64]",
+        "demo.swiglu",
+        "simulated",
+        "total simulated",
+    ] {
+        assert!(out.contains(part), "{part:?} not in:\n{out}");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &run(["pto", "run", "pipeline", "--target", "sim", "--json"]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["node_times"][0]["kind"], "simulated");
+    assert!(
+        json["node_times"][0]["cycles"]
+            .as_u64()
+            .is_some_and(|c| c > 0)
+    );
+}
+
+#[test]
+fn parity_and_inspect_report_per_output_and_per_node() {
+    let out = run(["pto", "parity", "decoder-block"]).unwrap();
+    assert!(
+        out.starts_with("parity of model `decoder-block` (sim vs cpu) passed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(from `demo.swiglu`): all 4096 elements match"),
+        "{out}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&run(["pto", "parity", "mixed", "--json"]).unwrap()).unwrap();
+    assert_eq!(json["outputs"].as_array().map(Vec::len), Some(3));
+    let out = run(["pto", "inspect", "pipeline"]).unwrap();
+    assert!(
+        out.contains("(n0.y, gamma) -> n1.y f32[64, 256]  [eps=1e-6]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn mistakes_are_named() {
+    let err = run(["pto", "run", "decoder_blok"]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no built-in model named `decoder_blok`; built-in models: decoder-block, mixed, pipeline"
+    );
+    let err = run(["pto", "compile", "pipeline", "--target", "gpu"]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no execution target `gpu`; linked targets: cpu, sim"
+    );
+    assert!(matches!(
+        run(["pto", "frobnicate"]),
+        Err(CliError::Usage(_))
+    ));
+}
+
+#[test]
+fn the_binary_runs_and_exits_with_the_right_code() {
+    let pto = env!("CARGO_BIN_EXE_pto");
+    let ok = Command::new(pto)
+        .args(["run", "pipeline"])
+        .env("PTO_TARGET", "sim")
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{ok:?}");
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(stdout.contains("on target `sim`"), "{stdout}");
+    let failed = Command::new(pto)
+        .args(["inspect", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&failed.stderr).starts_with("error: no built-in model"));
+}

@@ -1,0 +1,111 @@
+//! The graph compiler refuses models that no longer fit the linked ops, and says why.
+
+use pto_backends::compiler::{CompileError, compile};
+use pto_examples::{gelu_affine, rms_norm};
+use pto_op::prelude::*;
+use pto_op::schema::TensorSchema;
+use pto_op::{AttrType, Fingerprint, Model};
+
+fn model() -> Model {
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 32]), DType::F32);
+    let gamma = graph
+        .weight("gamma", Tensor::random([32], DType::F32, 1))
+        .expect("a new weight name");
+    let y = gelu_affine::apply(&x, &gelu_affine::Params::default()).expect("a valid call");
+    let z = rms_norm::apply(&y, &gamma, &rms_norm::Params::default()).expect("a valid call");
+    graph.output(&z);
+    graph.to_model("tiny").expect("linked ops")
+}
+
+#[test]
+fn an_op_whose_param_changed_type_is_named_with_the_change() {
+    // A model built when `scale` was an f64: its schema and its node say so.
+    let mut old = model();
+    let schema = old.schemas.get_mut("demo.gelu_affine").unwrap();
+    schema.params[0].ty = AttrType::F64;
+    old.graph.nodes[0].fingerprint =
+        Fingerprint::of_signature("demo.gelu_affine(x) -> (y) params(scale: f64, bias: f32)");
+    let err = compile(&old, "cpu").unwrap_err();
+    assert!(matches!(err, CompileError::SchemaChanged { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "op `demo.gelu_affine` changed since the model was built: param `scale` was f64, \
+         is now f32; rebuild (re-export) the model against the linked op, or link the op's \
+         old version"
+    );
+}
+
+#[test]
+fn every_kind_of_signature_change_is_listed() {
+    let mut old = model();
+    let schema = old.schemas.get_mut("demo.rms_norm").unwrap();
+    schema.version = 0;
+    schema.inputs[1].name = "weight".into();
+    schema.outputs.push(TensorSchema {
+        name: "inv_rms".into(),
+    });
+    schema.params[0].name = "epsilon".into();
+    let err = compile(&old, "sim").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op `demo.rms_norm` changed since the model was built: version was 0, is now 1; \
+         input 1 was `weight`, is now `gamma`; output `inv_rms` was removed; \
+         param `epsilon: f32` was removed; param `eps: f32` was added; rebuild (re-export) \
+         the model against the linked op, or link the op's old version"
+    );
+}
+
+#[test]
+fn a_node_traced_against_another_signature_is_refused() {
+    let mut old = model();
+    old.graph.nodes[1].fingerprint = Fingerprint(7);
+    let err = compile(&old, "cpu").unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "op `demo.rms_norm` changed since the model was built: node 1 was traced against \
+             version 1 (fingerprint 0000000000000007)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn recorded_types_are_checked_against_the_ops_rules() {
+    let mut old = model();
+    let y = old.graph.nodes[0].outputs[0];
+    old.graph.values[y].ty.dtype = DType::F16;
+    let err = compile(&old, "cpu").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `tiny`: node 0 (`demo.gelu_affine`): value `n0.y` is recorded as f16[4, 32], \
+         but the op's rules now give f32[4, 32]"
+    );
+    // The next node's rules then see inputs they reject.
+    let mut old = model();
+    let x = old.graph.inputs[0];
+    old.graph.values[x].ty.shape = Shape::from([4, 16]);
+    let err = compile(&old, "cpu").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `tiny`: node 0 (`demo.gelu_affine`): value `n0.y` is recorded as f32[4, 32], \
+         but the op's rules now give f32[4, 16]"
+    );
+}
+
+#[test]
+fn unknown_ops_and_targets_are_named() {
+    let mut old = model();
+    old.graph.nodes[1].op = "demo.rms_nrom".into();
+    let err = compile(&old, "cpu").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model `tiny`: node 1: no op named `demo.rms_nrom` is registered; did you mean \
+         demo.rms_norm?"
+    );
+    let err = compile(&model(), "npu").unwrap_err();
+    assert!(
+        err.to_string().starts_with("no execution target `npu`"),
+        "{err}"
+    );
+}
