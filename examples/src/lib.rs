@@ -14,10 +14,8 @@
 mod attention;
 mod elementwise;
 mod linalg;
-pub mod math;
 mod normalization;
 mod reduction;
-pub mod tiling;
 
 pub use attention::flash_attention;
 pub use elementwise::gelu_affine;
