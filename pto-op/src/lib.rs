@@ -71,7 +71,7 @@ pub use error::OpError;
 pub use executor::Executor;
 pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};
-pub use model::Model;
+pub use model::{Model, ModelFileError};
 pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
 pub use perf::{ComputeOps, Estimate, OpInvokeInfo, PerformanceProperties};
 pub use pto_op_macros::custom_op;
