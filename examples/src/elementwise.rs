@@ -6,7 +6,7 @@ use pto_op::prelude::*;
 #[custom_op(name = "demo.gelu_affine", params(scale: f32 = 1.0, bias: f32 = 0.0))]
 pub mod gelu_affine {
     use super::*;
-    use crate::math::gelu_tanh;
+    use pto_op::ops::math::gelu_tanh;
 
     #[infer_shape]
     fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
@@ -38,7 +38,7 @@ pub mod gelu_affine {
     #[parity(x = f16[3, 5, 33], scale = 2.0)]
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
-        let tiles = crate::tiling::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

@@ -19,12 +19,10 @@
 mod attention;
 mod elementwise;
 mod linalg;
-pub mod math;
 mod mlp;
 pub mod models;
 mod normalization;
 mod reduction;
-pub mod tiling;
 
 pub use attention::flash_attention;
 pub use elementwise::gelu_affine;

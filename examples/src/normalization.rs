@@ -61,7 +61,7 @@ pub mod rms_norm {
         y: &Global,
         p: &Params,
     ) -> Result<(), OpError> {
-        let tiles = crate::tiling::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
         let cols = *tiles.shape.last().unwrap_or(&1);
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?

@@ -43,7 +43,7 @@ pub mod softmax {
     #[parity(x = f16[2, 9, 40])]
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        let tiles = crate::tiling::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

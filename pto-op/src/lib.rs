@@ -38,7 +38,12 @@
 //! }
 //! ```
 //!
-//! The guide in `docs/` walks through writing, testing and deploying an op.
+//! The guide in `docs/` walks through writing, testing and deploying an op. The standard
+//! operators (`std.matmul`, `std.add`, `std.softmax`, ...) are in [`ops`], written with the
+//! same macro.
+
+// The standard ops in `ops` use `#[custom_op]`, whose expansion names `::pto_op`.
+extern crate self as pto_op;
 
 pub mod attr;
 pub mod device;
@@ -49,6 +54,7 @@ pub mod graph;
 pub mod kernel;
 pub mod model;
 pub mod op;
+pub mod ops;
 pub mod parity;
 pub mod perf;
 pub mod registry;
@@ -65,7 +71,7 @@ pub use error::OpError;
 pub use executor::{Executor, Lowering, SimulatedTime};
 pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};
-pub use model::Model;
+pub use model::{Model, ModelFileError};
 pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
 pub use perf::{ComputeOps, Estimate, OpInvokeInfo, PerformanceProperties};
 pub use pto_op_macros::custom_op;

@@ -48,6 +48,7 @@ macro_rules! dispatch {
         }
     };
 }
+pub(crate) use dispatch;
 
 /// Runs `$body` with the type alias `$t` naming the Rust element type of `$dtype`.
 macro_rules! with_dtype {

@@ -1,8 +1,8 @@
 //! Running references on the CPU target, checked against the op's description.
 
 use pto_backends::cpu::Cpu;
-use pto_examples::math::gelu_tanh;
 use pto_examples::{gelu_affine, moments};
+use pto_op::ops::math::gelu_tanh;
 use pto_op::prelude::*;
 use pto_op::{AttrValue, Executor};
 

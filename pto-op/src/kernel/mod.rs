@@ -8,6 +8,7 @@
 mod builder;
 mod idx;
 pub mod ir;
+pub mod rows;
 pub mod text;
 mod tile;
 pub mod validate;

@@ -1,7 +1,20 @@
-//! Tiling shared by the example kernels that work on whole rows (the last axis).
+//! Row tiling for kernels that work on whole rows (the last axis): normalizations,
+//! softmax, element-wise ops.
+//!
+//! ```
+//! use pto_op::kernel::{Kernel, rows::row_tiles};
+//! use pto_op::{DType, Shape};
+//!
+//! let mut k = Kernel::new("doc.rows");
+//! let x = k.input("x", Shape::from([3, 100, 64]), DType::F16);
+//! let tiles = row_tiles(&mut k, &x).unwrap();
+//! // 64 rows of 64 f32 are 16 KiB: two tiles per matrix, three matrices.
+//! assert_eq!((tiles.grid, tiles.shape.as_slice()), (6, &[1, 64, 64][..]));
+//! ```
 
-use pto_op::kernel::{Global, Idx, Kernel};
-use pto_op::{DType, OpError};
+use super::{Global, Idx, Kernel};
+use crate::dtype::DType;
+use crate::error::OpError;
 
 /// Bytes of f32 working data one row tile aims for: a few such tiles (input, f32 copy,
 /// intermediates) fit the smallest unified buffer of the built-in profiles (118 KiB).

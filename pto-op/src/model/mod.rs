@@ -11,6 +11,10 @@ use crate::registry;
 use crate::schema::OpSchema;
 use crate::tensor::Tensor;
 
+pub mod file;
+
+pub use file::ModelFileError;
+
 /// A traced or loaded model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {

@@ -1,0 +1,861 @@
+//! The model file: one safetensors file that holds a whole [`Model`].
+//!
+//! The tensors of the file are the weights, by value name. Its `__metadata__` holds:
+//!
+//! | key              | value                                            |
+//! |------------------|--------------------------------------------------|
+//! | `format`         | `pto-model`                                      |
+//! | `format_version` | `1`                                              |
+//! | `name`           | the model's name                                 |
+//! | `graph`          | the [`GraphDef`] as JSON                         |
+//! | `schemas`        | the op schemas, op name -> [`OpSchema`], as JSON |
+//!
+//! Loading validates the structure of everything it reads (header, offsets, graph references,
+//! weights against the graph) and never panics, whatever the bytes; whether the graph's ops
+//! exist and match their schemas is for the graph compiler to check.
+
+use core::fmt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+
+use crate::attr::AttrValue;
+use crate::dtype::DType;
+use crate::graph::{GraphDef, ValueDef, ValueId, ValueKind};
+use crate::schema::OpSchema;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+use super::Model;
+
+/// The `format` entry of every model file's `__metadata__`.
+pub const FORMAT: &str = "pto-model";
+
+/// The `format_version` this pto-op writes, and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The name safetensors reserves for the metadata in the header: no weight may take it.
+const METADATA_KEY: &str = "__metadata__";
+
+/// The largest header safetensors accepts (100 MB); a file announcing more is not one.
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// The length of the little-endian `u64` that starts every safetensors file.
+const HEADER_LENGTH_BYTES: usize = 8;
+
+/// An error of writing, reading or validating a model file.
+///
+/// Every message names the file (when there is one) and the item at fault, with the expected
+/// and the actual value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelFileError {
+    /// Reading or writing the file failed.
+    #[error("model file `{}`: cannot {operation}: {source}", file.display())]
+    Io {
+        /// The model file.
+        file: PathBuf,
+        /// What was being done, e.g. `read it`.
+        operation: String,
+        /// The error of the operating system.
+        source: io::Error,
+    },
+    /// The bytes are not a safetensors file, or one that does not hold a pto model.
+    #[error("{}not a pto model file: {reason}", FilePrefix(file))]
+    NotAModelFile {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// Why not.
+        reason: String,
+    },
+    /// The file is a pto model of another format version.
+    #[error(
+        "{}format version `{found}` is not supported: this pto-op reads version {supported}; \
+         load the file with the pto-op that wrote it, or rebuild the model and save it with \
+         this one",
+        FilePrefix(file)
+    )]
+    UnsupportedVersion {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// The `format_version` in the file.
+        found: String,
+        /// The version this pto-op reads.
+        supported: u32,
+    },
+    /// The file ends before what its header describes.
+    #[error(
+        "{}truncated: {part} ends at byte {expected}, but the file has {actual} bytes",
+        FilePrefix(file)
+    )]
+    Truncated {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// What is cut off: the header length, the header, or the tensor data.
+        part: &'static str,
+        /// The length the file needs.
+        expected: usize,
+        /// The length it has.
+        actual: usize,
+    },
+    /// The safetensors structure is broken: header, offsets or tensor bytes.
+    #[error("{}corrupt safetensors data: {message}", FilePrefix(file))]
+    Corrupt {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// What is broken.
+        message: String,
+    },
+    /// The `graph` or `schemas` metadata entry is missing or is not valid JSON of its type.
+    #[error("{}the `{entry}` entry of `__metadata__`: {message}", FilePrefix(file))]
+    BadJson {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// `graph` or `schemas`.
+        entry: &'static str,
+        /// What is wrong, with serde's message.
+        message: String,
+    },
+    /// A weight's tensor has another dtype, shape or size than the graph says.
+    #[error(
+        "{}weight `{weight}`: the graph says {expected}, but its tensor is {actual}",
+        FilePrefix(file)
+    )]
+    WeightMismatch {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The weight's value name.
+        weight: String,
+        /// The dtype, shape and size in the graph.
+        expected: String,
+        /// The dtype, shape and size of the tensor.
+        actual: String,
+    },
+    /// A weight of the graph has no tensor.
+    #[error("{}weight `{weight}` of the graph has no tensor", FilePrefix(file))]
+    MissingWeight {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The weight's value name.
+        weight: String,
+    },
+    /// A tensor that is not a weight of the graph.
+    #[error(
+        "{}tensor `{tensor}` is not a weight of the graph; weights are {weights}",
+        FilePrefix(file)
+    )]
+    ExtraWeight {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The tensor's name.
+        tensor: String,
+        /// The graph's weight names, comma-separated (the first ten).
+        weights: String,
+    },
+    /// The graph refers to a value id it does not have.
+    #[error(
+        "{}{place} refers to value {id}, but the graph has {count} values (ids 0..{count})",
+        FilePrefix(file)
+    )]
+    UnknownValue {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// Where the reference is, e.g. `node 2 (`demo.rms_norm`) input 1`.
+        place: String,
+        /// The id it refers to.
+        id: ValueId,
+        /// The number of values.
+        count: usize,
+    },
+    /// The header (graph, schemas and tensor list) is larger than safetensors allows.
+    #[error(
+        "{}the header (graph, schemas and tensor list) would take {bytes} bytes, more than \
+         the {limit} safetensors allows; split the model",
+        FilePrefix(file)
+    )]
+    HeaderTooLarge {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The header's size.
+        bytes: usize,
+        /// The largest header safetensors reads.
+        limit: u64,
+    },
+    /// The graph's structure is broken in another way: a value produced twice or read before
+    /// it is produced, a kind that does not fit its use, a duplicate name, an op without
+    /// schema, an attribute JSON cannot hold.
+    #[error("{}invalid graph: {problem}", FilePrefix(file))]
+    InvalidGraph {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// What is wrong, naming the node or value.
+        problem: String,
+    },
+}
+
+/// `model file `path`: ` or `model file: `.
+struct FilePrefix<'a>(&'a Option<PathBuf>);
+
+impl fmt::Display for FilePrefix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(path) => write!(f, "model file `{}`: ", path.display()),
+            None => f.write_str("model file: "),
+        }
+    }
+}
+
+impl ModelFileError {
+    /// The same error, naming `path` as the file.
+    fn in_file(mut self, path: &Path) -> ModelFileError {
+        use ModelFileError as E;
+        match &mut self {
+            E::Io { .. } => {}
+            E::NotAModelFile { file, .. }
+            | E::UnsupportedVersion { file, .. }
+            | E::Truncated { file, .. }
+            | E::Corrupt { file, .. }
+            | E::BadJson { file, .. }
+            | E::WeightMismatch { file, .. }
+            | E::MissingWeight { file, .. }
+            | E::ExtraWeight { file, .. }
+            | E::UnknownValue { file, .. }
+            | E::HeaderTooLarge { file, .. }
+            | E::InvalidGraph { file, .. } => *file = Some(path.to_owned()),
+        }
+        self
+    }
+
+    fn corrupt(message: impl Into<String>) -> ModelFileError {
+        ModelFileError::Corrupt {
+            file: None,
+            message: message.into(),
+        }
+    }
+
+    fn invalid_graph(problem: impl Into<String>) -> ModelFileError {
+        ModelFileError::InvalidGraph {
+            file: None,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl Model {
+    /// The model as the bytes of a model file (see [the module docs](crate::model::file)).
+    ///
+    /// Checks first what loading checks, so a model that could not be loaded back is never
+    /// written. The same model always gives the same bytes.
+    ///
+    /// ```
+    /// use pto_op::{DType, Graph, Model, Shape, Tensor};
+    /// let graph = Graph::new();
+    /// let x = graph.input("x", Shape::from([2]), DType::F32);
+    /// graph.weight("w", Tensor::zeros([2], DType::F16)).unwrap();
+    /// graph.output(&x);
+    /// let model = graph.to_model("tiny").unwrap();
+    /// let bytes = model.to_bytes().unwrap();
+    /// assert_eq!(Model::from_bytes(&bytes).unwrap(), model);
+    /// ```
+    pub fn to_bytes(&self) -> Result<Vec<u8>, ModelFileError> {
+        check_graph(&self.graph, &self.schemas)?;
+        let weight_values = weight_values(&self.graph);
+        for (name, tensor) in &self.weights {
+            check_weight(&weight_values, name, Ok(tensor.dtype()), tensor.dims())?;
+        }
+        check_no_missing_weight(&weight_values, |name| self.weights.contains_key(name))?;
+
+        let json = |entry, result: serde_json::Result<String>| {
+            result.map_err(|e| ModelFileError::BadJson {
+                file: None,
+                entry,
+                message: format!("cannot be written: {e}"),
+            })
+        };
+        let metadata = BTreeMap::from([
+            ("format", FORMAT.to_owned()),
+            ("format_version", FORMAT_VERSION.to_string()),
+            ("name", self.name.clone()),
+            ("graph", json("graph", serde_json::to_string(&self.graph))?),
+            (
+                "schemas",
+                json("schemas", serde_json::to_string(&self.schemas))?,
+            ),
+        ]);
+        write_safetensors(&metadata, &self.weights)
+    }
+
+    /// The model in the bytes of a model file, validated (see
+    /// [the module docs](crate::model::file)).
+    ///
+    /// Never panics: any bytes give a model or an error that says what is wrong.
+    ///
+    /// ```
+    /// use pto_op::Model;
+    /// let err = Model::from_bytes(b"PK\x03\x04").unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "model file: truncated: the 8-byte header length ends at byte 8, but the file has 4 bytes"
+    /// );
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Model, ModelFileError> {
+        read_model(bytes)
+    }
+
+    /// Saves the model to the model file `path`, atomically.
+    ///
+    /// Writes a temporary file next to `path`, flushes it to disk, then renames it over
+    /// `path`: a reader sees the old file or the new one, never a part, and a save that fails
+    /// leaves the old file as it was.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
+        let path = path.as_ref();
+        let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
+        write_atomically(path, &bytes)
+    }
+
+    /// Loads and validates the model file `path`; see [`Model::from_bytes`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Model, ModelFileError> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
+            file: path.to_owned(),
+            operation: "read it".to_owned(),
+            source,
+        })?;
+        Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory: written, flushed
+/// to disk, then renamed over `path` (atomic on POSIX file systems), and the directory
+/// flushed so the rename survives a crash. On failure the temporary file is removed and
+/// `path` is untouched.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ModelFileError> {
+    // Unique per process and call, so concurrent saves of one path do not share a file.
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let io_error = |operation: String| {
+        move |source| ModelFileError::Io {
+            file: path.to_owned(),
+            operation,
+            source,
+        }
+    };
+    let file_name = path.file_name().ok_or_else(|| {
+        io_error("save to it".to_owned())(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path does not end in a file name",
+        ))
+    })?;
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let temporary = directory.join(format!(
+        ".{}.{}.{}.tmp",
+        file_name.to_string_lossy(),
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    ));
+
+    let write = || -> Result<(), ModelFileError> {
+        let write_error = || {
+            io_error(format!(
+                "write the temporary file `{}`",
+                temporary.display()
+            ))
+        };
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(write_error())?;
+        file.write_all(bytes).map_err(write_error())?;
+        file.sync_all().map_err(write_error())?;
+        fs::rename(&temporary, path).map_err(io_error(format!(
+            "rename the temporary file `{}` over it",
+            temporary.display()
+        )))
+    };
+    if let Err(e) = write() {
+        // Best effort: the error that matters is the one returned.
+        let _ = fs::remove_file(&temporary);
+        return Err(e);
+    }
+    sync_directory(directory).map_err(io_error(format!(
+        "flush its directory `{}` to disk",
+        directory.display()
+    )))
+}
+
+/// Flushes a directory's entries (a rename) to disk.
+#[cfg(unix)]
+fn sync_directory(directory: &Path) -> io::Result<()> {
+    fs::File::open(directory)?.sync_all()
+}
+
+/// Other platforms cannot open a directory as a file; their rename is as durable as it gets.
+#[cfg(not(unix))]
+fn sync_directory(_directory: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// The safetensors dtype of `dtype`.
+fn safetensors_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::F32 => Dtype::F32,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+        DType::I32 => Dtype::I32,
+        DType::I64 => Dtype::I64,
+        DType::I8 => Dtype::I8,
+        DType::U8 => Dtype::U8,
+        DType::Bool => Dtype::BOOL,
+    }
+}
+
+/// The pto dtype of a safetensors dtype, or the dtype itself when pto-op has none.
+fn pto_dtype(dtype: Dtype) -> Result<DType, Dtype> {
+    DType::ALL
+        .into_iter()
+        .find(|&d| safetensors_dtype(d) == dtype)
+        .ok_or(dtype)
+}
+
+/// `f32[2, 8] (64 bytes)`, the byte count computed without overflow.
+fn describe(dtype: DType, shape: &[usize]) -> String {
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d));
+    let shape = Shape::from(shape);
+    match bytes {
+        Some(bytes) => format!("{dtype}{shape} ({bytes} bytes)"),
+        None => format!("{dtype}{shape} (more bytes than memory can address)"),
+    }
+}
+
+/// Writes the safetensors bytes by hand rather than with `safetensors::serialize`, whose
+/// `HashMap` metadata comes out in a random order: the same model must give the same bytes.
+/// The layout is the one `safetensors` reads: tensors by decreasing alignment then name,
+/// contiguous, and the header padded with spaces to a multiple of 8 bytes.
+fn write_safetensors(
+    metadata: &BTreeMap<&str, String>,
+    weights: &BTreeMap<String, Tensor>,
+) -> Result<Vec<u8>, ModelFileError> {
+    let mut order: Vec<(&String, &Tensor)> = weights.iter().collect();
+    order.sort_by(|(a_name, a), (b_name, b)| {
+        let alignment = |t: &Tensor| t.dtype().size_bytes();
+        alignment(b)
+            .cmp(&alignment(a))
+            .then_with(|| a_name.cmp(b_name))
+    });
+
+    let mut header = serde_json::Map::new();
+    header.insert(METADATA_KEY.to_owned(), serde_json::json!(metadata));
+    let mut data = Vec::new();
+    for (name, tensor) in order {
+        let start = data.len();
+        data.extend_from_slice(&tensor.to_le_bytes());
+        header.insert(
+            name.clone(),
+            serde_json::json!({
+                "dtype": safetensors_dtype(tensor.dtype()),
+                "shape": tensor.dims(),
+                "data_offsets": [start, data.len()],
+            }),
+        );
+    }
+    let mut header = serde_json::Value::Object(header).to_string().into_bytes();
+    header.resize(header.len().next_multiple_of(HEADER_LENGTH_BYTES), b' ');
+    if header.len() as u64 > MAX_HEADER_BYTES {
+        return Err(ModelFileError::HeaderTooLarge {
+            file: None,
+            bytes: header.len(),
+            limit: MAX_HEADER_BYTES,
+        });
+    }
+
+    let mut bytes = Vec::with_capacity(HEADER_LENGTH_BYTES + header.len() + data.len());
+    bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&header);
+    bytes.extend_from_slice(&data);
+    Ok(bytes)
+}
+
+/// The safetensors header, read to find the metadata and to check each tensor's extent
+/// before `safetensors` reads them: it adds the last offset to the header length without
+/// checking, which overflows (a panic in debug builds) for offsets near `usize::MAX`, and
+/// its size errors do not name the tensor.
+#[derive(Deserialize)]
+struct RawHeader {
+    #[serde(rename = "__metadata__", default)]
+    metadata: BTreeMap<String, String>,
+    #[serde(flatten)]
+    tensors: BTreeMap<String, RawTensorInfo>,
+}
+
+/// One tensor's entry in the header.
+#[derive(Deserialize)]
+struct RawTensorInfo {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data_offsets: (usize, usize),
+}
+
+fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
+    let truncated = |part, expected| ModelFileError::Truncated {
+        file: None,
+        part,
+        expected,
+        actual: bytes.len(),
+    };
+    let length_bytes: [u8; HEADER_LENGTH_BYTES] = bytes
+        .get(..HEADER_LENGTH_BYTES)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| truncated("the 8-byte header length", HEADER_LENGTH_BYTES))?;
+    let header_length = u64::from_le_bytes(length_bytes);
+    let header_end = usize::try_from(header_length)
+        .ok()
+        .filter(|_| header_length <= MAX_HEADER_BYTES)
+        .and_then(|n| n.checked_add(HEADER_LENGTH_BYTES))
+        .ok_or_else(|| ModelFileError::NotAModelFile {
+            file: None,
+            reason: format!(
+                "its first 8 bytes give a header length of {header_length} bytes, more than \
+                 the {MAX_HEADER_BYTES} a safetensors file may have"
+            ),
+        })?;
+    let header_bytes = bytes
+        .get(HEADER_LENGTH_BYTES..header_end)
+        .ok_or_else(|| truncated("the header", header_end))?;
+    let header: RawHeader = serde_json::from_slice(header_bytes)
+        .map_err(|e| ModelFileError::corrupt(format!("the header is not valid: {e}")))?;
+
+    let metadata = &header.metadata;
+    match metadata.get("format") {
+        Some(format) if format == FORMAT => {}
+        Some(other) => {
+            return Err(ModelFileError::NotAModelFile {
+                file: None,
+                reason: format!("its `__metadata__.format` is `{other}`, not `{FORMAT}`"),
+            });
+        }
+        None => {
+            return Err(ModelFileError::NotAModelFile {
+                file: None,
+                reason: format!("a safetensors file without `__metadata__.format` = `{FORMAT}`"),
+            });
+        }
+    }
+    match metadata.get("format_version") {
+        Some(version) if *version == FORMAT_VERSION.to_string() => {}
+        found => {
+            return Err(ModelFileError::UnsupportedVersion {
+                file: None,
+                found: found.map_or("(none)", String::as_str).to_owned(),
+                supported: FORMAT_VERSION,
+            });
+        }
+    }
+
+    let data_length = bytes.len().saturating_sub(header_end);
+    if let Some((name, info)) = header
+        .tensors
+        .iter()
+        .max_by_key(|(_, info)| info.data_offsets.1)
+        .filter(|(_, info)| info.data_offsets.1 > data_length)
+    {
+        return Err(match header_end.checked_add(info.data_offsets.1) {
+            Some(end) => truncated("the tensor data", end),
+            None => ModelFileError::corrupt(format!(
+                "tensor `{name}` ends at data offset {}, beyond any file",
+                info.data_offsets.1
+            )),
+        });
+    }
+    for (name, info) in &header.tensors {
+        let (start, end) = info.data_offsets;
+        let size_bits = info
+            .shape
+            .iter()
+            .try_fold(info.dtype.bitsize(), |acc, &d| acc.checked_mul(d));
+        let size = size_bits.filter(|bits| bits % 8 == 0).map(|bits| bits / 8);
+        if end.checked_sub(start) != size {
+            return Err(ModelFileError::corrupt(format!(
+                "tensor `{name}`: {}{} takes {}, but its data_offsets [{start}, {end}] span {}",
+                info.dtype,
+                Shape::from(info.shape.as_slice()),
+                size.map_or("no whole number of bytes".to_owned(), |n| format!(
+                    "{n} bytes"
+                )),
+                end.checked_sub(start)
+                    .map_or("a negative length".to_owned(), |n| format!("{n} bytes")),
+            )));
+        }
+    }
+    let tensors =
+        SafeTensors::deserialize(bytes).map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+
+    let entry = |key: &'static str| {
+        metadata.get(key).ok_or_else(|| ModelFileError::BadJson {
+            file: None,
+            entry: key,
+            message: "missing".to_owned(),
+        })
+    };
+    let name = metadata
+        .get("name")
+        .ok_or_else(|| ModelFileError::corrupt("`__metadata__` has no `name` entry"))?
+        .clone();
+    let bad_json = |entry, e: serde_json::Error| ModelFileError::BadJson {
+        file: None,
+        entry,
+        message: e.to_string(),
+    };
+    let graph: GraphDef =
+        serde_json::from_str(entry("graph")?).map_err(|e| bad_json("graph", e))?;
+    let schemas: BTreeMap<String, OpSchema> =
+        serde_json::from_str(entry("schemas")?).map_err(|e| bad_json("schemas", e))?;
+    check_graph(&graph, &schemas)?;
+
+    let weight_values = weight_values(&graph);
+    let mut weights = BTreeMap::new();
+    for name in header.tensors.keys() {
+        let view = tensors
+            .tensor(name)
+            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+        let dtype = check_weight(&weight_values, name, pto_dtype(view.dtype()), view.shape())?;
+        let tensor = Tensor::from_le_bytes(dtype, view.shape(), view.data())
+            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
+        weights.insert(name.clone(), tensor);
+    }
+    check_no_missing_weight(&weight_values, |name| weights.contains_key(name))?;
+
+    Ok(Model {
+        name,
+        graph,
+        weights,
+        schemas,
+    })
+}
+
+/// The graph's weight values by name (after [`check_graph`], every id exists).
+fn weight_values(graph: &GraphDef) -> BTreeMap<&str, &ValueDef> {
+    graph
+        .weights
+        .iter()
+        .filter_map(|&id| graph.values.get(id))
+        .map(|value| (value.name.as_str(), value))
+        .collect()
+}
+
+/// Checks that tensor `name` of dtype `dtype` and shape `shape` is a weight of the graph, of
+/// the type the graph says; returns its dtype.
+fn check_weight(
+    weight_values: &BTreeMap<&str, &ValueDef>,
+    name: &str,
+    dtype: Result<DType, Dtype>,
+    shape: &[usize],
+) -> Result<DType, ModelFileError> {
+    let Some(value) = weight_values.get(name) else {
+        return Err(ModelFileError::ExtraWeight {
+            file: None,
+            tensor: name.to_owned(),
+            weights: list_names(weight_values.keys().copied()),
+        });
+    };
+    let expected = &value.ty;
+    match dtype {
+        Ok(dtype) if dtype == expected.dtype && shape == expected.shape.dims() => Ok(dtype),
+        _ => Err(ModelFileError::WeightMismatch {
+            file: None,
+            weight: name.to_owned(),
+            expected: describe(expected.dtype, expected.shape.dims()),
+            actual: match dtype {
+                Ok(dtype) => describe(dtype, shape),
+                Err(other) => format!(
+                    "{other}{}, a safetensors dtype pto-op does not support",
+                    Shape::from(shape)
+                ),
+            },
+        }),
+    }
+}
+
+/// The first ten names, comma-separated, and how many more there are.
+fn list_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let more = names.len().saturating_sub(SHOWN);
+    let mut list = names.take(SHOWN).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        list.push_str(&format!(" and {more} more"));
+    }
+    list
+}
+
+/// Checks that every weight of the graph has a tensor.
+fn check_no_missing_weight(
+    weight_values: &BTreeMap<&str, &ValueDef>,
+    has_tensor: impl Fn(&str) -> bool,
+) -> Result<(), ModelFileError> {
+    match weight_values.keys().find(|name| !has_tensor(name)) {
+        Some(name) => Err(ModelFileError::MissingWeight {
+            file: None,
+            weight: (*name).to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The kind of a value, as messages name it.
+fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::Input => "an input",
+        ValueKind::Weight => "a weight",
+        ValueKind::Node => "a node output",
+    }
+}
+
+/// Checks the graph's structure: every id refers to a value; every value is exactly one of a
+/// listed input, a listed weight or a node output, of that kind, with a unique name; nodes
+/// read only values produced before them and use ops with a schema; float attributes are
+/// finite (JSON has no NaN or infinity).
+fn check_graph(
+    graph: &GraphDef,
+    schemas: &BTreeMap<String, OpSchema>,
+) -> Result<(), ModelFileError> {
+    let count = graph.values.len();
+    let value = |place: &dyn Fn() -> String, id: ValueId| {
+        graph
+            .values
+            .get(id)
+            .ok_or_else(|| ModelFileError::UnknownValue {
+                file: None,
+                place: place(),
+                id,
+                count,
+            })
+    };
+
+    let mut names = BTreeSet::new();
+    for value in &graph.values {
+        if !names.insert(value.name.as_str()) {
+            return Err(ModelFileError::invalid_graph(format!(
+                "two values are named `{}`; value names are unique",
+                value.name
+            )));
+        }
+    }
+    if let Some(id) = graph
+        .weights
+        .iter()
+        .copied()
+        .find(|&id| graph.values.get(id).is_some_and(|v| v.name == METADATA_KEY))
+    {
+        return Err(ModelFileError::invalid_graph(format!(
+            "weight value {id} is named `{METADATA_KEY}`, which safetensors reserves for the \
+             metadata; rename the weight"
+        )));
+    }
+
+    // Which values are produced so far: by being listed as inputs or weights, or by the
+    // nodes before the one being checked.
+    let mut produced = vec![false; count];
+    let produce = |produced: &mut Vec<bool>, id: ValueId, by: &dyn Fn() -> String| match produced
+        .get_mut(id)
+    {
+        Some(done) if !*done => {
+            *done = true;
+            Ok(())
+        }
+        _ => Err(ModelFileError::invalid_graph(format!(
+            "value {id} is produced twice, the second time as {}",
+            by()
+        ))),
+    };
+    let check_kind = |listed: &ValueDef, id: ValueId, kind: ValueKind, place: String| {
+        if listed.kind == kind {
+            Ok(())
+        } else {
+            Err(ModelFileError::invalid_graph(format!(
+                "{place} is value {id} `{}`, which is {}, not {}",
+                listed.name,
+                kind_name(listed.kind),
+                kind_name(kind)
+            )))
+        }
+    };
+
+    for (list, kind, what) in [
+        (&graph.inputs, ValueKind::Input, "graph input"),
+        (&graph.weights, ValueKind::Weight, "graph weight"),
+    ] {
+        for (index, &id) in list.iter().enumerate() {
+            let place = || format!("{what} {index}");
+            check_kind(value(&place, id)?, id, kind, place())?;
+            produce(&mut produced, id, &place)?;
+        }
+    }
+
+    for (index, node) in graph.nodes.iter().enumerate() {
+        let node_name = || format!("node {index} (`{}`)", node.op);
+        if !schemas.contains_key(&node.op) {
+            return Err(ModelFileError::invalid_graph(format!(
+                "{} uses an op without a schema in the model",
+                node_name()
+            )));
+        }
+        for (input, &id) in node.inputs.iter().enumerate() {
+            let place = || format!("{} input {input}", node_name());
+            let read = value(&place, id)?;
+            if !produced.get(id).is_some_and(|&done| done) {
+                return Err(ModelFileError::invalid_graph(format!(
+                    "{} reads value {id} `{}` before anything produces it",
+                    place(),
+                    read.name
+                )));
+            }
+        }
+        for (output, &id) in node.outputs.iter().enumerate() {
+            let place = || format!("{} output {output}", node_name());
+            check_kind(value(&place, id)?, id, ValueKind::Node, place())?;
+            produce(&mut produced, id, &place)?;
+        }
+        for (attr, attr_value) in &node.attrs {
+            let finite = match attr_value {
+                AttrValue::F32(v) => v.is_finite(),
+                AttrValue::F64(v) => v.is_finite(),
+                AttrValue::F32s(vs) => vs.iter().all(|v| v.is_finite()),
+                _ => true,
+            };
+            if !finite {
+                return Err(ModelFileError::invalid_graph(format!(
+                    "{} attribute `{attr}` = {attr_value} is not finite, and JSON cannot hold it",
+                    node_name()
+                )));
+            }
+        }
+    }
+
+    for (index, &id) in graph.outputs.iter().enumerate() {
+        let place = || format!("graph output {index}");
+        let output = value(&place, id)?;
+        if !produced.get(id).is_some_and(|&done| done) {
+            return Err(ModelFileError::invalid_graph(format!(
+                "{} is value {id} `{}`, which nothing produces",
+                place(),
+                output.name
+            )));
+        }
+    }
+    if let Some(id) = produced.iter().position(|&done| !done) {
+        let name = graph.values.get(id).map_or("", |v| v.name.as_str());
+        return Err(ModelFileError::invalid_graph(format!(
+            "value {id} `{name}` is neither a listed input, a listed weight nor a node output"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! Element-wise standard ops: arithmetic with numpy broadcasting, and activations.
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+
+use super::math::{ERFC_COEFFICIENTS, gelu_erf, gelu_tanh};
+use super::{expect_dtype_of, expect_float, param_error};
+use crate::kernel::rows::{RowTiles, row_tiles};
+use crate::prelude::*;
+
+/// The output shape of a binary op: the numpy broadcast of `a` and `b`.
+fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+    a.broadcast(b).map_err(|_| {
+        OpError::input(
+            "b",
+            format!(
+                "shape {b} does not broadcast with a of shape {a}: aligned from the last axis, \
+                 each pair of dims must be equal or one of them 1"
+            ),
+        )
+    })
+}
+
+/// The dtype of a binary arithmetic op: `a`'s, which `b` must share; floats, i32 or i64.
+fn arithmetic_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+    if !(a.is_float() || matches!(a, DType::I32 | DType::I64)) {
+        return Err(OpError::input(
+            "a",
+            format!("expected f32, f16, bf16, i32 or i64, got {a}"),
+        ));
+    }
+    expect_dtype_of("b", b, "a", a)?;
+    Ok(a)
+}
+
+/// One of the four arithmetic operations.
+#[derive(Clone, Copy)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Arith {
+    fn float(self, x: f32, y: f32) -> f32 {
+        match self {
+            Arith::Add => x + y,
+            Arith::Sub => x - y,
+            Arith::Mul => x * y,
+            Arith::Div => x / y,
+        }
+    }
+
+    /// Integer arithmetic in i64; `None` on overflow or division by zero.
+    fn integer(self, x: i64, y: i64) -> Option<i64> {
+        match self {
+            Arith::Add => x.checked_add(y),
+            Arith::Sub => x.checked_sub(y),
+            Arith::Mul => x.checked_mul(y),
+            Arith::Div => x.checked_div(y),
+        }
+    }
+
+    fn symbol(self) -> char {
+        match self {
+            Arith::Add => '+',
+            Arith::Sub => '-',
+            Arith::Mul => '*',
+            Arith::Div => '/',
+        }
+    }
+
+    fn tile(self, x: Tile, y: Tile) -> Tile {
+        match self {
+            Arith::Add => x + y,
+            Arith::Sub => x - y,
+            Arith::Mul => x * y,
+            Arith::Div => x / y,
+        }
+    }
+}
+
+/// `f` applied to the elements of `a` and `b` broadcast together, in row-major order.
+fn zip_broadcast<T: Copy, U>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+    mut f: impl FnMut(T, T) -> Result<U, OpError>,
+) -> Result<ArrayD<U>, OpError> {
+    let shape = broadcast_shapes(&Shape::from(a.shape()), &Shape::from(b.shape()))?;
+    let dims = IxDyn(shape.dims());
+    let not_broadcast = || OpError::input("b", format!("does not broadcast to {shape}"));
+    let a = a.broadcast(dims.clone()).ok_or_else(not_broadcast)?;
+    let b = b.broadcast(dims.clone()).ok_or_else(not_broadcast)?;
+    let values = a
+        .iter()
+        .zip(b.iter())
+        .map(|(x, y)| f(*x, *y))
+        .collect::<Result<Vec<U>, OpError>>()?;
+    ArrayD::from_shape_vec(dims, values)
+        .map_err(|e| OpError::invalid(format!("broadcast result of shape {shape}: {e}")))
+}
+
+/// The reference of a binary arithmetic op: floats in f32, integers in i64 with overflow
+/// and division by zero reported.
+fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpError> {
+    let dtype = a.dtype();
+    if dtype.is_float() {
+        let y = zip_broadcast(a.to_f32_array().view(), b.to_f32_array().view(), |x, y| {
+            Ok(op.float(x, y))
+        })?;
+        return Ok(Tensor::from_array(y).cast(dtype));
+    }
+    let (a64, b64) = (a.cast(DType::I64), b.cast(DType::I64));
+    let fits = |v: i64| dtype == DType::I64 || i32::try_from(v).is_ok();
+    let y = zip_broadcast(a64.view::<i64>()?, b64.view::<i64>()?, |x, y| {
+        op.integer(x, y).filter(|&v| fits(v)).ok_or_else(|| {
+            let problem = match (op, y) {
+                (Arith::Div, 0) => "division by zero".to_owned(),
+                _ => format!("overflows {dtype}"),
+            };
+            OpError::input("b", format!("{x} {} {y}: {problem}", op.symbol()))
+        })
+    })?;
+    Ok(Tensor::from_array(y).cast(dtype))
+}
+
+/// The tile of `x` that meets the output row tile `tiles` when `x` broadcasts to the
+/// output: its size-1 dims are loaded once (offset 0), the others follow the output tile.
+fn load_broadcast(k: &mut Kernel, x: &Global, tiles: &RowTiles) -> Result<Tile, OpError> {
+    let dims = x.shape().dims();
+    let skipped = tiles.shape.len().checked_sub(dims.len()).ok_or_else(|| {
+        OpError::input(
+            x.name(),
+            format!("shape {} has a higher rank than the output", x.shape()),
+        )
+    })?;
+    if dims.is_empty() {
+        return Err(OpError::input(
+            x.name(),
+            "the kernel needs rank >= 1, got a scalar: reshape it to [1]",
+        ));
+    }
+    let (offsets, shape): (Vec<Idx>, Vec<usize>) = dims
+        .iter()
+        .enumerate()
+        .map(|(axis, &dim)| match dim {
+            1 => (Idx::from(0), 1),
+            _ => (
+                tiles.offsets[skipped + axis].clone(),
+                tiles.shape[skipped + axis],
+            ),
+        })
+        .unzip();
+    k.load(x, offsets, shape)
+}
+
+/// The kernel of a binary arithmetic op: row tiles of the output, each input loaded
+/// broadcast to the tile (any numpy broadcast), floats computed in f32.
+fn arithmetic_kernel(
+    k: &mut Kernel,
+    a: &Global,
+    b: &Global,
+    y: &Global,
+    op: Arith,
+) -> Result<(), OpError> {
+    let dtype = y.dtype();
+    if matches!(op, Arith::Div) && !dtype.is_float() {
+        return Err(OpError::input(
+            "a",
+            format!(
+                "the kernel divides floats only, got {dtype}: integer division runs on the \
+                 cpu target"
+            ),
+        ));
+    }
+    let tiles = row_tiles(k, y)?;
+    let mut at = load_broadcast(k, a, &tiles)?;
+    let mut bt = load_broadcast(k, b, &tiles)?;
+    if dtype.is_float() {
+        at = at.cast(DType::F32);
+        bt = bt.cast(DType::F32);
+    }
+    let mut result = op.tile(at, bt);
+    if dtype.is_float() {
+        result = result.cast(dtype);
+    }
+    k.store(y, tiles.offsets, &result)
+}
+
+/// y = a + b, numpy broadcasting.
+///
+/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
+/// keeps. Floats are added in f32; integers exactly, and a result out of the dtype's range
+/// is an error.
+#[custom_op(name = "std.add")]
+pub mod add {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(a, b)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        arithmetic_dtype(a, b)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        arithmetic_reference(a, b, Arith::Add)
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        arithmetic_kernel(k, a, b, y, Arith::Add)
+    }
+}
+
+/// y = a - b, numpy broadcasting.
+///
+/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
+/// keeps. Floats are subtracted in f32; integers exactly, and a result out of the dtype's
+/// range is an error.
+#[custom_op(name = "std.sub")]
+pub mod sub {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(a, b)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        arithmetic_dtype(a, b)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        arithmetic_reference(a, b, Arith::Sub)
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        arithmetic_kernel(k, a, b, y, Arith::Sub)
+    }
+}
+
+/// y = a * b, numpy broadcasting.
+///
+/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
+/// keeps. Floats are multiplied in f32; integers exactly, and a result out of the dtype's
+/// range is an error.
+#[custom_op(name = "std.mul")]
+pub mod mul {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(a, b)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        arithmetic_dtype(a, b)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        arithmetic_reference(a, b, Arith::Mul)
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        arithmetic_kernel(k, a, b, y, Arith::Mul)
+    }
+}
+
+/// y = a / b, numpy broadcasting.
+///
+/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
+/// keeps. Floats are divided in f32 (IEEE: x / 0 is infinite); integers truncate toward
+/// zero, as in ONNX, and division by zero is an error. The kernel divides floats only.
+#[custom_op(name = "std.div")]
+pub mod div {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(a, b)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        arithmetic_dtype(a, b)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        arithmetic_reference(a, b, Arith::Div)
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        arithmetic_kernel(k, a, b, y, Arith::Div)
+    }
+}
+
+/// The reference of a float activation: `f` on each element in f32.
+fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor {
+    Tensor::from_array(x.to_f32_array().mapv(f)).cast(x.dtype())
+}
+
+/// The kernel of a float activation: row tiles, `f` on each tile in f32.
+fn activation_kernel(
+    k: &mut Kernel,
+    x: &Global,
+    y: &Global,
+    f: impl Fn(&Tile) -> Tile,
+) -> Result<(), OpError> {
+    let tiles = row_tiles(k, x)?;
+    let xt = k
+        .load(x, tiles.offsets.clone(), &tiles.shape)?
+        .cast(DType::F32);
+    k.store(y, tiles.offsets, &f(&xt).cast(y.dtype()))
+}
+
+/// y = max(x, 0), element-wise. Float dtypes, which `y` keeps.
+#[custom_op(name = "std.relu")]
+pub mod relu {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(activation_reference(x, |v| v.max(0.0)))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+        activation_kernel(k, x, y, Tile::relu)
+    }
+}
+
+/// y = 1 / (1 + exp(-x)), element-wise. Float dtypes, which `y` keeps; computed in f32.
+#[custom_op(name = "std.sigmoid")]
+pub mod sigmoid {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(activation_reference(x, |v| 1.0 / (1.0 + (-v).exp())))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+        activation_kernel(k, x, y, Tile::sigmoid)
+    }
+}
+
+/// y = x * sigmoid(x) (SiLU, swish), element-wise. Float dtypes, which `y` keeps; computed
+/// in f32.
+#[custom_op(name = "std.silu")]
+pub mod silu {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(activation_reference(x, |v| v / (1.0 + (-v).exp())))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+        activation_kernel(k, x, y, Tile::silu)
+    }
+}
+
+/// The two forms of GELU, as ONNX Gelu's `approximate` attribute names them.
+#[derive(Clone, Copy)]
+enum GeluForm {
+    /// `x * Phi(x)`, with the normal CDF through erf.
+    Erf,
+    /// The tanh approximation.
+    Tanh,
+}
+
+impl GeluForm {
+    fn parse(approximate: &str) -> Result<GeluForm, OpError> {
+        match approximate {
+            "none" => Ok(GeluForm::Erf),
+            "tanh" => Ok(GeluForm::Tanh),
+            other => Err(param_error(
+                gelu::NAME,
+                "approximate",
+                format!("expected \"none\" (erf form) or \"tanh\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// `x * Phi(x)` on an f32 tile, with `Phi(x) = erfc(-x / sqrt 2) / 2` through the formula of
+/// [`super::math::erfc_nonnegative`] on `|x| / sqrt 2`, mirrored for negative `x`.
+fn gelu_erf_tile(x: &Tile) -> Tile {
+    let z = x.abs() * core::f64::consts::FRAC_1_SQRT_2;
+    let t = (&z * 0.5 + 1.0).recip();
+    // Horner's rule, from the highest coefficient down.
+    let mut poly = &t * ERFC_COEFFICIENTS[9] + ERFC_COEFFICIENTS[8];
+    for c in ERFC_COEFFICIENTS[..8].iter().rev() {
+        poly = poly * &t + *c;
+    }
+    // erfc(|x| / sqrt 2) / 2: the tail probability beyond |x|.
+    let tail = t * (poly - z.square()).exp() * 0.5;
+    let phi = Tile::select(&x.ge(0.0), tail.neg() + 1.0, &tail);
+    x * phi
+}
+
+/// y = gelu(x), element-wise, as ONNX Gelu: `approximate = "none"` is the exact form
+/// `x * Phi(x)` (Phi the normal CDF, through erf), `"tanh"` the tanh approximation
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`. Float dtypes, which `y` keeps;
+/// computed in f32.
+#[custom_op(name = "std.gelu", params(approximate: String = "none"))]
+pub mod gelu {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        GeluForm::parse(&p.approximate)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        Ok(match GeluForm::parse(&p.approximate)? {
+            GeluForm::Erf => activation_reference(x, gelu_erf),
+            GeluForm::Tanh => activation_reference(x, gelu_tanh),
+        })
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
+        match GeluForm::parse(&p.approximate)? {
+            GeluForm::Erf => activation_kernel(k, x, y, gelu_erf_tile),
+            GeluForm::Tanh => activation_kernel(k, x, y, Tile::gelu),
+        }
+    }
+}

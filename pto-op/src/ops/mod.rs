@@ -1,0 +1,108 @@
+//! The standard operators, described with `#[custom_op]` like any other op: linking pto-op
+//! registers them, and the engine knows them only by their descriptions.
+//!
+//! | op | inputs | params (defaults) | kernel |
+//! |---|---|---|---|
+//! | [`std.matmul`](matmul) | a, b | | yes (rank-2 `a`) |
+//! | [`std.add`](add), [`std.sub`](sub), [`std.mul`](mul), [`std.div`](div) | a, b | | yes |
+//! | [`std.relu`](relu), [`std.sigmoid`](sigmoid), [`std.silu`](silu) | x | | yes |
+//! | [`std.gelu`](gelu) | x | `approximate: String = "none"` | yes |
+//! | [`std.softmax`](softmax) | x | `axis: i64 = -1` | yes (last axis) |
+//! | [`std.layer_norm`](layer_norm) | x, gamma, beta | `eps: f32 = 1e-5` | yes |
+//! | [`std.rms_norm`](rms_norm) | x, gamma | `eps: f32 = 1e-6` | yes |
+//! | [`std.transpose`](transpose) | x | `perm: Vec<i64>` | no |
+//! | [`std.reshape`](reshape) | x | `shape: Vec<i64>` | no |
+//! | [`std.concat`](concat) | a, b | `axis: i64` | no |
+//! | [`std.slice`](slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []` | no |
+//! | [`std.gather`](gather) | data, indices | `axis: i64 = 0` | no |
+//! | [`std.cast`](cast) | x | `to: String` | no |
+//! | [`std.reduce_mean`](reduce_mean), [`std.reduce_sum`](reduce_sum) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
+//!
+//! Float ops compute in f32 and return the input's dtype. Each op's module doc is its
+//! schema doc, with the exact rules.
+//!
+//! ```
+//! use pto_op::ops::add;
+//! use pto_op::Tensor;
+//!
+//! let a = Tensor::from_vec([2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+//! let b = Tensor::from_vec([2], vec![10.0f32, 20.0]).unwrap();
+//! let y = add::def().run_reference(&[&a, &b], &Default::default()).unwrap();
+//! assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![11.0, 22.0, 13.0, 24.0]);
+//! assert!(pto_op::registry::find("std.add").is_ok());
+//! ```
+
+// Registration puts each op in a linkme slice: a `#[link_section]` static, which the
+// `unsafe_code` lint reports when the expansion is local to the crate (see Cargo.toml).
+#![allow(unsafe_code)]
+
+mod elementwise;
+mod linalg;
+pub mod math;
+mod normalization;
+mod reduce;
+mod shape_ops;
+
+pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
+pub use linalg::matmul;
+pub use normalization::{layer_norm, rms_norm};
+pub use reduce::{reduce_mean, reduce_sum, softmax};
+pub use shape_ops::{cast, concat, gather, reshape, slice, transpose};
+
+use crate::dtype::DType;
+use crate::error::OpError;
+
+/// `dtype` if it is a float dtype, else an error naming `input`.
+fn expect_float(input: &str, dtype: DType) -> Result<DType, OpError> {
+    if dtype.is_float() {
+        Ok(dtype)
+    } else {
+        Err(OpError::input(
+            input,
+            format!("expected f32, f16 or bf16, got {dtype}"),
+        ))
+    }
+}
+
+/// Checks that `input` has the dtype `expected` of the input `like`.
+fn expect_dtype_of(input: &str, actual: DType, like: &str, expected: DType) -> Result<(), OpError> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(OpError::input(
+            input,
+            format!(
+                "expected dtype {expected} (that of {like}), got {actual}: convert it with std.cast"
+            ),
+        ))
+    }
+}
+
+/// A param error of op `op`.
+fn param_error(op: &str, param: &str, problem: impl Into<String>) -> OpError {
+    OpError::Param {
+        op: op.to_owned(),
+        param: param.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// The axis `axis` (negative counts from the end) of an input of rank `rank`, or an error
+/// naming param `param` of op `op`.
+fn normalize_axis(op: &str, param: &str, axis: i64, rank: usize) -> Result<usize, OpError> {
+    let signed_rank = rank as i64;
+    let normalized = if axis < 0 { axis + signed_rank } else { axis };
+    if (0..signed_rank).contains(&normalized) {
+        Ok(normalized as usize)
+    } else {
+        Err(param_error(
+            op,
+            param,
+            format!(
+                "axis {axis} is out of range for rank {rank} (expected {} ..= {})",
+                -signed_rank,
+                signed_rank - 1
+            ),
+        ))
+    }
+}

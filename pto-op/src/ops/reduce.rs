@@ -1,0 +1,207 @@
+//! Reductions: softmax along an axis, sums and means over axes.
+
+use ndarray::{ArrayD, Axis};
+
+use super::{expect_float, normalize_axis, param_error};
+use crate::kernel::rows::row_tiles;
+use crate::prelude::*;
+
+/// y = exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (negative counts from the end).
+///
+/// `x` has rank >= 1 and a float dtype, which `y` keeps; computed in f32. The kernel
+/// handles the last axis only.
+#[custom_op(name = "std.softmax", params(axis: i64 = -1))]
+pub mod softmax {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        x.expect_min_rank("x", 1)?;
+        normalize_axis(NAME, "axis", p.axis, x.rank())?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let x32 = x.to_f32_array();
+        let axis = Axis(normalize_axis(NAME, "axis", p.axis, x32.ndim())?);
+        let max = x32.fold_axis(axis, f32::NEG_INFINITY, |m, v| m.max(*v));
+        let e = (&x32 - &max.insert_axis(axis)).mapv(f32::exp);
+        let sum = e.sum_axis(axis).insert_axis(axis);
+        Ok(Tensor::from_array(&e / &sum).cast(x.dtype()))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
+        let rank = x.shape().rank();
+        if normalize_axis(NAME, "axis", p.axis, rank)? + 1 != rank {
+            return Err(param_error(
+                NAME,
+                "axis",
+                format!(
+                    "the kernel takes the last axis (-1 or {}), got {}: transpose the axis to \
+                     the end, or run on the cpu target",
+                    rank - 1,
+                    p.axis
+                ),
+            ));
+        }
+        let tiles = row_tiles(k, x)?;
+        let xt = k
+            .load(x, tiles.offsets.clone(), &tiles.shape)?
+            .cast(DType::F32);
+        let e = (&xt - xt.max_axis(-1)).exp();
+        k.store(y, tiles.offsets, &(&e / e.sum(-1)).cast(y.dtype()))
+    }
+}
+
+/// The axes to reduce, normalized, sorted and distinct: `axes`, or every axis when empty.
+fn reduced_axes(op: &str, axes: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
+    if axes.is_empty() {
+        return Ok((0..rank).collect());
+    }
+    let mut normalized = axes
+        .iter()
+        .map(|&axis| normalize_axis(op, "axes", axis, rank))
+        .collect::<Result<Vec<usize>, OpError>>()?;
+    normalized.sort_unstable();
+    if normalized.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(param_error(
+            op,
+            "axes",
+            format!("{axes:?} names an axis twice"),
+        ));
+    }
+    Ok(normalized)
+}
+
+/// The shape after reducing `axes` of `x`: each kept with size 1, or dropped.
+fn reduced_shape(op: &str, x: &Shape, axes: &[i64], keepdims: bool) -> Result<Shape, OpError> {
+    let reduced = reduced_axes(op, axes, x.rank())?;
+    let dims = x.dims().iter().enumerate().filter_map(|(axis, &dim)| {
+        match (reduced.contains(&axis), keepdims) {
+            (false, _) => Some(dim),
+            (true, true) => Some(1),
+            (true, false) => None,
+        }
+    });
+    Ok(Shape::new(dims.collect::<Vec<_>>()))
+}
+
+/// Folds `array` over `axes` (sorted) with `add` from `zero`, keeping each with size 1,
+/// then drops them unless `keepdims`.
+fn sum_axes<T: Clone>(
+    mut array: ArrayD<T>,
+    axes: &[usize],
+    keepdims: bool,
+    zero: T,
+    add: impl Fn(&T, &T) -> T,
+) -> ArrayD<T> {
+    for &axis in axes {
+        array = array
+            .fold_axis(Axis(axis), zero.clone(), |acc, v| add(acc, v))
+            .insert_axis(Axis(axis));
+    }
+    if !keepdims {
+        for &axis in axes.iter().rev() {
+            array = array.remove_axis(Axis(axis));
+        }
+    }
+    array
+}
+
+/// The element count of the reduced `axes` of `x`.
+fn reduced_count(x: &Tensor, axes: &[usize]) -> usize {
+    axes.iter().map(|&axis| x.dims()[axis]).product()
+}
+
+/// The dtypes `std.reduce_sum` takes: floats, i32, i64.
+fn summable(x: DType) -> Result<DType, OpError> {
+    if x.is_float() || matches!(x, DType::I32 | DType::I64) {
+        Ok(x)
+    } else {
+        Err(OpError::input(
+            "x",
+            format!("expected f32, f16, bf16, i32 or i64, got {x}"),
+        ))
+    }
+}
+
+/// y = the sum of `x` over `axes` (negative count from the end; empty = every axis), as
+/// ONNX ReduceSum. With `keepdims` the reduced axes stay with size 1, else they are
+/// dropped.
+///
+/// Floats (summed in f32), i32 and i64 (summed exactly; a sum out of the dtype's range is
+/// an error); `y` keeps the dtype.
+#[custom_op(name = "std.reduce_sum", params(axes: Vec<i64> = [], keepdims: bool = true))]
+pub mod reduce_sum {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        reduced_shape(NAME, x, &p.axes, p.keepdims)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        summable(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axes = reduced_axes(NAME, &p.axes, x.dims().len())?;
+        if x.dtype().is_float() {
+            let y = sum_axes(x.to_f32_array(), &axes, p.keepdims, 0.0, |a, b| a + b);
+            return Ok(Tensor::from_array(y).cast(x.dtype()));
+        }
+        let fits = |v: i64| x.dtype() == DType::I64 || i32::try_from(v).is_ok();
+        let sums = sum_axes(
+            x.cast(DType::I64).into_array::<i64>()?.mapv(Some),
+            &axes,
+            p.keepdims,
+            Some(0),
+            |a, b| a.zip(*b).and_then(|(a, b)| a.checked_add(b)),
+        );
+        let y = sums.mapv(|v| v.filter(|&v| fits(v)));
+        if y.iter().any(Option::is_none) {
+            return Err(OpError::input(
+                "x",
+                format!("a sum overflows {}", x.dtype()),
+            ));
+        }
+        Ok(Tensor::from_array(y.mapv(|v| v.unwrap_or_default())).cast(x.dtype()))
+    }
+}
+
+/// y = the mean of `x` over `axes` (negative count from the end; empty = every axis), as
+/// ONNX ReduceMean. With `keepdims` the reduced axes stay with size 1, else they are
+/// dropped.
+///
+/// Float dtypes, which `y` keeps; computed in f32. The mean over no elements is NaN.
+#[custom_op(name = "std.reduce_mean", params(axes: Vec<i64> = [], keepdims: bool = true))]
+pub mod reduce_mean {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        reduced_shape(NAME, x, &p.axes, p.keepdims)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        expect_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axes = reduced_axes(NAME, &p.axes, x.dims().len())?;
+        let count = reduced_count(x, &axes) as f32;
+        let sums = sum_axes(x.to_f32_array(), &axes, p.keepdims, 0.0, |a, b| a + b);
+        Ok(Tensor::from_array(sums / count).cast(x.dtype()))
+    }
+}

@@ -1,0 +1,407 @@
+//! Ops that move elements without computing on them (transpose, reshape, concat, slice,
+//! gather), and dtype conversion. All of them take every dtype.
+
+use ndarray::{ArrayD, Axis, Slice};
+
+use super::{normalize_axis, param_error};
+use crate::prelude::*;
+use crate::tensor::{Element, TensorData, dispatch};
+
+/// The permutation `perm` of an input of rank `rank`, checked: empty reverses the axes.
+fn permutation(op: &str, perm: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
+    if perm.is_empty() {
+        return Ok((0..rank).rev().collect());
+    }
+    let mut sorted: Vec<i64> = perm.to_vec();
+    sorted.sort_unstable();
+    if !sorted.iter().copied().eq(0..rank as i64) {
+        return Err(param_error(
+            op,
+            "perm",
+            format!(
+                "expected a permutation of 0..{rank} (the axes of x), got {perm:?}; an empty \
+                 perm reverses the axes"
+            ),
+        ));
+    }
+    Ok(perm.iter().map(|&axis| axis as usize).collect())
+}
+
+fn transpose_array<T: Element>(a: &ArrayD<T>, perm: &[usize]) -> Tensor {
+    Tensor::from_array(a.clone().permuted_axes(perm.to_vec()))
+}
+
+/// y = x with its axes permuted: `y.shape[i] = x.shape[perm[i]]`, as ONNX Transpose.
+/// `perm` is a permutation of `0..rank`; empty reverses the axes. Any dtype.
+#[custom_op(name = "std.transpose", params(perm: Vec<i64>))]
+pub mod transpose {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let perm = permutation(NAME, &p.perm, x.rank())?;
+        Ok(Shape::new(
+            perm.iter().map(|&axis| x.dims()[axis]).collect::<Vec<_>>(),
+        ))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let perm = permutation(NAME, &p.perm, x.dims().len())?;
+        Ok(dispatch!(x.data(), a => transpose_array(a, &perm)))
+    }
+}
+
+/// The output shape of ONNX Reshape (allowzero = 0) of `x` to `shape`.
+fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
+    let bad = |problem: String| param_error(op, "shape", problem);
+    let mut dims = Vec::with_capacity(shape.len());
+    let mut inferred = None;
+    for (i, &dim) in shape.iter().enumerate() {
+        dims.push(match dim {
+            -1 if inferred.is_some() => {
+                return Err(bad(format!("{shape:?} has more than one -1")));
+            }
+            -1 => {
+                inferred = Some(i);
+                1
+            }
+            0 => *x.dims().get(i).ok_or_else(|| {
+                bad(format!(
+                    "{shape:?}: the 0 at index {i} copies a dim of x, but x of shape {x} has \
+                     rank {}",
+                    x.rank()
+                ))
+            })?,
+            d if d < 0 => {
+                return Err(bad(format!(
+                    "{shape:?}: dims are >= 0, or -1 (inferred) once, got {d}"
+                )));
+            }
+            d => d as usize,
+        });
+    }
+    let known: usize = dims.iter().product();
+    if let Some(i) = inferred {
+        if known == 0 || !x.numel().is_multiple_of(known) {
+            return Err(bad(format!(
+                "{shape:?}: no size for the -1 at index {i} gives the {} elements of x of \
+                 shape {x}",
+                x.numel()
+            )));
+        }
+        dims[i] = x.numel() / known;
+    }
+    let out = Shape::new(dims);
+    if out.numel() != x.numel() {
+        return Err(bad(format!(
+            "{shape:?} means shape {out} of {} elements, but x of shape {x} has {}",
+            out.numel(),
+            x.numel()
+        )));
+    }
+    Ok(out)
+}
+
+/// y = x with another shape and the same elements in row-major order, as ONNX Reshape:
+/// one dim of `shape` may be -1 (inferred from the element count), and a 0 copies the dim
+/// of `x` at that index. The element count must not change. Any dtype.
+#[custom_op(name = "std.reshape", params(shape: Vec<i64>))]
+pub mod reshape {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        reshaped(NAME, x, &p.shape)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        Ok(x.reshape(reshaped(NAME, &x.shape(), &p.shape)?)?)
+    }
+}
+
+fn concat_arrays<T: Element>(a: &ArrayD<T>, b: &Tensor, axis: usize) -> Result<Tensor, OpError> {
+    let b = b.view::<T>()?;
+    let y = ndarray::concatenate(Axis(axis), &[a.view(), b])
+        .map_err(|e| OpError::input("b", format!("cannot be concatenated to a: {e}")))?;
+    Ok(Tensor::from_array(y))
+}
+
+/// y = a and b joined along `axis` (negative counts from the end), as ONNX Concat of two
+/// inputs; chain concats for more. `a` and `b` have one rank and dtype, and equal dims
+/// except along `axis`. Any dtype.
+#[custom_op(name = "std.concat", params(axis: i64))]
+pub mod concat {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape, p: &Params) -> Result<Shape, OpError> {
+        a.expect_min_rank("a", 1)?;
+        b.expect_rank("b", a.rank())?;
+        let axis = normalize_axis(NAME, "axis", p.axis, a.rank())?;
+        let agree = a
+            .dims()
+            .iter()
+            .zip(b.dims())
+            .enumerate()
+            .all(|(i, (x, y))| i == axis || x == y);
+        if !agree {
+            return Err(OpError::input(
+                "b",
+                format!(
+                    "shape {b} must equal a's {a} except along axis {axis}, where they are joined"
+                ),
+            ));
+        }
+        a.with_dim(axis as isize, a.dims()[axis] + b.dims()[axis])
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType, _p: &Params) -> Result<DType, OpError> {
+        super::super::expect_dtype_of("b", b, "a", a)?;
+        Ok(a)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axis = normalize_axis(NAME, "axis", p.axis, a.dims().len())?;
+        dispatch!(a.data(), x => concat_arrays(x, b, axis))
+    }
+}
+
+/// One axis of a slice: `range` of `axis`.
+struct SliceAxis {
+    axis: usize,
+    start: usize,
+    end: usize,
+}
+
+/// The axes and ranges of an ONNX Slice of `x` (steps 1), checked.
+fn slice_ranges(
+    op: &str,
+    x: &Shape,
+    starts: &[i64],
+    ends: &[i64],
+    axes: &[i64],
+) -> Result<Vec<SliceAxis>, OpError> {
+    if ends.len() != starts.len() {
+        return Err(param_error(
+            op,
+            "ends",
+            format!(
+                "has {} values, but starts has {}: one start and one end per sliced axis",
+                ends.len(),
+                starts.len()
+            ),
+        ));
+    }
+    let axes: Vec<usize> = if axes.is_empty() {
+        (0..starts.len())
+            .map(|axis| axis as i64)
+            .collect::<Vec<_>>()
+    } else if axes.len() != starts.len() {
+        return Err(param_error(
+            op,
+            "axes",
+            format!(
+                "has {} values, but starts has {}: one axis per start, or none for 0..{}",
+                axes.len(),
+                starts.len(),
+                starts.len()
+            ),
+        ));
+    } else {
+        axes.to_vec()
+    }
+    .into_iter()
+    .map(|axis| normalize_axis(op, "axes", axis, x.rank()))
+    .collect::<Result<_, _>>()?;
+    let mut seen = vec![false; x.rank()];
+    let mut ranges = Vec::with_capacity(axes.len());
+    for ((&axis, &start), &end) in axes.iter().zip(starts).zip(ends) {
+        if core::mem::replace(&mut seen[axis], true) {
+            return Err(param_error(
+                op,
+                "axes",
+                format!("axis {axis} is sliced twice"),
+            ));
+        }
+        let dim = x.dims()[axis] as i64;
+        // ONNX: negative indices count from the end, then both clamp to [0, dim].
+        let clamp = |index: i64| {
+            let from_start = if index < 0 {
+                index.saturating_add(dim)
+            } else {
+                index
+            };
+            from_start.clamp(0, dim) as usize
+        };
+        let (start, end) = (clamp(start), clamp(end));
+        ranges.push(SliceAxis {
+            axis,
+            start,
+            end: end.max(start),
+        });
+    }
+    Ok(ranges)
+}
+
+fn slice_array<T: Element>(a: &ArrayD<T>, ranges: &[SliceAxis]) -> Tensor {
+    let mut view = a.view();
+    for r in ranges {
+        view.slice_axis_inplace(Axis(r.axis), Slice::from(r.start..r.end));
+    }
+    Tensor::from_array(view.to_owned())
+}
+
+/// y = x[starts:ends] along `axes` (steps of 1), as ONNX Slice: negative starts and ends
+/// count from the end, and both are clamped to the axis (so `i64::MAX` means "to the end").
+/// Empty `axes` means `0..len(starts)`. `starts`, `ends` (and `axes`, when given) have one
+/// value per sliced axis; an axis is sliced once. Any dtype.
+#[custom_op(name = "std.slice", params(starts: Vec<i64>, ends: Vec<i64>, axes: Vec<i64> = []))]
+pub mod slice {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let mut dims = x.dims().to_vec();
+        for r in slice_ranges(NAME, x, &p.starts, &p.ends, &p.axes)? {
+            dims[r.axis] = r.end - r.start;
+        }
+        Ok(Shape::new(dims))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let ranges = slice_ranges(NAME, &x.shape(), &p.starts, &p.ends, &p.axes)?;
+        Ok(dispatch!(x.data(), a => slice_array(a, &ranges)))
+    }
+}
+
+/// `data` gathered along `axis` at `indices` (already in range), in the output's shape.
+fn gather_array<T: Element>(
+    data: &ArrayD<T>,
+    axis: usize,
+    indices: &[usize],
+    out: &Shape,
+) -> Result<Tensor, OpError> {
+    let picked = data.select(Axis(axis), indices);
+    Ok(Tensor::from_array(picked).reshape(out.clone())?)
+}
+
+/// y = data indexed along `axis` by every element of `indices`, as ONNX Gather:
+/// `y.shape = data.shape[..axis] + indices.shape + data.shape[axis + 1..]`. An embedding
+/// lookup is `data [vocab, d]`, `indices` of any shape, `axis = 0`, giving `[.., d]`.
+///
+/// `data` has any dtype, which `y` keeps; `indices` are i32 or i64, negative ones counting
+/// from the end of the axis. An index out of `-size..size` is an error naming it.
+#[custom_op(name = "std.gather", params(axis: i64 = 0))]
+pub mod gather {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(data: &Shape, indices: &Shape, p: &Params) -> Result<Shape, OpError> {
+        data.expect_min_rank("data", 1)?;
+        let axis = normalize_axis(NAME, "axis", p.axis, data.rank())?;
+        let mut dims = data.dims()[..axis].to_vec();
+        dims.extend(indices.dims());
+        dims.extend(&data.dims()[axis + 1..]);
+        Ok(Shape::new(dims))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(data: DType, indices: DType, _p: &Params) -> Result<DType, OpError> {
+        if !matches!(indices, DType::I32 | DType::I64) {
+            return Err(OpError::input(
+                "indices",
+                format!("expected i32 or i64, got {indices}"),
+            ));
+        }
+        Ok(data)
+    }
+
+    #[reference]
+    fn reference(data: &Tensor, indices: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axis = normalize_axis(NAME, "axis", p.axis, data.dims().len())?;
+        let size = data.dims()[axis];
+        let positions = indices
+            .cast(DType::I64)
+            .to_vec::<i64>()?
+            .into_iter()
+            .enumerate()
+            .map(|(flat, index)| {
+                let position = if index < 0 {
+                    index + size as i64
+                } else {
+                    index
+                };
+                usize::try_from(position)
+                    .ok()
+                    .filter(|&position| position < size)
+                    .ok_or_else(|| {
+                        OpError::input(
+                            "indices",
+                            format!(
+                                "index {index} (element {flat}) is out of range for axis \
+                                 {axis} of data of shape {}: expected {} ..= {}",
+                                data.shape(),
+                                -(size as i64),
+                                size as i64 - 1
+                            ),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<usize>, OpError>>()?;
+        let mut out = data.dims()[..axis].to_vec();
+        out.extend(indices.dims());
+        out.extend(&data.dims()[axis + 1..]);
+        dispatch!(data.data(), a => gather_array(a, axis, &positions, &Shape::new(out)))
+    }
+}
+
+/// The dtype a `to` param names.
+fn target_dtype(op: &str, to: &str) -> Result<DType, OpError> {
+    to.parse::<DType>()
+        .map_err(|e| param_error(op, "to", e.to_string()))
+}
+
+/// y = x converted to the dtype named by `to` (`f32`, `f16`, `bf16`, `i32`, `i64`, `i8`,
+/// `u8`, `bool`), element by element like [`Tensor::cast`]: floats round to nearest-even,
+/// floats to integers truncate toward zero and saturate (NaN gives 0), anything to bool
+/// is `!= 0`. Any dtype.
+#[custom_op(name = "std.cast", params(to: String))]
+pub mod cast {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        target_dtype(NAME, &p.to)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(_x: DType, p: &Params) -> Result<DType, OpError> {
+        target_dtype(NAME, &p.to)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        Ok(x.cast(target_dtype(NAME, &p.to)?))
+    }
+}

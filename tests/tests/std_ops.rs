@@ -1,0 +1,430 @@
+//! The references of the standard ops (`pto_op::ops`) against hand-computed values, and
+//! the texts of their shape, dtype and param errors.
+
+use pto_op::ops;
+use pto_op::{AttrValue, Attributes, OpDef, Tensor};
+
+fn f32s(dims: &[usize], values: &[f32]) -> Tensor {
+    Tensor::from_vec(dims, values.to_vec()).expect("values fit the shape")
+}
+
+fn i64s(dims: &[usize], values: &[i64]) -> Tensor {
+    Tensor::from_vec(dims, values.to_vec()).expect("values fit the shape")
+}
+
+fn attrs(pairs: &[(&str, AttrValue)]) -> Attributes {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), value.clone()))
+        .collect()
+}
+
+/// The one output of `def` on `inputs`.
+fn run(def: &'static OpDef, inputs: &[&Tensor], pairs: &[(&str, AttrValue)]) -> Tensor {
+    let mut outputs = def
+        .run_reference(inputs, &attrs(pairs))
+        .unwrap_or_else(|e| panic!("{e}"));
+    outputs.remove(0)
+}
+
+/// The error of `def` on `inputs`.
+fn fail(def: &'static OpDef, inputs: &[&Tensor], pairs: &[(&str, AttrValue)]) -> String {
+    def.run_reference(inputs, &attrs(pairs))
+        .expect_err("the call is refused")
+        .to_string()
+}
+
+fn ints(values: &[i64]) -> AttrValue {
+    AttrValue::I64s(values.to_vec())
+}
+
+/// Asserts `actual` has `dims` and is within 1e-6 of `expected`.
+fn assert_close(actual: &Tensor, dims: &[usize], expected: &[f32]) {
+    assert_eq!(actual.dims(), dims);
+    let values = actual.to_f64_vec();
+    assert_eq!(values.len(), expected.len());
+    for (i, (a, e)) in values.iter().zip(expected).enumerate() {
+        assert!((a - f64::from(*e)).abs() < 1e-6, "element {i}: {a} vs {e}");
+    }
+}
+
+#[test]
+fn arithmetic_broadcasts_like_numpy() {
+    let a = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let row = f32s(&[3], &[10.0, 20.0, 30.0]);
+    let column = f32s(&[2, 1], &[2.0, 4.0]);
+    let y = run(ops::add::def(), &[&a, &row], &[]);
+    assert_close(&y, &[2, 3], &[11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+    let y = run(ops::sub::def(), &[&row, &a], &[]);
+    assert_close(&y, &[2, 3], &[9.0, 18.0, 27.0, 6.0, 15.0, 24.0]);
+    let y = run(ops::mul::def(), &[&a, &column], &[]);
+    assert_close(&y, &[2, 3], &[2.0, 4.0, 6.0, 16.0, 20.0, 24.0]);
+    let y = run(ops::div::def(), &[&column, &row], &[]);
+    assert_close(&y, &[2, 3], &[0.2, 0.1, 2.0 / 30.0, 0.4, 0.2, 4.0 / 30.0]);
+    let half = f32s(&[2], &[1.0, -2.0]).cast(pto_op::DType::F16);
+    let y = run(ops::mul::def(), &[&half, &half], &[]);
+    assert_eq!(
+        (y.dtype(), y.to_f64_vec()),
+        (pto_op::DType::F16, vec![1.0, 4.0])
+    );
+}
+
+#[test]
+fn integer_arithmetic_is_exact_and_reports_overflow_and_division_by_zero() {
+    let a = Tensor::from_vec([3], vec![7i32, -7, 9]).expect("fits");
+    let b = Tensor::from_vec([3], vec![2i32, 2, -3]).expect("fits");
+    let y = run(ops::div::def(), &[&a, &b], &[]);
+    assert_eq!(y.to_vec::<i32>(), Ok(vec![3, -3, -3]));
+    let y = run(
+        ops::add::def(),
+        &[&i64s(&[2], &[1 << 40, 5]), &i64s(&[1], &[1])],
+        &[],
+    );
+    assert_eq!(y.to_vec::<i64>(), Ok(vec![(1 << 40) + 1, 6]));
+    let big = Tensor::from_vec([1], vec![i32::MAX]).expect("fits");
+    assert_eq!(
+        fail(ops::add::def(), &[&big, &big], &[]),
+        "op `std.add`: input `b`: 2147483647 + 2147483647: overflows i32"
+    );
+    let zero = Tensor::from_vec([1], vec![0i32]).expect("fits");
+    assert_eq!(
+        fail(ops::div::def(), &[&big, &zero], &[]),
+        "op `std.div`: input `b`: 2147483647 / 0: division by zero"
+    );
+}
+
+#[test]
+fn arithmetic_errors_name_the_input_and_both_sides() {
+    let a = f32s(&[2, 3], &[0.0; 6]);
+    let b = f32s(&[2], &[0.0; 2]);
+    assert_eq!(
+        fail(ops::add::def(), &[&a, &b], &[]),
+        "op `std.add`: input `b`: shape [2] does not broadcast with a of shape [2, 3]: aligned \
+         from the last axis, each pair of dims must be equal or one of them 1"
+    );
+    let h = f32s(&[2, 3], &[0.0; 6]).cast(pto_op::DType::F16);
+    assert_eq!(
+        fail(ops::mul::def(), &[&a, &h], &[]),
+        "op `std.mul`: input `b`: expected dtype f32 (that of a), got f16: convert it with \
+         std.cast"
+    );
+    let flags = Tensor::from_vec([1], vec![true]).expect("fits");
+    assert_eq!(
+        fail(ops::sub::def(), &[&flags, &flags], &[]),
+        "op `std.sub`: input `a`: expected f32, f16, bf16, i32 or i64, got bool"
+    );
+}
+
+#[test]
+fn activations() {
+    let x = f32s(&[4], &[-1.0, 0.0, 1.0, 2.0]);
+    assert_close(
+        &run(ops::relu::def(), &[&x], &[]),
+        &[4],
+        &[0.0, 0.0, 1.0, 2.0],
+    );
+    assert_close(
+        &run(ops::sigmoid::def(), &[&x], &[]),
+        &[4],
+        &[0.268_941_4, 0.5, 0.731_058_6, 0.880_797_1],
+    );
+    assert_close(
+        &run(ops::silu::def(), &[&x], &[]),
+        &[4],
+        &[-0.268_941_4, 0.0, 0.731_058_6, 1.761_594_2],
+    );
+    // x * Phi(x), and the tanh approximation.
+    assert_close(
+        &run(ops::gelu::def(), &[&x], &[]),
+        &[4],
+        &[-0.158_655_3, 0.0, 0.841_344_7, 1.954_499_7],
+    );
+    let tanh = [("approximate", AttrValue::String("tanh".to_owned()))];
+    assert_close(
+        &run(ops::gelu::def(), &[&x], &tanh),
+        &[4],
+        &[-0.158_808, 0.0, 0.841_192, 1.954_597_6],
+    );
+    let exact = [("approximate", AttrValue::String("erf".to_owned()))];
+    assert_eq!(
+        fail(ops::gelu::def(), &[&x], &exact),
+        "op `std.gelu`: param `approximate`: expected \"none\" (erf form) or \"tanh\", got \"erf\""
+    );
+    let ints = i64s(&[1], &[1]);
+    assert_eq!(
+        fail(ops::relu::def(), &[&ints], &[]),
+        "op `std.relu`: input `x`: expected f32, f16 or bf16, got i64"
+    );
+}
+
+#[test]
+fn softmax_along_any_axis() {
+    let x = f32s(&[2, 2], &[0.0, 1.0, 0.0, 3.0]);
+    let (e1, e3) = (1f32.exp(), 3f32.exp());
+    let last = run(ops::softmax::def(), &[&x], &[]);
+    assert_close(
+        &last,
+        &[2, 2],
+        &[
+            1.0 / (1.0 + e1),
+            e1 / (1.0 + e1),
+            1.0 / (1.0 + e3),
+            e3 / (1.0 + e3),
+        ],
+    );
+    let first = run(ops::softmax::def(), &[&x], &[("axis", AttrValue::I64(-2))]);
+    assert_close(&first, &[2, 2], &[0.5, e1 / (e1 + e3), 0.5, e3 / (e1 + e3)]);
+    assert_eq!(
+        fail(ops::softmax::def(), &[&x], &[("axis", AttrValue::I64(2))]),
+        "op `std.softmax`: param `axis`: axis 2 is out of range for rank 2 (expected -2 ..= 1)"
+    );
+}
+
+#[test]
+fn norms_over_the_last_axis() {
+    let x = f32s(&[2, 2], &[1.0, 3.0, -2.0, 2.0]);
+    let gamma = f32s(&[2], &[1.0, 2.0]);
+    let beta = f32s(&[2], &[0.5, 0.0]);
+    let eps = [("eps", AttrValue::F32(0.0))];
+    // Rows normalize to [-1, 1]; then * gamma + beta.
+    let y = run(ops::layer_norm::def(), &[&x, &gamma, &beta], &eps);
+    assert_close(&y, &[2, 2], &[-0.5, 2.0, -0.5, 2.0]);
+    // rms of [1, 3] is sqrt(5), of [-2, 2] is 2.
+    let y = run(ops::rms_norm::def(), &[&x, &gamma], &eps);
+    let r5 = 5f32.sqrt();
+    assert_close(&y, &[2, 2], &[1.0 / r5, 6.0 / r5, -1.0, 2.0]);
+    let wide = f32s(&[3], &[1.0; 3]);
+    assert_eq!(
+        fail(ops::layer_norm::def(), &[&x, &gamma, &wide], &[]),
+        "op `std.layer_norm`: input `beta`: expected shape [2], got [3]"
+    );
+}
+
+#[test]
+fn matmul_batches_over_the_leading_dims_of_a() {
+    let a = f32s(&[2, 1, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let b = f32s(&[2, 3], &[1.0, 0.0, 1.0, 0.0, 1.0, 1.0]);
+    let y = run(ops::matmul::def(), &[&a, &b], &[]);
+    assert_close(&y, &[2, 1, 3], &[1.0, 2.0, 3.0, 3.0, 4.0, 7.0]);
+    let y = run(ops::matmul::def(), &[&f32s(&[1, 2], &[1.0, 2.0]), &b], &[]);
+    assert_close(&y, &[1, 3], &[1.0, 2.0, 3.0]);
+    assert_eq!(
+        fail(ops::matmul::def(), &[&b, &b], &[]),
+        "op `std.matmul`: input `b`: a of shape [2, 3] has 3 columns, so b must have 3 rows, \
+         got shape [2, 3]: the inner dims of a [.., m, k] @ b [k, n] must agree"
+    );
+    assert_eq!(
+        fail(ops::matmul::def(), &[&b, &a], &[]),
+        "op `std.matmul`: input `b`: expected rank 2, got shape [2, 1, 2] of rank 3"
+    );
+}
+
+#[test]
+fn transpose_permutes_or_reverses_axes() {
+    let x = i64s(&[2, 3], &[0, 1, 2, 3, 4, 5]);
+    let y = run(ops::transpose::def(), &[&x], &[("perm", ints(&[]))]);
+    assert_eq!(
+        (y.dims(), y.to_vec::<i64>()),
+        (&[3, 2][..], Ok(vec![0, 3, 1, 4, 2, 5]))
+    );
+    let cube = i64s(&[1, 2, 3], &[0, 1, 2, 3, 4, 5]);
+    let y = run(
+        ops::transpose::def(),
+        &[&cube],
+        &[("perm", ints(&[1, 2, 0]))],
+    );
+    assert_eq!(
+        (y.dims(), y.to_vec::<i64>()),
+        (&[2, 3, 1][..], Ok(vec![0, 1, 2, 3, 4, 5]))
+    );
+    assert_eq!(
+        fail(ops::transpose::def(), &[&x], &[("perm", ints(&[0, 0]))]),
+        "op `std.transpose`: param `perm`: expected a permutation of 0..2 (the axes of x), got \
+         [0, 0]; an empty perm reverses the axes"
+    );
+}
+
+#[test]
+fn reshape_infers_minus_one_and_copies_zeros() {
+    let x = i64s(&[2, 3, 4], &(0..24).collect::<Vec<_>>());
+    let y = run(ops::reshape::def(), &[&x], &[("shape", ints(&[0, -1]))]);
+    assert_eq!(y.dims(), &[2, 12]);
+    assert_eq!(y.to_vec::<i64>(), x.to_vec::<i64>());
+    let y = run(ops::reshape::def(), &[&x], &[("shape", ints(&[-1, 0, 2]))]);
+    assert_eq!(y.dims(), &[4, 3, 2]);
+    assert_eq!(
+        fail(ops::reshape::def(), &[&x], &[("shape", ints(&[5, -1]))]),
+        "op `std.reshape`: param `shape`: [5, -1]: no size for the -1 at index 1 gives the 24 \
+         elements of x of shape [2, 3, 4]"
+    );
+    assert_eq!(
+        fail(ops::reshape::def(), &[&x], &[("shape", ints(&[-1, -1]))]),
+        "op `std.reshape`: param `shape`: [-1, -1] has more than one -1"
+    );
+    assert_eq!(
+        fail(ops::reshape::def(), &[&x], &[("shape", ints(&[4, 5]))]),
+        "op `std.reshape`: param `shape`: [4, 5] means shape [4, 5] of 20 elements, but x of \
+         shape [2, 3, 4] has 24"
+    );
+}
+
+#[test]
+fn concat_joins_along_an_axis() {
+    let a = i64s(&[2, 1], &[1, 2]);
+    let b = i64s(&[2, 2], &[3, 4, 5, 6]);
+    let y = run(
+        ops::concat::def(),
+        &[&a, &b],
+        &[("axis", AttrValue::I64(-1))],
+    );
+    assert_eq!(
+        (y.dims(), y.to_vec::<i64>()),
+        (&[2, 3][..], Ok(vec![1, 3, 4, 2, 5, 6]))
+    );
+    assert_eq!(
+        fail(
+            ops::concat::def(),
+            &[&a, &b],
+            &[("axis", AttrValue::I64(0))]
+        ),
+        "op `std.concat`: input `b`: shape [2, 2] must equal a's [2, 1] except along axis 0, \
+         where they are joined"
+    );
+}
+
+#[test]
+fn slice_counts_negative_indices_from_the_end_and_clamps() {
+    let x = i64s(&[3, 4], &(0..12).collect::<Vec<_>>());
+    let y = run(
+        ops::slice::def(),
+        &[&x],
+        &[
+            ("starts", ints(&[-3])),
+            ("ends", ints(&[i64::MAX])),
+            ("axes", ints(&[-1])),
+        ],
+    );
+    assert_eq!(y.dims(), &[3, 3]);
+    assert_eq!(y.to_vec::<i64>(), Ok(vec![1, 2, 3, 5, 6, 7, 9, 10, 11]));
+    // Empty axes: 0..len(starts); an end before its start gives an empty axis.
+    let y = run(
+        ops::slice::def(),
+        &[&x],
+        &[("starts", ints(&[1, -100])), ("ends", ints(&[-1, 2]))],
+    );
+    assert_eq!((y.dims(), y.to_vec::<i64>()), (&[1, 2][..], Ok(vec![4, 5])));
+    let y = run(
+        ops::slice::def(),
+        &[&x],
+        &[("starts", ints(&[2])), ("ends", ints(&[1]))],
+    );
+    assert_eq!(y.dims(), &[0, 4]);
+    assert_eq!(
+        fail(
+            ops::slice::def(),
+            &[&x],
+            &[("starts", ints(&[0])), ("ends", ints(&[1, 2]))]
+        ),
+        "op `std.slice`: param `ends`: has 2 values, but starts has 1: one start and one end \
+         per sliced axis"
+    );
+}
+
+#[test]
+fn gather_looks_up_rows_and_reports_an_index_out_of_range() {
+    let table = f32s(&[3, 2], &[0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+    let ids = Tensor::from_vec([2, 2], vec![2i32, 0, -1, 1]).expect("fits");
+    let y = run(ops::gather::def(), &[&table, &ids], &[]);
+    assert_close(&y, &[2, 2, 2], &[2.0, 2.5, 0.0, 0.5, 2.0, 2.5, 1.0, 1.5]);
+    let columns = run(
+        ops::gather::def(),
+        &[&table, &i64s(&[1], &[1])],
+        &[("axis", AttrValue::I64(1))],
+    );
+    assert_close(&columns, &[3, 1], &[0.5, 1.5, 2.5]);
+    let bad = i64s(&[3], &[0, 3, 1]);
+    assert_eq!(
+        fail(ops::gather::def(), &[&table, &bad], &[]),
+        "op `std.gather`: input `indices`: index 3 (element 1) is out of range for axis 0 of \
+         data of shape [3, 2]: expected -3 ..= 2"
+    );
+    assert_eq!(
+        fail(ops::gather::def(), &[&table, &table], &[]),
+        "op `std.gather`: input `indices`: expected i32 or i64, got f32"
+    );
+}
+
+#[test]
+fn cast_converts_to_a_named_dtype() {
+    let x = f32s(&[3], &[1.7, -1.7, 0.0]);
+    let to = |name: &str| [("to", AttrValue::String(name.to_owned()))];
+    let y = run(ops::cast::def(), &[&x], &to("i32"));
+    assert_eq!(y.to_vec::<i32>(), Ok(vec![1, -1, 0]));
+    let y = run(ops::cast::def(), &[&x], &to("bool"));
+    assert_eq!(y.to_vec::<bool>(), Ok(vec![true, true, false]));
+    assert_eq!(
+        fail(ops::cast::def(), &[&x], &to("float16")),
+        "op `std.cast`: param `to`: unknown dtype `float16`: expected one of f32, f16, bf16, \
+         i32, i64, i8, u8, bool"
+    );
+}
+
+#[test]
+fn reductions_over_axes() {
+    let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let y = run(ops::reduce_sum::def(), &[&x], &[]);
+    assert_close(&y, &[1, 1], &[21.0]);
+    let y = run(
+        ops::reduce_mean::def(),
+        &[&x],
+        &[("axes", ints(&[-1])), ("keepdims", AttrValue::Bool(false))],
+    );
+    assert_close(&y, &[2], &[2.0, 5.0]);
+    let y = run(ops::reduce_mean::def(), &[&x], &[("axes", ints(&[0]))]);
+    assert_close(&y, &[1, 3], &[2.5, 3.5, 4.5]);
+    let counts = Tensor::from_vec([2, 2], vec![1i32, 2, 3, 4]).expect("fits");
+    let y = run(ops::reduce_sum::def(), &[&counts], &[("axes", ints(&[1]))]);
+    assert_eq!((y.dims(), y.to_vec::<i32>()), (&[2, 1][..], Ok(vec![3, 7])));
+    assert_eq!(
+        fail(ops::reduce_sum::def(), &[&x], &[("axes", ints(&[1, -1]))]),
+        "op `std.reduce_sum`: param `axes`: [1, -1] names an axis twice"
+    );
+}
+
+#[test]
+fn every_std_op_is_registered_with_a_doc() {
+    let ops = pto_op::registry::ops().expect("one op per name");
+    let names: Vec<&str> = ops
+        .iter()
+        .map(|op| op.name)
+        .filter(|name| name.starts_with("std."))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "std.add",
+            "std.cast",
+            "std.concat",
+            "std.div",
+            "std.gather",
+            "std.gelu",
+            "std.layer_norm",
+            "std.matmul",
+            "std.mul",
+            "std.reduce_mean",
+            "std.reduce_sum",
+            "std.relu",
+            "std.reshape",
+            "std.rms_norm",
+            "std.sigmoid",
+            "std.silu",
+            "std.slice",
+            "std.softmax",
+            "std.sub",
+            "std.transpose",
+        ]
+    );
+    for op in ops.iter().filter(|op| op.name.starts_with("std.")) {
+        assert!(!op.doc.trim().is_empty(), "{} has no doc", op.name);
+    }
+}

@@ -1,0 +1,199 @@
+//! The kernels of the standard ops (`pto_op::ops`) against their references: each case
+//! runs the reference on `cpu` and the kernel on `sim` (kirin9030) on the same seeded
+//! inputs. The std ops live in pto-op, which cannot link the targets, so their parity
+//! cases are this table rather than `#[parity]` attributes.
+
+use pto_backends::cpu::Cpu;
+use pto_backends::sim::Sim;
+use pto_op::parity::{ParityCase, check_parity};
+use pto_op::{AttrValue, Attributes, DType, DeviceProfile, OpDef, Shape, TensorType, ops};
+
+/// `f32[dims]`, `f16[dims]`, ...
+fn ty(dtype: DType, dims: &[usize]) -> TensorType {
+    TensorType {
+        shape: Shape::from(dims),
+        dtype,
+    }
+}
+
+/// One case per dtype in `dtypes`, for inputs of `shapes` and params `attrs`.
+fn cases(
+    def: &'static OpDef,
+    shapes: &[&[usize]],
+    attrs: &[(&str, AttrValue)],
+) -> Vec<(&'static OpDef, ParityCase)> {
+    [DType::F32, DType::F16]
+        .into_iter()
+        .map(|dtype| {
+            let case = ParityCase {
+                inputs: shapes.iter().map(|dims| ty(dtype, dims)).collect(),
+                attrs: attrs
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), value.clone()))
+                    .collect::<Attributes>(),
+                seed: shapes.len() as u64 + shapes.iter().map(|s| s.len() as u64).sum::<u64>(),
+                tolerance: None,
+            };
+            (def, case)
+        })
+        .collect()
+}
+
+/// Runs every case, printing each report, and fails listing those that did not pass.
+fn check_all(table: Vec<(&'static OpDef, ParityCase)>) {
+    let profile = DeviceProfile::builtin("kirin9030").expect("built-in profile");
+    let sim = Sim::new(profile);
+    let mut failures = Vec::new();
+    for (def, case) in &table {
+        match check_parity(def, case, &Cpu, &sim) {
+            Ok(report) => {
+                println!("{report}");
+                if !report.passed() {
+                    failures.push(report.to_string());
+                }
+            }
+            Err(e) => failures.push(format!(
+                "{} for {}: {e}",
+                def.name,
+                case.describe(def.inputs)
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        table.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn binary_arithmetic_kernels_match_their_references() {
+    let mut table = Vec::new();
+    for def in [
+        ops::add::def(),
+        ops::sub::def(),
+        ops::mul::def(),
+        ops::div::def(),
+    ] {
+        // Same shape, a whole tile and an edge tile.
+        table.extend(cases(def, &[&[64, 256], &[64, 256]], &[]));
+        table.extend(cases(def, &[&[37, 100], &[37, 100]], &[]));
+        // Row broadcast [.., n] with [n], and the other general broadcasts.
+        table.extend(cases(def, &[&[2, 13, 48], &[48]], &[]));
+        table.extend(cases(def, &[&[33], &[5, 33]], &[]));
+        table.extend(cases(def, &[&[7, 1], &[1, 30]], &[]));
+        table.extend(cases(def, &[&[3, 70, 1], &[70, 20]], &[]));
+    }
+    check_all(table);
+}
+
+#[test]
+fn activation_kernels_match_their_references() {
+    let mut table = Vec::new();
+    for def in [
+        ops::relu::def(),
+        ops::sigmoid::def(),
+        ops::silu::def(),
+        ops::gelu::def(),
+    ] {
+        table.extend(cases(def, &[&[64, 256]], &[]));
+        table.extend(cases(def, &[&[3, 37, 100]], &[]));
+        table.extend(cases(def, &[&[77]], &[]));
+    }
+    let tanh = || [("approximate", AttrValue::String("tanh".to_owned()))];
+    table.extend(cases(ops::gelu::def(), &[&[64, 256]], &tanh()));
+    table.extend(cases(ops::gelu::def(), &[&[13, 100]], &tanh()));
+    check_all(table);
+}
+
+#[test]
+fn row_kernels_match_their_references() {
+    let mut table = Vec::new();
+    let softmax = ops::softmax::def();
+    table.extend(cases(softmax, &[&[16, 128]], &[]));
+    table.extend(cases(softmax, &[&[2, 9, 77]], &[]));
+    table.extend(cases(softmax, &[&[13, 40]], &[("axis", AttrValue::I64(1))]));
+    let layer_norm = ops::layer_norm::def();
+    table.extend(cases(layer_norm, &[&[32, 256], &[256], &[256]], &[]));
+    table.extend(cases(
+        layer_norm,
+        &[&[2, 13, 100], &[100], &[100]],
+        &[("eps", AttrValue::F32(1e-3))],
+    ));
+    let rms_norm = ops::rms_norm::def();
+    table.extend(cases(rms_norm, &[&[32, 256], &[256]], &[]));
+    table.extend(cases(
+        rms_norm,
+        &[&[2, 7, 48], &[48]],
+        &[("eps", AttrValue::F32(1e-5))],
+    ));
+    check_all(table);
+}
+
+#[test]
+fn matmul_kernel_matches_its_reference() {
+    let matmul = ops::matmul::def();
+    let mut table = Vec::new();
+    table.extend(cases(matmul, &[&[64, 128], &[128, 64]], &[]));
+    table.extend(cases(matmul, &[&[100, 70], &[70, 50]], &[]));
+    table.extend(cases(matmul, &[&[130, 300], &[300, 90]], &[]));
+    table.extend(cases(matmul, &[&[5, 3], &[3, 7]], &[]));
+    check_all(table);
+}
+
+#[test]
+fn kernels_explain_what_they_do_not_support() {
+    let trace = |def: &'static OpDef, inputs: &[TensorType], attrs: Attributes| {
+        def.trace_kernel(inputs, &attrs)
+            .expect_err("the kernel refuses")
+            .to_string()
+    };
+    assert_eq!(
+        trace(
+            ops::softmax::def(),
+            &[ty(DType::F32, &[4, 8])],
+            Attributes::from([("axis".to_owned(), AttrValue::I64(0))]),
+        ),
+        "op `std.softmax`: param `axis`: the kernel takes the last axis (-1 or 1), got 0: \
+         transpose the axis to the end, or run on the cpu target"
+    );
+    assert_eq!(
+        trace(
+            ops::matmul::def(),
+            &[ty(DType::F16, &[2, 4, 8]), ty(DType::F16, &[8, 16])],
+            Attributes::new(),
+        ),
+        "op `std.matmul`: input `a`: the kernel takes a rank-2 a, got shape [2, 4, 8]: \
+         reshape the batch into the rows, [B * m, k]"
+    );
+    assert_eq!(
+        trace(
+            ops::div::def(),
+            &[ty(DType::I32, &[4, 8]), ty(DType::I32, &[4, 8])],
+            Attributes::new(),
+        ),
+        "op `std.div`: input `a`: the kernel divides floats only, got i32: integer division \
+         runs on the cpu target"
+    );
+}
+
+#[test]
+fn integer_arithmetic_kernels_are_exact() {
+    let mut table = Vec::new();
+    for def in [ops::add::def(), ops::sub::def(), ops::mul::def()] {
+        for dtype in [DType::I32, DType::I64] {
+            table.push((
+                def,
+                ParityCase {
+                    inputs: vec![ty(dtype, &[9, 40]), ty(dtype, &[40])],
+                    attrs: Attributes::new(),
+                    seed: 5,
+                    tolerance: None,
+                },
+            ));
+        }
+    }
+    check_all(table);
+}
