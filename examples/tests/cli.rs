@@ -21,7 +21,7 @@ fn ops_json_lists_every_linked_schema() {
 fn compile_reports_nodes_kernels_fallbacks_and_memory() {
     let out = run(["pto", "compile", "mixed", "--target", "sim"]).unwrap();
     for part in [
-        "model `mixed` compiled for target `sim`: 4 node(s), 3 kernel(s) traced",
+        "model `mixed` compiled for target `sim`: 5 node(s), 4 kernel(s) traced",
         "demo.moments",
         "reference (fallback: no kernel)",
         "peak activation memory",
@@ -32,7 +32,7 @@ fn compile_reports_nodes_kernels_fallbacks_and_memory() {
     let json: serde_json::Value =
         serde_json::from_str(&run(["pto", "compile", "mixed", "--json"]).unwrap()).unwrap();
     assert_eq!(json["target"], "cpu");
-    assert_eq!(json["nodes"][3]["runs"], "reference");
+    assert_eq!(json["nodes"][4]["runs"], "reference");
 }
 
 #[test]
@@ -49,7 +49,7 @@ fn run_on_sim_prints_outputs_and_a_timing_table() {
     .unwrap();
     for part in [
         "model `decoder-block` on target `sim`, inputs: random, seed 3",
-        "output `n7.y` f32[64, 64]",
+        "output `n9.y` f32[64, 64]",
         "demo.swiglu",
         "simulated",
         "total simulated",
@@ -76,7 +76,7 @@ fn parity_and_inspect_report_per_output_and_per_node() {
         "{out}"
     );
     assert!(
-        out.contains("(from `demo.swiglu`): all 4096 elements match"),
+        out.contains("(from `std.add`): all 4096 elements match"),
         "{out}"
     );
     let json: serde_json::Value =
@@ -94,7 +94,8 @@ fn mistakes_are_named() {
     let err = run(["pto", "run", "decoder_blok"]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no built-in model named `decoder_blok`; built-in models: decoder-block, mixed, pipeline"
+        "no model file `decoder_blok` and no built-in model of that name; built-in models: \
+         decoder-block, mixed, pipeline"
     );
     let err = run(["pto", "compile", "pipeline", "--target", "gpu"]).unwrap_err();
     assert_eq!(
@@ -123,5 +124,23 @@ fn the_binary_runs_and_exits_with_the_right_code() {
         .output()
         .unwrap();
     assert_eq!(failed.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&failed.stderr).starts_with("error: no built-in model"));
+    assert!(String::from_utf8_lossy(&failed.stderr).starts_with("error: no model file `nope`"));
+}
+
+#[test]
+fn an_exported_model_file_compiles_and_runs_like_the_built_in_model() {
+    let dir = std::env::temp_dir().join(format!("pto-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("decoder-block.pto");
+    let path = file.to_str().unwrap();
+    let out = run(["pto", "export", "decoder-block", "-o", path]).unwrap();
+    assert!(
+        out.starts_with("exported model `decoder-block` to "),
+        "{out}"
+    );
+    let from_file = run(["pto", "run", path, "--target", "sim", "--json"]).unwrap();
+    let built_in = run(["pto", "run", "decoder-block", "--target", "sim", "--json"]).unwrap();
+    assert_eq!(from_file, built_in);
+    assert!(run(["pto", "parity", path]).unwrap().contains("passed"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -29,9 +29,9 @@ fn sim_runs_kernels_falls_back_visibly_and_times_every_node() {
     let compiled = compile(&model, "sim").unwrap();
     let report = compiled.report();
     assert_eq!(report.fallbacks, ["demo.moments"]);
-    assert_eq!(report.kernels_traced, 3);
+    assert_eq!(report.kernels_traced, 4);
     assert!(matches!(report.nodes[0].runs, NodeRuns::Kernel { .. }));
-    assert_eq!(report.nodes[3].runs, NodeRuns::Fallback);
+    assert_eq!(report.nodes[4].runs, NodeRuns::Fallback);
     let text = report.to_string();
     assert!(
         text.contains("1 op(s) fall back to the CPU reference: demo.moments"),
@@ -44,6 +44,7 @@ fn sim_runs_kernels_falls_back_visibly_and_times_every_node() {
     assert_eq!(
         kinds,
         [
+            TimeKind::Simulated,
             TimeKind::Simulated,
             TimeKind::Simulated,
             TimeKind::Simulated,

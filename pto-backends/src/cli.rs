@@ -7,9 +7,10 @@
 //! }
 //! ```
 //!
-//! Subcommands: `ops`, `models`, `compile`, `run`, `parity`, `inspect`; `--json` on every
-//! report. A MODEL argument names a built-in model (see [`crate::models`]). The target is
-//! `--target`, else `PTO_TARGET`, else `cpu`.
+//! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `inspect`; `--json`
+//! on every report. A MODEL argument is a model file (`pto export` writes one), else the
+//! name of a built-in model (see [`crate::models`]). The target is `--target`, else
+//! `PTO_TARGET`, else `cpu`.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -51,10 +52,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a model to a model file (one safetensors file: weights, graph, op schemas).
+    Export {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// The file to write (atomically).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compile a model for a target and print the compile report: nodes, what runs each,
     /// kernels and fallbacks, peak activation and weight memory.
     Compile {
-        /// A built-in model's name.
+        /// A model file or a built-in model's name.
         model: String,
         /// The target (default: PTO_TARGET, else cpu).
         #[arg(long)]
@@ -65,7 +77,7 @@ enum Command {
     },
     /// Run a model: a summary of each output and the per-node timing table.
     Run {
-        /// A built-in model's name.
+        /// A model file or a built-in model's name.
         model: String,
         /// The target (default: PTO_TARGET, else cpu).
         #[arg(long)]
@@ -79,7 +91,7 @@ enum Command {
     /// Run a model on a target and on a reference target with the same inputs and compare
     /// every output.
     Parity {
-        /// A built-in model's name.
+        /// A model file or a built-in model's name.
         model: String,
         /// The target checked.
         #[arg(long, default_value = "sim")]
@@ -95,7 +107,7 @@ enum Command {
     },
     /// Show a model: inputs, weights, outputs, nodes with their shapes and dtypes, memory.
     Inspect {
-        /// A built-in model's name.
+        /// A model file or a built-in model's name.
         model: String,
         /// Print JSON.
         #[arg(long)]
@@ -120,8 +132,8 @@ pub enum CliError {
     /// The arguments do not parse (or ask for help or the version).
     #[error("{0}")]
     Usage(#[from] clap::Error),
-    /// No model of that name.
-    #[error("no built-in model named `{name}`; built-in models: {known}")]
+    /// No model file or built-in model of that name.
+    #[error("no model file `{name}` and no built-in model of that name; built-in models: {known}")]
     UnknownModel {
         /// The name asked for.
         name: String,
@@ -136,6 +148,9 @@ pub enum CliError {
         /// The builder's error.
         message: String,
     },
+    /// A model file could not be read or written.
+    #[error(transparent)]
+    ModelFile(#[from] pto_op::model::ModelFileError),
     /// The registry of ops is broken (two ops share a name).
     #[error(transparent)]
     Registry(#[from] pto_op::RegistryError),
@@ -202,6 +217,22 @@ where
     match cli.command {
         Command::Ops { json } => ops(json),
         Command::Models { json } => models(json),
+        Command::Export {
+            model,
+            output,
+            json,
+        } => {
+            let model = load_model(&model)?;
+            model.save(&output)?;
+            let exported = Exported {
+                model: model.name.clone(),
+                file: output.display().to_string(),
+                nodes: model.graph.nodes.len(),
+                ops: model.schemas.keys().cloned().collect(),
+                weight_bytes: model.weight_bytes(),
+            };
+            render(&exported, json)
+        }
         Command::Compile {
             model,
             target,
@@ -271,8 +302,13 @@ fn render<R: Serialize + core::fmt::Display>(report: &R, json: bool) -> Result<S
     }
 }
 
-/// The model a MODEL argument names.
+/// The model a MODEL argument names: a model file if one exists at that path, else a
+/// built-in model.
 fn load_model(name: &str) -> Result<Model, CliError> {
+    let path = std::path::Path::new(name);
+    if path.is_file() {
+        return Ok(Model::load(path)?);
+    }
     let def = find_builtin(name).ok_or_else(|| CliError::UnknownModel {
         name: name.to_owned(),
         known: match builtin_models().as_slice() {
@@ -372,6 +408,31 @@ fn models(json: bool) -> Result<String, CliError> {
         out.push_str(&format!("\n{:<16} {}", m.name, m.description));
     }
     Ok(out)
+}
+
+/// What `pto export` prints.
+#[derive(Debug, Serialize)]
+struct Exported {
+    model: String,
+    file: String,
+    nodes: usize,
+    ops: Vec<String>,
+    weight_bytes: u64,
+}
+
+impl core::fmt::Display for Exported {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "exported model `{}` to {}: {} node(s) of {} op(s) ({}), weights {}",
+            self.model,
+            self.file,
+            self.nodes,
+            self.ops.len(),
+            self.ops.join(", "),
+            human_bytes(self.weight_bytes)
+        )
+    }
 }
 
 /// What `pto run` prints: where the inputs came from, a summary of each output, the

@@ -1,16 +1,17 @@
-//! A transformer decoder block (one head), from fused custom ops:
+//! A transformer decoder block (one head): fused custom ops for attention and the MLP,
+//! standard ops (`std.matmul`, `std.add`) for the projections and residuals.
 //!
 //! ```text
-//! h = rms_norm(x, g_attn)
-//! a = flash_attention(h @ w_q, h @ w_k, h @ w_v; causal) @ w_o
-//! m = rms_norm(a, g_mlp)
-//! y = swiglu(m, w_gate, w_up, w_down)
+//! h = demo.rms_norm(x, g_attn)
+//! r = x + demo.flash_attention(h @ w_q, h @ w_k, h @ w_v; causal) @ w_o
+//! y = r + demo.swiglu(demo.rms_norm(r, g_mlp), w_gate, w_up, w_down)
 //! ```
 
+use pto_op::ops::{add, matmul};
 use pto_op::{DType, Graph, Model, OpError, Shape};
 
 use super::{gain, weight};
-use crate::{flash_attention, matmul, rms_norm, swiglu};
+use crate::{flash_attention, rms_norm, swiglu};
 
 /// Tokens.
 pub const SEQ: usize = 64;
@@ -55,8 +56,10 @@ pub fn build() -> Result<Model, OpError> {
         },
     )?;
     let attended = matmul::apply(&attention, &w_o, &matmul::Params {})?;
-    let m = rms_norm::apply(&attended, &g_mlp, &norm)?;
-    let y = swiglu::apply(&m, &w_gate, &w_up, &w_down, &swiglu::Params {})?;
+    let residual = add::apply(&x, &attended, &add::Params {})?;
+    let m = rms_norm::apply(&residual, &g_mlp, &norm)?;
+    let mlp = swiglu::apply(&m, &w_gate, &w_up, &w_down, &swiglu::Params {})?;
+    let y = add::apply(&residual, &mlp, &add::Params {})?;
     graph.output(&y);
     graph.to_model("decoder-block")
 }

@@ -1,17 +1,18 @@
-//! A mixed model: ops of two operator crates, written by two teams that never saw each
-//! other's code, in one graph.
+//! A mixed model: standard ops and the ops of two operator crates, written by two teams
+//! that never saw each other's code, in one graph.
 //!
 //! ```text
-//! h = teamb.scaled_tanh(x @ w_in; alpha = 2)      demo.matmul, then team B's op
+//! h = x + teamb.scaled_tanh(x @ w_in; alpha = 2)  std.matmul, team B's op, std.add
 //! y = demo.rms_norm(h, gamma)
 //! (mean, rstd) = demo.moments(y)                  no kernel: the CPU reference on sim
 //! ```
 
+use pto_op::ops::{add, matmul};
 use pto_op::{DType, Graph, Model, OpError, Shape};
 use pto_team_b::scaled_tanh;
 
 use super::{gain, weight};
-use crate::{matmul, moments, rms_norm};
+use crate::{moments, rms_norm};
 
 /// Rows of the input.
 pub const ROWS: usize = 64;
@@ -30,7 +31,8 @@ pub fn build() -> Result<Model, OpError> {
     let gamma = graph.weight("gamma", gain(COLS, dtype, 22))?;
     let projected = matmul::apply(&x, &w_in, &matmul::Params {})?;
     let clamped = scaled_tanh::apply(&projected, &scaled_tanh::Params { alpha: 2.0 })?;
-    let y = rms_norm::apply(&clamped, &gamma, &rms_norm::Params { eps: 1e-6 })?;
+    let residual = add::apply(&x, &clamped, &add::Params {})?;
+    let y = rms_norm::apply(&residual, &gamma, &rms_norm::Params { eps: 1e-6 })?;
     let (mean, rstd) = moments::apply(&y, &moments::Params { eps: 1e-5 })?;
     graph.output(&y);
     graph.output(&mean);

@@ -2,8 +2,8 @@
 //! command line (`pto run decoder-block`).
 //!
 //! - [`pipeline`]: one custom op feeds the next, with a weight.
-//! - [`decoder_block`]: a transformer decoder block of fused custom ops.
-//! - [`mixed`]: ops of two operator crates (two teams) in one model.
+//! - [`decoder_block`]: a transformer decoder block: fused custom ops and std ops.
+//! - [`mixed`]: std ops and the ops of two operator crates (two teams) in one model.
 
 pub mod decoder_block;
 pub mod mixed;
@@ -27,7 +27,7 @@ register_model!(
     ModelDef {
         name: "decoder-block",
         description: "a transformer decoder block: RMSNorm, Q/K/V projections, flash attention, \
-                      output projection, RMSNorm, fused SwiGLU MLP",
+                      output projection, residual, RMSNorm, fused SwiGLU MLP, residual",
         build: decoder_block::build,
     }
 );
@@ -36,7 +36,7 @@ register_model!(
     MIXED,
     ModelDef {
         name: "mixed",
-        description: "ops of two operator crates in one model: demo.* and teamb.*",
+        description: "standard ops and the ops of two operator crates in one model: std.*, demo.*, teamb.*",
         build: mixed::build,
     }
 );
