@@ -48,6 +48,7 @@ pub mod executor;
 pub mod graph;
 pub mod kernel;
 pub mod model;
+pub mod onnx;
 pub mod op;
 pub mod parity;
 pub mod perf;
