@@ -89,14 +89,25 @@ pub mod two_inputs {
 fn a_traced_graph_becomes_a_model_with_weights_names_and_schemas() {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([4, 16]), DType::F32);
-    let gamma = graph.weight("gamma", Tensor::random([16], DType::F32, 1)).unwrap();
+    let gamma = graph
+        .weight("gamma", Tensor::random([16], DType::F32, 1))
+        .unwrap();
     let y = pto_examples::rms_norm::apply(&x, &gamma, &Default::default()).unwrap();
     graph.output(&y);
     let model = graph.to_model("tiny").unwrap();
     assert_eq!(model.graph.values[y.id()].name, "n0.y");
     assert_eq!(model.graph.outputs, vec![y.id()]);
     assert_eq!(model.weight_bytes(), 64);
-    assert_eq!(model.schemas["demo.rms_norm"], pto_examples::rms_norm::def().schema());
-    let err = graph.weight("gamma", Tensor::zeros([1], DType::F32)).unwrap_err();
-    assert!(err.to_string().contains("already has a value named `gamma`"), "{err}");
+    assert_eq!(
+        model.schemas["demo.rms_norm"],
+        pto_examples::rms_norm::def().schema()
+    );
+    let err = graph
+        .weight("gamma", Tensor::zeros([1], DType::F32))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("already has a value named `gamma`"),
+        "{err}"
+    );
 }
