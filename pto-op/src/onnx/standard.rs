@@ -168,7 +168,7 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[
             input("starts", 1, false),
             input("ends", 2, false),
-            input("axes", 3, false),
+            input("axes", 3, true),
         ],
         &[],
     ),
