@@ -197,7 +197,7 @@ fn import_errors_name_the_node_the_attribute_and_what_was_expected() {
     assert_eq!(
         unknown.to_string(),
         "node #1 `n1`: no op for domain `nope`, op_type `rms_norm`: no op named `nope.rms_norm` \
-         is registered; did you mean demo.rms_norm?"
+         is registered; did you mean demo.rms_norm or std.rms_norm?"
     );
     let mistyped = import_edited(&|g| {
         let attr: &mut AttributeProto = &mut g.node[1].attribute[0];
