@@ -142,5 +142,10 @@ fn an_exported_model_file_compiles_and_runs_like_the_built_in_model() {
     let built_in = run(["pto", "run", "decoder-block", "--target", "sim", "--json"]).unwrap();
     assert_eq!(from_file, built_in);
     assert!(run(["pto", "parity", path]).unwrap().contains("passed"));
+    let onnx = dir.join("decoder-block.onnx");
+    let onnx = onnx.to_str().unwrap();
+    run(["pto", "export", "decoder-block", "-o", onnx]).unwrap();
+    let from_onnx = run(["pto", "run", onnx, "--target", "sim", "--json"]).unwrap();
+    assert_eq!(from_onnx, built_in);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `inspect`; `--json`
-//! on every report. A MODEL argument is a model file (`pto export` writes one), else the
+//! on every report. A MODEL argument is an ONNX or model file (`pto export` writes both),
+//! else the
 //! name of a built-in model (see [`crate::models`]). The target is `--target`, else
 //! `PTO_TARGET`, else `cpu`.
 
@@ -52,7 +53,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write a model to a model file (one safetensors file: weights, graph, op schemas).
+    /// Write a model to an ONNX file (`.onnx`) or a model file (any other name: one
+    /// safetensors file of weights, graph and op schemas).
     Export {
         /// A model file or a built-in model's name.
         model: String,
@@ -151,6 +153,9 @@ pub enum CliError {
     /// A model file could not be read or written.
     #[error(transparent)]
     ModelFile(#[from] pto_op::model::ModelFileError),
+    /// An ONNX file could not be read or written.
+    #[error(transparent)]
+    Onnx(#[from] pto_op::onnx::OnnxError),
     /// The registry of ops is broken (two ops share a name).
     #[error(transparent)]
     Registry(#[from] pto_op::RegistryError),
@@ -223,7 +228,11 @@ where
             json,
         } => {
             let model = load_model(&model)?;
-            model.save(&output)?;
+            if is_onnx(&output) {
+                model.save_onnx(&output)?;
+            } else {
+                model.save(&output)?;
+            }
             let exported = Exported {
                 model: model.name.clone(),
                 file: output.display().to_string(),
@@ -302,12 +311,22 @@ fn render<R: Serialize + core::fmt::Display>(report: &R, json: bool) -> Result<S
     }
 }
 
-/// The model a MODEL argument names: a model file if one exists at that path, else a
-/// built-in model.
+/// True for a path that names an ONNX file.
+fn is_onnx(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// The model a MODEL argument names: an ONNX or model file if one exists at that path,
+/// else a built-in model.
 fn load_model(name: &str) -> Result<Model, CliError> {
     let path = std::path::Path::new(name);
     if path.is_file() {
-        return Ok(Model::load(path)?);
+        return Ok(if is_onnx(path) {
+            Model::load_onnx(path)?
+        } else {
+            Model::load(path)?
+        });
     }
     let def = find_builtin(name).ok_or_else(|| CliError::UnknownModel {
         name: name.to_owned(),

@@ -53,6 +53,7 @@ pub mod executor;
 pub mod graph;
 pub mod kernel;
 pub mod model;
+pub mod onnx;
 pub mod op;
 pub mod ops;
 pub mod parity;

@@ -1,0 +1,463 @@
+//! Model -> ONNX bytes.
+
+use std::collections::{BTreeMap, HashSet};
+
+use prost::Message;
+
+use super::proto::{
+    AttributeProto, AttributeType, Dimension, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto,
+    TypeProto, ValueInfoProto, data_type,
+};
+use super::standard::{self, Lowering, ParamForm, SIGMOID_MUL_OPSET, StandardOp};
+use super::{FINGERPRINT_KEY, IR_VERSION, OnnxError, PRODUCER, VERSION_KEY};
+use crate::attr::{AttrValue, Attributes};
+use crate::dtype::DType;
+use crate::graph::{NodeDef, ValueId};
+use crate::model::Model;
+use crate::op::{OpDef, TensorType};
+use crate::registry;
+use crate::tensor::Tensor;
+
+/// The model as ONNX protobuf bytes. See the [module docs](super) for the mapping.
+///
+/// Fails on a model whose weights do not match its graph, on an op that is not linked, on a
+/// custom op whose name has no domain (`domain.op`), and on a param that ONNX cannot carry.
+pub fn to_onnx(model: &Model) -> Result<Vec<u8>, OnnxError> {
+    Ok(model_proto(model)?.encode_to_vec())
+}
+
+fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {
+    model
+        .check_weights()
+        .map_err(|e| OnnxError::Model(e.to_string()))?;
+    let mut exporter = Exporter {
+        model,
+        names: model.graph.values.iter().map(|v| v.name.clone()).collect(),
+        nodes: Vec::new(),
+        constants: Vec::new(),
+        opsets: BTreeMap::new(),
+    };
+    for (index, node) in model.graph.nodes.iter().enumerate() {
+        exporter.node(index, node)?;
+    }
+    let graph = &model.graph;
+    let value_infos = |ids: &[ValueId]| -> Result<Vec<ValueInfoProto>, OnnxError> {
+        ids.iter().map(|&id| exporter.value_info(id)).collect()
+    };
+    let produced: Vec<ValueId> = graph
+        .nodes
+        .iter()
+        .flat_map(|n| n.outputs.iter().copied())
+        .filter(|id| !graph.outputs.contains(id))
+        .collect();
+    let mut initializer = Vec::with_capacity(graph.weights.len());
+    for &id in &graph.weights {
+        let name = exporter.name(id)?;
+        let tensor = model.weights.get(name).ok_or_else(|| OnnxError::Value {
+            value: name.to_owned(),
+            problem: "the weight has no data".to_owned(),
+        })?;
+        initializer.push(tensor_proto(name, tensor));
+    }
+    let graph_proto = GraphProto {
+        name: model.name.clone(),
+        input: value_infos(&graph.inputs)?,
+        output: value_infos(&graph.outputs)?,
+        value_info: value_infos(&produced)?,
+        initializer: initializer.into_iter().chain(exporter.constants).collect(),
+        node: exporter.nodes,
+        doc_string: String::new(),
+    };
+    Ok(ModelProto {
+        ir_version: IR_VERSION,
+        opset_import: exporter
+            .opsets
+            .into_iter()
+            .map(|(domain, version)| OperatorSetIdProto { domain, version })
+            .collect(),
+        producer_name: PRODUCER.to_owned(),
+        producer_version: env!("CARGO_PKG_VERSION").to_owned(),
+        doc_string: format!("model `{}`, exported by pto-op", model.name),
+        graph: Some(graph_proto),
+        metadata_props: Vec::new(),
+    })
+}
+
+struct Exporter<'a> {
+    model: &'a Model,
+    /// Every value name in use, so that generated names (constants, the Sigmoid of a SiLU)
+    /// never collide.
+    names: HashSet<String>,
+    nodes: Vec<NodeProto>,
+    /// Initializers of constant inputs (Reshape's shape, Slice's starts...).
+    constants: Vec<TensorProto>,
+    /// Opset version per domain.
+    opsets: BTreeMap<String, i64>,
+}
+
+impl Exporter<'_> {
+    fn name(&self, id: ValueId) -> Result<&str, OnnxError> {
+        self.model
+            .graph
+            .values
+            .get(id)
+            .map(|v| v.name.as_str())
+            .ok_or_else(|| OnnxError::Model(format!("the graph has no value {id}")))
+    }
+
+    fn value_info(&self, id: ValueId) -> Result<ValueInfoProto, OnnxError> {
+        let value = self
+            .model
+            .graph
+            .values
+            .get(id)
+            .ok_or_else(|| OnnxError::Model(format!("the graph has no value {id}")))?;
+        Ok(value_info(&value.name, &value.ty))
+    }
+
+    /// A fresh value name starting with `base`.
+    fn fresh_name(&mut self, base: String) -> String {
+        let mut name = base.clone();
+        let mut suffix = 1;
+        while self.names.contains(&name) {
+            name = format!("{base}_{suffix}");
+            suffix += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    fn use_opset(&mut self, domain: &str, version: i64) {
+        let entry = self.opsets.entry(domain.to_owned()).or_insert(version);
+        *entry = (*entry).max(version);
+    }
+
+    fn node(&mut self, index: usize, node: &NodeDef) -> Result<(), OnnxError> {
+        let label = format!("#{index} ({})", node.op);
+        let def = registry::find(&node.op).map_err(|e| OnnxError::UnknownOp {
+            node: label.clone(),
+            domain: String::new(),
+            op_type: node.op.clone(),
+            reason: e.to_string(),
+        })?;
+        let params = full_params(def, &node.attrs, &label)?;
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|&id| self.name(id).map(str::to_owned))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = node
+            .outputs
+            .iter()
+            .map(|&id| self.name(id).map(str::to_owned))
+            .collect::<Result<Vec<_>, _>>()?;
+        let name = format!("n{index}");
+        match standard::by_op(&node.op) {
+            Some(entry) => self.standard_node(entry, name, inputs, outputs, &params, &label),
+            None => self.custom_node(def, name, inputs, outputs, &params, &label),
+        }
+    }
+
+    fn custom_node(
+        &mut self,
+        def: &OpDef,
+        name: String,
+        input: Vec<String>,
+        output: Vec<String>,
+        params: &Attributes,
+        label: &str,
+    ) -> Result<(), OnnxError> {
+        let (domain, op_type) = def
+            .name
+            .rsplit_once('.')
+            .filter(|(domain, op)| !domain.is_empty() && !op.is_empty())
+            .ok_or_else(|| OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "op `{}` has no domain: a custom op is exported in the domain before the \
+                     last dot of its name, so name it `domain.op`",
+                    def.name
+                ),
+            })?;
+        if domain == "ai.onnx" {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "op `{}` claims the ONNX default domain `ai.onnx`; custom ops need a domain \
+                     of their own",
+                    def.name
+                ),
+            });
+        }
+        self.use_opset(domain, i64::from(def.version));
+        let fingerprint = def.fingerprint();
+        self.nodes.push(NodeProto {
+            input,
+            output,
+            name,
+            op_type: op_type.to_owned(),
+            domain: domain.to_owned(),
+            attribute: params
+                .iter()
+                .map(|(name, value)| attribute(name, value))
+                .collect(),
+            doc_string: format!(
+                "pto-op op `{}` version {}, schema fingerprint {fingerprint}",
+                def.name, def.version
+            ),
+            metadata_props: vec![
+                entry(VERSION_KEY, def.version.to_string()),
+                entry(FINGERPRINT_KEY, fingerprint.to_string()),
+            ],
+        });
+        Ok(())
+    }
+
+    fn standard_node(
+        &mut self,
+        entry: &StandardOp,
+        name: String,
+        mut input: Vec<String>,
+        output: Vec<String>,
+        params: &Attributes,
+        label: &str,
+    ) -> Result<(), OnnxError> {
+        let (op_type, opset, maps, fixed) = match entry.lowering {
+            Lowering::Node {
+                op_type,
+                opset,
+                params,
+                fixed,
+                ..
+            } => (op_type, opset, params, fixed),
+            Lowering::SigmoidTimesInput => {
+                return self.sigmoid_times_input(name, input, output, label);
+            }
+        };
+        if let Some(extra) = params
+            .keys()
+            .find(|k| !maps.iter().any(|m| m.param == k.as_str()))
+        {
+            return Err(OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: extra.clone(),
+                problem: format!(
+                    "the table of standard ops has no ONNX form for this param of {}",
+                    entry.op
+                ),
+            });
+        }
+        let mut attribute = Vec::new();
+        for map in maps {
+            let Some(value) = params.get(map.param) else {
+                continue;
+            };
+            match map.form {
+                ParamForm::Attr(onnx_name) => attribute.push(self::attribute(onnx_name, value)),
+                ParamForm::DTypeCode(onnx_name) => {
+                    let code = match value {
+                        AttrValue::String(dtype) => {
+                            dtype.parse::<DType>().map(DType::onnx_code).ok()
+                        }
+                        _ => None,
+                    }
+                    .ok_or_else(|| OnnxError::Attribute {
+                        node: label.to_owned(),
+                        attribute: map.param.to_owned(),
+                        problem: format!("expected a dtype name such as \"f16\", got {value}"),
+                    })?;
+                    attribute.push(int_attribute(onnx_name, i64::from(code)));
+                }
+                ParamForm::Input { index, omit_empty } => {
+                    let AttrValue::I64s(list) = value else {
+                        return Err(OnnxError::Attribute {
+                            node: label.to_owned(),
+                            attribute: map.param.to_owned(),
+                            problem: format!(
+                                "expected a Vec<i64>, got {} value {value}",
+                                value.ty()
+                            ),
+                        });
+                    };
+                    if list.is_empty() && omit_empty {
+                        continue;
+                    }
+                    let constant = self.fresh_name(format!("{name}.{}", map.param));
+                    let tensor = Tensor::from_vec([list.len()], list.clone())
+                        .map_err(|e| OnnxError::Model(e.to_string()))?;
+                    self.constants.push(tensor_proto(&constant, &tensor));
+                    if input.len() <= index {
+                        input.resize(index + 1, String::new());
+                    }
+                    input[index] = constant;
+                }
+            }
+        }
+        attribute.extend(
+            fixed
+                .iter()
+                .map(|&(name, value)| int_attribute(name, value)),
+        );
+        self.use_opset("", opset);
+        self.nodes.push(NodeProto {
+            input,
+            output,
+            name,
+            op_type: op_type.to_owned(),
+            attribute,
+            ..NodeProto::default()
+        });
+        Ok(())
+    }
+
+    fn sigmoid_times_input(
+        &mut self,
+        name: String,
+        input: Vec<String>,
+        output: Vec<String>,
+        label: &str,
+    ) -> Result<(), OnnxError> {
+        let [x] = input.as_slice() else {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!("expected one input, got {}", input.len()),
+            });
+        };
+        let sigmoid = self.fresh_name(format!("{name}.sigmoid"));
+        self.nodes.push(NodeProto {
+            input: vec![x.clone()],
+            output: vec![sigmoid.clone()],
+            name: format!("{name}.sigmoid"),
+            op_type: "Sigmoid".to_owned(),
+            ..NodeProto::default()
+        });
+        self.nodes.push(NodeProto {
+            input: vec![x.clone(), sigmoid],
+            output,
+            name,
+            op_type: "Mul".to_owned(),
+            ..NodeProto::default()
+        });
+        self.use_opset("", SIGMOID_MUL_OPSET);
+        Ok(())
+    }
+}
+
+/// Every param of `def` for a call with `attrs`: set ones, then defaults. Unknown and
+/// missing params are errors.
+fn full_params(def: &OpDef, attrs: &Attributes, label: &str) -> Result<Attributes, OnnxError> {
+    if let Some(unknown) = attrs
+        .keys()
+        .find(|k| !def.params.iter().any(|p| p.name == k.as_str()))
+    {
+        return Err(OnnxError::Attribute {
+            node: label.to_owned(),
+            attribute: unknown.clone(),
+            problem: format!("`{}` has no param of this name", def.name),
+        });
+    }
+    def.params
+        .iter()
+        .map(|p| {
+            let value = match (attrs.get(p.name), p.default) {
+                (Some(v), _) => v.clone(),
+                (None, Some(default)) => default(),
+                (None, None) => {
+                    return Err(OnnxError::Attribute {
+                        node: label.to_owned(),
+                        attribute: p.name.to_owned(),
+                        problem: format!("missing, and `{}` has no default for it", def.name),
+                    });
+                }
+            };
+            Ok((p.name.to_owned(), value))
+        })
+        .collect()
+}
+
+fn entry(key: &str, value: String) -> StringStringEntryProto {
+    StringStringEntryProto {
+        key: key.to_owned(),
+        value,
+    }
+}
+
+fn int_attribute(name: &str, value: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.to_owned(),
+        r#type: AttributeType::Int.into(),
+        i: Some(value),
+        ..AttributeProto::default()
+    }
+}
+
+/// The attribute carrying `value` (see the module docs for the types).
+fn attribute(name: &str, value: &AttrValue) -> AttributeProto {
+    let typed = |ty: AttributeType| AttributeProto {
+        name: name.to_owned(),
+        r#type: ty.into(),
+        ..AttributeProto::default()
+    };
+    match value {
+        AttrValue::F32(v) => AttributeProto {
+            f: Some(*v),
+            ..typed(AttributeType::Float)
+        },
+        AttrValue::F64(v) => AttributeProto {
+            t: Some(TensorProto {
+                data_type: data_type::DOUBLE,
+                raw_data: v.to_le_bytes().to_vec(),
+                ..TensorProto::default()
+            }),
+            ..typed(AttributeType::Tensor)
+        },
+        AttrValue::I32(v) => int_attribute(name, i64::from(*v)),
+        AttrValue::I64(v) => int_attribute(name, *v),
+        AttrValue::Bool(v) => int_attribute(name, i64::from(*v)),
+        AttrValue::String(v) => AttributeProto {
+            s: Some(v.as_bytes().to_vec()),
+            ..typed(AttributeType::String)
+        },
+        AttrValue::I64s(v) => AttributeProto {
+            ints: v.clone(),
+            ..typed(AttributeType::Ints)
+        },
+        AttrValue::F32s(v) => AttributeProto {
+            floats: v.clone(),
+            ..typed(AttributeType::Floats)
+        },
+    }
+}
+
+fn tensor_proto(name: &str, tensor: &Tensor) -> TensorProto {
+    TensorProto {
+        name: name.to_owned(),
+        dims: tensor.dims().iter().map(|&d| d as i64).collect(),
+        data_type: tensor.dtype().onnx_code(),
+        raw_data: tensor.to_le_bytes(),
+        ..TensorProto::default()
+    }
+}
+
+fn value_info(name: &str, ty: &TensorType) -> ValueInfoProto {
+    ValueInfoProto {
+        name: name.to_owned(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: ty.dtype.onnx_code(),
+                shape: Some(TensorShapeProto {
+                    dim: ty
+                        .shape
+                        .dims()
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: Some(d as i64),
+                            dim_param: None,
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+    }
+}

@@ -1,0 +1,795 @@
+//! ONNX bytes -> Model.
+
+use std::collections::{HashMap, HashSet};
+
+use prost::Message;
+
+use super::proto::{
+    AttributeProto, AttributeType, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto,
+    data_type,
+};
+use super::standard::{self, Lowering, ParamForm, StandardOp};
+use super::{FINGERPRINT_KEY, OnnxError, node_label};
+use crate::attr::{AttrType, AttrValue, Attributes};
+use crate::dtype::DType;
+use crate::graph::{Graph, Value};
+use crate::model::Model;
+use crate::op::{OpDef, TensorType};
+use crate::registry;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// The largest dimension import accepts: shape rules may multiply two dimensions.
+const MAX_DIM: u64 = 1 << 31;
+/// The most elements import accepts in one value.
+const MAX_ELEMENTS: u64 = 1 << 40;
+
+/// The model in ONNX protobuf `bytes`. See the [module docs](super) for the mapping.
+///
+/// Standard ONNX operators of the table become `std.*` ops (Concat of n inputs a chain of
+/// `std.concat`; constant inputs such as Reshape's shape are read from initializers or
+/// Constant nodes); nodes of other domains are looked up in the registry as
+/// `{domain}.{op_type}`. Output types are inferred again with each op's own rules, and a
+/// declared graph output type must agree. Never panics: any input gives a model or an error.
+pub fn from_onnx(bytes: &[u8]) -> Result<Model, OnnxError> {
+    let proto = ModelProto::decode(bytes)?;
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Model("the model has no graph".to_owned()))?;
+    let mut default_opset = None;
+    for opset in &proto.opset_import {
+        if opset.domain.is_empty() || opset.domain == "ai.onnx" {
+            default_opset = Some(opset.version);
+        }
+    }
+    let mut importer = Importer {
+        graph: Graph::new(),
+        values: HashMap::new(),
+        constants: HashMap::new(),
+        default_opset,
+    };
+    importer.import(graph)?;
+    let name = if graph.name.is_empty() {
+        "model".to_owned()
+    } else {
+        graph.name.clone()
+    };
+    importer
+        .graph
+        .to_model(name)
+        .map_err(|e| OnnxError::Model(e.to_string()))
+}
+
+struct Importer {
+    graph: Graph,
+    /// Values of the graph being built, by ONNX name.
+    values: HashMap<String, Value>,
+    /// Constant tensors (initializers not yet used as data, Constant nodes), by name.
+    constants: HashMap<String, Tensor>,
+    default_opset: Option<i64>,
+}
+
+impl Importer {
+    fn import(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+        for init in &graph.initializer {
+            let tensor = tensor_from_proto(init).map_err(|problem| OnnxError::Value {
+                value: init.name.clone(),
+                problem,
+            })?;
+            if self.constants.insert(init.name.clone(), tensor).is_some() {
+                return Err(OnnxError::Value {
+                    value: init.name.clone(),
+                    problem: "two initializers have this name".to_owned(),
+                });
+            }
+        }
+        for input in &graph.input {
+            // Before IR 4, initializers were also listed as inputs.
+            if self.constants.contains_key(&input.name) {
+                continue;
+            }
+            let ty = value_type(input)?;
+            let value = self.graph.input(input.name.clone(), ty.shape, ty.dtype);
+            self.define(&input.name, value)?;
+        }
+        // Weights in initializer order, before the nodes, as a traced model has them.
+        let data_uses = data_uses(graph);
+        for init in &graph.initializer {
+            if data_uses.contains(init.name.as_str()) {
+                self.data_value(&init.name)?;
+            }
+        }
+        for (index, node) in graph.node.iter().enumerate() {
+            self.node(index, node)?;
+        }
+        for output in &graph.output {
+            let value = self.data_value(&output.name)?;
+            if output.r#type.is_some() {
+                let declared = value_type(output)?;
+                if &declared != value.ty() {
+                    return Err(OnnxError::Value {
+                        value: output.name.clone(),
+                        problem: format!(
+                            "the graph output is declared {declared}, but its op infers {}",
+                            value.ty()
+                        ),
+                    });
+                }
+            }
+            self.graph.output(&value);
+        }
+        Ok(())
+    }
+
+    fn define(&mut self, name: &str, value: Value) -> Result<(), OnnxError> {
+        if name.is_empty() || self.values.contains_key(name) || self.constants.contains_key(name) {
+            return Err(OnnxError::Value {
+                value: name.to_owned(),
+                problem: "defined twice (or with an empty name); ONNX values are assigned once"
+                    .to_owned(),
+            });
+        }
+        self.values.insert(name.to_owned(), value);
+        Ok(())
+    }
+
+    /// The value named `name` as a data input: a defined value, or a constant that becomes
+    /// a weight at its first use.
+    fn data_value(&mut self, name: &str) -> Result<Value, OnnxError> {
+        if let Some(value) = self.values.get(name) {
+            return Ok(value.clone());
+        }
+        let Some(tensor) = self.constants.remove(name) else {
+            return Err(OnnxError::Value {
+                value: name.to_owned(),
+                problem: "used before it is defined (nodes must be in a topological order)"
+                    .to_owned(),
+            });
+        };
+        let value = self
+            .graph
+            .weight(name, tensor)
+            .map_err(|e| OnnxError::Value {
+                value: name.to_owned(),
+                problem: e.to_string(),
+            })?;
+        self.values.insert(name.to_owned(), value.clone());
+        Ok(value)
+    }
+
+    fn node(&mut self, index: usize, node: &NodeProto) -> Result<(), OnnxError> {
+        let label = node_label(index, &node.name);
+        let default_domain = node.domain.is_empty() || node.domain == "ai.onnx";
+        if default_domain && node.op_type == "Constant" {
+            return self.constant(node, &label);
+        }
+        if default_domain {
+            return self.standard(node, &label);
+        }
+        let name = format!("{}.{}", node.domain, node.op_type);
+        let def = registry::find(&name).map_err(|e| unknown(node, &label, e.to_string()))?;
+        if let Some(recorded) = node
+            .metadata_props
+            .iter()
+            .find(|e| e.key == FINGERPRINT_KEY)
+            && recorded.value != def.fingerprint().to_string()
+        {
+            return Err(OnnxError::Node {
+                node: label,
+                problem: format!(
+                    "exported against `{name}` with schema fingerprint {}, but the linked op has \
+                     fingerprint {}: its signature changed since; export the model again",
+                    recorded.value,
+                    def.fingerprint()
+                ),
+            });
+        }
+        let mut attrs = Attributes::new();
+        for attr in &node.attribute {
+            let param = def
+                .params
+                .iter()
+                .find(|p| p.name == attr.name)
+                .ok_or_else(|| OnnxError::Attribute {
+                    node: label.clone(),
+                    attribute: attr.name.clone(),
+                    problem: format!(
+                        "`{name}` has no param of this name (its params: {})",
+                        def.params
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })?;
+            let value = param_value(attr, param.ty).map_err(|problem| OnnxError::Attribute {
+                node: label.clone(),
+                attribute: attr.name.clone(),
+                problem,
+            })?;
+            attrs.insert(attr.name.clone(), value);
+        }
+        check_required(def, &attrs, &label)?;
+        let inputs = self.inputs(&node.input, def, &label)?;
+        self.call(def, &inputs, attrs, &node.output, &label)
+    }
+
+    fn inputs(
+        &mut self,
+        names: &[String],
+        def: &OpDef,
+        label: &str,
+    ) -> Result<Vec<Value>, OnnxError> {
+        if names.len() != def.inputs.len() {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "`{}` takes {} input(s) ({}), the node has {}",
+                    def.name,
+                    def.inputs.len(),
+                    def.inputs.join(", "),
+                    names.len()
+                ),
+            });
+        }
+        names.iter().map(|n| self.data_value(n)).collect()
+    }
+
+    /// Records a call of `def` and names its outputs `outputs` (trailing empty names are
+    /// omitted optional outputs).
+    fn call(
+        &mut self,
+        def: &'static OpDef,
+        inputs: &[Value],
+        attrs: Attributes,
+        outputs: &[String],
+        label: &str,
+    ) -> Result<(), OnnxError> {
+        let results = self.trace(def, inputs, attrs, label)?;
+        if outputs.len() < results.len() || outputs[results.len()..].iter().any(|n| !n.is_empty()) {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "`{}` has {} output(s) ({}), the node names {}",
+                    def.name,
+                    results.len(),
+                    def.outputs.join(", "),
+                    outputs.len()
+                ),
+            });
+        }
+        for (name, value) in outputs.iter().zip(results) {
+            self.define(name, value)?;
+        }
+        Ok(())
+    }
+
+    fn trace(
+        &self,
+        def: &'static OpDef,
+        inputs: &[Value],
+        attrs: Attributes,
+        label: &str,
+    ) -> Result<Vec<Value>, OnnxError> {
+        let refs: Vec<&Value> = inputs.iter().collect();
+        Graph::trace(def, &refs, attrs).map_err(|source| OnnxError::Op {
+            node: label.to_owned(),
+            source,
+        })
+    }
+
+    fn constant(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        let [output] = node.output.as_slice() else {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!("a Constant has one output, this one {}", node.output.len()),
+            });
+        };
+        let [attr] = node.attribute.as_slice() else {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "a Constant has one attribute, this one {}",
+                    node.attribute.len()
+                ),
+            });
+        };
+        let tensor = match attr.name.as_str() {
+            "value" => attr
+                .t
+                .as_ref()
+                .ok_or_else(|| "holds no tensor".to_owned())
+                .and_then(tensor_from_proto),
+            "value_int" => {
+                param_value(attr, AttrType::I64).map(|_| Tensor::scalar(attr.i.unwrap_or(0)))
+            }
+            "value_ints" => param_value(attr, AttrType::I64s).and_then(|_| {
+                Tensor::from_vec([attr.ints.len()], attr.ints.clone()).map_err(|e| e.to_string())
+            }),
+            "value_float" => {
+                param_value(attr, AttrType::F32).map(|_| Tensor::scalar(attr.f.unwrap_or(0.0)))
+            }
+            "value_floats" => param_value(attr, AttrType::F32s).and_then(|_| {
+                Tensor::from_vec([attr.floats.len()], attr.floats.clone())
+                    .map_err(|e| e.to_string())
+            }),
+            _ => Err(
+                "pto-op reads Constant's value, value_int(s) and value_float(s) only".to_owned(),
+            ),
+        }
+        .map_err(|problem| OnnxError::Attribute {
+            node: label.to_owned(),
+            attribute: attr.name.clone(),
+            problem,
+        })?;
+        if self.values.contains_key(output) || self.constants.contains_key(output) {
+            return Err(OnnxError::Value {
+                value: output.clone(),
+                problem: "defined twice; ONNX values are assigned once".to_owned(),
+            });
+        }
+        self.constants.insert(output.clone(), tensor);
+        Ok(())
+    }
+
+    fn standard(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        let entry = standard::by_op_type(&node.op_type).ok_or_else(|| {
+            unknown(
+                node,
+                label,
+                "this ONNX operator has no pto-op standard op".to_owned(),
+            )
+        })?;
+        let Lowering::Node {
+            opset,
+            params: maps,
+            fixed,
+            variadic,
+            ..
+        } = entry.lowering
+        else {
+            return Err(unknown(node, label, "not an importable form".to_owned()));
+        };
+        match self.default_opset {
+            Some(version) if version >= opset => {}
+            declared => {
+                return Err(OnnxError::Node {
+                    node: label.to_owned(),
+                    problem: format!(
+                        "{} is imported in its form of opset {opset}, but the model imports \
+                         opset {} of the default domain",
+                        node.op_type,
+                        declared.map_or_else(|| "none".to_owned(), |v| v.to_string())
+                    ),
+                });
+            }
+        }
+        let def = registry::find(entry.op).map_err(|e| unknown(node, label, e.to_string()))?;
+        let attrs = self.standard_params(node, entry, def, label)?;
+        for attr in &node.attribute {
+            if maps.iter().any(|m| matches!(m.form, ParamForm::Attr(n) | ParamForm::DTypeCode(n) if n == attr.name)) {
+                continue;
+            }
+            let Some(&(_, wanted)) = fixed.iter().find(|(n, _)| *n == attr.name) else {
+                return Err(OnnxError::Attribute {
+                    node: label.to_owned(),
+                    attribute: attr.name.clone(),
+                    problem: format!("not supported by pto-op's `{}`", entry.op),
+                });
+            };
+            let actual =
+                param_value(attr, AttrType::I64).map_err(|problem| OnnxError::Attribute {
+                    node: label.to_owned(),
+                    attribute: attr.name.clone(),
+                    problem,
+                })?;
+            if actual != AttrValue::I64(wanted) {
+                return Err(OnnxError::Attribute {
+                    node: label.to_owned(),
+                    attribute: attr.name.clone(),
+                    problem: format!(
+                        "pto-op's `{}` needs {wanted}, the node has {actual}",
+                        entry.op
+                    ),
+                });
+            }
+        }
+        let param_inputs: Vec<usize> = maps
+            .iter()
+            .filter_map(|m| match m.form {
+                ParamForm::Input { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
+        if let Some(extra) = (0..node.input.len()).find(|&i| {
+            i >= def.inputs.len()
+                && !variadic
+                && !param_inputs.contains(&i)
+                && !node.input[i].is_empty()
+        }) {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "input #{extra} `{}` of {} is not supported by pto-op's `{}`",
+                    node.input[extra], node.op_type, entry.op
+                ),
+            });
+        }
+        if variadic {
+            return self.chain(def, node, attrs, label);
+        }
+        let data = node.input.get(..def.inputs.len()).unwrap_or(&node.input);
+        let inputs = self.inputs(data, def, label)?;
+        self.call(def, &inputs, attrs, &node.output, label)
+    }
+
+    /// `op(op(op(a, b), c), d)` for a node with inputs a, b, c, d.
+    fn chain(
+        &mut self,
+        def: &'static OpDef,
+        node: &NodeProto,
+        attrs: Attributes,
+        label: &str,
+    ) -> Result<(), OnnxError> {
+        let inputs = node
+            .input
+            .iter()
+            .map(|n| self.data_value(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some((first, rest)) = inputs.split_first().filter(|(_, rest)| !rest.is_empty()) else {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "{} needs at least 2 inputs, the node has {}",
+                    node.op_type,
+                    inputs.len()
+                ),
+            });
+        };
+        let mut acc = first.clone();
+        for (k, next) in rest.iter().enumerate() {
+            let last = k + 1 == rest.len();
+            let outputs = self.trace(def, &[acc, next.clone()], attrs.clone(), label)?;
+            let [result] = <[Value; 1]>::try_from(outputs).map_err(|outputs| OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "`{}` has {} outputs, a chain needs 1",
+                    def.name,
+                    outputs.len()
+                ),
+            })?;
+            if last {
+                let [output] = node.output.as_slice() else {
+                    return Err(OnnxError::Node {
+                        node: label.to_owned(),
+                        problem: format!(
+                            "{} has one output, the node names {}",
+                            node.op_type,
+                            node.output.len()
+                        ),
+                    });
+                };
+                self.define(output, result.clone())?;
+            }
+            acc = result;
+        }
+        Ok(())
+    }
+
+    fn standard_params(
+        &self,
+        node: &NodeProto,
+        entry: &StandardOp,
+        def: &OpDef,
+        label: &str,
+    ) -> Result<Attributes, OnnxError> {
+        let Lowering::Node { params: maps, .. } = entry.lowering else {
+            return Ok(Attributes::new());
+        };
+        let mut attrs = Attributes::new();
+        for map in maps {
+            let Some(param) = def.params.iter().find(|p| p.name == map.param) else {
+                return Err(OnnxError::Node {
+                    node: label.to_owned(),
+                    problem: format!(
+                        "the linked `{}` has no param `{}`; the table of standard ops does not match it",
+                        def.name, map.param
+                    ),
+                });
+            };
+            let attribute_error = |attribute: &str, problem: String| OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: attribute.to_owned(),
+                problem,
+            };
+            let value = match map.form {
+                ParamForm::Attr(name) => node
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == name)
+                    .map(|a| param_value(a, param.ty).map_err(|p| attribute_error(name, p)))
+                    .transpose()?,
+                ParamForm::DTypeCode(name) => node
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == name)
+                    .map(|a| {
+                        let AttrValue::I64(code) =
+                            param_value(a, AttrType::I64).map_err(|p| attribute_error(name, p))?
+                        else {
+                            return Err(attribute_error(name, "expected an INT".to_owned()));
+                        };
+                        i32::try_from(code)
+                            .ok()
+                            .and_then(DType::from_onnx_code)
+                            .map(|d| AttrValue::String(d.name().to_owned()))
+                            .ok_or_else(|| {
+                                attribute_error(
+                                    name,
+                                    format!("data type {code} is not one of pto-op's dtypes"),
+                                )
+                            })
+                    })
+                    .transpose()?,
+                ParamForm::Input { index, .. } => {
+                    match node.input.get(index).filter(|n| !n.is_empty()) {
+                        None => None,
+                        Some(name) => {
+                            let tensor = self.constants.get(name).ok_or_else(|| OnnxError::Node {
+                            node: label.to_owned(),
+                            problem: format!(
+                                "input #{index} `{name}` ({}) must be a constant: an initializer or a Constant node",
+                                map.param
+                            ),
+                        })?;
+                            let list = tensor.to_vec::<i64>().map_err(|e| OnnxError::Value {
+                                value: name.clone(),
+                                problem: format!("{} must be int64: {e}", map.param),
+                            })?;
+                            if tensor.shape().rank() > 1 {
+                                return Err(OnnxError::Value {
+                                    value: name.clone(),
+                                    problem: format!(
+                                        "{} must be 1-D, got shape {}",
+                                        map.param,
+                                        tensor.shape()
+                                    ),
+                                });
+                            }
+                            Some(AttrValue::I64s(list))
+                        }
+                    }
+                }
+            };
+            if let Some(value) = value {
+                attrs.insert(map.param.to_owned(), value);
+            }
+        }
+        check_required(def, &attrs, label)?;
+        Ok(attrs)
+    }
+}
+
+/// Names used as data (not as constant params of standard ops) by a node or as an output.
+fn data_uses(graph: &GraphProto) -> HashSet<&str> {
+    let mut uses: HashSet<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
+    for node in &graph.node {
+        let params: Vec<usize> = match node.domain.as_str() {
+            "" | "ai.onnx" => match standard::by_op_type(&node.op_type).map(|s| s.lowering) {
+                Some(Lowering::Node { params, .. }) => params
+                    .iter()
+                    .filter_map(|m| match m.form {
+                        ParamForm::Input { index, .. } => Some(index),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        uses.extend(
+            node.input
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !params.contains(i))
+                .map(|(_, n)| n.as_str()),
+        );
+    }
+    uses
+}
+
+fn unknown(node: &NodeProto, label: &str, reason: String) -> OnnxError {
+    OnnxError::UnknownOp {
+        node: label.to_owned(),
+        domain: node.domain.clone(),
+        op_type: node.op_type.clone(),
+        reason,
+    }
+}
+
+/// Fails on the first param of `def` without a default that `attrs` lacks.
+fn check_required(def: &OpDef, attrs: &Attributes, label: &str) -> Result<(), OnnxError> {
+    match def
+        .params
+        .iter()
+        .find(|p| p.default.is_none() && !attrs.contains_key(p.name))
+    {
+        None => Ok(()),
+        Some(p) => Err(OnnxError::Attribute {
+            node: label.to_owned(),
+            attribute: p.name.to_owned(),
+            problem: format!("missing: `{}` needs a value of type {}", def.name, p.ty),
+        }),
+    }
+}
+
+fn type_name(code: i32) -> String {
+    AttributeType::try_from(code).map_or_else(
+        |_| format!("type code {code}"),
+        |t| format!("{t:?}").to_uppercase(),
+    )
+}
+
+/// The param of type `ty` that `attr` carries, or what is wrong.
+fn param_value(attr: &AttributeProto, ty: AttrType) -> Result<AttrValue, String> {
+    let expected = match ty {
+        AttrType::F32 => AttributeType::Float,
+        AttrType::F64 => AttributeType::Tensor,
+        AttrType::I32 | AttrType::I64 | AttrType::Bool => AttributeType::Int,
+        AttrType::String => AttributeType::String,
+        AttrType::I64s => AttributeType::Ints,
+        AttrType::F32s => AttributeType::Floats,
+    };
+    let actual = attr.r#type;
+    // An f64 written by another tool as a FLOAT is widened: exact for what FLOAT can hold.
+    let widen_f64 = ty == AttrType::F64 && actual == i32::from(AttributeType::Float);
+    if actual != i32::from(expected) && !widen_f64 {
+        return Err(format!(
+            "expected a {} attribute (for a param of type {ty}), got {}",
+            type_name(expected.into()),
+            type_name(actual)
+        ));
+    }
+    let int = attr.i.unwrap_or(0);
+    Ok(match ty {
+        AttrType::F32 => AttrValue::F32(attr.f.unwrap_or(0.0)),
+        AttrType::F64 if widen_f64 => AttrValue::F64(f64::from(attr.f.unwrap_or(0.0))),
+        AttrType::F64 => AttrValue::F64(double_scalar(attr.t.as_ref())?),
+        AttrType::I32 => AttrValue::I32(
+            i32::try_from(int).map_err(|_| format!("{int} does not fit the param's type i32"))?,
+        ),
+        AttrType::I64 => AttrValue::I64(int),
+        AttrType::Bool => match int {
+            0 => AttrValue::Bool(false),
+            1 => AttrValue::Bool(true),
+            _ => return Err(format!("a bool param is INT 0 or 1, got {int}")),
+        },
+        AttrType::String => AttrValue::String(
+            String::from_utf8(attr.s.clone().unwrap_or_default())
+                .map_err(|_| "the STRING is not UTF-8".to_owned())?,
+        ),
+        AttrType::I64s => AttrValue::I64s(attr.ints.clone()),
+        AttrType::F32s => AttrValue::F32s(attr.floats.clone()),
+    })
+}
+
+/// The value of a TENSOR attribute holding one DOUBLE.
+fn double_scalar(tensor: Option<&TensorProto>) -> Result<f64, String> {
+    let tensor = tensor.ok_or_else(|| "the TENSOR attribute holds no tensor".to_owned())?;
+    if tensor.data_type != data_type::DOUBLE || tensor.dims.iter().any(|&d| d != 1) {
+        return Err(format!(
+            "an f64 param is a TENSOR of one DOUBLE, got data type {} of dims {:?}",
+            tensor.data_type, tensor.dims
+        ));
+    }
+    match (tensor.raw_data.as_slice(), tensor.double_data.as_slice()) {
+        (raw, _) if raw.len() == 8 => {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(raw);
+            Ok(f64::from_le_bytes(bytes))
+        }
+        ([], [value]) => Ok(*value),
+        _ => Err("an f64 param is a TENSOR of exactly one DOUBLE".to_owned()),
+    }
+}
+
+/// Static dimensions within the import limits.
+fn dims(raw: impl IntoIterator<Item = Option<i64>>) -> Result<Shape, String> {
+    let mut dims = Vec::new();
+    let mut elements: u64 = 1;
+    for (axis, dim) in raw.into_iter().enumerate() {
+        let dim = dim.ok_or_else(|| {
+            format!("dimension {axis} is symbolic or unknown; pto-op needs static shapes")
+        })?;
+        let size = u64::try_from(dim)
+            .ok()
+            .filter(|&d| d <= MAX_DIM)
+            .ok_or_else(|| format!("dimension {axis} is {dim}, outside 0..={MAX_DIM}"))?;
+        elements = elements
+            .checked_mul(size)
+            .filter(|&e| e <= MAX_ELEMENTS)
+            .ok_or_else(|| format!("more than {MAX_ELEMENTS} elements"))?;
+        dims.push(usize::try_from(size).map_err(|_| format!("dimension {axis} does not fit"))?);
+    }
+    Ok(Shape::new(dims))
+}
+
+fn value_type(info: &ValueInfoProto) -> Result<TensorType, OnnxError> {
+    let problem = |problem: String| OnnxError::Value {
+        value: info.name.clone(),
+        problem,
+    };
+    let tensor = info
+        .r#type
+        .as_ref()
+        .and_then(|t| t.tensor_type.as_ref())
+        .ok_or_else(|| problem("has no tensor type".to_owned()))?;
+    let dtype = DType::from_onnx_code(tensor.elem_type).ok_or_else(|| {
+        problem(format!(
+            "element type {} is not one of pto-op's dtypes",
+            tensor.elem_type
+        ))
+    })?;
+    let shape = tensor
+        .shape
+        .as_ref()
+        .ok_or_else(|| problem("has no shape; pto-op needs static shapes".to_owned()))?;
+    let shape = dims(shape.dim.iter().map(|d| d.dim_value)).map_err(problem)?;
+    Ok(TensorType { shape, dtype })
+}
+
+/// The tensor an initializer or a Constant holds.
+fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
+    if proto.data_location == 1 {
+        return Err("its data is external; pto-op reads embedded data only".to_owned());
+    }
+    let dtype = DType::from_onnx_code(proto.data_type).ok_or_else(|| {
+        format!(
+            "data type {} is not one of pto-op's dtypes",
+            proto.data_type
+        )
+    })?;
+    let shape = dims(proto.dims.iter().map(|&d| Some(d)))?;
+    let typed_len = match dtype {
+        DType::F32 => proto.float_data.len(),
+        DType::I64 => proto.int64_data.len(),
+        _ => proto.int32_data.len(),
+    };
+    if !proto.raw_data.is_empty() || typed_len == 0 {
+        return Tensor::from_le_bytes(dtype, shape, &proto.raw_data).map_err(|e| e.to_string());
+    }
+    if typed_len != shape.numel() {
+        return Err(format!(
+            "shape {shape} holds {} elements, the data has {typed_len}",
+            shape.numel()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(typed_len * dtype.size_bytes());
+    match dtype {
+        DType::F32 => proto
+            .float_data
+            .iter()
+            .for_each(|v| bytes.extend(v.to_le_bytes())),
+        DType::I64 => proto
+            .int64_data
+            .iter()
+            .for_each(|v| bytes.extend(v.to_le_bytes())),
+        _ => {
+            for &v in &proto.int32_data {
+                let fits = match dtype.size_bytes() {
+                    1 => i8::try_from(v).is_ok() || u8::try_from(v).is_ok(),
+                    2 => u16::try_from(v).is_ok(),
+                    _ => true,
+                };
+                if !fits {
+                    return Err(format!(
+                        "int32_data value {v} does not fit a {dtype} element"
+                    ));
+                }
+                bytes.extend(&v.to_le_bytes()[..dtype.size_bytes()]);
+            }
+        }
+    }
+    Tensor::from_le_bytes(dtype, shape, &bytes).map_err(|e| e.to_string())
+}

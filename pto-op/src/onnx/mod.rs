@@ -1,0 +1,201 @@
+//! ONNX export and import of a [`Model`].
+//!
+//! - Standard ops (`std.*`) become ONNX operators of the default domain, by one table in
+//!   `standard.rs` that both directions read (`std.silu` has no ONNX operator and is written
+//!   as Sigmoid then Mul, so it imports as `std.sigmoid` and `std.mul`).
+//! - Every other op is a node of its own domain: the op name up to its last dot
+//!   (`demo.rms_norm` is op_type `rms_norm` of domain `demo`), with one opset import per
+//!   domain whose version is the highest version of that domain's ops in the model. The
+//!   node's `metadata_props` hold the op's own version and schema fingerprint
+//!   (`pto.version`, `pto.fingerprint`); import refuses a node whose fingerprint differs
+//!   from the linked op's.
+//! - Params are typed attributes: f32 -> FLOAT, i32 and i64 -> INT, bool -> INT 0 or 1,
+//!   String -> STRING, `Vec<i64>` -> INTS, `Vec<f32>` -> FLOATS. ONNX attributes have no
+//!   double, and FLOAT would round an f64, so an f64 param is a TENSOR attribute holding a
+//!   DOUBLE scalar (exact). Import reads each attribute with the type the op's schema gives
+//!   its param.
+//! - Weights are initializers (raw little-endian data); graph inputs and outputs carry
+//!   their element type and static shape.
+//!
+//! ```
+//! use pto_op::prelude::*;
+//!
+//! /// y = x * scale
+//! #[custom_op(name = "doc.onnx_scale", params(scale: f32 = 2.0))]
+//! pub mod scale {
+//!     use super::*;
+//!     #[infer_shape]
+//!     fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> { Ok(x.clone()) }
+//!     #[infer_dtype]
+//!     fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> { Ok(x) }
+//!     #[reference]
+//!     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+//!         Ok(Tensor::from_array(x.view::<f32>()?.mapv(|v| v * p.scale)))
+//!     }
+//! }
+//!
+//! fn main() {
+//!     let g = Graph::new();
+//!     let x = g.input("x", Shape::from([2, 3]), DType::F32);
+//!     let y = scale::apply(&x, &scale::Params { scale: 0.5 }).unwrap();
+//!     g.output(&y);
+//!     let model = g.to_model("scaled").unwrap();
+//!     let bytes = pto_op::onnx::to_onnx(&model).unwrap();
+//!     assert_eq!(pto_op::onnx::from_onnx(&bytes).unwrap(), model);
+//! }
+//! ```
+
+mod export;
+mod import;
+pub mod proto;
+mod standard;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub use export::to_onnx;
+pub use import::from_onnx;
+
+use crate::error::OpError;
+use crate::model::Model;
+use crate::registry::RegistryError;
+
+/// The IR version written: the highest that both the `onnx` checker and ONNX Runtime 1.23
+/// accept (ONNX Runtime refuses 12), and the one of opset 23.
+pub const IR_VERSION: i64 = 11;
+
+/// The `producer_name` written.
+pub const PRODUCER: &str = "pto-op";
+
+/// Metadata key of a custom node: the op description's version.
+pub const VERSION_KEY: &str = "pto.version";
+
+/// Metadata key of a custom node: the op's schema fingerprint.
+pub const FINGERPRINT_KEY: &str = "pto.fingerprint";
+
+/// An error of ONNX export or import. Messages name the node (by name, or `#index`), the
+/// attribute or the value, and what was expected against what was found.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OnnxError {
+    /// The bytes are not a protobuf `ModelProto`.
+    #[error("the bytes are not an ONNX model: {0}")]
+    Decode(#[from] prost::DecodeError),
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The model as a whole is not what pto-op can read or write.
+    #[error("{0}")]
+    Model(String),
+    /// A node's operator has no pto-op op.
+    #[error("node {node}: no op for domain `{domain}`, op_type `{op_type}`: {reason}")]
+    UnknownOp {
+        /// The node, by name or `#index`.
+        node: String,
+        /// Its domain (`""` is the default ONNX domain).
+        domain: String,
+        /// Its operator.
+        op_type: String,
+        /// Why, and what exists instead.
+        reason: String,
+    },
+    /// An attribute is missing, unknown, or not of the type its param needs.
+    #[error("node {node}: attribute `{attribute}`: {problem}")]
+    Attribute {
+        /// The node, by name or `#index`.
+        node: String,
+        /// The attribute's name.
+        attribute: String,
+        /// Expected against found.
+        problem: String,
+    },
+    /// A node is malformed: its inputs or outputs, metadata or version.
+    #[error("node {node}: {problem}")]
+    Node {
+        /// The node, by name or `#index`.
+        node: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A node's op refused its inputs (its own shape and dtype rules).
+    #[error("node {node}: {source}")]
+    Op {
+        /// The node, by name or `#index`.
+        node: String,
+        /// The op's error.
+        source: OpError,
+    },
+    /// A value (input, output, initializer, constant) has a type or data pto-op cannot use.
+    #[error("value `{value}`: {problem}")]
+    Value {
+        /// The value's name.
+        value: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The registry could not be built (two ops share a name).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl Model {
+    /// Writes the model as an ONNX file (see [`to_onnx`]), atomically: into a temporary file
+    /// beside `path`, then renamed over it.
+    pub fn save_onnx(&self, path: impl AsRef<Path>) -> Result<(), OnnxError> {
+        write_atomically(path.as_ref(), &to_onnx(self)?)
+    }
+
+    /// Reads an ONNX file (see [`from_onnx`]).
+    pub fn load_onnx(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|source| OnnxError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        from_onnx(&bytes)
+    }
+}
+
+/// Writes `bytes` to a temporary file in `path`'s directory, syncs it, and renames it to
+/// `path`, so a reader sees the old file or the new one, never a part.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OnnxError> {
+    let io = |source| OnnxError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut name = path
+        .file_name()
+        .ok_or_else(|| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the path names no file",
+            ))
+        })?
+        .to_owned();
+    name.push(format!(".{}.tmp", std::process::id()));
+    let temp = path.with_file_name(name);
+    let written = fs::File::create(&temp)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| fs::rename(&temp, path));
+    if let Err(e) = written {
+        // The temporary file is ours and useless now; failing to remove it changes nothing.
+        let _ = fs::remove_file(&temp);
+        return Err(io(e));
+    }
+    Ok(())
+}
+
+/// How messages name node `index`: its name when it has one.
+fn node_label(index: usize, name: &str) -> String {
+    if name.is_empty() {
+        format!("#{index}")
+    } else {
+        format!("#{index} `{name}`")
+    }
+}

@@ -1,0 +1,237 @@
+//! The one table between pto-op's standard ops (`std.*`) and ONNX operators, read by export
+//! and by import.
+//!
+//! Every op not in this table is a custom op: it travels as a node of its own domain.
+
+/// How one param of a standard op is written in ONNX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParamForm {
+    /// An attribute of this name, of the type that carries the param's type.
+    Attr(&'static str),
+    /// An INT attribute of this name holding the ONNX code of the dtype that the param (a
+    /// dtype name such as `"f16"`) names.
+    DTypeCode(&'static str),
+    /// A constant 1-D int64 input at this position. When `omit_empty`, an empty list is
+    /// written as an omitted input, which the ONNX op reads as "all axes".
+    Input {
+        /// The input's position.
+        index: usize,
+        /// Whether an empty list is omitted.
+        omit_empty: bool,
+    },
+}
+
+/// One param of a standard op and its ONNX form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ParamMap {
+    /// The param's name in the pto-op op.
+    pub param: &'static str,
+    /// Its ONNX form.
+    pub form: ParamForm,
+}
+
+/// How a standard op is written in ONNX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lowering {
+    /// One ONNX node of the default domain.
+    Node {
+        /// The ONNX operator.
+        op_type: &'static str,
+        /// The opset version whose form of the operator is written (the model's default
+        /// opset is at least this).
+        opset: i64,
+        /// The op's params.
+        params: &'static [ParamMap],
+        /// INT attributes written with these values, and accepted on import only with them.
+        fixed: &'static [(&'static str, i64)],
+        /// The op takes any number (>= 2) of data inputs in ONNX; import chains the binary
+        /// pto-op op over them.
+        variadic: bool,
+    },
+    /// `x * sigmoid(x)`, written as Sigmoid then Mul; import reads those back as two ops.
+    SigmoidTimesInput,
+}
+
+/// One standard op of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StandardOp {
+    /// The pto-op op name.
+    pub op: &'static str,
+    /// Its ONNX form.
+    pub lowering: Lowering,
+}
+
+/// The opset of `Sigmoid` and `Mul`, written for [`Lowering::SigmoidTimesInput`].
+pub(crate) const SIGMOID_MUL_OPSET: i64 = 14;
+
+const fn node(op: &'static str, op_type: &'static str, opset: i64) -> StandardOp {
+    with(op, op_type, opset, &[], &[])
+}
+
+const fn with(
+    op: &'static str,
+    op_type: &'static str,
+    opset: i64,
+    params: &'static [ParamMap],
+    fixed: &'static [(&'static str, i64)],
+) -> StandardOp {
+    StandardOp {
+        op,
+        lowering: Lowering::Node {
+            op_type,
+            opset,
+            params,
+            fixed,
+            variadic: false,
+        },
+    }
+}
+
+const fn attr(param: &'static str, name: &'static str) -> ParamMap {
+    ParamMap {
+        param,
+        form: ParamForm::Attr(name),
+    }
+}
+
+const fn input(param: &'static str, index: usize, omit_empty: bool) -> ParamMap {
+    ParamMap {
+        param,
+        form: ParamForm::Input { index, omit_empty },
+    }
+}
+
+/// The table. Opsets are the version of each operator's form as written (inputs vs
+/// attributes); ONNX Runtime runs all of them (see `tests/tests/onnx.rs`).
+pub(crate) static STANDARD_OPS: &[StandardOp] = &[
+    node("std.matmul", "MatMul", 13),
+    node("std.add", "Add", 14),
+    node("std.sub", "Sub", 14),
+    node("std.mul", "Mul", 14),
+    node("std.div", "Div", 14),
+    node("std.relu", "Relu", 14),
+    node("std.sigmoid", "Sigmoid", 13),
+    StandardOp {
+        op: "std.silu",
+        lowering: Lowering::SigmoidTimesInput,
+    },
+    with(
+        "std.gelu",
+        "Gelu",
+        20,
+        &[attr("approximate", "approximate")],
+        &[],
+    ),
+    with("std.softmax", "Softmax", 13, &[attr("axis", "axis")], &[]),
+    with(
+        "std.layer_norm",
+        "LayerNormalization",
+        17,
+        &[attr("eps", "epsilon")],
+        &[("axis", -1), ("stash_type", 1)],
+    ),
+    with(
+        "std.rms_norm",
+        "RMSNormalization",
+        23,
+        &[attr("eps", "epsilon")],
+        &[("axis", -1), ("stash_type", 1)],
+    ),
+    with(
+        "std.transpose",
+        "Transpose",
+        13,
+        &[attr("perm", "perm")],
+        &[],
+    ),
+    with(
+        "std.reshape",
+        "Reshape",
+        14,
+        &[input("shape", 1, false)],
+        &[("allowzero", 0)],
+    ),
+    StandardOp {
+        op: "std.concat",
+        lowering: Lowering::Node {
+            op_type: "Concat",
+            opset: 13,
+            params: &[attr("axis", "axis")],
+            fixed: &[],
+            variadic: true,
+        },
+    },
+    with(
+        "std.slice",
+        "Slice",
+        13,
+        &[
+            input("starts", 1, false),
+            input("ends", 2, false),
+            input("axes", 3, true),
+        ],
+        &[],
+    ),
+    with("std.gather", "Gather", 13, &[attr("axis", "axis")], &[]),
+    with(
+        "std.cast",
+        "Cast",
+        13,
+        &[ParamMap {
+            param: "to",
+            form: ParamForm::DTypeCode("to"),
+        }],
+        &[],
+    ),
+    with(
+        "std.reduce_mean",
+        "ReduceMean",
+        18,
+        &[input("axes", 1, true), attr("keepdims", "keepdims")],
+        &[("noop_with_empty_axes", 0)],
+    ),
+    with(
+        "std.reduce_sum",
+        "ReduceSum",
+        13,
+        &[input("axes", 1, true), attr("keepdims", "keepdims")],
+        &[("noop_with_empty_axes", 0)],
+    ),
+];
+
+/// The table entry of pto-op op `op`, if it is a standard op.
+pub(crate) fn by_op(op: &str) -> Option<&'static StandardOp> {
+    STANDARD_OPS.iter().find(|s| s.op == op)
+}
+
+/// The table entry that imports ONNX operator `op_type` of the default domain.
+pub(crate) fn by_op_type(op_type: &str) -> Option<&'static StandardOp> {
+    STANDARD_OPS
+        .iter()
+        .find(|s| matches!(s.lowering, Lowering::Node { op_type: t, .. } if t == op_type))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_onnx_operators_are_unique_so_both_directions_are_functions() {
+        for (i, a) in STANDARD_OPS.iter().enumerate() {
+            assert!(a.op.starts_with("std."), "{}", a.op);
+            for b in &STANDARD_OPS[i + 1..] {
+                assert_ne!(a.op, b.op);
+                if let (Lowering::Node { op_type: x, .. }, Lowering::Node { op_type: y, .. }) =
+                    (a.lowering, b.lowering)
+                {
+                    assert_ne!(x, y, "{} and {}", a.op, b.op);
+                }
+            }
+        }
+        assert_eq!(by_op_type("Concat").map(|s| s.op), Some("std.concat"));
+        assert_eq!(
+            by_op("std.silu").map(|s| s.lowering),
+            Some(Lowering::SigmoidTimesInput)
+        );
+    }
+}

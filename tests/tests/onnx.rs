@@ -1,0 +1,295 @@
+//! ONNX export and import: round trips, the official checker (Python `onnx`), error messages,
+//! and a fuzz of the importer.
+//!
+//! The Python checks need `requirements-test.txt` installed; `scripts/test` does that. Without
+//! them these tests fail, unless `PTO_SKIP_PYTHON=1` is set explicitly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use prost::Message;
+use pto_examples::{gelu_affine, moments, rms_norm};
+use pto_op::Model;
+use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto};
+use pto_op::onnx::{OnnxError, from_onnx, to_onnx};
+use pto_op::prelude::*;
+
+/// gelu_affine -> rms_norm (with a weight) -> moments (two outputs).
+fn custom_model() -> Result<Model, OpError> {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([4, 16]), DType::F32);
+    let gamma = g.weight("gamma", Tensor::random([16], DType::F32, 7))?;
+    let y = gelu_affine::apply(
+        &x,
+        &gelu_affine::Params {
+            scale: 0.5,
+            bias: 0.25,
+        },
+    )?;
+    let z = rms_norm::apply(&y, &gamma, &rms_norm::Params { eps: 1e-5 })?;
+    let (mean, rstd) = moments::apply(&z, &moments::Params::default())?;
+    g.output(&z);
+    g.output(&mean);
+    g.output(&rstd);
+    g.to_model("custom")
+}
+
+/// An op with every param type, to round-trip each through its attribute.
+#[custom_op(
+    name = "test_onnx.every_param",
+    version = 3,
+    params(
+        a: f32 = 0.1,
+        b: f64 = 0.1,
+        c: i32 = -7,
+        d: i64 = 1,
+        e: bool = true,
+        f: String = "x",
+        g: Vec<i64> = [],
+        h: Vec<f32>,
+    )
+)]
+pub mod every_param {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, _p: &Params) -> Result<Tensor, OpError> {
+        Ok(x.clone())
+    }
+}
+
+fn every_param_model() -> Result<Model, OpError> {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([3]), DType::I64);
+    let params = every_param::Params {
+        a: 0.0,
+        b: 0.1 + 0.2,
+        c: i32::MIN,
+        d: i64::MAX,
+        e: false,
+        f: "tanh ü".to_owned(),
+        g: vec![-1, 0, 5],
+        h: vec![0.5, -0.0, 1e-30],
+    };
+    let y = every_param::apply(&x, &params)?;
+    g.output(&y);
+    g.to_model("every_param")
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// Runs `python3 -c script args...`; `None` when skipped by `PTO_SKIP_PYTHON=1`. Fails the
+/// test when python3 or its packages are missing, or the script fails.
+fn python(script: &str, args: &[&Path]) -> Option<String> {
+    if std::env::var("PTO_SKIP_PYTHON").as_deref() == Ok("1") {
+        eprintln!("!!!!!!!! PTO_SKIP_PYTHON=1: SKIPPING the Python ONNX check !!!!!!!!");
+        return None;
+    }
+    let probe = Command::new("python3")
+        .args(["-c", "import onnx, onnxruntime"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "python3 lacks the onnx/onnxruntime packages ({}): run `scripts/test`, which \
+             installs requirements-test.txt (or set PTO_SKIP_PYTHON=1 to skip on purpose)",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!(
+            "cannot run python3 ({e}): install Python 3 and run `scripts/test` (or set \
+             PTO_SKIP_PYTHON=1 to skip on purpose)"
+        ),
+    }
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 ran a moment ago");
+    assert!(
+        out.status.success(),
+        "python check failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+const CHECK: &str = "import sys, onnx\n\
+m = onnx.load(sys.argv[1])\n\
+onnx.checker.check_model(m, full_check=True)\n\
+print(m.ir_version, [(o.domain, o.version) for o in m.opset_import])";
+
+#[test]
+fn a_custom_op_model_round_trips_and_passes_the_onnx_checker() {
+    let model = custom_model().unwrap();
+    let path = temp_path("custom.onnx");
+    model.save_onnx(&path).unwrap();
+    assert_eq!(Model::load_onnx(&path).unwrap(), model);
+    if let Some(out) = python(CHECK, &[&path]) {
+        assert_eq!(out.trim(), "11 [('demo', 1)]");
+    }
+}
+
+#[test]
+fn every_param_type_round_trips_exactly_and_passes_the_checker() {
+    let model = every_param_model().unwrap();
+    let bytes = to_onnx(&model).unwrap();
+    let back = from_onnx(&bytes).unwrap();
+    assert_eq!(back, model);
+    let AttrValue::F64(b) = back.graph.nodes[0].attrs["b"] else {
+        panic!("b is an f64");
+    };
+    assert_eq!(b.to_bits(), (0.1f64 + 0.2).to_bits());
+    let proto = ModelProto::decode(bytes.as_slice()).unwrap();
+    let node = &proto.graph.as_ref().unwrap().node[0];
+    assert_eq!(
+        (node.domain.as_str(), node.op_type.as_str()),
+        ("test_onnx", "every_param")
+    );
+    let meta: Vec<(&str, &str)> = node
+        .metadata_props
+        .iter()
+        .map(|e| (e.key.as_str(), e.value.as_str()))
+        .collect();
+    let fingerprint = every_param::def().fingerprint().to_string();
+    assert_eq!(
+        meta,
+        [
+            ("pto.version", "3"),
+            ("pto.fingerprint", fingerprint.as_str())
+        ]
+    );
+    let path = temp_path("every_param.onnx");
+    model.save_onnx(&path).unwrap();
+    if let Some(out) = python(CHECK, &[&path]) {
+        assert_eq!(out.trim(), "11 [('test_onnx', 3)]");
+    }
+}
+
+/// `bytes` decoded, their graph changed by `edit`, and imported again.
+fn import_edited(bytes: &[u8], edit: impl FnOnce(&mut GraphProto)) -> Result<Model, OnnxError> {
+    let mut proto = ModelProto::decode(bytes)?;
+    let graph = proto
+        .graph
+        .as_mut()
+        .ok_or_else(|| OnnxError::Model("no graph".to_owned()))?;
+    edit(graph);
+    from_onnx(&proto.encode_to_vec())
+}
+
+#[test]
+fn import_errors_name_the_node_the_attribute_and_what_was_expected() {
+    let bytes = to_onnx(&custom_model().unwrap()).unwrap();
+    let import_edited = |edit: &dyn Fn(&mut GraphProto)| import_edited(&bytes, edit).unwrap_err();
+    let unknown = import_edited(&|g| g.node[1].domain = "nope".to_owned());
+    assert_eq!(
+        unknown.to_string(),
+        "node #1 `n1`: no op for domain `nope`, op_type `rms_norm`: no op named `nope.rms_norm` \
+         is registered; did you mean demo.rms_norm or std.rms_norm?"
+    );
+    let mistyped = import_edited(&|g| {
+        let attr: &mut AttributeProto = &mut g.node[1].attribute[0];
+        attr.r#type = 2;
+        attr.i = Some(1);
+    });
+    assert_eq!(
+        mistyped.to_string(),
+        "node #1 `n1`: attribute `eps`: expected a FLOAT attribute (for a param of type f32), \
+         got INT"
+    );
+    let unknown_attr = import_edited(&|g| g.node[1].attribute[0].name = "epsilon".to_owned());
+    assert_eq!(
+        unknown_attr.to_string(),
+        "node #1 `n1`: attribute `epsilon`: `demo.rms_norm` has no param of this name (its \
+         params: eps)"
+    );
+    let changed = import_edited(&|g| g.node[1].metadata_props[1].value = "0".repeat(16));
+    assert!(
+        changed.to_string().contains("signature changed since"),
+        "{changed}"
+    );
+    let bad_shape = import_edited(&|g| {
+        g.initializer[0].dims = vec![8];
+        g.initializer[0].raw_data.truncate(32);
+    });
+    assert_eq!(
+        bad_shape.to_string(),
+        "node #1 `n1`: op `demo.rms_norm`: input `gamma`: expected shape [16], got [8]"
+    );
+    let undefined = import_edited(&|g| g.node[1].input[0] = "ghost".to_owned());
+    assert_eq!(
+        undefined.to_string(),
+        "value `ghost`: used before it is defined (nodes must be in a topological order)"
+    );
+}
+
+#[test]
+fn a_missing_param_without_default_is_named() {
+    let bytes = to_onnx(&every_param_model().unwrap()).unwrap();
+    let err = import_edited(&bytes, |g| g.node[0].attribute.retain(|a| a.name != "h")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "node #0 `n0`: attribute `h`: missing: `test_onnx.every_param` needs a value of type \
+         Vec<f32>"
+    );
+}
+
+/// SplitMix64: a small seeded generator, so a failing case is reproducible from its seed.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn the_importer_never_panics_on_flipped_or_truncated_bytes() {
+    const CASES: u64 = 12_000;
+    let valid = to_onnx(&custom_model().unwrap()).unwrap();
+    let start = std::time::Instant::now();
+    let (mut ok, mut failed) = (0, 0);
+    for seed in 0..CASES {
+        let mut rng = SplitMix64(seed);
+        let mut bytes = valid.clone();
+        match rng.below(4) {
+            0 => bytes.truncate(rng.below(valid.len())),
+            _ => {
+                for _ in 0..=rng.below(4) {
+                    let at = rng.below(bytes.len());
+                    bytes[at] ^= 1 << rng.below(8);
+                }
+            }
+        }
+        match std::panic::catch_unwind(|| from_onnx(&bytes).is_ok()) {
+            Ok(true) => ok += 1,
+            Ok(false) => failed += 1,
+            Err(_) => panic!("from_onnx panicked on case seed {seed}"),
+        }
+    }
+    eprintln!(
+        "fuzz: {CASES} cases ({ok} imported, {failed} refused) in {:?}",
+        start.elapsed()
+    );
+    assert!(failed > 0 && ok > 0, "{ok} ok, {failed} failed");
+}
