@@ -88,3 +88,15 @@ fn inputs_are_checked_by_name_count_shape_and_dtype() {
         "model `pipeline`: input `x` (f32[64, 256]) is not given; its inputs are `x`"
     );
 }
+
+#[test]
+fn every_example_model_walks_through_export_compile_run_and_compare() {
+    let dir = std::env::temp_dir().join(format!("pto-walkthrough-{}", std::process::id()));
+    for def in builtin_models() {
+        let model = (def.build)().unwrap();
+        let out = pto_examples::models::walkthrough(&model, &dir).unwrap();
+        assert!(out.contains("the ONNX file loads back identical"), "{out}");
+        assert!(out.contains("(sim vs cpu) passed"), "{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

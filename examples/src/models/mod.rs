@@ -4,10 +4,17 @@
 //! - [`pipeline`]: one custom op feeds the next, with a weight.
 //! - [`decoder_block`]: a transformer decoder block: fused custom ops and std ops.
 //! - [`mixed`]: std ops and the ops of two operator crates (two teams) in one model.
+//!
+//! [`walkthrough`] takes any of them end to end: describe, export (model file and ONNX),
+//! compile, run on cpu and sim, compare. `cargo run -p pto-examples --example
+//! decoder_block` (or `pipeline`, `mixed`) runs it.
 
 pub mod decoder_block;
 pub mod mixed;
 pub mod pipeline;
+mod walkthrough;
+
+pub use walkthrough::walkthrough;
 
 use pto_backends::models::ModelDef;
 use pto_backends::register_model;
