@@ -33,7 +33,11 @@ use crate::tensor_file::{TensorFileError, read_safetensors};
 
 /// Describe, compile, run and compare pto-op models on any linked target.
 #[derive(Debug, Parser)]
-#[command(name = "pto", version, about)]
+#[command(
+    name = "pto",
+    version,
+    about = "Operators described once: list them, and export, compile, run, compare and inspect models on a target (cpu, sim)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
