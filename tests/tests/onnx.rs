@@ -4,8 +4,9 @@
 //! The Python checks need `requirements-test.txt` installed; `scripts/test` does that. Without
 //! them these tests fail, unless `PTO_SKIP_PYTHON=1` is set explicitly.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use prost::Message;
 use pto_examples::{gelu_affine, moments, rms_norm};
@@ -13,6 +14,8 @@ use pto_op::Model;
 use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto};
 use pto_op::onnx::{OnnxError, from_onnx, to_onnx};
 use pto_op::prelude::*;
+
+use common::python::python;
 
 /// gelu_affine -> rms_norm (with a weight) -> moments (two outputs).
 fn custom_model() -> Result<Model, OpError> {
@@ -88,42 +91,6 @@ fn every_param_model() -> Result<Model, OpError> {
 
 fn temp_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
-}
-
-/// Runs `python3 -c script args...`; `None` when skipped by `PTO_SKIP_PYTHON=1`. Fails the
-/// test when python3 or its packages are missing, or the script fails.
-fn python(script: &str, args: &[&Path]) -> Option<String> {
-    if std::env::var("PTO_SKIP_PYTHON").as_deref() == Ok("1") {
-        eprintln!("!!!!!!!! PTO_SKIP_PYTHON=1: SKIPPING the Python ONNX check !!!!!!!!");
-        return None;
-    }
-    let probe = Command::new("python3")
-        .args(["-c", "import onnx, onnxruntime"])
-        .output();
-    match probe {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "python3 lacks the onnx/onnxruntime packages ({}): run `scripts/test`, which \
-             installs requirements-test.txt (or set PTO_SKIP_PYTHON=1 to skip on purpose)",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(e) => panic!(
-            "cannot run python3 ({e}): install Python 3 and run `scripts/test` (or set \
-             PTO_SKIP_PYTHON=1 to skip on purpose)"
-        ),
-    }
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python3 ran a moment ago");
-    assert!(
-        out.status.success(),
-        "python check failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 const CHECK: &str = "import sys, onnx\n\

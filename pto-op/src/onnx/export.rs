@@ -255,6 +255,11 @@ impl Exporter<'_> {
             };
             match map.form {
                 ParamForm::Attr(onnx_name) => attribute.push(self::attribute(onnx_name, value)),
+                ParamForm::IntsOrAbsent(onnx_name) => {
+                    if !matches!(value, AttrValue::I64s(list) if list.is_empty()) {
+                        attribute.push(self::attribute(onnx_name, value));
+                    }
+                }
                 ParamForm::DTypeCode(onnx_name) => {
                     let code = match value {
                         AttrValue::String(dtype) => {

@@ -368,7 +368,7 @@ impl Importer {
         let def = registry::find(entry.op).map_err(|e| unknown(node, label, e.to_string()))?;
         let attrs = self.standard_params(node, entry, def, label)?;
         for attr in &node.attribute {
-            if maps.iter().any(|m| matches!(m.form, ParamForm::Attr(n) | ParamForm::DTypeCode(n) if n == attr.name)) {
+            if maps.iter().any(|m| matches!(m.form, ParamForm::Attr(n) | ParamForm::IntsOrAbsent(n) | ParamForm::DTypeCode(n) if n == attr.name)) {
                 continue;
             }
             let Some(&(_, wanted)) = fixed.iter().find(|(n, _)| *n == attr.name) else {
@@ -510,6 +510,14 @@ impl Importer {
                     .find(|a| a.name == name)
                     .map(|a| param_value(a, param.ty).map_err(|p| attribute_error(name, p)))
                     .transpose()?,
+                ParamForm::IntsOrAbsent(name) => {
+                    Some(match node.attribute.iter().find(|a| a.name == name) {
+                        Some(a) => {
+                            param_value(a, param.ty).map_err(|p| attribute_error(name, p))?
+                        }
+                        None => AttrValue::I64s(Vec::new()),
+                    })
+                }
                 ParamForm::DTypeCode(name) => node
                     .attribute
                     .iter()
@@ -532,8 +540,11 @@ impl Importer {
                             })
                     })
                     .transpose()?,
-                ParamForm::Input { index, .. } => {
+                ParamForm::Input { index, omit_empty } => {
                     match node.input.get(index).filter(|n| !n.is_empty()) {
+                        // An omitted input is what export writes for an empty list: read it
+                        // back as one, as tracing records every param.
+                        None if omit_empty => Some(AttrValue::I64s(Vec::new())),
                         None => None,
                         Some(name) => {
                             let tensor = self.constants.get(name).ok_or_else(|| OnnxError::Node {

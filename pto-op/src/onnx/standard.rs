@@ -8,6 +8,11 @@
 pub(crate) enum ParamForm {
     /// An attribute of this name, of the type that carries the param's type.
     Attr(&'static str),
+    /// An INTS attribute of this name for a `Vec<i64>` param whose empty list means what the
+    /// ONNX op does without the attribute (Transpose: reverse the axes). An empty list is
+    /// written as no attribute, since ONNX reads an empty INTS as a list of length 0; no
+    /// attribute imports as the empty list.
+    IntsOrAbsent(&'static str),
     /// An INT attribute of this name holding the ONNX code of the dtype that the param (a
     /// dtype name such as `"f16"`) names.
     DTypeCode(&'static str),
@@ -141,7 +146,10 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         "std.transpose",
         "Transpose",
         13,
-        &[attr("perm", "perm")],
+        &[ParamMap {
+            param: "perm",
+            form: ParamForm::IntsOrAbsent("perm"),
+        }],
         &[],
     ),
     with(

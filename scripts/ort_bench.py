@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Median latency of an ONNX model in ONNX Runtime, single-threaded, as JSON.
+
+Usage: scripts/ort_bench.py MODEL.onnx INPUTS_DIR ITERATIONS
+
+INPUTS_DIR holds one `<input name>.npy` per graph input (the layout the pto-tests ONNX
+tests write). Runs one warm-up, then ITERATIONS timed runs on the CPUExecutionProvider with
+one intra-op and one inter-op thread, and prints {"median_ms": ..., "runs": ITERATIONS}.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+
+def main(argv):
+    if len(argv) != 4:
+        sys.exit(f"usage: {argv[0]} MODEL.onnx INPUTS_DIR ITERATIONS")
+    model, inputs_dir, iterations = argv[1], argv[2], int(argv[3])
+    if iterations < 1:
+        sys.exit(f"ITERATIONS must be at least 1, got {iterations}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for arg in session.get_inputs():
+        path = os.path.join(inputs_dir, arg.name + ".npy")
+        if not os.path.exists(path):
+            sys.exit(f"input `{arg.name}` of {model}: {path} does not exist")
+        feeds[arg.name] = np.load(path)
+    session.run(None, feeds)
+    times_ms = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        times_ms.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps({"median_ms": statistics.median(times_ms), "runs": iterations}))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
