@@ -60,3 +60,57 @@ fn dtype_of(dtype: Dtype) -> Option<DType> {
         _ => return None,
     })
 }
+
+/// The `.npy` (format 1.0) bytes of `tensor`: a header naming its little-endian dtype and
+/// shape, then its data in row-major order. What Python tools (numpy, onnxruntime scripts)
+/// read.
+///
+/// # Errors
+///
+/// For bf16, which numpy has no dtype for.
+///
+/// ```
+/// use pto_op::{DType, Tensor};
+/// let bytes = pto_backends::tensor_file::npy_bytes(&Tensor::zeros([2, 3], DType::F32)).unwrap();
+/// assert!(bytes.starts_with(b"\x93NUMPY\x01\x00"));
+/// assert_eq!((bytes.len() - 24) % 64, 0); // header padded to 64 bytes, then 24 data bytes
+/// ```
+pub fn npy_bytes(tensor: &Tensor) -> Result<Vec<u8>, TensorFileError> {
+    let descr = match tensor.dtype() {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::I32 => "<i4",
+        DType::I64 => "<i8",
+        DType::I8 => "|i1",
+        DType::U8 => "|u1",
+        DType::Bool => "|b1",
+        DType::BF16 => {
+            return Err(TensorFileError {
+                path: "(npy)".to_owned(),
+                message: "numpy has no bf16 dtype: cast the tensor to f32 first".to_owned(),
+            });
+        }
+    };
+    let shape = match tensor.dims() {
+        [] => "()".to_owned(),
+        [d] => format!("({d},)"),
+        dims => {
+            let dims: Vec<String> = dims.iter().map(ToString::to_string).collect();
+            format!("({})", dims.join(", "))
+        }
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Magic (6) + version (2) + header length (2) + header + newline, padded to 64 bytes.
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    header.push('\n');
+    let length = u16::try_from(header.len()).map_err(|_| TensorFileError {
+        path: "(npy)".to_owned(),
+        message: format!("a header of {} bytes does not fit format 1.0", header.len()),
+    })?;
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend(length.to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(tensor.to_le_bytes());
+    Ok(bytes)
+}

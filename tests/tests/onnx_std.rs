@@ -311,43 +311,6 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The `.npy` (version 1.0) bytes of `tensor`: a header naming its little-endian dtype and
-/// shape, then its raw data. bf16 has no numpy dtype.
-fn npy_bytes(tensor: &Tensor) -> Vec<u8> {
-    let descr = match tensor.dtype() {
-        DType::F32 => "<f4",
-        DType::F16 => "<f2",
-        DType::I32 => "<i4",
-        DType::I64 => "<i8",
-        DType::I8 => "|i1",
-        DType::U8 => "|u1",
-        DType::Bool => "|b1",
-        DType::BF16 => panic!("numpy has no bf16: the ORT tests use no bf16 input"),
-    };
-    let shape = match tensor.dims() {
-        [] => "()".to_owned(),
-        [d] => format!("({d},)"),
-        dims => format!(
-            "({})",
-            dims.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    // Magic (6) + version (2) + header length (2) + header, padded to 64 bytes with a newline.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
-    header.push('\n');
-    let length = u16::try_from(header.len()).expect("a short header");
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend(length.to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend(tensor.to_le_bytes());
-    bytes
-}
-
 /// Writes `model` as `dir/model.onnx` and its inputs as `dir/inputs/<name>.npy`, the layout
 /// `scripts/ort_bench.py` reads. Returns the model's path and the inputs directory.
 fn write_case(case: &Case, dir: &Path) -> (PathBuf, PathBuf) {
@@ -358,7 +321,11 @@ fn write_case(case: &Case, dir: &Path) -> (PathBuf, PathBuf) {
     let inputs_dir = dir.join("inputs");
     fs::create_dir_all(&inputs_dir).expect("writable");
     for (name, tensor) in &case.inputs {
-        fs::write(inputs_dir.join(format!("{name}.npy")), npy_bytes(tensor)).expect("writable");
+        fs::write(
+            inputs_dir.join(format!("{name}.npy")),
+            pto_backends::tensor_file::npy_bytes(tensor).expect("no bf16 input"),
+        )
+        .expect("writable");
     }
     (model_path, inputs_dir)
 }
@@ -614,4 +581,28 @@ runpy.run_path(sys.argv[0], run_name='__main__')";
     assert_eq!(report["runs"], 5, "{report}");
     let median = report["median_ms"].as_f64().expect("median_ms is a number");
     assert!(median > 0.0, "{report}");
+}
+
+#[test]
+fn the_standard_op_decoder_block_matches_onnx_runtime() {
+    use pto_examples as _;
+    let build = pto_backends::models::find_builtin("decoder-block-std").expect("registered");
+    let model = (build.build)().expect("the model builds");
+    let x = Tensor::random_uniform([64, 64], DType::F32, 11, -1.0, 1.0);
+    let case = Case {
+        model,
+        inputs: BTreeMap::from([("x".to_owned(), x)]),
+    };
+    let expected = evaluate(&case.model, &case.inputs).expect("the references run");
+    let Some(actual) = run_in_ort(&case, &temp_dir("ort_decoder_block_std")) else {
+        return;
+    };
+    // A whole block: 8 matmuls, a softmax over 64 keys and two norms between input and
+    // output; MLAS sums in another order than ndarray, so allow a few f32 ulps per stage.
+    let tolerance = Tolerance::new(1e-5, 1e-5);
+    let comparison = actual[0]
+        .compare(&expected[0], tolerance)
+        .expect("same shape");
+    eprintln!("decoder-block-std, ORT vs our CPU references: {comparison}");
+    assert!(comparison.passed(), "{comparison}");
 }

@@ -40,6 +40,16 @@ register_model!(
 );
 
 register_model!(
+    DECODER_BLOCK_STD,
+    ModelDef {
+        name: "decoder-block-std",
+        description: "the decoder block with standard ops only (attention and SwiGLU unfused), \
+                      for ONNX runtimes that know no custom ops",
+        build: decoder_block::build_std,
+    }
+);
+
+register_model!(
     MIXED,
     ModelDef {
         name: "mixed",
