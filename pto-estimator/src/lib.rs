@@ -17,11 +17,14 @@
 //! - [`chain`]: which model answers for an op on a device, and every registration.
 //! - [`derive`]: properties counted from an op's kernel IR when nobody registered any.
 //! - [`roofline`]: the default estimator over a device profile.
+//! - [`report`], [`plot`]: a whole model: per-op table, totals, memory, trace, roofline plot.
 
 pub mod chain;
 mod defaults;
 pub mod derive;
 mod error;
+pub mod plot;
+pub mod report;
 pub mod roofline;
 
 use std::collections::HashMap;
