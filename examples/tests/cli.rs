@@ -156,3 +156,25 @@ fn an_exported_model_file_compiles_and_runs_like_the_built_in_model() {
     assert_eq!(from_onnx, built_in);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn estimate_takes_the_7b_model_without_its_weights() {
+    let out = run([
+        "pto",
+        "estimate",
+        "llama-7b-decoder",
+        "--device",
+        "kirin9030",
+    ])
+    .unwrap();
+    assert!(
+        out.starts_with("model `llama-7b-decoder` on `kirin9030`"),
+        "{out}"
+    );
+    assert!(out.contains("weights 12852.5 MiB"), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&run(["pto", "estimate", "pipeline", "--json"]).unwrap()).unwrap();
+    assert_eq!(json["ops"].as_array().map(Vec::len), Some(3));
+    let listed = run(["pto", "estimators"]).unwrap();
+    assert!(listed.contains("std.reshape"), "{listed}");
+}

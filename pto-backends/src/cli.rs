@@ -7,7 +7,8 @@
 //! }
 //! ```
 //!
-//! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `inspect`; `--json`
+//! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
+//! `estimators`, `inspect`; `--json`
 //! on every report. A MODEL argument is an ONNX or model file (`pto export` writes both),
 //! else the
 //! name of a built-in model (see [`crate::models`]). The target is `--target`, else
@@ -111,6 +112,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Estimate a model's time on a device: per-op table (time, share, bound, source),
+    /// totals, weight and peak activation memory.
+    Estimate {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// A built-in device profile's name, or a profile file.
+        #[arg(long, default_value = "kirin9030")]
+        device: String,
+        /// Write the roofline plot as SVG to this file (atomically).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// Write the timeline as a Chrome trace to this file (atomically).
+        #[arg(long, value_name = "FILE.json")]
+        trace: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every estimator and properties registration: op, device, level, kind, source,
+    /// and whether it is in force.
+    Estimators {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a model: inputs, weights, outputs, nodes with their shapes and dtypes, memory.
     Inspect {
         /// A model file or a built-in model's name.
@@ -178,6 +204,12 @@ pub enum CliError {
     /// A model's parity check found outputs that differ (the report says which).
     #[error("{0}")]
     ParityFailed(String),
+    /// A device profile could not be loaded.
+    #[error(transparent)]
+    Device(#[from] pto_op::DeviceError),
+    /// Estimating failed.
+    #[error(transparent)]
+    Estimate(#[from] pto_estimator::EstimateError),
     /// A report could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -302,6 +334,27 @@ where
                 Err(CliError::ParityFailed(report))
             }
         }
+        Command::Estimate {
+            model,
+            device,
+            plot,
+            trace,
+            json,
+        } => {
+            let (name, graph) = load_graph(&model)?;
+            let device = pto_op::DeviceProfile::resolve(&device)?;
+            let mut estimator = pto_estimator::Estimator::linked(&device)?;
+            let report =
+                pto_estimator::report::ModelReport::of_graph(&name, &graph, &mut estimator)?;
+            if let Some(path) = plot {
+                report.write_plot(&path, &pto_estimator::roofline::Peaks::of(&device))?;
+            }
+            if let Some(path) = trace {
+                report.write_trace(&path)?;
+            }
+            render(&report, json)
+        }
+        Command::Estimators { json } => estimators(json),
         Command::Inspect { model, json } => render(&Inspection::of(&load_model(&model)?), json),
     }
 }
@@ -343,6 +396,52 @@ fn load_model(name: &str) -> Result<Model, CliError> {
         name: def.name.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// The graph a MODEL argument names, for estimation: a built-in model's weights need not
+/// exist (see [`crate::models::ModelDef::describe`]).
+fn load_graph(name: &str) -> Result<(String, pto_op::GraphDef), CliError> {
+    if !std::path::Path::new(name).is_file()
+        && let Some(def) = find_builtin(name)
+    {
+        let graph = def.graph().map_err(|e| CliError::Build {
+            name: def.name.to_owned(),
+            message: e.to_string(),
+        })?;
+        return Ok((def.name.to_owned(), graph));
+    }
+    let model = load_model(name)?;
+    Ok((model.name, model.graph))
+}
+
+fn estimators(json: bool) -> Result<String, CliError> {
+    let all = pto_estimator::chain::Chain::linked()?.registrations();
+    if json {
+        return Ok(serde_json::to_string_pretty(&all)?);
+    }
+    let mut out = format!(
+        "{} registration(s)\n{:<22} {:<11} {:<8} {:<11} {:<9} {:<9} source",
+        all.len(),
+        "op",
+        "device",
+        "level",
+        "kind",
+        "override",
+        "in force"
+    );
+    for r in all {
+        out.push_str(&format!(
+            "\n{:<22} {:<11} {:<8} {:<11} {:<9} {:<9} {}",
+            r.op,
+            r.device.as_deref().unwrap_or("all"),
+            r.level,
+            r.kind,
+            if r.overrides { "yes" } else { "no" },
+            if r.in_force { "yes" } else { "NO" },
+            r.source
+        ));
+    }
+    Ok(out)
 }
 
 /// The inputs the arguments ask for, and where they come from, for the report.

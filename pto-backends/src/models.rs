@@ -5,7 +5,7 @@
 //! ops, the crate must be linked into the binary (`use my_models as _;`).
 
 use pto_op::__private::linkme;
-use pto_op::{Model, OpError};
+use pto_op::{GraphDef, Model, OpError};
 
 /// A registered model builder.
 #[derive(Debug)]
@@ -16,6 +16,23 @@ pub struct ModelDef {
     pub description: &'static str,
     /// Builds (traces) the model, weights included.
     pub build: fn() -> Result<Model, OpError>,
+    /// Builds the graph alone, weights declared by type without data, for a model too
+    /// large to materialize: estimation reads this when it is given, else `build`'s graph.
+    pub describe: Option<fn() -> Result<GraphDef, OpError>>,
+}
+
+impl ModelDef {
+    /// The model's graph: `describe` when given, else the graph of `build`.
+    ///
+    /// # Errors
+    ///
+    /// The builder's error.
+    pub fn graph(&self) -> Result<GraphDef, OpError> {
+        match self.describe {
+            Some(describe) => describe(),
+            None => Ok((self.build)()?.graph),
+        }
+    }
 }
 
 #[doc(hidden)]
@@ -30,6 +47,7 @@ pub static MODELS: [ModelDef];
 ///     name: "pipeline",
 ///     description: "gelu_affine -> rms_norm -> softmax",
 ///     build: pipeline::build,
+///     describe: None,
 /// });
 /// ```
 #[macro_export]

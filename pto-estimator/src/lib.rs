@@ -1,1 +1,145 @@
-//! Performance models of pto-op operators: the estimator registry and the roofline.
+//! Performance models of pto-op operators: the estimator registry's priority chain, the
+//! system default properties, the roofline, and model reports.
+//!
+//! ```
+//! use pto_op::{DType, DeviceProfile, Shape, TensorType};
+//! use pto_estimator::{Estimator, chain::Source};
+//! let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+//! let mut estimator = Estimator::linked(&kirin).unwrap();
+//! let t = TensorType { shape: Shape::from([256, 256]), dtype: DType::F16 };
+//! let info = pto_op::registry::find("std.matmul").unwrap()
+//!     .invoke_info(&[t.clone(), t], &Default::default()).unwrap();
+//! let estimate = estimator.estimate(&info).unwrap();
+//! assert_eq!(estimate.source, Source::KernelIr);
+//! assert!(estimate.seconds > 0.0);
+//! ```
+//!
+//! - [`chain`]: which model answers for an op on a device, and every registration.
+//! - [`derive`]: properties counted from an op's kernel IR when nobody registered any.
+//! - [`roofline`]: the default estimator over a device profile.
+//! - [`report`], [`plot`]: a whole model: per-op table, totals, memory, trace, roofline plot.
+
+pub mod chain;
+mod defaults;
+pub mod derive;
+mod error;
+pub mod plot;
+pub mod report;
+pub mod roofline;
+
+use std::collections::HashMap;
+
+use pto_op::{DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
+use serde::Serialize;
+
+use crate::chain::{Chain, Model, Source};
+use crate::roofline::{Bound, Peaks, Roofline, roofline_with};
+
+pub use error::{Conflict, EstimateError};
+
+/// The estimate of one op call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpEstimate {
+    /// The op.
+    pub op: String,
+    /// Estimated time, in seconds.
+    pub seconds: f64,
+    /// What limits it.
+    pub bound: Bound,
+    /// The link of the chain the numbers came from.
+    pub source: Source,
+    /// Where that model is written (`None` when the system derived it).
+    pub location: Option<String>,
+    /// The properties the roofline used (`None` for a direct estimate).
+    pub properties: Option<PerformanceProperties>,
+    /// The roofline's parts (`None` for a direct estimate).
+    pub roofline: Option<Roofline>,
+    /// Why the kernel IR was not used, when properties fell back to memory traffic.
+    pub note: Option<String>,
+}
+
+/// Estimates op calls on one device through the chain, remembering each distinct call.
+#[derive(Debug)]
+pub struct Estimator<'a> {
+    chain: &'a Chain,
+    device: &'a DeviceProfile,
+    peaks: Peaks,
+    cache: HashMap<String, OpEstimate>,
+}
+
+impl<'a> Estimator<'a> {
+    /// An estimator over `chain` for `device`.
+    pub fn new(chain: &'a Chain, device: &'a DeviceProfile) -> Estimator<'a> {
+        Estimator {
+            chain,
+            device,
+            peaks: Peaks::of(device),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// An estimator over every op and registration linked into this program.
+    ///
+    /// # Errors
+    ///
+    /// The op registry's error, when two linked ops share a name.
+    pub fn linked(device: &'a DeviceProfile) -> Result<Estimator<'a>, EstimateError> {
+        Ok(Estimator::new(Chain::linked()?, device))
+    }
+
+    /// The device estimated for.
+    pub fn device(&self) -> &DeviceProfile {
+        self.device
+    }
+
+    /// The estimate of one call.
+    ///
+    /// # Errors
+    ///
+    /// [`EstimateError::Duplicate`] when the op's registrations conflict.
+    pub fn estimate(&mut self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
+        // Calls repeat (one per layer): types, op and params say everything about a call.
+        let key = format!("{info:?}");
+        if let Some(hit) = self.cache.get(&key) {
+            return Ok(hit.clone());
+        }
+        let estimate = self.estimate_uncached(info)?;
+        self.cache.insert(key, estimate.clone());
+        Ok(estimate)
+    }
+
+    fn estimate_uncached(&self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
+        let choice = self.chain.resolve(&info.op, &self.device.name)?;
+        let location = choice.location.map(|l| l.to_string());
+        let (properties, source, note) = match choice.model {
+            Some(Model::Estimator(estimate)) => {
+                return Ok(OpEstimate {
+                    op: info.op.clone(),
+                    seconds: estimate(info, self.device).seconds,
+                    bound: Bound::Direct,
+                    source: choice.source,
+                    location,
+                    properties: None,
+                    roofline: None,
+                    note: None,
+                });
+            }
+            Some(Model::Properties(properties)) => (properties(info), choice.source, None),
+            None => {
+                let derived = derive::default_properties(registry::find(&info.op).ok(), info);
+                (derived.properties, derived.source, derived.note)
+            }
+        };
+        let roofline = roofline_with(&properties, self.device, &self.peaks);
+        Ok(OpEstimate {
+            op: info.op.clone(),
+            seconds: roofline.seconds,
+            bound: roofline.bound,
+            source,
+            location,
+            properties: Some(properties),
+            roofline: Some(roofline),
+            note,
+        })
+    }
+}

@@ -12,6 +12,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod parity;
+mod registration;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -67,6 +68,34 @@ fn custom_op_impl(args: TokenStream2, item: TokenStream2) -> TokenStream2 {
             quote!(#errors #module)
         }
     }
+}
+
+/// Registers a direct time estimate for an op, written anywhere (any crate), for any op.
+///
+/// ```ignore
+/// #[op_estimator(op = "demo.rms_norm", device = "kirin9030", override)]
+/// fn rms_norm_on_kirin(info: &OpInvokeInfo, device: &DeviceProfile) -> Estimate { .. }
+/// ```
+///
+/// Keys: `op` (required), `device` (a profile name; without it, every device), `override`
+/// (replaces another registration of the same op, device and level), `default` (a framework
+/// default, below every user registration).
+#[proc_macro_attribute]
+pub fn op_estimator(args: TokenStream, item: TokenStream) -> TokenStream {
+    registration::registration(registration::Kind::Estimator, args.into(), item.into()).into()
+}
+
+/// Registers the compute and memory properties of an op, written anywhere, for any op.
+///
+/// ```ignore
+/// #[op_properties(op = "std.gelu")]
+/// fn gelu(info: &OpInvokeInfo) -> PerformanceProperties { .. }
+/// ```
+///
+/// Keys: `op` (required), `override`, `default`, as for `#[op_estimator]`.
+#[proc_macro_attribute]
+pub fn op_properties(args: TokenStream, item: TokenStream) -> TokenStream {
+    registration::registration(registration::Kind::Properties, args.into(), item.into()).into()
 }
 
 /// Declares a helper attribute that is only meaningful inside a `#[custom_op]` module, where

@@ -73,6 +73,26 @@ pub struct VectorCosts {
     pub reduce: f64,
 }
 
+/// Parameters of the default roofline estimator: how close typical ops come to the peaks.
+///
+/// None of these has a public source; profiles mark them as assumptions in `notes`, and
+/// calibration against the simulator or a device replaces them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimatorParams {
+    /// Fraction of the cube's peak multiply-accumulate rate an op reaches, in (0, 1].
+    pub cube_efficiency: f64,
+    /// Fraction of the vector unit's peak element rate an op reaches, in (0, 1].
+    pub vector_efficiency: f64,
+    /// Fraction of the global memory bandwidth an op reaches, in (0, 1].
+    pub memory_efficiency: f64,
+    /// Fixed cost of every op (launch, synchronisation), in seconds.
+    pub static_seconds: f64,
+    /// Whether cube and vector work of one op overlap (time is the larger of the two) or
+    /// serialize (time is their sum).
+    pub overlap_cube_vector: bool,
+}
+
 /// The profile of one device.
 ///
 /// ```
@@ -119,6 +139,8 @@ pub struct DeviceProfile {
     pub issue_cycles: f64,
     /// Scalar cycles of each loop iteration (counter, branch, addresses).
     pub loop_overhead_cycles: f64,
+    /// Parameters of the default roofline estimator.
+    pub estimator: EstimatorParams,
 }
 
 /// An error of loading a device profile.
@@ -241,6 +263,31 @@ impl DeviceProfile {
         ];
         if let Some((field, value)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("`{field}` must be a positive number, got {value}"));
+        }
+        let efficiencies = [
+            ("estimator.cube_efficiency", self.estimator.cube_efficiency),
+            (
+                "estimator.vector_efficiency",
+                self.estimator.vector_efficiency,
+            ),
+            (
+                "estimator.memory_efficiency",
+                self.estimator.memory_efficiency,
+            ),
+        ];
+        if let Some((field, value)) = efficiencies
+            .iter()
+            .find(|(_, v)| !(v.is_finite() && *v > 0.0 && *v <= 1.0))
+        {
+            return Err(format!(
+                "`{field}` must be a fraction in (0, 1], got {value}"
+            ));
+        }
+        let static_seconds = self.estimator.static_seconds;
+        if !(static_seconds.is_finite() && static_seconds >= 0.0) {
+            return Err(format!(
+                "`estimator.static_seconds` must be zero or positive, got {static_seconds}"
+            ));
         }
         if self.ai_cores == 0 {
             return Err("`ai_cores` must be at least 1".to_owned());

@@ -156,6 +156,26 @@ impl Graph {
         Ok(value)
     }
 
+    /// Declares a weight by its type only, without data: for graphs that are estimated, not
+    /// run (a 7B model's 13 GB of weights need not exist to estimate it). [`Graph::def`]
+    /// has it as a weight; [`Graph::to_model`] fails, naming it, since it has no data.
+    pub fn declare_weight(
+        &self,
+        name: impl Into<String>,
+        shape: Shape,
+        dtype: DType,
+    ) -> Result<Value, OpError> {
+        let name = name.into();
+        if self.data.borrow().def.value_by_name(&name).is_some() {
+            return Err(OpError::invalid(format!(
+                "the graph already has a value named `{name}`; weight names are unique"
+            )));
+        }
+        let value = self.add_value(name, TensorType { shape, dtype }, ValueKind::Weight);
+        self.data.borrow_mut().def.weights.push(value.id);
+        Ok(value)
+    }
+
     /// Marks `value` as a graph output (in call order).
     pub fn output(&self, value: &Value) {
         self.data.borrow_mut().def.outputs.push(value.id);

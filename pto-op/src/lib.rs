@@ -66,7 +66,7 @@ pub mod tensor;
 pub mod tolerance;
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
-pub use device::{DeviceError, DeviceProfile};
+pub use device::{DeviceError, DeviceProfile, EstimatorParams};
 pub use dtype::DType;
 pub use error::OpError;
 pub use executor::{Executor, Lowering, SimulatedTime};
@@ -74,7 +74,10 @@ pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};
 pub use model::{Model, ModelFileError};
 pub use op::{OpDef, ParamDef, SourceLocation, TensorType};
-pub use perf::{ComputeOps, Estimate, OpInvokeInfo, PerformanceProperties};
+pub use perf::{
+    ComputeOps, Estimate, EstimatorRegistration, Level, OpInvokeInfo, PerformanceProperties,
+    PropertiesRegistration,
+};
 pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
@@ -90,7 +93,8 @@ pub mod prelude {
         Tolerance, Value, custom_op,
     };
     pub use pto_op_macros::{
-        estimator, infer_dtype, infer_shape, kernel, parity, properties, reference,
+        estimator, infer_dtype, infer_shape, kernel, op_estimator, op_properties, parity,
+        properties, reference,
     };
 }
 
@@ -98,7 +102,11 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::op::SourceLocation;
     pub use crate::parity;
+    pub use crate::perf::{
+        ESTIMATORS, EstimatorRegistration, Level, PROPERTIES, PropertiesRegistration,
+    };
     pub use crate::registry::OPERATORS;
     pub use crate::target::TARGETS;
     pub use linkme;

@@ -1,4 +1,11 @@
-//! The types of performance models: what an estimator is given and what it returns.
+//! The types of performance models: what an estimator is given and what it returns, and
+//! the registrations of estimators and properties outside an op's module.
+//!
+//! Two levels, as in the op module (`#[estimator]`, `#[properties]`): a direct estimate of an
+//! op call's time, or the op's compute and memory properties for the roofline. Either can be
+//! written anywhere, for any op (custom or `std.*`), with `#[op_estimator(op = "..")]` and
+//! `#[op_properties(op = "..")]`; the registrations are collected at link time in
+//! [`ESTIMATORS`] and [`PROPERTIES`], and `pto-estimator` chooses among them.
 
 use std::collections::BTreeMap;
 
@@ -6,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attr::{Attributes, ParamValue};
 use crate::dtype::DType;
-use crate::op::TensorType;
+use crate::op::{EstimatorFn, PropertiesFn, SourceLocation, TensorType};
 
 impl TensorType {
     /// The bytes this tensor occupies.
@@ -95,3 +102,65 @@ impl Estimate {
         Estimate { seconds }
     }
 }
+
+/// Who provided a registration: its place in the priority chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Written by an op's author or a model's author (`#[op_estimator(op = "..")]`, an op
+    /// module's own `#[estimator]` and `#[properties]`): beats the framework's.
+    User,
+    /// Provided by the framework (`#[op_estimator(op = "..", default)]`).
+    Default,
+}
+
+impl core::fmt::Display for Level {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Level::User => "user",
+            Level::Default => "default",
+        })
+    }
+}
+
+/// A direct estimator registered with `#[op_estimator(...)]`.
+#[derive(Debug, Clone, Copy)]
+pub struct EstimatorRegistration {
+    /// The op it estimates.
+    pub op: &'static str,
+    /// The device profile it is for; `None` for every device.
+    pub device: Option<&'static str>,
+    /// User or framework default.
+    pub level: Level,
+    /// Whether it replaces another registration of the same op, device and level.
+    pub overrides: bool,
+    /// Where it is written.
+    pub source: SourceLocation,
+    /// The estimator.
+    pub estimate: EstimatorFn,
+}
+
+/// A properties function registered with `#[op_properties(...)]`.
+#[derive(Debug, Clone, Copy)]
+pub struct PropertiesRegistration {
+    /// The op it describes.
+    pub op: &'static str,
+    /// User or framework default.
+    pub level: Level,
+    /// Whether it replaces another registration of the same op and level.
+    pub overrides: bool,
+    /// Where it is written.
+    pub source: SourceLocation,
+    /// The properties function.
+    pub properties: PropertiesFn,
+}
+
+/// Every `#[op_estimator]` linked into the program.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static ESTIMATORS: [EstimatorRegistration];
+
+/// Every `#[op_properties]` linked into the program.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static PROPERTIES: [PropertiesRegistration];

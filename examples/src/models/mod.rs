@@ -3,6 +3,8 @@
 //!
 //! - [`pipeline`]: one custom op feeds the next, with a weight.
 //! - [`decoder_block`]: a transformer decoder block: fused custom ops and std ops.
+//! - [`llama`]: a LLaMA-7B decoder stack at prefill, weights declared without data, for
+//!   estimation.
 //! - [`mixed`]: std ops and the ops of two operator crates (two teams) in one model.
 //!
 //! [`walkthrough`] takes any of them end to end: describe, export (model file and ONNX),
@@ -10,6 +12,7 @@
 //! decoder_block` (or `pipeline`, `mixed`) runs it.
 
 pub mod decoder_block;
+pub mod llama;
 pub mod mixed;
 pub mod pipeline;
 mod walkthrough;
@@ -26,6 +29,7 @@ register_model!(
         name: "pipeline",
         description: "gelu_affine -> rms_norm (weight) -> softmax: one custom op feeds the next",
         build: pipeline::build,
+        describe: None,
     }
 );
 
@@ -36,6 +40,7 @@ register_model!(
         description: "a transformer decoder block: RMSNorm, Q/K/V projections, flash attention, \
                       output projection, residual, RMSNorm, fused SwiGLU MLP, residual",
         build: decoder_block::build,
+        describe: None,
     }
 );
 
@@ -46,6 +51,7 @@ register_model!(
         description: "the decoder block with standard ops only (attention and SwiGLU unfused), \
                       for ONNX runtimes that know no custom ops",
         build: decoder_block::build_std,
+        describe: None,
     }
 );
 
@@ -55,6 +61,18 @@ register_model!(
         name: "mixed",
         description: "standard ops and the ops of two operator crates in one model: std.*, demo.*, teamb.*",
         build: mixed::build,
+        describe: None,
+    }
+);
+
+register_model!(
+    LLAMA_7B_DECODER,
+    ModelDef {
+        name: "llama-7b-decoder",
+        description: "LLaMA-7B prefill, 32 layers, 2048 tokens, f16; weights declared without \
+                      data (estimation only: pto estimate)",
+        build: llama::build,
+        describe: Some(llama::describe),
     }
 );
 

@@ -1,0 +1,113 @@
+//! System default properties: what an op computes and moves, counted from its kernel.
+//!
+//! When nobody registered properties for an op, the op's `#[kernel]` is traced for the call
+//! and its IR counted, over the whole grid and every loop trip:
+//!
+//! - cube: `m * k * n` multiply-accumulates per `matmul`, under the dtype of `a`;
+//! - vector: the elements of each vector instruction's result (of its input for reductions
+//!   and casts), under that dtype;
+//! - global memory: the bytes of every loaded and stored tile. Tiles are counted whole:
+//!   the masked part of an edge tile is counted too, so ragged shapes over-count slightly.
+//!
+//! An op without a kernel, or whose kernel does not trace for this call, falls back to
+//! every input read once and every output written once, and no compute
+//! ([`OpInvokeInfo::memory_access_properties`]).
+
+use pto_op::kernel::ir::{Inst, Operand, Program};
+use pto_op::{DType, OpDef, OpInvokeInfo, PerformanceProperties};
+
+use crate::chain::Source;
+
+/// Properties the system derived, and from what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derived {
+    /// The properties.
+    pub properties: PerformanceProperties,
+    /// [`Source::KernelIr`] or [`Source::MemoryTraffic`].
+    pub source: Source,
+    /// Why the kernel was not used, when it was not.
+    pub note: Option<String>,
+}
+
+/// The default properties of one call of `def` (`None`: an op this program does not link).
+pub fn default_properties(def: Option<&OpDef>, info: &OpInvokeInfo) -> Derived {
+    let fallback = |note: String| Derived {
+        properties: info.memory_access_properties(),
+        source: Source::MemoryTraffic,
+        note: Some(note),
+    };
+    let Some(def) = def else {
+        return fallback(format!("op `{}` is not linked", info.op));
+    };
+    if def.kernel.is_none() {
+        return fallback("no #[kernel]".to_owned());
+    }
+    match def.trace_kernel(&info.inputs, &info.attrs) {
+        Ok(program) => Derived {
+            properties: kernel_properties(&program),
+            source: Source::KernelIr,
+            note: None,
+        },
+        Err(e) => fallback(format!("the kernel does not trace: {e}")),
+    }
+}
+
+/// The properties of a traced kernel, over its whole grid.
+///
+/// ```
+/// use pto_op::{DType, Shape, TensorType};
+/// let def = pto_op::registry::find("std.add").unwrap();
+/// let t = TensorType { shape: Shape::from([64, 128]), dtype: DType::F16 };
+/// let program = def.trace_kernel(&[t.clone(), t], &Default::default()).unwrap();
+/// let p = pto_estimator::derive::kernel_properties(&program);
+/// assert_eq!((p.memory_read_bytes, p.memory_write_bytes), (2 * 16384, 16384));
+/// assert!(p.compute_ops.values().map(|c| c.gp_ops).sum::<u64>() >= 64 * 128);
+/// ```
+pub fn kernel_properties(program: &Program) -> PerformanceProperties {
+    let mut properties = PerformanceProperties::default();
+    count(program, &program.body, program.grid as u64, &mut properties);
+    properties
+}
+
+fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformanceProperties) {
+    let tile = |id| program.tile(id);
+    let bytes = |id| tile(id).map_or(0, |t| t.bytes() as u64);
+    let vector = |into: &mut PerformanceProperties, id, dtype: Option<DType>| {
+        if let Some(t) = tile(id) {
+            into.compute(dtype.unwrap_or(t.dtype)).gp_ops += t.numel() as u64 * trips;
+        }
+    };
+    for inst in body {
+        match inst {
+            Inst::Load { dst, .. } => into.memory_read_bytes += bytes(*dst) * trips,
+            Inst::Store { src, .. } => into.memory_write_bytes += bytes(*src) * trips,
+            Inst::Matmul { dst, a, .. } => {
+                if let (Some(a), Some(dst)) = (tile(*a), tile(*dst)) {
+                    let (m, k) = (rows(&a.shape), a.shape.last().copied().unwrap_or(1));
+                    let n = dst.shape.last().copied().unwrap_or(1);
+                    into.compute(a.dtype).mma_ops += (m * k * n) as u64 * trips;
+                }
+            }
+            Inst::Loop { count: n, body, .. } => count(program, body, trips * *n as u64, into),
+            Inst::Reduce { src, .. } | Inst::Cast { src, .. } => vector(into, *src, None),
+            Inst::Compare { dst, lhs, rhs, .. } => {
+                let operand_dtype = [lhs, rhs].into_iter().find_map(|o| match o {
+                    Operand::Tile(t) => tile(*t).map(|t| t.dtype),
+                    Operand::Scalar(_) => None,
+                });
+                vector(into, *dst, operand_dtype);
+            }
+            Inst::Full { dst, .. }
+            | Inst::Iota { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Binary { dst, .. }
+            | Inst::Select { dst, .. } => vector(into, *dst, None),
+            Inst::Move { .. } => {}
+        }
+    }
+}
+
+/// Rows of a matrix tile: every dim but the last.
+fn rows(shape: &[usize]) -> usize {
+    shape.iter().rev().skip(1).product()
+}

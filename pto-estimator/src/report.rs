@@ -1,0 +1,319 @@
+//! A whole model's estimate: the per-op table, totals, memory, a Chrome-trace timeline and a
+//! roofline plot.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use pto_op::{GraphDef, OpInvokeInfo, ValueKind, registry};
+use serde::Serialize;
+
+use crate::chain::Source;
+use crate::roofline::{Bound, Peaks};
+use crate::{EstimateError, Estimator};
+
+/// One op call of a model's estimate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    /// The node's index (the call's, for a list of calls).
+    pub node: usize,
+    /// The op.
+    pub op: String,
+    /// When it starts, ops run back to back, in seconds.
+    pub start_seconds: f64,
+    /// Its time, in seconds.
+    pub seconds: f64,
+    /// Its share of the total, in [0, 1].
+    pub share: f64,
+    /// What limits it.
+    pub bound: Bound,
+    /// Where its numbers came from.
+    pub source: Source,
+    /// Floating-point operations (2 per multiply-accumulate, 1 per element op); `None` for a
+    /// direct estimate.
+    pub flops: Option<u64>,
+    /// Global memory bytes read and written; `None` for a direct estimate.
+    pub bytes: Option<u64>,
+}
+
+/// The estimate of a model (or a list of calls) on one device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelReport {
+    /// The model.
+    pub model: String,
+    /// The device profile's name.
+    pub device: String,
+    /// Every call, in order.
+    pub ops: Vec<OpRow>,
+    /// The sum of every call's time, in seconds.
+    pub total_seconds: f64,
+    /// Bytes of all weights.
+    pub weight_bytes: u64,
+    /// The most activation bytes alive at once (inputs and node outputs, each alive from
+    /// the node that makes it to its last reader; graph outputs to the end).
+    pub peak_activation_bytes: u64,
+    /// Time by source, in seconds.
+    pub seconds_by_source: BTreeMap<Source, f64>,
+    /// Time by bound, in seconds.
+    pub seconds_by_bound: BTreeMap<Bound, f64>,
+}
+
+impl ModelReport {
+    /// The estimate of every node of `graph`, with types inferred per node by each op's rules.
+    ///
+    /// # Errors
+    ///
+    /// An op that is not linked, a node its op's rules reject, or conflicting registrations.
+    pub fn of_graph(
+        name: &str,
+        graph: &GraphDef,
+        estimator: &mut Estimator<'_>,
+    ) -> Result<ModelReport, EstimateError> {
+        let mut calls = Vec::with_capacity(graph.nodes.len());
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let def = registry::find(&node.op)?;
+            let inputs = node
+                .inputs
+                .iter()
+                .map(|&id| graph.values.get(id).map(|v| v.ty.clone()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| EstimateError::Model {
+                    model: name.to_owned(),
+                    message: format!(
+                        "node {index} (`{}`) reads a value it does not have",
+                        node.op
+                    ),
+                })?;
+            calls.push(def.invoke_info(&inputs, &node.attrs).map_err(|source| {
+                EstimateError::Node {
+                    node: index,
+                    op: node.op.clone(),
+                    source,
+                }
+            })?);
+        }
+        let mut report = ModelReport::of_calls(name, &calls, estimator)?;
+        report.weight_bytes = graph
+            .weights
+            .iter()
+            .filter_map(|&id| graph.values.get(id))
+            .map(|v| v.ty.bytes())
+            .sum();
+        report.peak_activation_bytes = peak_activation_bytes(graph);
+        Ok(report)
+    }
+
+    /// The estimate of a list of calls, run back to back (no memory figures).
+    ///
+    /// # Errors
+    ///
+    /// Conflicting registrations of an op.
+    pub fn of_calls(
+        name: &str,
+        calls: &[OpInvokeInfo],
+        estimator: &mut Estimator<'_>,
+    ) -> Result<ModelReport, EstimateError> {
+        let mut ops = Vec::with_capacity(calls.len());
+        let mut start = 0.0;
+        for (node, info) in calls.iter().enumerate() {
+            let e = estimator.estimate(info)?;
+            let (flops, bytes) = match &e.properties {
+                Some(p) => (
+                    Some(
+                        p.compute_ops
+                            .values()
+                            .map(|c| 2 * c.mma_ops + c.gp_ops)
+                            .sum(),
+                    ),
+                    Some(p.memory_read_bytes + p.memory_write_bytes),
+                ),
+                None => (None, None),
+            };
+            ops.push(OpRow {
+                node,
+                op: e.op,
+                start_seconds: start,
+                seconds: e.seconds,
+                share: 0.0,
+                bound: e.bound,
+                source: e.source,
+                flops,
+                bytes,
+            });
+            start += e.seconds;
+        }
+        let total = start;
+        let mut seconds_by_source = BTreeMap::new();
+        let mut seconds_by_bound = BTreeMap::new();
+        for row in &mut ops {
+            row.share = if total > 0.0 {
+                row.seconds / total
+            } else {
+                0.0
+            };
+            *seconds_by_source.entry(row.source).or_insert(0.0) += row.seconds;
+            *seconds_by_bound.entry(row.bound).or_insert(0.0) += row.seconds;
+        }
+        Ok(ModelReport {
+            model: name.to_owned(),
+            device: estimator.device().name.clone(),
+            ops,
+            total_seconds: total,
+            weight_bytes: 0,
+            peak_activation_bytes: 0,
+            seconds_by_source,
+            seconds_by_bound,
+        })
+    }
+
+    /// The timeline as a Chrome trace (`chrome://tracing`, Perfetto): ops back to back on
+    /// one lane.
+    pub fn chrome_trace(&self) -> serde_json::Value {
+        let events: Vec<serde_json::Value> = self
+            .ops
+            .iter()
+            .map(|row| {
+                serde_json::json!({
+                    "name": row.op, "cat": row.source, "ph": "X", "pid": 0, "tid": 0,
+                    "ts": row.start_seconds * 1e6, "dur": row.seconds * 1e6,
+                    "args": { "node": row.node, "bound": row.bound, "source": row.source },
+                })
+            })
+            .collect();
+        serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+    }
+
+    /// Writes [`ModelReport::chrome_trace`] to `path`, atomically.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn write_trace(&self, path: &Path) -> Result<(), EstimateError> {
+        write_atomically(path, self.chrome_trace().to_string().as_bytes())
+    }
+
+    /// Writes the roofline plot ([`crate::plot::roofline_svg`]) to `path`, atomically.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn write_plot(&self, path: &Path, peaks: &Peaks) -> Result<(), EstimateError> {
+        write_atomically(path, crate::plot::roofline_svg(self, peaks).as_bytes())
+    }
+}
+
+impl core::fmt::Display for ModelReport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        writeln!(
+            f,
+            "model `{}` on `{}`: {} op call(s), {:.3} ms",
+            self.model,
+            self.device,
+            self.ops.len(),
+            self.total_seconds * 1e3
+        )?;
+        writeln!(
+            f,
+            "{:>5}  {:<22} {:>12} {:>7}  {:<7} source",
+            "node", "op", "time (us)", "share", "bound"
+        )?;
+        for row in &self.ops {
+            writeln!(
+                f,
+                "{:>5}  {:<22} {:>12.3} {:>6.2}%  {:<7} {}",
+                row.node,
+                row.op,
+                row.seconds * 1e6,
+                row.share * 100.0,
+                row.bound,
+                row.source
+            )?;
+        }
+        let sources: Vec<String> = self
+            .seconds_by_source
+            .iter()
+            .map(|(s, t)| format!("{s} {:.3} ms", t * 1e3))
+            .collect();
+        let bounds: Vec<String> = self
+            .seconds_by_bound
+            .iter()
+            .map(|(b, t)| format!("{b} {:.3} ms", t * 1e3))
+            .collect();
+        writeln!(f, "by source: {}", sources.join(", "))?;
+        writeln!(f, "by bound:  {}", bounds.join(", "))?;
+        write!(
+            f,
+            "total {:.3} ms; weights {:.1} MiB; peak activations {:.1} MiB",
+            self.total_seconds * 1e3,
+            self.weight_bytes as f64 / (1 << 20) as f64,
+            self.peak_activation_bytes as f64 / (1 << 20) as f64
+        )
+    }
+}
+
+/// The most activation bytes alive at once over the node order.
+fn peak_activation_bytes(graph: &GraphDef) -> u64 {
+    let nodes = graph.nodes.len();
+    let mut first = vec![None; graph.values.len()];
+    let mut last = vec![0usize; graph.values.len()];
+    for (id, v) in graph.values.iter().enumerate() {
+        if v.kind == ValueKind::Input {
+            first[id] = Some(0);
+        }
+    }
+    for (index, node) in graph.nodes.iter().enumerate() {
+        for &id in &node.outputs {
+            if let Some(slot) = first.get_mut(id) {
+                *slot = Some(index);
+                last[id] = index;
+            }
+        }
+        for &id in &node.inputs {
+            if let Some(l) = last.get_mut(id) {
+                *l = (*l).max(index);
+            }
+        }
+    }
+    for &id in &graph.outputs {
+        if let Some(l) = last.get_mut(id) {
+            *l = nodes.saturating_sub(1);
+        }
+    }
+    // Bytes that start and stop being alive at each node; a sweep gives the peak.
+    let mut delta = vec![0i128; nodes + 1];
+    for (id, v) in graph.values.iter().enumerate() {
+        if let Some(start) = first[id] {
+            let bytes = i128::from(v.ty.bytes());
+            delta[start] += bytes;
+            delta[last[id].max(start) + 1] -= bytes;
+        }
+    }
+    let mut alive = 0i128;
+    let mut peak = 0i128;
+    for d in delta.iter().take(nodes.max(1)) {
+        alive += d;
+        peak = peak.max(alive);
+    }
+    u64::try_from(peak).unwrap_or(0)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EstimateError> {
+    let io = |source| EstimateError::Io {
+        file: path.to_owned(),
+        source,
+    };
+    let name = path.file_name().map_or_else(
+        || "estimate".to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&temporary)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(io(e));
+    }
+    Ok(())
+}
