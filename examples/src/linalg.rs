@@ -3,29 +3,10 @@
 use ndarray::{Array2, Ix2};
 use pto_op::prelude::*;
 
-/// Output rows and columns of one block program: a 64 x 64 f32 accumulator is 16 KiB of
-/// L0C, so the running sum and the next partial product (32 KiB) fit the 64 KiB of L0C of
-/// every built-in profile.
-const TILE_MN: usize = 64;
-
-/// Bytes of one row of an A tile (and one column of a B tile) per K step: 128 f16 or bf16
-/// elements, 64 f32 ones. Each A and B tile is then 16 KiB, 32 KiB double-buffered, within
-/// the 64 KiB of L0A and of L0B.
-const TILE_K_BYTES: usize = 256;
-
-/// The cube works on 16 x 16 fractals: tile dims are multiples of this.
-const FRACTAL: usize = 16;
-
 /// The two dims of a rank-2 input, or an error naming it.
 fn matrix(name: &str, shape: &Shape) -> Result<(usize, usize), OpError> {
     shape.expect_rank(name, 2)?;
     Ok((shape.dims()[0], shape.dims()[1]))
-}
-
-/// A tile dim: `tile`, or `dim` rounded up to a fractal when the tensor is smaller, so
-/// that small operands do not pay for a full tile of padding.
-fn tile_dim(tile: usize, dim: usize) -> usize {
-    tile.min(dim.max(1).next_multiple_of(FRACTAL))
 }
 
 /// `y[m, n] = a[m, k] @ b[k, n]`, a matrix product.
@@ -100,28 +81,8 @@ pub mod matmul {
         y: &Global,
         _p: &Params,
     ) -> Result<(), OpError> {
-        let (m, depth) = a.dims2()?;
-        let (_, n) = b.dims2()?;
-        let (tm, tn) = (tile_dim(TILE_MN, m), tile_dim(TILE_MN, n));
-        let tk = tile_dim(TILE_K_BYTES / a.dtype().size_bytes(), depth);
-        let col_tiles = n.div_ceil(tn);
-        k.grid(m.div_ceil(tm) * col_tiles)?;
-        let pid = k.program_id();
-        let r0 = (pid.clone() / col_tiles) * tm;
-        let c0 = (pid % col_tiles) * tn;
-
-        // The first K step starts the L0C accumulator (there is no zero-filled L0C tile);
-        // the fold carries it through the rest.
-        let a0 = k.load_l1(a, (r0.clone(), 0), [tm, tk])?;
-        let b0 = k.load_l1(b, (0, c0.clone()), [tk, tn])?;
-        let first = k.matmul(&a0, &b0, None, false)?;
-        let k_steps = depth.div_ceil(tk).max(1);
-        let acc = k.fold(k_steps - 1, &[first], |k, step, carried| {
-            let k0 = (step + 1) * tk;
-            let at = k.load_l1(a, (r0.clone(), k0.clone()), [tm, tk])?;
-            let bt = k.load_l1(b, (k0, c0.clone()), [tk, tn])?;
-            Ok(vec![k.matmul(&at, &bt, Some(&carried[0]), false)?])
-        })?;
-        k.store(y, (r0, c0), &acc[0].to_ub(y.dtype()))
+        // The tiled cube kernel of the tile language's library: read it in
+        // pto-op/src/kernel/cube.rs, a K-loop over L1 tiles with an L0C accumulator.
+        pto_op::kernel::cube::tiled_matmul(k, a, b, y)
     }
 }

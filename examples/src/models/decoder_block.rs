@@ -20,26 +20,58 @@ pub const D_MODEL: usize = 64;
 /// Hidden units of the MLP.
 pub const D_HIDDEN: usize = 128;
 
+/// The weights of one block, seeded: both forms of the block use the same ones.
+struct BlockWeights {
+    g_attn: Value,
+    w_q: Value,
+    w_k: Value,
+    w_v: Value,
+    w_o: Value,
+    g_mlp: Value,
+    w_gate: Value,
+    w_up: Value,
+    w_down: Value,
+}
+
+impl BlockWeights {
+    fn declare(graph: &Graph, dtype: DType) -> Result<BlockWeights, OpError> {
+        // Projections are uniform in +-1/sqrt(fan_in), so activations keep their scale.
+        let projection = |name: &str, rows: usize, cols: usize, seed: u64| {
+            graph.weight(
+                name,
+                weight(&[rows, cols], dtype, seed, 1.0 / (rows as f64).sqrt()),
+            )
+        };
+        Ok(BlockWeights {
+            g_attn: graph.weight("g_attn", gain(D_MODEL, dtype, 1))?,
+            w_q: projection("w_q", D_MODEL, D_MODEL, 2)?,
+            w_k: projection("w_k", D_MODEL, D_MODEL, 3)?,
+            w_v: projection("w_v", D_MODEL, D_MODEL, 4)?,
+            w_o: projection("w_o", D_MODEL, D_MODEL, 5)?,
+            g_mlp: graph.weight("g_mlp", gain(D_MODEL, dtype, 6))?,
+            w_gate: projection("w_gate", D_MODEL, D_HIDDEN, 7)?,
+            w_up: projection("w_up", D_MODEL, D_HIDDEN, 8)?,
+            w_down: projection("w_down", D_HIDDEN, D_MODEL, 9)?,
+        })
+    }
+}
+
 /// The block over f32 `x` of `[SEQ, D_MODEL]`, weights seeded.
 pub fn build() -> Result<Model, OpError> {
     let dtype = DType::F32;
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([SEQ, D_MODEL]), dtype);
-    let projection = |name: &str, rows: usize, cols: usize, seed: u64| {
-        graph.weight(
-            name,
-            weight(&[rows, cols], dtype, seed, 1.0 / (rows as f64).sqrt()),
-        )
-    };
-    let g_attn = graph.weight("g_attn", gain(D_MODEL, dtype, 1))?;
-    let w_q = projection("w_q", D_MODEL, D_MODEL, 2)?;
-    let w_k = projection("w_k", D_MODEL, D_MODEL, 3)?;
-    let w_v = projection("w_v", D_MODEL, D_MODEL, 4)?;
-    let w_o = projection("w_o", D_MODEL, D_MODEL, 5)?;
-    let g_mlp = graph.weight("g_mlp", gain(D_MODEL, dtype, 6))?;
-    let w_gate = projection("w_gate", D_MODEL, D_HIDDEN, 7)?;
-    let w_up = projection("w_up", D_MODEL, D_HIDDEN, 8)?;
-    let w_down = projection("w_down", D_HIDDEN, D_MODEL, 9)?;
+    let BlockWeights {
+        g_attn,
+        w_q,
+        w_k,
+        w_v,
+        w_o,
+        g_mlp,
+        w_gate,
+        w_up,
+        w_down,
+    } = BlockWeights::declare(&graph, dtype)?;
 
     let norm = rms_norm::Params { eps: 1e-6 };
     let h = rms_norm::apply(&x, &g_attn, &norm)?;
@@ -72,21 +104,17 @@ pub fn build_std() -> Result<Model, OpError> {
     let dtype = DType::F32;
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([SEQ, D_MODEL]), dtype);
-    let projection = |name: &str, rows: usize, cols: usize, seed: u64| {
-        graph.weight(
-            name,
-            weight(&[rows, cols], dtype, seed, 1.0 / (rows as f64).sqrt()),
-        )
-    };
-    let g_attn = graph.weight("g_attn", gain(D_MODEL, dtype, 1))?;
-    let w_q = projection("w_q", D_MODEL, D_MODEL, 2)?;
-    let w_k = projection("w_k", D_MODEL, D_MODEL, 3)?;
-    let w_v = projection("w_v", D_MODEL, D_MODEL, 4)?;
-    let w_o = projection("w_o", D_MODEL, D_MODEL, 5)?;
-    let g_mlp = graph.weight("g_mlp", gain(D_MODEL, dtype, 6))?;
-    let w_gate = projection("w_gate", D_MODEL, D_HIDDEN, 7)?;
-    let w_up = projection("w_up", D_MODEL, D_HIDDEN, 8)?;
-    let w_down = projection("w_down", D_HIDDEN, D_MODEL, 9)?;
+    let BlockWeights {
+        g_attn,
+        w_q,
+        w_k,
+        w_v,
+        w_o,
+        g_mlp,
+        w_gate,
+        w_up,
+        w_down,
+    } = BlockWeights::declare(&graph, dtype)?;
     let scale = graph.weight(
         "scale",
         Tensor::from_vec([1], vec![1.0 / (D_MODEL as f32).sqrt()]).map_err(OpError::from)?,
