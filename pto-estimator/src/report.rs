@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use pto_op::{GraphDef, OpInvokeInfo, ValueKind, registry};
+use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, ValueKind, registry};
 use serde::Serialize;
 
 use crate::chain::Source;
-use crate::roofline::{Bound, Peaks};
+use crate::roofline::{Bound, Peaks, Unit};
 use crate::{EstimateError, Estimator};
 
 /// One op call of a model's estimate.
@@ -34,6 +34,40 @@ pub struct OpRow {
     pub flops: Option<u64>,
     /// Global memory bytes read and written; `None` for a direct estimate.
     pub bytes: Option<u64>,
+    /// [`OpRow::flops`] split by the unit and dtype that do them, each with its own peak
+    /// (empty for a direct estimate and for an op without compute).
+    pub work: Vec<UnitWork>,
+}
+
+/// The FLOPs one compute unit does on one dtype in one op call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UnitWork {
+    /// The unit.
+    pub unit: Unit,
+    /// The dtype it works on.
+    pub dtype: DType,
+    /// Its FLOPs: 2 per cube multiply-accumulate, 1 per vector element operation.
+    pub flops: u64,
+}
+
+impl UnitWork {
+    /// The nonzero work of `properties`, cube first, by dtype.
+    pub fn of(properties: &PerformanceProperties) -> Vec<UnitWork> {
+        let per_unit = |unit, flops: fn(&pto_op::ComputeOps) -> u64| {
+            properties
+                .compute_ops
+                .iter()
+                .map(move |(dtype, ops)| UnitWork {
+                    unit,
+                    dtype: *dtype,
+                    flops: flops(ops),
+                })
+                .filter(|w| w.flops > 0)
+        };
+        per_unit(Unit::Cube, |ops| 2 * ops.mma_ops)
+            .chain(per_unit(Unit::Vector, |ops| ops.gp_ops))
+            .collect()
+    }
 }
 
 /// The estimate of a model (or a list of calls) on one device.
@@ -117,17 +151,16 @@ impl ModelReport {
         let mut start = 0.0;
         for (node, info) in calls.iter().enumerate() {
             let e = estimator.estimate(info)?;
-            let (flops, bytes) = match &e.properties {
-                Some(p) => (
-                    Some(
-                        p.compute_ops
-                            .values()
-                            .map(|c| 2 * c.mma_ops + c.gp_ops)
-                            .sum(),
-                    ),
-                    Some(p.memory_read_bytes + p.memory_write_bytes),
-                ),
-                None => (None, None),
+            let (flops, bytes, work) = match &e.properties {
+                Some(p) => {
+                    let work = UnitWork::of(p);
+                    (
+                        Some(work.iter().map(|w| w.flops).sum()),
+                        Some(p.memory_read_bytes + p.memory_write_bytes),
+                        work,
+                    )
+                }
+                None => (None, None, Vec::new()),
             };
             ops.push(OpRow {
                 node,
@@ -139,6 +172,7 @@ impl ModelReport {
                 source: e.source,
                 flops,
                 bytes,
+                work,
             });
             start += e.seconds;
         }

@@ -41,6 +41,25 @@ impl core::fmt::Display for Bound {
     }
 }
 
+/// A compute unit of the device, each with its own peak rate (its own roof).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// The cube (matrix) unit: multiply-accumulates, 2 FLOPs each.
+    Cube,
+    /// The vector unit: element operations, 1 FLOP each.
+    Vector,
+}
+
+impl core::fmt::Display for Unit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Unit::Cube => "cube",
+            Unit::Vector => "vector",
+        })
+    }
+}
+
 /// The roofline time of one op call and its parts, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Roofline {
@@ -109,6 +128,15 @@ impl Peaks {
     /// Vector element operations per second on `dtype`.
     pub fn vector(&self, dtype: DType) -> f64 {
         self.vector_bytes_per_second / dtype.size_bytes().max(1) as f64
+    }
+
+    /// The FLOP/s ceiling of `unit` on `dtype`: 2 FLOPs per cube multiply-accumulate, 1 per
+    /// vector element operation.
+    pub fn flops(&self, unit: Unit, dtype: DType) -> f64 {
+        match unit {
+            Unit::Cube => 2.0 * self.cube(dtype),
+            Unit::Vector => self.vector(dtype),
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Compile-fail cases of `#[custom_op]`: what an operator author sees from rustc for each
+//! Compile-fail cases of `#[custom_op]` and of the registration macros (`#[op_estimator]`,
+//! `#[op_properties]`, in `ui/registration_*.rs`): what an author sees from rustc for each
 //! kind of mistake. One misuse per file in `ui/`, with the expected output beside it in a
 //! `.stderr` file.
 //!

@@ -2,6 +2,11 @@
 //! crates, and used together with them in one model (see `pto-examples`' `mixed` model).
 //!
 //! - [`scaled_tanh`]: `y = alpha * tanh(x / alpha)`, a soft clamp to (-alpha, alpha).
+//!
+//! Its performance model is registered here too (`estimate.rs`, `#[op_estimator]`): the
+//! estimator chain of any program that links this crate picks it up.
+
+mod estimate;
 
 use pto_op::prelude::*;
 

@@ -1,5 +1,6 @@
 //! Checking a registration: its arguments and its function's signature.
 
+use quote::ToTokens;
 use syn::{FnArg, ItemFn, LitStr, ReturnType, Type};
 
 use super::Kind;
@@ -89,18 +90,20 @@ fn check_signature(cx: &mut Ctxt, kind: Kind, function: &ItemFn) {
         );
     } else {
         for (input, want) in sig.inputs.iter().zip(expected) {
-            let ok = match input {
+            // Point at the type when there is one: that is the token to change.
+            let (ok, offending): (bool, &dyn ToTokens) = match input {
                 FnArg::Typed(pattern) => match &*pattern.ty {
-                    Type::Reference(reference) => {
-                        reference.mutability.is_none() && names(&reference.elem, want)
-                    }
-                    _ => false,
+                    Type::Reference(reference) => (
+                        reference.mutability.is_none() && names(&reference.elem, want),
+                        &pattern.ty,
+                    ),
+                    _ => (false, &pattern.ty),
                 },
-                FnArg::Receiver(_) => false,
+                FnArg::Receiver(receiver) => (false, receiver),
             };
             if !ok {
                 cx.error_spanned_by(
-                    input,
+                    offending,
                     format!(
                         "expected `&{want}` here: the signature of #[{}] is `{}`",
                         kind.attribute(),

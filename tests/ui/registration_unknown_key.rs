@@ -1,0 +1,8 @@
+use pto_op::prelude::*;
+
+#[op_estimator(op = "std.add", speed = "fast")]
+fn add_time(_info: &OpInvokeInfo, _device: &DeviceProfile) -> Estimate {
+    Estimate::seconds(1e-6)
+}
+
+fn main() {}
