@@ -18,7 +18,11 @@
 //! - [`derive`]: properties counted from an op's kernel IR when nobody registered any.
 //! - [`roofline`]: the default estimator over a device profile.
 //! - [`report`], [`plot`]: a whole model: per-op table, totals, memory, trace, roofline plot.
+//! - [`accuracy`], [`calibration`]: the estimates against the simulator, and the fitted
+//!   per-op corrections a profile's `calibration` section holds.
 
+pub mod accuracy;
+pub mod calibration;
 pub mod chain;
 mod defaults;
 pub mod derive;
@@ -48,6 +52,9 @@ pub struct OpEstimate {
     pub bound: Bound,
     /// The link of the chain the numbers came from.
     pub source: Source,
+    /// Whether the device's calibration of the op corrected `seconds` (the properties and
+    /// roofline parts stay uncalibrated).
+    pub calibrated: bool,
     /// Where that model is written (`None` when the system derived it).
     pub location: Option<String>,
     /// The properties the roofline used (`None` for a direct estimate).
@@ -103,7 +110,11 @@ impl<'a> Estimator<'a> {
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit.clone());
         }
-        let estimate = self.estimate_uncached(info)?;
+        let mut estimate = self.estimate_uncached(info)?;
+        if let Some(calibration) = self.device.calibration.get(&info.op) {
+            estimate.seconds = calibration.apply(estimate.seconds);
+            estimate.calibrated = true;
+        }
         self.cache.insert(key, estimate.clone());
         Ok(estimate)
     }
@@ -118,6 +129,7 @@ impl<'a> Estimator<'a> {
                     seconds: estimate(info, self.device).seconds,
                     bound: Bound::Direct,
                     source: choice.source,
+                    calibrated: false,
                     location,
                     properties: None,
                     roofline: None,
@@ -136,6 +148,7 @@ impl<'a> Estimator<'a> {
             seconds: roofline.seconds,
             bound: roofline.bound,
             source,
+            calibrated: false,
             location,
             properties: Some(properties),
             roofline: Some(roofline),
