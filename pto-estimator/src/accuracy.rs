@@ -208,7 +208,8 @@ pub struct CaseAccuracy {
     pub op: String,
     /// Its input shapes.
     pub shapes: String,
-    /// The estimate, in seconds.
+    /// The estimate without the launch cost ([`crate::OpEstimate::kernel_seconds`]: the
+    /// simulator times one kernel and models no launch), in seconds.
     pub estimated_seconds: f64,
     /// The link of the chain that answered.
     pub source: Source,
@@ -275,7 +276,7 @@ pub fn measure(
                 model: format!("accuracy sweep, {} {}", case.op, case.shapes()),
                 message: e.to_string(),
             })?;
-        let estimate = estimator.estimate(&info)?;
+        let estimated = estimator.estimate(&info)?;
         let (reference_seconds, skipped) = match reference(case) {
             Ok(seconds) if seconds > 0.0 => (Some(seconds), None),
             Ok(seconds) => (None, Some(format!("reference time {seconds} s"))),
@@ -284,10 +285,10 @@ pub fn measure(
         rows.push(CaseAccuracy {
             op: case.op.clone(),
             shapes: case.shapes(),
-            estimated_seconds: estimate.seconds,
-            source: estimate.source,
-            calibrated: estimate.calibrated,
-            error: reference_seconds.map(|r| (estimate.seconds - r).abs() / r),
+            estimated_seconds: estimated.kernel_seconds(),
+            source: estimated.source,
+            calibrated: estimated.calibrated,
+            error: reference_seconds.map(|r| (estimated.kernel_seconds() - r).abs() / r),
             reference_seconds,
             skipped,
         });

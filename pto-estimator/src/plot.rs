@@ -121,6 +121,7 @@ pub fn roofline_svg(report: &ModelReport, peaks: &Peaks) -> String {
             Bound::Cube => "#c0392b",
             Bound::Vector => "#2980b9",
             Bound::Memory => "#27ae60",
+            Bound::Latency => "#8e44ad",
             Bound::Static | Bound::Direct => "#7f8c8d",
         };
         svg += &format!(
