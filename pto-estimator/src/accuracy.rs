@@ -355,7 +355,7 @@ impl core::fmt::Display for AccuracyReport {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         writeln!(
             f,
-            "estimator vs {} on {}: {} case(s), median error {}",
+            "estimator (kernel time, launch cost excluded) vs {} on {}: {} case(s), median error {}",
             self.reference,
             self.device,
             self.cases.len(),
