@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
-//! `estimators`, `inspect`; `--json`
+//! `estimators`, `accuracy`, `calibrate`, `inspect`; `--json`
 //! on every report. A MODEL argument is an ONNX or model file (`pto export` writes both),
 //! else the
 //! name of a built-in model (see [`crate::models`]). The target is `--target`, else
@@ -133,6 +133,34 @@ enum Command {
     /// List every estimator and properties registration: op, device, level, kind, source,
     /// and whether it is in force.
     Estimators {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The estimator against the tile simulator on the held-out shape sweep of every op
+    /// with a kernel: per op the median and largest error, and the overall median.
+    Accuracy {
+        /// A built-in device profile's name, or a profile file (a calibrated one is
+        /// estimated calibrated).
+        #[arg(long, default_value = "kirin9030")]
+        device: String,
+        /// Print every case too.
+        #[arg(long)]
+        cases: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fit per-op corrections of the estimator to the simulator on the training sweep,
+    /// write the calibrated profile, and print the held-out error before and after.
+    Calibrate {
+        /// A built-in device profile's name, or a profile file.
+        #[arg(long, default_value = "kirin9030")]
+        device: String,
+        /// The calibrated profile to write (atomically); default `NAME.calibrated.json` in
+        /// the current directory.
+        #[arg(short, long, value_name = "FILE.json")]
+        output: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -355,6 +383,37 @@ where
             render(&report, json)
         }
         Command::Estimators { json } => estimators(json),
+        Command::Accuracy {
+            device,
+            cases,
+            json,
+        } => {
+            let profile = pto_op::DeviceProfile::resolve(&device)?;
+            let (_, held_out) = crate::accuracy::standard_sweeps();
+            let report = crate::accuracy::accuracy(&profile, &held_out)?;
+            if json || !cases {
+                render(&report, json)
+            } else {
+                Ok(format!("{report}\n\n{}", report.case_table()))
+            }
+        }
+        Command::Calibrate {
+            device,
+            output,
+            json,
+        } => {
+            let profile = pto_op::DeviceProfile::resolve(&device)?;
+            let output = output
+                .unwrap_or_else(|| PathBuf::from(format!("{}.calibrated.json", profile.name)));
+            let (training, held_out) = crate::accuracy::standard_sweeps();
+            let provenance = format!(
+                "fitted by `pto calibrate --device {device}` against the tile simulator on the \
+                 training sweep (pto_estimator::accuracy::sweep(Split::Training))"
+            );
+            let report =
+                crate::accuracy::calibrate(&profile, &training, &held_out, &output, &provenance)?;
+            render(&report, json)
+        }
         Command::Inspect { model, json } => render(&Inspection::of(&load_model(&model)?), json),
     }
 }

@@ -7,9 +7,11 @@
 //! - [`cli`]: the `pto` command line, as a library any operator crate's `main` calls.
 //! - [`tensor_file`]: named tensors from safetensors files.
 //! - [`models`]: built-in models registered by name, for the command line.
+//! - [`accuracy`]: the estimator against the simulator, and its calibration.
 //! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
 //!   model was built.
 
+pub mod accuracy;
 pub mod buffers;
 pub mod cli;
 pub mod compat;

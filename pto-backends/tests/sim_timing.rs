@@ -310,3 +310,17 @@ pub mod scale {
         k.store(y, (r0, 0), &(tile * 2.0))
     }
 }
+
+#[test]
+fn timing_alone_gives_the_report_of_a_full_run() {
+    let simulator = Simulator::new(kirin(), SimOptions::default());
+    let program = attention(2, 1024);
+    let [q, k, v] = attention_inputs(2, 1024);
+    let run = simulator
+        .run(&program, &[&q, &k, &v])
+        .expect("attention runs");
+    assert_eq!(
+        simulator.time(&program).expect("attention times"),
+        run.report
+    );
+}

@@ -14,7 +14,7 @@
 //! ([`OpInvokeInfo::memory_access_properties`]).
 
 use pto_op::kernel::ir::{Inst, Operand, Program};
-use pto_op::{DType, OpDef, OpInvokeInfo, PerformanceProperties};
+use pto_op::{DType, DeviceProfile, OpDef, OpInvokeInfo, PerformanceProperties};
 
 use crate::chain::Source;
 
@@ -27,14 +27,22 @@ pub struct Derived {
     pub source: Source,
     /// Why the kernel was not used, when it was not.
     pub note: Option<String>,
+    /// The kernel's time under the pipe model ([`crate::pipes`]), when it traced.
+    pub pipeline_seconds: Option<f64>,
 }
 
-/// The default properties of one call of `def` (`None`: an op this program does not link).
-pub fn default_properties(def: Option<&OpDef>, info: &OpInvokeInfo) -> Derived {
+/// The default properties of one call of `def` (`None`: an op this program does not link)
+/// on `device`.
+pub fn default_properties(
+    def: Option<&OpDef>,
+    info: &OpInvokeInfo,
+    device: &DeviceProfile,
+) -> Derived {
     let fallback = |note: String| Derived {
         properties: info.memory_access_properties(),
         source: Source::MemoryTraffic,
         note: Some(note),
+        pipeline_seconds: None,
     };
     let Some(def) = def else {
         return fallback(format!("op `{}` is not linked", info.op));
@@ -47,6 +55,7 @@ pub fn default_properties(def: Option<&OpDef>, info: &OpInvokeInfo) -> Derived {
             properties: kernel_properties(&program),
             source: Source::KernelIr,
             note: None,
+            pipeline_seconds: Some(crate::pipes::pipeline_seconds(&program, device)),
         },
         Err(e) => fallback(format!("the kernel does not trace: {e}")),
     }
@@ -110,4 +119,37 @@ fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformancePro
 /// Rows of a matrix tile: every dim but the last.
 fn rows(shape: &[usize]) -> usize {
     shape.iter().rev().skip(1).product()
+}
+
+/// Bytes of the largest tile a vector instruction reads or writes: its repeats are counted
+/// over it.
+pub(crate) fn vector_operand_bytes(program: &Program, inst: &Inst) -> usize {
+    let tile = |o: &Operand| match o {
+        Operand::Tile(t) => Some(*t),
+        Operand::Scalar(_) => None,
+    };
+    let tiles: Vec<_> = match inst {
+        Inst::Full { dst, .. } | Inst::Iota { dst, .. } => vec![Some(*dst)],
+        Inst::Unary { dst, src, .. }
+        | Inst::Cast { dst, src, .. }
+        | Inst::Reduce { dst, src, .. } => {
+            vec![Some(*dst), Some(*src)]
+        }
+        Inst::Binary { dst, lhs, rhs, .. } | Inst::Compare { dst, lhs, rhs, .. } => {
+            vec![Some(*dst), tile(lhs), tile(rhs)]
+        }
+        Inst::Select {
+            dst,
+            cond,
+            on_true,
+            on_false,
+        } => vec![Some(*dst), Some(*cond), tile(on_true), tile(on_false)],
+        _ => Vec::new(),
+    };
+    tiles
+        .into_iter()
+        .flatten()
+        .filter_map(|t| program.tile(t).map(|ty| ty.bytes()))
+        .max()
+        .unwrap_or(0)
 }

@@ -17,12 +17,18 @@
 //! - [`chain`]: which model answers for an op on a device, and every registration.
 //! - [`derive`]: properties counted from an op's kernel IR when nobody registered any.
 //! - [`roofline`]: the default estimator over a device profile.
+//! - [`pipes`]: the per-instruction costs of a kernel the roofline's peaks leave out.
 //! - [`report`], [`plot`]: a whole model: per-op table, totals, memory, trace, roofline plot.
+//! - [`accuracy`], [`calibration`]: the estimates against the simulator, and the fitted
+//!   per-op corrections a profile's `calibration` section holds.
 
+pub mod accuracy;
+pub mod calibration;
 pub mod chain;
 mod defaults;
 pub mod derive;
 mod error;
+pub mod pipes;
 pub mod plot;
 pub mod report;
 pub mod roofline;
@@ -48,6 +54,9 @@ pub struct OpEstimate {
     pub bound: Bound,
     /// The link of the chain the numbers came from.
     pub source: Source,
+    /// Whether the device's calibration of the op corrected `seconds` (the properties and
+    /// roofline parts stay uncalibrated).
+    pub calibrated: bool,
     /// Where that model is written (`None` when the system derived it).
     pub location: Option<String>,
     /// The properties the roofline used (`None` for a direct estimate).
@@ -56,6 +65,19 @@ pub struct OpEstimate {
     pub roofline: Option<Roofline>,
     /// Why the kernel IR was not used, when properties fell back to memory traffic.
     pub note: Option<String>,
+}
+
+impl OpEstimate {
+    /// The fixed per-op (launch) part of `seconds`: the profile's `static_seconds` for a
+    /// roofline estimate, 0 for a direct one.
+    pub fn launch_seconds(&self) -> f64 {
+        self.roofline.map_or(0.0, |r| r.static_seconds)
+    }
+
+    /// `seconds` without the launch cost: the kernel's own time.
+    pub fn kernel_seconds(&self) -> f64 {
+        self.seconds - self.launch_seconds()
+    }
 }
 
 /// Estimates op calls on one device through the chain, remembering each distinct call.
@@ -103,7 +125,13 @@ impl<'a> Estimator<'a> {
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit.clone());
         }
-        let estimate = self.estimate_uncached(info)?;
+        let mut estimate = self.estimate_uncached(info)?;
+        if let Some(calibration) = self.device.calibration.get(&info.op) {
+            // The correction is of the kernel's time; the launch cost stays as it is.
+            let launch = estimate.launch_seconds();
+            estimate.seconds = launch + calibration.apply(estimate.seconds - launch);
+            estimate.calibrated = true;
+        }
         self.cache.insert(key, estimate.clone());
         Ok(estimate)
     }
@@ -111,31 +139,42 @@ impl<'a> Estimator<'a> {
     fn estimate_uncached(&self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
         let choice = self.chain.resolve(&info.op, &self.device.name)?;
         let location = choice.location.map(|l| l.to_string());
-        let (properties, source, note) = match choice.model {
+        let (properties, source, note, pipeline) = match choice.model {
             Some(Model::Estimator(estimate)) => {
                 return Ok(OpEstimate {
                     op: info.op.clone(),
                     seconds: estimate(info, self.device).seconds,
                     bound: Bound::Direct,
                     source: choice.source,
+                    calibrated: false,
                     location,
                     properties: None,
                     roofline: None,
                     note: None,
                 });
             }
-            Some(Model::Properties(properties)) => (properties(info), choice.source, None),
+            Some(Model::Properties(properties)) => (properties(info), choice.source, None, None),
             None => {
-                let derived = derive::default_properties(registry::find(&info.op).ok(), info);
-                (derived.properties, derived.source, derived.note)
+                let derived =
+                    derive::default_properties(registry::find(&info.op).ok(), info, self.device);
+                (
+                    derived.properties,
+                    derived.source,
+                    derived.note,
+                    derived.pipeline_seconds,
+                )
             }
         };
-        let roofline = roofline_with(&properties, self.device, &self.peaks);
+        let mut roofline = roofline_with(&properties, self.device, &self.peaks);
+        if let Some(pipeline) = pipeline {
+            roofline = roofline.with_pipeline(pipeline);
+        }
         Ok(OpEstimate {
             op: info.op.clone(),
             seconds: roofline.seconds,
             bound: roofline.bound,
             source,
+            calibrated: false,
             location,
             properties: Some(properties),
             roofline: Some(roofline),

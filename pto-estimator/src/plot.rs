@@ -30,6 +30,9 @@ const BOTTOM: f64 = 70.0;
 const MEMORY_COLOR: &str = "#27ae60";
 const CUBE_COLOR: &str = "#c0392b";
 const VECTOR_COLOR: &str = "#2980b9";
+/// Ops bound by copy and instruction latencies (the traced kernel's timing), not by a
+/// peak rate.
+const LATENCY_COLOR: &str = "#8e44ad";
 const STATIC_COLOR: &str = "#7f8c8d";
 
 /// One unit's work in one op call, placed on the plot.
@@ -209,6 +212,7 @@ pub fn roofline_svg(report: &ModelReport, peaks: &Peaks) -> String {
         (Bound::Memory, "op memory-bound"),
         (Bound::Cube, "op cube-bound"),
         (Bound::Vector, "op vector-bound"),
+        (Bound::Latency, "op latency-bound"),
         (Bound::Static, "op static-bound"),
     ] {
         line(&mut svg, Some((Unit::Cube, bound_color(bound))), label);
@@ -261,6 +265,7 @@ fn bound_color(bound: Bound) -> &'static str {
         Bound::Memory => MEMORY_COLOR,
         Bound::Cube => CUBE_COLOR,
         Bound::Vector => VECTOR_COLOR,
+        Bound::Latency => LATENCY_COLOR,
         Bound::Static | Bound::Direct => STATIC_COLOR,
     }
 }

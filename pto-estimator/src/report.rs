@@ -29,6 +29,8 @@ pub struct OpRow {
     pub bound: Bound,
     /// Where its numbers came from.
     pub source: Source,
+    /// Whether the device's calibration corrected its time.
+    pub calibrated: bool,
     /// Floating-point operations (2 per multiply-accumulate, 1 per element op); `None` for a
     /// direct estimate.
     pub flops: Option<u64>,
@@ -170,6 +172,7 @@ impl ModelReport {
                 share: 0.0,
                 bound: e.bound,
                 source: e.source,
+                calibrated: e.calibrated,
                 flops,
                 bytes,
                 work,
@@ -260,7 +263,11 @@ impl core::fmt::Display for ModelReport {
                 row.seconds * 1e6,
                 row.share * 100.0,
                 row.bound,
-                row.source
+                if row.calibrated {
+                    format!("{}, calibrated", row.source)
+                } else {
+                    row.source.to_string()
+                }
             )?;
         }
         let sources: Vec<String> = self
@@ -332,7 +339,7 @@ fn peak_activation_bytes(graph: &GraphDef) -> u64 {
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EstimateError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EstimateError> {
     let io = |source| EstimateError::Io {
         file: path.to_owned(),
         source,

@@ -25,6 +25,9 @@ pub enum Bound {
     Vector,
     /// The fixed per-op cost outweighs the rest.
     Static,
+    /// Per-instruction latencies and dependencies of the kernel ([`crate::pipes`]) take
+    /// longer than any peak rate would.
+    Latency,
     /// A direct estimator gave the time; no breakdown is known.
     Direct,
 }
@@ -36,6 +39,7 @@ impl core::fmt::Display for Bound {
             Bound::Cube => "cube",
             Bound::Vector => "vector",
             Bound::Static => "static",
+            Bound::Latency => "latency",
             Bound::Direct => "direct",
         })
     }
@@ -71,10 +75,32 @@ pub struct Roofline {
     pub memory_seconds: f64,
     /// The fixed per-op cost.
     pub static_seconds: f64,
+    /// The kernel's time under the pipe model ([`crate::pipes`]); 0 when unknown.
+    pub pipeline_seconds: f64,
     /// The total.
     pub seconds: f64,
     /// The largest part.
     pub bound: Bound,
+}
+
+impl Roofline {
+    /// The roofline with the kernel's pipe-model time as a further lower bound of the
+    /// kernel's time: the peaks say how fast the work could go, the pipe model what the
+    /// latencies and dependencies of this kernel allow.
+    pub fn with_pipeline(self, pipeline_seconds: f64) -> Roofline {
+        let kernel = self.seconds - self.static_seconds;
+        let (seconds, bound) = if pipeline_seconds > kernel {
+            (pipeline_seconds + self.static_seconds, Bound::Latency)
+        } else {
+            (self.seconds, self.bound)
+        };
+        Roofline {
+            pipeline_seconds,
+            seconds,
+            bound,
+            ..self
+        }
+    }
 }
 
 /// The device's peak rates, with the profile's efficiencies applied.
@@ -195,6 +221,7 @@ pub fn roofline_with(
         vector_seconds,
         memory_seconds,
         static_seconds,
+        pipeline_seconds: 0.0,
         seconds: compute.max(memory_seconds) + static_seconds,
         bound,
     }

@@ -93,6 +93,44 @@ pub struct EstimatorParams {
     pub overlap_cube_vector: bool,
 }
 
+/// A fitted correction of one op's estimate on one device: `t = exp(log_scale) *
+/// t_est^exponent`, with both times in seconds.
+///
+/// Why this form: the estimator's error against the simulator is multiplicative and drifts
+/// with size (fixed per-copy and per-instruction latencies weigh on small calls, the
+/// efficiencies on large ones), so a straight line in log-log space is the smallest model
+/// that follows both ends. It fits in closed form by least squares on `ln t` (which weighs
+/// every case's relative error alike, whatever its size), it is positive for every
+/// positive estimate, and with `exponent` near 1 it extrapolates beyond the training sizes
+/// as a plain efficiency would. `pto calibrate` fits it from simulator runs.
+///
+/// ```
+/// use pto_op::OpCalibration;
+/// let c = OpCalibration { log_scale: 2.0_f64.ln(), exponent: 1.0, cases: 6 };
+/// assert!((c.apply(1e-6) - 2e-6).abs() < 1e-18);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpCalibration {
+    /// `a`, the natural log of the scale at an estimate of one second.
+    pub log_scale: f64,
+    /// `b`, how the correction grows with the estimate (1: a constant factor).
+    pub exponent: f64,
+    /// How many simulator runs the fit used.
+    pub cases: usize,
+}
+
+impl OpCalibration {
+    /// The calibrated time of an estimate of `seconds`.
+    pub fn apply(&self, seconds: f64) -> f64 {
+        if seconds > 0.0 {
+            (self.log_scale + self.exponent * seconds.ln()).exp()
+        } else {
+            seconds
+        }
+    }
+}
+
 /// The profile of one device.
 ///
 /// ```
@@ -141,6 +179,11 @@ pub struct DeviceProfile {
     pub loop_overhead_cycles: f64,
     /// Parameters of the default roofline estimator.
     pub estimator: EstimatorParams,
+    /// Fitted corrections of the estimator, by op name (empty: uncalibrated). Written by
+    /// `pto calibrate`; the estimator applies an op's entry to whatever model the chain
+    /// picks for it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calibration: BTreeMap<String, OpCalibration>,
 }
 
 /// An error of loading a device profile.
@@ -289,6 +332,17 @@ impl DeviceProfile {
                 "`estimator.static_seconds` must be zero or positive, got {static_seconds}"
             ));
         }
+        if let Some((op, c)) = self
+            .calibration
+            .iter()
+            .find(|(_, c)| !(c.log_scale.is_finite() && c.exponent.is_finite()))
+        {
+            return Err(format!(
+                "`calibration.{op}` must have finite parameters, got log_scale {} and \
+                 exponent {}",
+                c.log_scale, c.exponent
+            ));
+        }
         if self.ai_cores == 0 {
             return Err("`ai_cores` must be at least 1".to_owned());
         }
@@ -302,6 +356,15 @@ impl DeviceProfile {
             ));
         }
         Ok(())
+    }
+
+    /// The profile as pretty JSON, the form [`DeviceProfile::load`] reads.
+    ///
+    /// # Errors
+    ///
+    /// serde_json's error (not expected: every field is plain data).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
     }
 
     /// The cube's multiply-accumulates per cycle for inputs of `dtype`, if it takes them.

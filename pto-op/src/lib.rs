@@ -66,7 +66,7 @@ pub mod tensor;
 pub mod tolerance;
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
-pub use device::{DeviceError, DeviceProfile, EstimatorParams};
+pub use device::{DeviceError, DeviceProfile, EstimatorParams, OpCalibration};
 pub use dtype::DType;
 pub use error::OpError;
 pub use executor::{Executor, Lowering, SimulatedTime};

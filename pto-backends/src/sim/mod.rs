@@ -223,6 +223,25 @@ impl Simulator {
         Simulator { profile, options }
     }
 
+    /// The timing of `program` without executing it: the same [`SimReport`] as
+    /// [`Simulator::run`] gives (durations depend on tile types only, never on data), at the
+    /// cost of the schedule alone.
+    ///
+    /// # Errors
+    ///
+    /// A [`SimError`] naming the op: a buffer overflow, a malformed or unsupported program.
+    pub fn time(&self, program: &Program) -> Result<SimReport, SimError> {
+        if program.grid == 0 {
+            return Err(SimError::Unsupported {
+                op: program.op.clone(),
+                message: "the grid is empty: a kernel needs at least one block program".into(),
+            });
+        }
+        let plan = memory::plan(program, &self.profile, self.options.double_buffering)?;
+        let timeline = schedule::schedule(program, &self.profile, &plan, 0)?;
+        Ok(schedule::report(program, &self.profile, &plan, &timeline))
+    }
+
     /// Checks `program`'s buffers, schedules it and executes it on `inputs`.
     ///
     /// # Errors
@@ -331,6 +350,30 @@ impl Sim {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The simulated timing of one call of `op`, without executing it (see
+    /// [`Simulator::time`]); the traced kernel is cached like [`Executor::execute`]'s.
+    ///
+    /// # Errors
+    ///
+    /// The op's shape rules, its kernel's trace, or the simulator's error; `Unsupported`
+    /// when the op has no kernel or the target has no device profile.
+    pub fn time_call(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<SimReport, OpError> {
+        let simulator = self.simulator.as_ref().map_err(|e| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!("the sim target has no device profile: PTO_DEVICE: {e}"),
+        })?;
+        op.infer(inputs, attrs)?;
+        let program = self.program(op, inputs, attrs)?;
+        simulator
+            .time(&program)
+            .map_err(|e| e.into_op_error(op.name))
     }
 
     fn program(

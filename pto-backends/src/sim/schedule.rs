@@ -32,9 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::DeviceProfile;
-use pto_op::kernel::ir::{
-    BinaryOp, Inst, MemLevel, Pipe, Program, TileId, TileType, UnaryOp, VarId,
-};
+use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, TileType, VarId};
 use serde::{Deserialize, Serialize};
 
 use super::SimError;
@@ -232,14 +230,6 @@ pub fn report(
         double_buffered_loops: plan.double_buffered_loops(),
         instructions: timeline.instructions * program.grid as u64,
     }
-}
-
-/// The kind of a vector instruction, for its cost per repeat.
-#[derive(Clone, Copy)]
-enum VectorKind {
-    Simple,
-    Transcendental,
-    Reduce,
 }
 
 struct Scheduler<'p> {
@@ -525,12 +515,7 @@ impl Scheduler<'_> {
                     largest = largest.max(ty(tile)?.bytes());
                 }
                 let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
-                let costs = &p.vector_cycles_per_repeat;
-                let per_repeat = match vector_kind(inst) {
-                    VectorKind::Simple => costs.simple,
-                    VectorKind::Transcendental => costs.transcendental,
-                    VectorKind::Reduce => costs.reduce,
-                };
+                let per_repeat = inst.cycles_per_repeat(&p.vector_cycles_per_repeat);
                 (
                     p.vector_latency_cycles + repeats * per_repeat,
                     largest as u64,
@@ -545,27 +530,5 @@ fn matrix_dims(ty: &TileType) -> (usize, usize) {
         [m, k] => (*m, *k),
         [k] => (1, *k),
         _ => (ty.numel(), 1),
-    }
-}
-
-fn vector_kind(inst: &Inst) -> VectorKind {
-    match inst {
-        Inst::Reduce { .. } => VectorKind::Reduce,
-        Inst::Unary { op, .. } => match op {
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu => VectorKind::Simple,
-            UnaryOp::Exp
-            | UnaryOp::Ln
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt
-            | UnaryOp::Recip
-            | UnaryOp::Tanh
-            | UnaryOp::Sigmoid
-            | UnaryOp::Gelu
-            | UnaryOp::Silu => VectorKind::Transcendental,
-        },
-        Inst::Binary {
-            op: BinaryOp::Div, ..
-        } => VectorKind::Transcendental,
-        _ => VectorKind::Simple,
     }
 }

@@ -653,6 +653,31 @@ impl Inst {
             | Inst::Reduce { .. } => Pipe::V,
         }
     }
+
+    /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
+    /// cost `reduce`, exp, ln, roots, reciprocals, activations and division
+    /// `transcendental`, the rest `simple`. The simulator and the estimator share it.
+    pub fn cycles_per_repeat(&self, costs: &crate::device::VectorCosts) -> f64 {
+        match self {
+            Inst::Reduce { .. } => costs.reduce,
+            Inst::Unary { op, .. } => match op {
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu => costs.simple,
+                UnaryOp::Exp
+                | UnaryOp::Ln
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Recip
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Gelu
+                | UnaryOp::Silu => costs.transcendental,
+            },
+            Inst::Binary {
+                op: BinaryOp::Div, ..
+            } => costs.transcendental,
+            _ => costs.simple,
+        }
+    }
 }
 
 /// One traced block program of an op's kernel.
