@@ -1,6 +1,7 @@
 //! Scaled dot-product attention, as flash attention on the cube and vector units.
 
-use ndarray::{Array2, Axis, Ix2};
+use ndarray::Axis;
+use pto_op::kernel::cube::{FRACTAL, tile_dim};
 use pto_op::prelude::*;
 
 /// Query rows of one block program.
@@ -11,25 +12,11 @@ const BLOCK_Q: usize = 64;
 /// holds two of them and the loop double-buffers on kirin9030.
 const BLOCK_KV: usize = 64;
 
-/// The cube works on 16 x 16 fractals: tile dims are multiples of this.
-const FRACTAL: usize = 16;
-
 /// The score of a masked key: finite, unlike -inf, so that a row whose keys in one block
 /// are all masked gets `exp(MASKED - MASKED) = 1` instead of NaN; that block's weights are
 /// wiped by `exp(MASKED - m) = 0` once the row's running maximum `m` is a real score, which
 /// happens in the first block (key 0 is never masked).
 const MASKED: f64 = -1e30;
-
-/// The dims of a rank-2 input, or an error naming it.
-fn matrix(name: &str, shape: &Shape) -> Result<(usize, usize), OpError> {
-    shape.expect_rank(name, 2)?;
-    Ok((shape.dims()[0], shape.dims()[1]))
-}
-
-/// A block size: `block`, or `dim` rounded up to a fractal when the tensor is smaller.
-fn block_dim(block: usize, dim: usize) -> usize {
-    block.min(dim.max(1).next_multiple_of(FRACTAL))
-}
 
 /// `y = softmax(q @ k^T * scale [+ causal mask]) @ v`, one head.
 ///
@@ -73,9 +60,9 @@ pub mod flash_attention {
 
     #[infer_shape]
     fn infer_shape(q: &Shape, k: &Shape, v: &Shape, p: &Params) -> Result<Shape, OpError> {
-        let (_, d) = matrix("q", q)?;
-        let (s_kv, kd) = matrix("k", k)?;
-        matrix("v", v)?;
+        let (_, d) = q.expect_matrix("q")?;
+        let (s_kv, kd) = k.expect_matrix("k")?;
+        v.expect_matrix("v")?;
         if kd != d {
             return Err(OpError::input(
                 "k",
@@ -124,12 +111,11 @@ pub mod flash_attention {
 
     #[reference]
     fn reference(q: &Tensor, k: &Tensor, v: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        let as_matrix = |name: &str, t: &Tensor| -> Result<Array2<f32>, OpError> {
-            t.to_f32_array().into_dimensionality::<Ix2>().map_err(|_| {
-                OpError::input(name, format!("expected rank 2, got shape {}", t.shape()))
-            })
-        };
-        let (q32, k32, v32) = (as_matrix("q", q)?, as_matrix("k", k)?, as_matrix("v", v)?);
+        let (q32, k32, v32) = (
+            q.to_f32_matrix("q")?,
+            k.to_f32_matrix("k")?,
+            v.to_f32_matrix("v")?,
+        );
         let mut scores = q32.dot(&k32.t()) * effective_scale(p, q32.ncols());
         if p.causal {
             for ((i, j), s) in scores.indexed_iter_mut() {
@@ -169,7 +155,7 @@ pub mod flash_attention {
         let (s_q, d) = q.dims2()?;
         let (s_kv, _) = k.dims2()?;
         let d_tile = d.next_multiple_of(FRACTAL);
-        let (bq, bk) = (block_dim(BLOCK_Q, s_q), block_dim(BLOCK_KV, s_kv));
+        let (bq, bk) = (tile_dim(BLOCK_Q, s_q), tile_dim(BLOCK_KV, s_kv));
         let scale = effective_scale(p, d);
         kernel.grid(s_q.div_ceil(bq))?;
         let q0 = kernel.program_id() * bq;

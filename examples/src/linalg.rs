@@ -1,13 +1,6 @@
 //! Matrix multiplication on the cube unit.
 
-use ndarray::{Array2, Ix2};
 use pto_op::prelude::*;
-
-/// The two dims of a rank-2 input, or an error naming it.
-fn matrix(name: &str, shape: &Shape) -> Result<(usize, usize), OpError> {
-    shape.expect_rank(name, 2)?;
-    Ok((shape.dims()[0], shape.dims()[1]))
-}
 
 /// `y[m, n] = a[m, k] @ b[k, n]`, a matrix product.
 ///
@@ -23,8 +16,8 @@ pub mod matmul {
 
     #[infer_shape]
     fn infer_shape(a: &Shape, b: &Shape, _p: &Params) -> Result<Shape, OpError> {
-        let (m, k) = matrix("a", a)?;
-        let (bk, n) = matrix("b", b)?;
+        let (m, k) = a.expect_matrix("a")?;
+        let (bk, n) = b.expect_matrix("b")?;
         if k != bk {
             return Err(OpError::input(
                 "b",
@@ -56,12 +49,7 @@ pub mod matmul {
 
     #[reference]
     fn reference(a: &Tensor, b: &Tensor, _p: &Params) -> Result<Tensor, OpError> {
-        let as_matrix = |name: &str, t: &Tensor| -> Result<Array2<f32>, OpError> {
-            t.to_f32_array().into_dimensionality::<Ix2>().map_err(|_| {
-                OpError::input(name, format!("expected rank 2, got shape {}", t.shape()))
-            })
-        };
-        let y = as_matrix("a", a)?.dot(&as_matrix("b", b)?);
+        let y = a.to_f32_matrix("a")?.dot(&b.to_f32_matrix("b")?);
         Ok(Tensor::from_array(y.into_dyn()).cast(a.dtype()))
     }
 

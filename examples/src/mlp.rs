@@ -1,6 +1,7 @@
 //! Feed-forward blocks of transformers, fused into one op.
 
-use ndarray::{Array2, Ix2};
+use ndarray::Ix2;
+use pto_op::kernel::cube::{FRACTAL, tile_dim};
 use pto_op::prelude::*;
 
 /// Rows of `x` one block program owns.
@@ -9,20 +10,6 @@ const BLOCK_ROWS: usize = 64;
 /// Hidden units per step of the kernel's loop: the gate, up and down weight blocks are
 /// 64 x 64 (16 KiB in f32), so the loop double-buffers within L1, L0A and L0B.
 const BLOCK_HIDDEN: usize = 64;
-
-/// The cube works on 16 x 16 fractals: tile dims are multiples of this.
-const FRACTAL: usize = 16;
-
-/// The dims of a rank-2 input, or an error naming it.
-fn matrix(name: &str, shape: &Shape) -> Result<(usize, usize), OpError> {
-    shape.expect_rank(name, 2)?;
-    Ok((shape.dims()[0], shape.dims()[1]))
-}
-
-/// A block size: `block`, or `dim` rounded up to a fractal when the tensor is smaller.
-fn block_dim(block: usize, dim: usize) -> usize {
-    block.min(dim.max(1).next_multiple_of(FRACTAL))
-}
 
 /// The SwiGLU feed-forward block of LLaMA-style transformers, fused:
 /// `y = (silu(x @ w_gate) * (x @ w_up)) @ w_down`.
@@ -55,8 +42,8 @@ pub mod swiglu {
         w_down: &Shape,
         _p: &Params,
     ) -> Result<Shape, OpError> {
-        let (_, d) = matrix("x", x)?;
-        let (gate_d, f) = matrix("w_gate", w_gate)?;
+        let (_, d) = x.expect_matrix("x")?;
+        let (gate_d, f) = w_gate.expect_matrix("w_gate")?;
         if gate_d != d {
             return Err(OpError::input(
                 "w_gate",
@@ -109,14 +96,9 @@ pub mod swiglu {
         w_down: &Tensor,
         _p: &Params,
     ) -> Result<Tensor, OpError> {
-        let as_matrix = |name: &str, t: &Tensor| -> Result<Array2<f32>, OpError> {
-            t.to_f32_array().into_dimensionality::<Ix2>().map_err(|_| {
-                OpError::input(name, format!("expected rank 2, got shape {}", t.shape()))
-            })
-        };
-        let x32 = as_matrix("x", x)?;
-        let gate = x32.dot(&as_matrix("w_gate", w_gate)?);
-        let up = x32.dot(&as_matrix("w_up", w_up)?);
+        let x32 = x.to_f32_matrix("x")?;
+        let gate = x32.dot(&w_gate.to_f32_matrix("w_gate")?);
+        let up = x32.dot(&w_up.to_f32_matrix("w_up")?);
         let hidden = gate.mapv(|g| g / (1.0 + (-g).exp())) * up;
         // Rounded to the input dtype, as the kernel feeds it to the cube.
         let hidden = Tensor::from_array(hidden.into_dyn())
@@ -124,7 +106,7 @@ pub mod swiglu {
             .to_f32_array()
             .into_dimensionality::<Ix2>()
             .map_err(|_| OpError::invalid("the hidden activation is a matrix"))?;
-        let y = hidden.dot(&as_matrix("w_down", w_down)?);
+        let y = hidden.dot(&w_down.to_f32_matrix("w_down")?);
         Ok(Tensor::from_array(y.into_dyn()).cast(x.dtype()))
     }
 
@@ -145,7 +127,7 @@ pub mod swiglu {
         let (m, d) = x.dims2()?;
         let (_, f) = w_gate.dims2()?;
         let d_tile = d.next_multiple_of(FRACTAL);
-        let (bm, bf) = (block_dim(BLOCK_ROWS, m), block_dim(BLOCK_HIDDEN, f));
+        let (bm, bf) = (tile_dim(BLOCK_ROWS, m), tile_dim(BLOCK_HIDDEN, f));
         kernel.grid(m.div_ceil(bm))?;
         let r0 = kernel.program_id() * bm;
         // Padding (columns of d beyond d, hidden units beyond f) loads as zero: zero gate

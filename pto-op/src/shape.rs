@@ -97,6 +97,23 @@ impl Shape {
         }
     }
 
+    /// The rows and columns of a rank-2 shape, or an error naming `input`.
+    ///
+    /// ```
+    /// use pto_op::Shape;
+    /// assert_eq!(Shape::from([4, 64]).expect_matrix("x").unwrap(), (4, 64));
+    /// assert!(Shape::from([4]).expect_matrix("x").is_err());
+    /// ```
+    pub fn expect_matrix(&self, input: &str) -> Result<(usize, usize), OpError> {
+        match self.0.as_slice() {
+            [rows, cols] => Ok((*rows, *cols)),
+            _ => Err(OpError::input(
+                input,
+                format!("expected rank 2, got shape {self} of rank {}", self.rank()),
+            )),
+        }
+    }
+
     /// Checks that the shape is at least of rank `rank`, naming `input` in the error.
     pub fn expect_min_rank(&self, input: &str, rank: usize) -> Result<&Shape, OpError> {
         if self.rank() >= rank {

@@ -569,6 +569,15 @@ impl Tensor {
         self.convert::<f32>()
     }
 
+    /// The elements of a rank-2 tensor converted to f32, as a matrix; an error naming
+    /// `input` for any other rank.
+    pub fn to_f32_matrix(&self, input: &str) -> Result<ndarray::Array2<f32>, OpError> {
+        self.shape().expect_matrix(input)?;
+        self.to_f32_array()
+            .into_dimensionality::<ndarray::Ix2>()
+            .map_err(|e| OpError::input(input, format!("shape {}: {e}", self.shape())))
+    }
+
     /// The elements converted to f64 in row-major order, whatever the dtype.
     pub fn to_f64_vec(&self) -> Vec<f64> {
         dispatch!(&self.data, a => a.iter().map(|x| x.to_f64()).collect())
