@@ -178,3 +178,43 @@ fn estimate_takes_the_7b_model_without_its_weights() {
     let listed = run(["pto", "estimators"]).unwrap();
     assert!(listed.contains("std.reshape"), "{listed}");
 }
+
+#[test]
+fn run_reads_named_inputs_from_a_safetensors_file() {
+    // The random inputs of seed 3, written as the file `--inputs` reads.
+    let model = (pto_backends::models::find_builtin("pipeline")
+        .unwrap()
+        .build)()
+    .unwrap();
+    let compiled = pto_backends::compiler::compile(&model, "cpu").unwrap();
+    let x = compiled.random_inputs(3).remove(0);
+    let bytes = x.to_le_bytes();
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, x.dims().to_vec(), &bytes)
+            .unwrap();
+    let file =
+        std::env::temp_dir().join(format!("pto-cli-inputs-{}.safetensors", std::process::id()));
+    std::fs::write(&file, safetensors::serialize([("x", view)], None).unwrap()).unwrap();
+
+    let from_file = run(["pto", "run", "pipeline", "--inputs", file.to_str().unwrap()]).unwrap();
+    let from_seed = run(["pto", "run", "pipeline", "--random", "3"]).unwrap();
+    let output_line = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("output "))
+            .map(str::to_owned)
+    };
+    assert!(
+        from_file.contains(&format!("inputs: {}", file.display())),
+        "{from_file}"
+    );
+    assert_eq!(output_line(&from_file), output_line(&from_seed));
+    assert!(output_line(&from_file).is_some(), "{from_file}");
+
+    // A file without the model's input is an error naming it.
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1], &[0; 4]).unwrap();
+    std::fs::write(&file, safetensors::serialize([("y", view)], None).unwrap()).unwrap();
+    let err = run(["pto", "run", "pipeline", "--inputs", file.to_str().unwrap()]).unwrap_err();
+    assert!(err.to_string().contains("input `x` (f32[64, 256]) is not given"), "{err}");
+    std::fs::remove_file(&file).unwrap();
+}
