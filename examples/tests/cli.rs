@@ -215,6 +215,10 @@ fn run_reads_named_inputs_from_a_safetensors_file() {
         safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1], &[0; 4]).unwrap();
     std::fs::write(&file, safetensors::serialize([("y", view)], None).unwrap()).unwrap();
     let err = run(["pto", "run", "pipeline", "--inputs", file.to_str().unwrap()]).unwrap_err();
-    assert!(err.to_string().contains("input `x` (f32[64, 256]) is not given"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("input `x` (f32[64, 256]) is not given"),
+        "{err}"
+    );
     std::fs::remove_file(&file).unwrap();
 }

@@ -57,7 +57,7 @@ pub enum Split {
 
 impl core::fmt::Display for Split {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Split::Training => "training",
             Split::HeldOut => "held-out",
         })

@@ -40,7 +40,7 @@ pub enum Kind {
 
 impl core::fmt::Display for Kind {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Kind::Estimator => "estimator",
             Kind::Properties => "properties",
         })
@@ -68,7 +68,7 @@ pub enum Source {
 
 impl core::fmt::Display for Source {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Source::UserEstimator => "user estimator",
             Source::DefaultEstimator => "default estimator",
             Source::UserProperties => "user properties",

@@ -251,13 +251,13 @@ impl core::fmt::Display for ModelReport {
         )?;
         writeln!(
             f,
-            "{:>5}  {:<22} {:>12} {:>7}  {:<7} source",
+            "{:>5}  {:<22} {:>12} {:>7}  {:<8} source",
             "node", "op", "time (us)", "share", "bound"
         )?;
         for row in &self.ops {
             writeln!(
                 f,
-                "{:>5}  {:<22} {:>12.3} {:>6.2}%  {:<7} {}",
+                "{:>5}  {:<22} {:>12.3} {:>6.2}%  {:<8} {}",
                 row.node,
                 row.op,
                 row.seconds * 1e6,

@@ -34,7 +34,7 @@ pub enum Bound {
 
 impl core::fmt::Display for Bound {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Bound::Memory => "memory",
             Bound::Cube => "cube",
             Bound::Vector => "vector",
@@ -57,7 +57,7 @@ pub enum Unit {
 
 impl core::fmt::Display for Unit {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Unit::Cube => "cube",
             Unit::Vector => "vector",
         })

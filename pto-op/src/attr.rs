@@ -47,7 +47,7 @@ impl AttrType {
 
 impl fmt::Display for AttrType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.rust_name())
+        f.pad(self.rust_name())
     }
 }
 

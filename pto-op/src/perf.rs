@@ -116,7 +116,7 @@ pub enum Level {
 
 impl core::fmt::Display for Level {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Level::User => "user",
             Level::Default => "default",
         })

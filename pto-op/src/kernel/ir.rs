@@ -55,7 +55,7 @@ impl MemLevel {
 
 impl fmt::Display for MemLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -106,7 +106,7 @@ impl Pipe {
 
 impl fmt::Display for Pipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
