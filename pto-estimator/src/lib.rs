@@ -15,7 +15,7 @@
 //! ```
 //!
 //! - [`chain`]: which model answers for an op on a device, and every registration.
-//! - [`derive`]: properties counted from an op's kernel IR when nobody registered any.
+//! - [`derive`](mod@derive): properties counted from an op's kernel IR when nobody registered any.
 //! - [`roofline`]: the default estimator over a device profile.
 //! - [`pipes`]: the per-instruction costs of a kernel the roofline's peaks leave out.
 //! - [`report`], [`plot`]: a whole model: per-op table, totals, memory, trace, roofline plot.

@@ -1,7 +1,7 @@
 //! Graphs of op calls, built by tracing: each op's generated `apply(...)` records a node.
 //!
 //! A [`Graph`] is the tracing handle; [`GraphDef`] is what it records, plain serializable
-//! data (the graph part of a model file); [`Model`](crate::model::Model) adds the weights
+//! data (the graph part of a model file); [`Model`] adds the weights
 //! and the schemas of the ops used.
 
 use std::cell::RefCell;

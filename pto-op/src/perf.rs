@@ -5,7 +5,7 @@
 //! op call's time, or the op's compute and memory properties for the roofline. Either can be
 //! written anywhere, for any op (custom or `std.*`), with `#[op_estimator(op = "..")]` and
 //! `#[op_properties(op = "..")]`; the registrations are collected at link time in
-//! [`ESTIMATORS`] and [`PROPERTIES`], and `pto-estimator` chooses among them.
+//! `ESTIMATORS` and `PROPERTIES` (hidden linkme slices), and `pto-estimator` chooses among them.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! which loops can double-buffer.
 //!
 //! Live ranges are computed over *points*: one per instruction in program order (see
-//! [`dataflow`](super::dataflow)), plus one at the end of each loop, where the yields are
+//! the private `dataflow` module), plus one at the end of each loop, where the yields are
 //! read. A tile is live from the point that defines it to its last use. Loop-carried tiles
 //! (`params`) live across their whole loop, and so does every tile that a loop body reads
 //! but that is defined before the loop (it is needed in every iteration). A loop's `results`

@@ -12,8 +12,8 @@
 //! | [`std.rms_norm`](rms_norm) | x, gamma | `eps: f32 = 1e-6` | yes |
 //! | [`std.transpose`](transpose) | x | `perm: Vec<i64>` | no |
 //! | [`std.reshape`](reshape) | x | `shape: Vec<i64>` | no |
-//! | [`std.concat`](concat) | a, b | `axis: i64` | no |
-//! | [`std.slice`](slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []` | no |
+//! | [`std.concat`](mod@concat) | a, b | `axis: i64` | no |
+//! | [`std.slice`](mod@slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []` | no |
 //! | [`std.gather`](gather) | data, indices | `axis: i64 = 0` | no |
 //! | [`std.cast`](cast) | x | `to: String` | no |
 //! | [`std.reduce_mean`](reduce_mean), [`std.reduce_sum`](reduce_sum) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |

@@ -265,7 +265,7 @@ fn slice_array<T: Element>(a: &ArrayD<T>, ranges: &[SliceAxis]) -> Tensor {
     Tensor::from_array(view.to_owned())
 }
 
-/// y = x[starts:ends] along `axes` (steps of 1), as ONNX Slice: negative starts and ends
+/// y = `x[starts:ends]` along `axes` (steps of 1), as ONNX Slice: negative starts and ends
 /// count from the end, and both are clamped to the axis (so `i64::MAX` means "to the end").
 /// Empty `axes` means `0..len(starts)`. `starts`, `ends` (and `axes`, when given) have one
 /// value per sliced axis; an axis is sliced once. Any dtype.
