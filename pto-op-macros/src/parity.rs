@@ -122,6 +122,9 @@ pub fn check_tolerances(cx: &mut Ctxt, decls: &[ToleranceDecl]) -> Option<Vec<De
     ok.then_some(checked)
 }
 
+/// The keys a `#[parity]` case takes besides inputs and params.
+const CASE_KEYS: [&str; 3] = ["seed", "rtol", "atol"];
+
 /// Checks every `#[parity]` of the module: on the kernel, each a complete case; anywhere
 /// else, an error. Returns the kernel's cases when all are good.
 ///
@@ -165,12 +168,34 @@ pub fn check_cases(
     }
     let inputs = inputs?;
     let mut cases = Vec::new();
-    let kernel_cases = op
+    let kernel_cases: Vec<&ParityAttr> = op
         .role_fns
         .iter()
         .filter(|f| f.role == Role::Kernel)
-        .flat_map(|f| &f.parity);
-    for (index, case) in kernel_cases.enumerate() {
+        .flat_map(|f| &f.parity)
+        .collect();
+    // In a case, `seed = ..` would set a param or input of that name, never the case's own
+    // seed: refuse the ambiguity where cases exist, on the name that causes it.
+    if !kernel_cases.is_empty() {
+        let names = decls
+            .iter()
+            .map(|d| (&d.name, "param"))
+            .chain(inputs.iter().map(|i| (i, "input")));
+        for (name, what) in names {
+            if CASE_KEYS.iter().any(|key| name == key) {
+                cx.error_spanned_by(
+                    name,
+                    format!(
+                        "{what} `{name}` has the name of a #[parity] case key ({}): in a case, \
+                         `{name} = ..` could not tell the two apart; rename the {what}",
+                        CASE_KEYS.join(", ")
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    for (index, case) in kernel_cases.into_iter().enumerate() {
         match check_case(cx, index, case, inputs, decls, params) {
             Some(case) => cases.push(case),
             None => ok = false,
