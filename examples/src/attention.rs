@@ -4,8 +4,14 @@ use ndarray::Axis;
 use pto_op::kernel::cube::{FRACTAL, tile_dim};
 use pto_op::prelude::*;
 
-/// Query rows of one block program.
+/// Query rows of one block program, at most.
 const BLOCK_Q: usize = 64;
+
+/// Bytes of the f32 accumulator `[rows, d]` one block program keeps in UB. The online
+/// softmax holds about four tiles of that size at once (accumulator, its rescaled copy,
+/// p @ v and their sum), so 24 KiB keeps the working set within the 118 KiB UB of the
+/// Kirin profiles: 64 query rows up to d = 96, 48 rows at d = 128.
+const ACC_BYTES: usize = 24 * 1024;
 
 /// Keys and values per step of the online softmax. With `d` = 64, the f32 score block is
 /// 16 KiB of UB and the K and V blocks 8 KiB (f16) of L1 and L0B each, so every buffer
@@ -29,7 +35,8 @@ const MASKED: f64 = -1e30;
 ///   left, like `torch.nn.functional.scaled_dot_product_attention(is_causal=True)`).
 /// - `scale`: the factor of the scores; `0.0` (the default) means `1 / sqrt(d)`.
 ///
-/// The kernel is flash attention: a block program owns 64 query rows and walks the keys
+/// The kernel is flash attention: a block program owns 64 query rows (fewer for head dims
+/// over 96, so that its working set fits the unified buffer) and walks the keys
 /// and values in blocks of 64 with an online softmax (running row maximum, running sum and
 /// an f32 accumulator, rescaled at every block), so the `[s_q, s_kv]` score matrix never
 /// exists. The probabilities are rounded to the input dtype before they meet `v` on the
@@ -143,6 +150,8 @@ pub mod flash_attention {
     #[parity(q = f16[130, 64], k = f16[130, 64], v = f16[130, 64], causal = true, seed = 2)]
     #[parity(q = f16[90, 32], k = f16[50, 32], v = f16[50, 32], causal = true, seed = 3)]
     #[parity(q = bf16[48, 16], k = bf16[200, 16], v = bf16[200, 16], seed = 4)]
+    #[parity(q = f16[100, 128], k = f16[150, 128], v = f16[150, 128], causal = true, seed = 5)]
+    #[parity(q = f32[60, 128], k = f32[60, 128], v = f32[60, 128], seed = 6)]
     #[kernel]
     fn flash_kernel(
         kernel: &mut Kernel,
@@ -155,7 +164,12 @@ pub mod flash_attention {
         let (s_q, d) = q.dims2()?;
         let (s_kv, _) = k.dims2()?;
         let d_tile = d.next_multiple_of(FRACTAL);
-        let (bq, bk) = (tile_dim(BLOCK_Q, s_q), tile_dim(BLOCK_KV, s_kv));
+        let rows_for_ub =
+            (ACC_BYTES / (d_tile * DType::F32.size_bytes()) / FRACTAL * FRACTAL).max(FRACTAL);
+        let (bq, bk) = (
+            tile_dim(BLOCK_Q.min(rows_for_ub), s_q),
+            tile_dim(BLOCK_KV, s_kv),
+        );
         let scale = effective_scale(p, d);
         kernel.grid(s_q.div_ceil(bq))?;
         let q0 = kernel.program_id() * bq;
