@@ -520,7 +520,21 @@ fn input_values(
     }
 }
 
-/// Runs, with a progress line on stderr when it is a terminal.
+/// A progress bar: `[#########-----------] 9/20 std.matmul`.
+fn progress_bar(done: usize, total: usize, label: &str) -> String {
+    const WIDTH: usize = 20;
+    let filled = (done * WIDTH)
+        .checked_div(total)
+        .unwrap_or(WIDTH)
+        .min(WIDTH);
+    format!(
+        "[{}{}] {done}/{total} {label}",
+        "#".repeat(filled),
+        "-".repeat(WIDTH - filled)
+    )
+}
+
+/// Runs, with a progress bar on stderr when it is a terminal.
 fn run_with_progress_line(
     compiled: &CompiledModel,
     inputs: &[Tensor],
@@ -531,7 +545,7 @@ fn run_with_progress_line(
         return compiled.run(inputs);
     }
     let result = compiled.run_with_progress(inputs, &mut |node, op| {
-        let _ = write!(stderr, "\r\x1b[2K[{}/{total}] {op}", node + 1);
+        let _ = write!(stderr, "\r\x1b[2K{}", progress_bar(node + 1, total, op));
         let _ = stderr.flush();
     });
     let _ = write!(stderr, "\r\x1b[2K");
@@ -771,5 +785,24 @@ impl core::fmt::Display for Inspection {
             human_bytes(self.peak_activation_bytes),
             human_bytes(self.weight_bytes)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_bar;
+
+    #[test]
+    fn the_progress_bar_fills_with_the_nodes_done() {
+        assert_eq!(progress_bar(0, 4, "a"), "[--------------------] 0/4 a");
+        assert_eq!(
+            progress_bar(1, 4, "std.matmul"),
+            "[#####---------------] 1/4 std.matmul"
+        );
+        assert_eq!(progress_bar(4, 4, "b"), "[####################] 4/4 b");
+        assert_eq!(
+            progress_bar(0, 0, "empty"),
+            "[####################] 0/0 empty"
+        );
     }
 }
