@@ -1,7 +1,7 @@
 //! Printing a checked model as tokens. Nothing here can fail: the model is known good.
 
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use crate::parity::ParityCase;
@@ -212,10 +212,12 @@ fn locals(prefix: &str, n: usize) -> Vec<Ident> {
 }
 
 /// The call of an author's function from a wrapper, `&params` appended when it takes them.
+/// Spanned on the function's return type, so that rustc, when what it returns does not fit
+/// (an alias `Result<T>` with another error type), points there and not at the attribute.
 fn call(f: &FnModel, args: &[Ident], params: &Ident) -> TokenStream {
     let ident = &f.ident;
     let params = f.takes_params.then(|| quote!(&#params));
-    quote!(#ident(#(#args,)* #params))
+    quote_spanned!(f.ret_span=> #ident(#(#args,)* #params))
 }
 
 /// `let params = ...;` (or a check only, for functions that ignore their params).
@@ -246,6 +248,7 @@ fn io_wrapper(
     let n = model.inputs.len();
     let read = read_params(f, &attrs, &params);
     let call = call(f, &ins, &params);
+    let call = quote_spanned!(f.ret_span=> #call?);
     let collect = if outs.len() == 1 {
         quote!(::std::vec![#result])
     } else {
@@ -258,7 +261,7 @@ fn io_wrapper(
         ) -> ::core::result::Result<::std::vec::Vec<#output_ty>, ::pto_op::OpError> {
             #read
             let [#(#ins),*] = ::pto_op::__private::inputs::<_, #n>(self::def(), #items)?;
-            let #result = #call?;
+            let #result = #call;
             ::core::result::Result::Ok(#collect)
         }
     }
@@ -324,8 +327,9 @@ fn op_def(model: &Model) -> TokenStream {
             let (n_in, n_out) = (model.inputs.len(), model.outputs.len());
             let read = read_params(f, &attrs, &params);
             let args: Vec<Ident> = ins.iter().chain(&outs).cloned().collect();
-            let ident = &f.ident;
-            let pass_params = f.takes_params.then(|| quote!(&#params));
+            let builder_then_io: Vec<Ident> =
+                std::iter::once(builder.clone()).chain(args).collect();
+            let call = call(f, &builder_then_io, &params);
             (
                 quote!(::core::option::Option::Some(#wrapper)),
                 quote! {
@@ -338,7 +342,7 @@ fn op_def(model: &Model) -> TokenStream {
                         #read
                         let [#(#ins),*] = ::pto_op::__private::inputs::<_, #n_in>(self::def(), #ins_arg)?;
                         let [#(#outs),*] = ::pto_op::__private::output_slots::<_, #n_out>(self::def(), #outs_arg)?;
-                        #ident(#builder, #(#args,)* #pass_params)
+                        #call
                     }
                 },
             )

@@ -60,10 +60,11 @@ fn custom_op_impl(args: TokenStream2, item: TokenStream2) -> TokenStream2 {
         return quote!(#errors #module);
     };
     let stripped = op.module.clone();
+    let surface = fallback::Surface::of(&args, &op);
     match valid::check(&mut cx, &args, op) {
         Some(model) if cx.is_ok() => expand::expand(&model),
         _ => {
-            let module = fallback::fallback(&stripped, &args.params);
+            let module = fallback::fallback(&stripped, &args, &surface);
             let errors = cx.into_compile_errors();
             quote!(#errors #module)
         }

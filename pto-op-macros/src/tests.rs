@@ -89,6 +89,47 @@ fn three_mistakes_are_three_errors() {
 }
 
 #[test]
+fn a_broken_description_still_has_the_whole_surface() {
+    let item = quote! {
+        pub mod bad {
+            #[infer_shape]
+            fn s(x: &Shape, gamma: &Shape, _p: &Params) -> Result<(Shape, Shape), OpError> { todo() }
+            #[infer_dtype]
+            fn t(x: DType, gamma: DType) -> Result<(DType, DType), OpError> { todo() }
+            #[reference]
+            fn r(x: &Tensor, g: &Tensor) -> Result<(Tensor, Tensor), OpError> { todo() }
+            fn run() {}
+        }
+    };
+    let out = custom_op_impl(quote!(name = "demo.bad", params(k: u16 = 1)), item);
+    // `g` for `gamma`, `u16`, and `run` defined by the module: three mistakes, three errors.
+    assert_eq!(error_count(&out), 3, "{out}");
+    let text = squash(&pretty(out));
+    assert!(text.contains(r#"pubconstNAME:&str="demo.bad";"#), "{text}");
+    assert!(text.contains("pubstructParams{pubk:u16,}"), "{text}");
+    assert!(text.contains("impl::pto_op::OpParamsforParams"), "{text}");
+    assert!(
+        text.contains("impl::core::default::DefaultforParams"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pubfndef()->&'static::pto_op::OpDef"),
+        "{text}"
+    );
+    // Two inputs and two outputs, as #[infer_shape] declares.
+    assert!(
+        text.contains(
+            "pubfnapply(input0:&::pto_op::Value,input1:&::pto_op::Value,params:&Params,)\
+             ->::core::result::Result<(::pto_op::Value,::pto_op::Value),::pto_op::OpError>"
+        ),
+        "{text}"
+    );
+    // The module's own `run` stays the only one; nothing is registered.
+    assert_eq!(text.matches("fnrun(").count(), 1, "{text}");
+    assert!(!text.contains("distributed_slice"), "{text}");
+}
+
+#[test]
 fn defaults_are_typed_literals() {
     let out = custom_op_impl(
         quote!(name = "demo.d", params(a: f32 = -0.5, b: i32 = -3, c: Vec<i64> = [1, -2], s: String = "x", t: bool = true, f: f64 = 2)),

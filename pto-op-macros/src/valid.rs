@@ -127,6 +127,9 @@ pub struct FnModel {
     pub ident: Ident,
     /// Whether it takes `&Params` last.
     pub takes_params: bool,
+    /// Its return type (its name when it has none): where rustc points when what the
+    /// function returns does not fit the generated code that calls it.
+    pub ret_span: Span,
 }
 
 /// A description known to be good: what expansion prints.
@@ -642,7 +645,7 @@ fn split_params(cx: &mut Ctxt, f: &RoleFn, args: &mut Vec<(Ident, Type)>) -> boo
     takes
 }
 
-fn is_named_params(ty: &Type) -> bool {
+pub(crate) fn is_named_params(ty: &Type) -> bool {
     match ty {
         Type::Reference(r) => is_named(&r.elem, "Params"),
         other => is_named(other, "Params"),
@@ -737,7 +740,7 @@ fn check_arg_types(
 }
 
 /// `Result<T, OpError>` -> `T`.
-fn result_ok_type(ty: &Type) -> Option<&Type> {
+pub(crate) fn result_ok_type(ty: &Type) -> Option<&Type> {
     let (ident, args) = path_tail(ty)?;
     if ident != "Result" {
         return None;
@@ -808,6 +811,7 @@ fn check_io_fn(
             FnModel {
                 ident: f.item.sig.ident.clone(),
                 takes_params,
+                ret_span: ret_span(&f.item),
             },
             inputs,
             arity,
@@ -870,6 +874,7 @@ fn check_kernel(
     ok.then(|| FnModel {
         ident: f.item.sig.ident.clone(),
         takes_params,
+        ret_span: ret_span(&f.item),
     })
 }
 
@@ -912,5 +917,6 @@ fn check_fixed(cx: &mut Ctxt, f: &RoleFn, arg_types: &[&str], ret: &str) -> Opti
     ok.then(|| FnModel {
         ident: f.item.sig.ident.clone(),
         takes_params: false,
+        ret_span: ret_span(&f.item),
     })
 }
