@@ -4,8 +4,8 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
-use crate::parity::ParityCase;
-use crate::valid::{DefaultValue, FnModel, Model, ParamKind};
+use crate::model::{DefaultValue, FnModel, Model, ParamKind};
+use crate::valid::parity::{CaseSeed, ParityCase};
 
 /// The expanded op module.
 pub fn expand(model: &Model) -> TokenStream {
@@ -523,7 +523,10 @@ fn parity_test(case: &ParityCase) -> TokenStream {
         let value = default_tokens(p.kind, &p.value);
         quote!((::std::string::String::from(#key), ::pto_op::AttrValue::#variant(#value)))
     });
-    let seed = case.seed;
+    let seed = match &case.seed {
+        CaseSeed::Given(seed) => quote!(#seed),
+        CaseSeed::OfText(text) => quote!(::pto_op::parity::case_seed(#text)),
+    };
     let tolerance = match case.tolerance {
         Some((rtol, atol)) => {
             let tolerance = tolerance_tokens(rtol, atol);

@@ -1,8 +1,8 @@
 //! Procedural macros of pto-op. Use them through `pto_op::prelude`, not this crate.
 //!
-//! `#[custom_op]` works in three steps, each in its own file: parse the attribute and the
-//! module (`attr.rs`, `ast.rs`), check them and build a model (`valid.rs`), print the
-//! model (`expand.rs`); `#[parity]` cases and `tolerance(...)` are checked in `parity.rs`.
+//! `#[custom_op]` works in three steps: parse the attribute and the module (`attr.rs`,
+//! `ast.rs`), check them and build a model (`valid/`, one file per kind of check; the model
+//! is `model.rs`), print the model (`expand.rs`).
 //! Errors are collected (`ctxt.rs`) and all reported at once, beside
 //! the module itself (`fallback.rs`).
 
@@ -11,7 +11,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
-mod parity;
+mod model;
 mod registration;
 mod valid;
 

@@ -374,3 +374,36 @@ fn declared_tolerances_are_checked() {
         "{text}"
     );
 }
+
+#[test]
+fn a_case_without_seed_is_seeded_by_its_own_text() {
+    let seeds = |cases: proc_macro2::TokenStream| -> Vec<String> {
+        let out = custom_op_impl(
+            quote!(name = "demo.rms_norm", params(eps: f32 = 1e-6)),
+            rms_norm_with_cases(cases),
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        squash(&parity_module(out))
+            .split("seed:")
+            .skip(1)
+            .map(|rest| rest.split(",tolerance").next().unwrap_or(rest).to_owned())
+            .collect()
+    };
+    let before = seeds(quote! {
+        #[parity(x = f16[4, 64], gamma = f16[64])]
+        #[parity(x = f32[7, 100], gamma = f32[100], eps = 1e-5, seed = 3)]
+    });
+    // A case inserted first, the keys reordered and spaced differently, a tolerance added.
+    let after = seeds(quote! {
+        #[parity(x = f16[8, 8], gamma = f16[8])]
+        #[parity(gamma = f16[ 64 ], x = f16[4,64], rtol = 1e-2, atol = 1e-3)]
+        #[parity(x = f32[7, 100], gamma = f32[100], eps = 1e-5, seed = 3)]
+    });
+    let text = r#"::pto_op::parity::case_seed("gamma=f16[64],x=f16[4,64]")"#;
+    assert_eq!(before, [text, "3u64"]);
+    assert_eq!(after[1..], before[..]);
+    assert_eq!(
+        after[0],
+        r#"::pto_op::parity::case_seed("gamma=f16[8],x=f16[8,8]")"#
+    );
+}

@@ -42,7 +42,9 @@ pub struct ParityCase {
     pub inputs: Vec<TensorType>,
     /// The params the case sets; the others take their defaults.
     pub attrs: Attributes,
-    /// The seed of the inputs' values (see [`check_parity`]).
+    /// The seed of the inputs' values (see [`check_parity`]). A `#[parity]` case that does
+    /// not set `seed` gets [`case_seed`] of its own text, so adding, removing or reordering
+    /// cases leaves the inputs of every other case as they were.
     pub seed: u64,
     /// A tolerance for this case, overriding the op's; `None` uses the op's.
     pub tolerance: Option<Tolerance>,
@@ -71,7 +73,8 @@ impl ParityCase {
 
     /// The values of input `index`: `Tensor::random(shape, dtype, seed * 1000 + index)`
     /// (wrapping), so the inputs of one case differ from each other, and cases with
-    /// different seeds share no inputs for ops of fewer than 1000 inputs.
+    /// different seeds below 2^54 share no inputs for ops of fewer than 1000 inputs (two
+    /// default seeds, 64-bit hashes, meet with negligible odds).
     pub fn input_values(&self) -> Vec<Tensor> {
         self.inputs
             .iter()
@@ -82,6 +85,28 @@ impl ParityCase {
             })
             .collect()
     }
+}
+
+/// The seed of a `#[parity]` case that does not set `seed`: the 64-bit FNV-1a hash of
+/// `case_text`, the case's inputs and params as `name=value`, sorted by name, joined by `,`,
+/// without whitespace (`seed`, `rtol` and `atol` are left out, so loosening a case's
+/// tolerance keeps its inputs). `#[custom_op]` writes that text; it depends on nothing but the
+/// case, so the seed is stable when other cases are added, removed or reordered.
+///
+/// ```
+/// use pto_op::parity::case_seed;
+/// // #[parity(x = f16[4, 64], gamma = f16[64], eps = 1e-5)]
+/// let seed = case_seed("eps=1e-5,gamma=f16[64],x=f16[4,64]");
+/// assert_eq!(seed, case_seed("eps=1e-5,gamma=f16[64],x=f16[4,64]"));
+/// assert_ne!(seed, case_seed("eps=1e-5,gamma=f16[64],x=f16[4,65]"));
+/// assert_eq!(case_seed(""), 0xcbf2_9ce4_8422_2325); // FNV-1a's offset basis
+/// ```
+pub fn case_seed(case_text: &str) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    case_text.bytes().fold(OFFSET_BASIS, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
 }
 
 impl fmt::Display for ParityCase {
@@ -302,6 +327,13 @@ mod tests {
         ] {
             assert!(message.contains(part), "{part:?} not in: {message}");
         }
+    }
+
+    #[test]
+    fn case_seed_is_fnv_1a_64() {
+        // The published FNV-1a 64 test vectors.
+        assert_eq!(case_seed("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(case_seed("foobar"), 0x8594_4171_f739_67e8);
     }
 
     #[test]

@@ -7,10 +7,12 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::{Expr, Ident, Lit, LitInt};
 
+use super::literal::{default_value, float_lit, signed_lit};
+use super::types::code;
 use crate::ast::{OpModule, Role};
 use crate::attr::{ParamDecl, ParityAttr, ParityValue, ToleranceDecl};
 use crate::ctxt::Ctxt;
-use crate::valid::{DefaultValue, Param, ParamKind, code, default_value, float_lit, signed_lit};
+use crate::model::{DefaultValue, Param, ParamKind};
 
 /// The dtypes an author may name, with their `pto_op::DType` variants.
 const DTYPES: [(&str, &str); 8] = [
@@ -56,6 +58,15 @@ pub struct CaseParam {
     pub value: DefaultValue,
 }
 
+/// The seed of a case's inputs.
+pub enum CaseSeed {
+    /// `seed = N`, as written.
+    Given(u64),
+    /// None written: `pto_op::parity::case_seed` of this text, the case's inputs and params
+    /// as `name=value` without whitespace, sorted by name, joined by `,`.
+    OfText(String),
+}
+
 /// A checked `#[parity(...)]` case.
 pub struct ParityCase {
     /// The generated test's name, e.g. `case_0_x_f16_4x64`.
@@ -64,7 +75,7 @@ pub struct ParityCase {
     pub inputs: Vec<CaseInput>,
     /// The params the case sets; the others take their defaults.
     pub params: Vec<CaseParam>,
-    pub seed: u64,
+    pub seed: CaseSeed,
     /// `(rtol, atol)`, when the case sets them.
     pub tolerance: Option<(f64, f64)>,
 }
@@ -335,9 +346,29 @@ fn check_case(
         test_name: test_name(index, inputs.first().zip(case_inputs.first())),
         inputs: case_inputs,
         params: case_params,
-        seed: seed.unwrap_or(index as u64),
+        seed: match seed {
+            Some(seed) => CaseSeed::Given(seed),
+            None => CaseSeed::OfText(case_text(case)),
+        },
         tolerance,
     })
+}
+
+/// The text a case's default seed is the hash of: its inputs and params as `name=value`,
+/// whitespace removed, sorted by name, joined by `,`. Nothing else goes in (not the case's
+/// place among the others, not `rtol`/`atol`), so the seed changes only when the case does.
+fn case_text(case: &ParityAttr) -> String {
+    let mut entries: Vec<String> = case
+        .entries
+        .iter()
+        .filter(|entry| !CASE_KEYS.iter().any(|key| entry.name == key))
+        .map(|entry| {
+            let text = format!("{}={}", entry.name, value_tokens(&entry.value));
+            text.chars().filter(|c| !c.is_whitespace()).collect()
+        })
+        .collect();
+    entries.sort();
+    entries.join(",")
 }
 
 fn check_input(cx: &mut Ctxt, name: &Ident, value: &ParityValue) -> Option<CaseInput> {
