@@ -22,16 +22,23 @@ mod broken_moments {
     }
 }
 
-fn traced(x: &Value) -> Result<Value, OpError> {
-    let (mean, _variance) = broken_moments::apply(x, &broken_moments::Params {})?;
-    Ok(mean)
-}
+// Called from another module, where every path into the op is resolved.
+mod model {
+    use pto_op::prelude::*;
 
-fn now(executor: &dyn Executor, x: &Tensor) -> Result<Tensor, OpError> {
-    let (_mean, variance) = broken_moments::run(executor, x, &broken_moments::Params {})?;
-    Ok(variance)
+    pub fn traced(x: &Value) -> Result<Value, OpError> {
+        let (mean, _variance) =
+            crate::broken_moments::apply(x, &crate::broken_moments::Params {})?;
+        Ok(mean)
+    }
+
+    pub fn now(executor: &dyn Executor, x: &Tensor) -> Result<Tensor, OpError> {
+        let (_mean, variance) =
+            crate::broken_moments::run(executor, x, &crate::broken_moments::Params {})?;
+        Ok(variance)
+    }
 }
 
 fn main() {
-    let _ = (traced, now);
+    let _ = (model::traced, model::now);
 }
