@@ -115,8 +115,8 @@ fn params_struct(model: &Model) -> TokenStream {
         let ident = &p.ident;
         let ty = param_type(p.kind);
         let doc = match &p.default {
-            Some(d) => format!(" `{}`, default `{}`.", kind_name(p.kind), default_text(d)),
-            None => format!(" `{}`, no default: every call sets it.", kind_name(p.kind)),
+            Some(d) => format!(" `{}`, default `{}`.", p.kind.rust_name(), default_text(d)),
+            None => format!(" `{}`, no default: every call sets it.", p.kind.rust_name()),
         };
         quote!(#[doc = #doc] pub #ident: #ty)
     });
@@ -186,19 +186,6 @@ fn params_struct(model: &Model) -> TokenStream {
                 #attrs
             }
         }
-    }
-}
-
-fn kind_name(kind: ParamKind) -> &'static str {
-    match kind {
-        ParamKind::F32 => "f32",
-        ParamKind::F64 => "f64",
-        ParamKind::I32 => "i32",
-        ParamKind::I64 => "i64",
-        ParamKind::Bool => "bool",
-        ParamKind::String => "String",
-        ParamKind::I64s => "Vec<i64>",
-        ParamKind::F32s => "Vec<f32>",
     }
 }
 

@@ -7,6 +7,7 @@ use crate::attr::ParamDecl;
 use crate::ctxt::Ctxt;
 use crate::model::{DefaultValue, Param, ParamKind};
 
+/// Checks `params(...)`: each name once, a supported type, a default that is a literal of it.
 pub(crate) fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Param>> {
     let mut params = Vec::new();
     let mut ok = true;
@@ -60,6 +61,8 @@ pub(crate) fn check_params(cx: &mut Ctxt, decls: &[ParamDecl]) -> Option<Vec<Par
     ok.then_some(params)
 }
 
+/// A literal (a default, a parity case's value) as a value of a param of `kind`; `None` when
+/// it is not one (wrong kind, out of range).
 pub(crate) fn default_value(kind: ParamKind, expr: &Expr) -> Option<DefaultValue> {
     match kind {
         ParamKind::F32 => float_lit(expr)
@@ -113,6 +116,7 @@ pub(crate) fn signed_lit(expr: &Expr) -> Option<(bool, &Lit)> {
     }
 }
 
+/// A float or unsuffixed integer literal, possibly negated, as an `f64`.
 pub(crate) fn float_lit(expr: &Expr) -> Option<f64> {
     let (negative, lit) = signed_lit(expr)?;
     let v = match lit {
@@ -125,6 +129,7 @@ pub(crate) fn float_lit(expr: &Expr) -> Option<f64> {
     Some(if negative { -v } else { v })
 }
 
+/// An integer literal (unsuffixed, `i32` or `i64`), possibly negated, that fits an `i64`.
 fn int_lit(expr: &Expr) -> Option<i64> {
     let (negative, lit) = signed_lit(expr)?;
     match lit {
@@ -136,6 +141,7 @@ fn int_lit(expr: &Expr) -> Option<i64> {
     }
 }
 
+/// The elements of an array expression `[a, b]`.
 fn array_elems(expr: &Expr) -> Option<Vec<Expr>> {
     match expr {
         Expr::Array(a) => Some(a.elems.iter().cloned().collect()),

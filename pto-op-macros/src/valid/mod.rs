@@ -135,6 +135,7 @@ fn single<'a>(cx: &mut Ctxt, role_fns: &'a [RoleFn], role: Role) -> Option<&'a R
     found.first().copied()
 }
 
+/// `name = "domain.op"`: present, and made of letters, digits, `_` and non-empty dotted parts.
 fn check_name(cx: &mut Ctxt, args: &OpArgs) -> Option<String> {
     let Some(lit) = &args.name else {
         cx.error_at(
@@ -173,6 +174,7 @@ fn check_name(cx: &mut Ctxt, args: &OpArgs) -> Option<String> {
     }
 }
 
+/// `version = N`, a whole number from 1 up; 1 when not given.
 fn check_version(cx: &mut Ctxt, args: &OpArgs) -> Option<u32> {
     let Some(lit) = &args.version else {
         return Some(1);
@@ -186,6 +188,7 @@ fn check_version(cx: &mut Ctxt, args: &OpArgs) -> Option<u32> {
     }
 }
 
+/// Items of the module whose names the expansion defines.
 fn check_reserved(cx: &mut Ctxt, module: &ItemMod) {
     let Some((_, items)) = &module.content else {
         return;

@@ -215,6 +215,8 @@ pub fn check_cases(
     ok.then_some(cases)
 }
 
+/// Checks one case: every input given once, params with good values, `seed`, and `rtol`
+/// with `atol` or neither.
 fn check_case(
     cx: &mut Ctxt,
     index: usize,
@@ -371,6 +373,7 @@ fn case_text(case: &ParityAttr) -> String {
     entries.join(",")
 }
 
+/// An input's `dtype[dims]`.
 fn check_input(cx: &mut Ctxt, name: &Ident, value: &ParityValue) -> Option<CaseInput> {
     let ParityValue::Tensor { dtype, dims } = value else {
         let ParityValue::Expr(expr) = value else {
@@ -410,12 +413,14 @@ fn check_input(cx: &mut Ctxt, name: &Ident, value: &ParityValue) -> Option<CaseI
     .filter(|_| dims_ok)
 }
 
+/// A dimension: an unsuffixed or `usize` integer literal.
 fn dim_value(lit: &LitInt) -> Option<usize> {
     matches!(lit.suffix(), "" | "usize")
         .then(|| lit.base10_parse::<usize>().ok())
         .flatten()
 }
 
+/// A value a case gives a param, checked as a default of it would be.
 fn check_param(cx: &mut Ctxt, param: &Param, value: &ParityValue) -> Option<DefaultValue> {
     let name = &param.ident;
     let checked = match value {
@@ -467,6 +472,7 @@ fn value_tokens(value: &ParityValue) -> proc_macro2::TokenStream {
     }
 }
 
+/// The message for a name that is neither an input, a param nor a case key.
 fn unknown_name_message(name: &Ident, inputs: &[Ident], decls: &[ParamDecl]) -> String {
     let list = |names: Vec<String>| {
         if names.is_empty() {

@@ -42,6 +42,7 @@ fn arg_ident(cx: &mut Ctxt, arg: &FnArg) -> Option<(Ident, Type)> {
     }
 }
 
+/// Neither generic nor async.
 fn check_plain_fn(cx: &mut Ctxt, f: &RoleFn) -> bool {
     let sig = &f.item.sig;
     let mut ok = true;
@@ -80,6 +81,7 @@ fn split_params(cx: &mut Ctxt, f: &RoleFn, args: &mut Vec<(Ident, Type)>) -> boo
     takes
 }
 
+/// Every argument as a name and a type; `None` when one is not a plain name (reported).
 fn typed_args(cx: &mut Ctxt, item: &ItemFn) -> Option<Vec<(Ident, Type)>> {
     let mut out = Vec::new();
     let mut ok = true;
@@ -137,6 +139,7 @@ fn check_input_names(cx: &mut Ctxt, f: &RoleFn, args: &[(Ident, Type)], inputs: 
     ok
 }
 
+/// Each input argument has type `elem` (`&elem` when `by_ref`).
 fn check_arg_types(
     cx: &mut Ctxt,
     f: &RoleFn,
@@ -286,6 +289,7 @@ pub(crate) fn check_kernel(
     })
 }
 
+/// `Result<(), OpError>` (or an alias `Result<()>`).
 fn returns_unit_result(output: &ReturnType) -> bool {
     let ReturnType::Type(_, ty) = output else {
         return false;
@@ -293,6 +297,7 @@ fn returns_unit_result(output: &ReturnType) -> bool {
     matches!(result_ok_type(ty), Some(Type::Tuple(t)) if t.elems.is_empty())
 }
 
+/// The span of the return type, or of the name when there is none.
 pub(crate) fn ret_span(item: &ItemFn) -> Span {
     match &item.sig.output {
         ReturnType::Type(_, ty) => ty.span(),

@@ -16,6 +16,7 @@ fn path_tail(ty: &Type) -> Option<(&Ident, &PathArguments)> {
     }
 }
 
+/// A path type whose last segment is `name`, without generic arguments.
 pub(crate) fn is_named(ty: &Type, name: &str) -> bool {
     path_tail(ty).is_some_and(|(ident, args)| ident == name && args.is_none())
 }
@@ -57,6 +58,7 @@ pub(crate) fn code<T: ToTokens>(tokens: &T) -> String {
     }
 }
 
+/// `Name` or `&Name`, for messages.
 pub(crate) fn describe_expected(name: &str, by_ref: bool) -> String {
     if by_ref {
         format!("&{name}")
@@ -65,6 +67,7 @@ pub(crate) fn describe_expected(name: &str, by_ref: bool) -> String {
     }
 }
 
+/// `Params` or a reference to it.
 pub(crate) fn is_named_params(ty: &Type) -> bool {
     match ty {
         Type::Reference(r) => is_named(&r.elem, "Params"),
