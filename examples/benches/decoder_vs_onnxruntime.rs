@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pto_backends::compiler::compile;
-use pto_backends::models::find_builtin;
-use pto_backends::tensor_file::npy_bytes;
+use pto_cli::tensor_file::npy_bytes;
 use pto_examples as _;
+use pto_op::models::find_builtin;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -20,7 +20,7 @@ fn bench_op(c: &mut Criterion, group: &str, op: &str, inputs: &[Tensor], attrs: 
     // Check once that both run and agree in shape before timing them.
     let expected = Cpu.execute(def, &inputs, &attrs).expect("cpu runs");
     let actual = sim.execute(def, &inputs, &attrs).expect("sim runs");
-    assert_eq!(expected[0].shape(), actual[0].shape());
+    assert_eq!(expected.outputs[0].shape(), actual.outputs[0].shape());
 
     let mut g = c.benchmark_group(group);
     g.sample_size(10);

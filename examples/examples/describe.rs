@@ -62,9 +62,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "\n== {} on sim (kirin9030) vs cpu: {comparison}",
         gelu_affine::NAME
     );
-    if let Some(report) = sim.last_report() {
-        println!("{report}");
-    }
+    // `Sim::call` runs the same call and returns the simulator's whole report with it.
+    let report = sim
+        .call(gelu_affine::def(), &[&x], &params.to_attributes())?
+        .report;
+    println!("{report}");
 
     let (mean, rstd) = moments::run(&Cpu, &y.cast(DType::F16), &moments::Params::default())?;
     println!(

@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tolerance = flash_attention::def().tolerance(DType::F16);
     println!(
         "\n== sim vs cpu: {}",
-        run.outputs[0].compare(&expected[0], tolerance)?
+        run.outputs[0].compare(&expected.outputs[0], tolerance)?
     );
     Ok(())
 }

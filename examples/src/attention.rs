@@ -226,3 +226,35 @@ pub mod flash_attention {
         kernel.store(y, (q0, 0), &(acc / sum).cast(y.dtype()))
     }
 }
+
+/// `s_q, s_kv, d` of the sweep of single-head attention: decode against a cache, prefill,
+/// ragged lengths. Heads of 128 only for decode: with 64 query rows per block program, a
+/// `[64, 128]` f32 accumulator and its temporaries overflow the Kirin unified buffer.
+const ATTENTION_SWEEP_SIZES: [[usize; 3]; 12] = [
+    [1, 256, 64],
+    [64, 64, 64],
+    [100, 70, 40],
+    [1, 1024, 128],
+    [128, 128, 64],
+    [256, 256, 64],
+    [300, 300, 64],
+    [128, 512, 64],
+    [512, 512, 64],
+    [512, 1024, 80],
+    [1000, 1000, 64],
+    [1024, 2048, 64],
+];
+
+pto_op::register_sweep!(
+    FLASH_ATTENTION_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: flash_attention::NAME,
+        sizes: || {
+            ATTENTION_SWEEP_SIZES
+                .iter()
+                .map(|&[q, kv, d]| pto_op::sweep::f16(vec![vec![q, d], vec![kv, d], vec![kv, d]]))
+                .collect()
+        },
+        location: pto_op::sweep::here!(),
+    }
+);

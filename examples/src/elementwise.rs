@@ -49,3 +49,12 @@ pub mod gelu_affine {
         )
     }
 }
+
+pto_op::register_sweep!(
+    GELU_AFFINE_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: gelu_affine::NAME,
+        sizes: || pto_op::sweep::rows_cols(|r, c| vec![vec![r, c]]),
+        location: pto_op::sweep::here!(),
+    }
+);

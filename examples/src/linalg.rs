@@ -74,3 +74,12 @@ pub mod matmul {
         pto_op::kernel::cube::tiled_matmul(k, a, b, y)
     }
 }
+
+pto_op::register_sweep!(
+    MATMUL_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: matmul::NAME,
+        sizes: pto_op::sweep::matmul,
+        location: pto_op::sweep::here!(),
+    }
+);

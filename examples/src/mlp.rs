@@ -160,3 +160,36 @@ pub mod swiglu {
         kernel.store(y, (r0, 0), &acc.cast(y.dtype()))
     }
 }
+
+/// `m, d, f` of the sweep of the fused SwiGLU block; `d` stays within what one block
+/// program's accumulator of `[64, d]` f32 leaves of the unified buffer.
+const SWIGLU_SWEEP_SIZES: [[usize; 3]; 12] = [
+    [1, 64, 128],
+    [30, 48, 96],
+    [16, 128, 256],
+    [64, 64, 256],
+    [64, 128, 512],
+    [100, 128, 300],
+    [128, 128, 1024],
+    [256, 64, 1024],
+    [256, 128, 1024],
+    [1000, 100, 1000],
+    [512, 128, 2048],
+    [1024, 128, 4096],
+];
+
+pto_op::register_sweep!(
+    SWIGLU_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: swiglu::NAME,
+        sizes: || {
+            SWIGLU_SWEEP_SIZES
+                .iter()
+                .map(|&[m, d, f]| {
+                    pto_op::sweep::f16(vec![vec![m, d], vec![d, f], vec![d, f], vec![f, d]])
+                })
+                .collect()
+        },
+        location: pto_op::sweep::here!(),
+    }
+);

@@ -120,3 +120,12 @@ pub mod moments {
         ))
     }
 }
+
+pto_op::register_sweep!(
+    RMS_NORM_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: rms_norm::NAME,
+        sizes: || pto_op::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c]]),
+        location: pto_op::sweep::here!(),
+    }
+);

@@ -51,3 +51,12 @@ pub mod softmax {
         k.store(y, tiles.offsets, &(&e / e.sum(-1)).cast(y.dtype()))
     }
 }
+
+pto_op::register_sweep!(
+    SOFTMAX_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: softmax::NAME,
+        sizes: || pto_op::sweep::rows_cols(|r, c| vec![vec![r, c]]),
+        location: pto_op::sweep::here!(),
+    }
+);

@@ -1,6 +1,6 @@
 //! The estimator against the simulator, and calibration, over the example and std ops.
 
-use pto_backends::accuracy::{accuracy, calibrate};
+use pto_cli::accuracy::{accuracy, calibrate};
 use pto_estimator::Estimator;
 use pto_estimator::accuracy::{Case, Split, sweep};
 use pto_op::{DeviceProfile, registry};
@@ -14,7 +14,7 @@ fn kirin() -> DeviceProfile {
 
 /// The first `per_op` cases of each op of `split`.
 fn small(split: Split, per_op: usize) -> Vec<Case> {
-    let all = sweep(split);
+    let all = sweep(split).expect("one sweep per op");
     let mut kept: Vec<Case> = Vec::new();
     for case in all {
         if kept.iter().filter(|c| c.op == case.op).count() < per_op {

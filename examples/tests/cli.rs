@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use pto_backends::cli::{CliError, run};
+use pto_cli::{CliError, run};
 // Links the example ops and models into this test.
 use pto_examples as _;
 
@@ -92,7 +92,7 @@ fn parity_and_inspect_report_per_output_and_per_node() {
 #[test]
 fn mistakes_are_named() {
     let err = run(["pto", "run", "decoder_blok"]).unwrap_err();
-    let names: Vec<&str> = pto_backends::models::builtin_models()
+    let names: Vec<&str> = pto_op::models::builtin_models()
         .iter()
         .map(|m| m.name)
         .collect();
@@ -182,10 +182,7 @@ fn estimate_takes_the_7b_model_without_its_weights() {
 #[test]
 fn run_reads_named_inputs_from_a_safetensors_file() {
     // The random inputs of seed 3, written as the file `--inputs` reads.
-    let model = (pto_backends::models::find_builtin("pipeline")
-        .unwrap()
-        .build)()
-    .unwrap();
+    let model = (pto_op::models::find_builtin("pipeline").unwrap().build)().unwrap();
     let compiled = pto_backends::compiler::compile(&model, "cpu").unwrap();
     let x = compiled.random_inputs(3).remove(0);
     let bytes = x.to_le_bytes();

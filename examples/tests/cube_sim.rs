@@ -143,7 +143,7 @@ fn attention_keeps_cube_vector_and_mte2_busy_at_once() {
         .execute(op, &inputs, &attrs)
         .expect("reference runs");
     let comparison = run.outputs[0]
-        .compare(&expected[0], op.tolerance(DType::F16))
+        .compare(&expected.outputs[0], op.tolerance(DType::F16))
         .expect("same shapes");
     assert!(comparison.passed(), "{comparison}");
 }
@@ -216,7 +216,7 @@ fn matmul_runs_its_k_loop_on_the_cube_double_buffered() {
         .execute(op, &[&a, &b], &attrs)
         .expect("reference runs");
     let comparison = run.outputs[0]
-        .compare(&expected[0], op.tolerance(DType::F16))
+        .compare(&expected.outputs[0], op.tolerance(DType::F16))
         .expect("same shapes");
     assert!(comparison.passed(), "{comparison}");
 }

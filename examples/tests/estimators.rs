@@ -2,7 +2,7 @@
 //! any program that links it: it answers for its op, says where it is written, and is
 //! listed by `pto estimators`.
 
-use pto_backends::cli::run;
+use pto_cli::run;
 use pto_estimator::Estimator;
 use pto_estimator::chain::{Chain, Kind, Source};
 use pto_estimator::report::ModelReport;
@@ -47,7 +47,7 @@ fn the_chain_picks_team_b_s_estimator_and_points_at_its_source() {
 #[test]
 fn a_model_using_the_op_reports_team_b_s_estimator() {
     let device = DeviceProfile::builtin("kirin9030").unwrap();
-    let graph = pto_backends::models::find_builtin("mixed")
+    let graph = pto_op::models::find_builtin("mixed")
         .unwrap()
         .graph()
         .unwrap();

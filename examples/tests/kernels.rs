@@ -179,7 +179,14 @@ fn row_kernels_spread_rows_over_the_grid_and_are_vector_bound() {
         y,
         rms_norm::run(&Cpu, &x, &gamma, &rms_norm::Params::default()).unwrap()
     );
-    let report = sim.last_report().unwrap();
+    let report = sim
+        .call(
+            rms_norm::def(),
+            &[&x, &gamma],
+            &rms_norm::Params::default().to_attributes(),
+        )
+        .unwrap()
+        .report;
     // 96 f32 columns: 42 rows per 16 KiB tile, so 4 block programs over kirin9030's 2 cores.
     assert_eq!(report.per_core_cycles.len(), 2, "{report}");
     assert!(

@@ -1,14 +1,14 @@
 //! The example models compile for cpu and sim, run, and agree.
 
 use pto_backends::compiler::{NodeRuns, RunError, TimeKind, compile};
-use pto_backends::models::{builtin_models, find_builtin};
 use pto_backends::parity::check_model_parity;
+use pto_op::models::{builtin_models, find_builtin};
 use pto_op::{DType, Tensor};
 // Links the example models (and their ops) into this test.
 use pto_examples as _;
 
 /// The models with weight data: `llama-7b-decoder` only describes its graph.
-fn runnable() -> Vec<&'static pto_backends::models::ModelDef> {
+fn runnable() -> Vec<&'static pto_op::models::ModelDef> {
     builtin_models()
         .into_iter()
         .filter(|m| m.describe.is_none())

@@ -1,47 +1,33 @@
 //! The graph compiler: a [`Model`] checked against the linked ops, planned and lowered for
 //! one target, then run as often as wanted.
 //!
-//! [`compile`] resolves every node's op by name, refuses ops whose signature changed since
-//! the model was built (saying how), re-runs every op's shape and dtype rules over the
-//! graph, plans activation memory, and prepares each node on the target: `cpu` runs
-//! references; `sim` traces each distinct kernel once and runs ops without a kernel on their
-//! reference, listed in the [`CompileReport`].
+//! [`compile`] runs four passes, each a function of its own:
+//!
+//! 1. [`resolve`]: the graph's value ids and weights are sound; every node's op is linked,
+//!    with the signature the model was built against (else the error says how it changed).
+//! 2. [`check_types`]: every op's shape and dtype rules, re-run over the graph, give the
+//!    types the model recorded.
+//! 3. plan: activation memory ([`BufferPlan`]).
+//! 4. [`lower`]: each node prepared on the target: `cpu` runs references; `sim` traces each
+//!    distinct kernel once, and ops without a kernel run on the target's fallback (the CPU
+//!    reference), listed in the [`CompileReport`].
+//!
+//! The target is a [`TargetConfig`]: a name, and a device profile for targets that model
+//! one. This module reads no environment.
 
 use core::fmt;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pto_op::registry::RegistryError;
-use pto_op::target::UnknownTarget;
+use pto_op::target::{TargetConfig, UnknownTarget};
 use pto_op::{
-    Executor, Lowering, Model, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind, target,
+    Executor, Lowering, Model, NodeDef, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind,
 };
 use serde::Serialize;
 
 use crate::buffers::{BufferPlan, human_bytes};
 use crate::compat::{SchemaChange, schema_changes};
-use crate::cpu::Cpu;
-
-/// The environment variable that names the target when no `--target` or API argument does.
-pub const TARGET_ENV: &str = "PTO_TARGET";
-
-/// The target used when neither an argument nor [`TARGET_ENV`] names one.
-pub const DEFAULT_TARGET: &str = "cpu";
-
-/// The target to run on: `requested` if given, else `PTO_TARGET`, else `cpu`.
-///
-/// ```
-/// assert_eq!(pto_backends::compiler::choose_target(Some("sim")), "sim");
-/// ```
-pub fn choose_target(requested: Option<&str>) -> String {
-    match requested {
-        Some(name) => name.to_owned(),
-        None => std::env::var(TARGET_ENV)
-            .ok()
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| DEFAULT_TARGET.to_owned()),
-    }
-}
 
 /// An error of compiling a model.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +126,21 @@ pub enum CompileError {
         /// The inferred type.
         inferred: Box<TensorType>,
     },
+    /// The target cannot run a node's op (it has no kernel) and has no fallback target.
+    #[error(
+        "model `{model}`: node {node}: op `{op}` has no kernel, and target `{target}` has no \
+         fallback to run its reference"
+    )]
+    NoFallback {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// The op.
+        op: String,
+        /// The target.
+        target: String,
+    },
     /// The target could not prepare a node (its kernel does not trace, or does not fit).
     #[error("model `{model}`: node {node} on target `{target}`: {source}")]
     Lower {
@@ -173,7 +174,8 @@ pub enum NodeRuns {
         /// Block programs.
         grid: usize,
     },
-    /// The target runs kernels but the op has none: its reference runs on the CPU instead.
+    /// The target runs kernels but the op has none: the target's fallback (the CPU
+    /// reference) runs it instead.
     Fallback,
 }
 
@@ -231,7 +233,8 @@ pub struct CompileReport {
     pub nodes: Vec<NodeReport>,
     /// Distinct kernels traced: one per (op, input types, params).
     pub kernels_traced: usize,
-    /// Ops that run their reference on the CPU because the target needs a kernel they lack.
+    /// Ops that run on the target's fallback (the CPU reference) because the target needs a
+    /// kernel they lack.
     pub fallbacks: Vec<String>,
     /// The most activation bytes alive at once.
     pub peak_activation_bytes: u64,
@@ -312,89 +315,216 @@ impl fmt::Debug for CompiledModel {
     }
 }
 
-/// Checks `model` against the linked ops and prepares it for the target named `target`
-/// (see [`choose_target`] for the run-time choice).
+/// Checks `model` against the linked ops and prepares it for `target` (a name, or a
+/// [`TargetConfig`] with a device profile): [`resolve`], [`check_types`], plan, [`lower`].
+///
+/// ```no_run
+/// # fn demo(model: &pto_op::Model) -> Result<(), pto_backends::compiler::CompileError> {
+/// use pto_backends::compiler::compile;
+/// use pto_op::target::TargetConfig;
+/// let on_cpu = compile(model, "cpu")?;
+/// let ascend = pto_op::DeviceProfile::builtin("ascend910b").expect("built in");
+/// let on_ascend = compile(model, TargetConfig::new("sim").on(ascend))?;
+/// # Ok(()) }
+/// ```
 ///
 /// # Errors
 ///
 /// A [`CompileError`] naming the op, node or value at fault: an unknown target or op, an op
 /// whose signature changed since the model was built, inputs an op's rules reject or
-/// recorded types they no longer give, a kernel that does not trace.
-pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileError> {
-    let executor = target::target(target)?;
-    let graph_error = |message: String| CompileError::Graph {
-        model: model.name.clone(),
-        message,
-    };
-    model
-        .check_weights()
-        .map_err(|e| graph_error(e.to_string()))?;
-    let graph = &model.graph;
-    let value = |node: usize, id: ValueId| {
-        graph.values.get(id).ok_or_else(|| {
-            graph_error(format!(
-                "node {node} refers to value {id}, but the graph has {} values",
-                graph.values.len()
-            ))
-        })
-    };
-    for &id in graph.inputs.iter().chain(&graph.outputs) {
-        if id >= graph.values.len() {
-            return Err(graph_error(format!(
-                "graph input or output {id} does not exist ({} values)",
-                graph.values.len()
-            )));
-        }
-    }
+/// recorded types they no longer give, a kernel that does not trace, an op the target can
+/// run neither as a kernel nor on a fallback.
+pub fn compile(
+    model: &Model,
+    target: impl Into<TargetConfig>,
+) -> Result<CompiledModel, CompileError> {
+    let executor = target.into().executor()?;
+    let ops = resolve(model)?;
+    let types = check_types(model, &ops)?;
+    let plan = BufferPlan::of(&model.graph);
+    let lowered = lower(model, executor.as_ref(), &ops, &types)?;
 
-    let mut nodes = Vec::with_capacity(graph.nodes.len());
+    let reports = types
+        .into_iter()
+        .zip(&lowered.runs)
+        .zip(&ops)
+        .enumerate()
+        .map(|(index, ((types, &runs), op))| NodeReport {
+            node: index,
+            op: op.name.to_owned(),
+            runs,
+            inputs: types.inputs,
+            outputs: types.outputs,
+            live_bytes: plan.live_bytes.get(index).copied().unwrap_or(0),
+        })
+        .collect();
+    let report = CompileReport {
+        model: model.name.clone(),
+        target: executor.target().to_owned(),
+        nodes: reports,
+        kernels_traced: lowered.kernels,
+        fallbacks: lowered.fallbacks,
+        peak_activation_bytes: plan.peak_activation_bytes,
+        peak_node: plan.peak_node,
+        weight_bytes: plan.weight_bytes,
+    };
+    let nodes = ops
+        .into_iter()
+        .zip(lowered.runs)
+        .map(|(op, runs)| CompiledNode { op, runs })
+        .collect();
+    Ok(CompiledModel {
+        model: model.clone(),
+        executor,
+        nodes,
+        plan,
+        report,
+    })
+}
+
+/// Pass 1: checks that the graph's ids and weights are sound, and finds every node's op,
+/// refusing one whose signature (schema, version, fingerprint) differs from the one the
+/// model was built against. Returns the op of each node, in node order.
+///
+/// # Errors
+///
+/// [`CompileError::Graph`], [`CompileError::UnknownOp`], [`CompileError::MissingSchema`],
+/// [`CompileError::SchemaChanged`], [`CompileError::NodeSignature`].
+pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
+    check_graph(model)?;
     let mut checked_ops = BTreeSet::new();
-    let mut kernels = BTreeSet::new();
-    let mut fallbacks = BTreeSet::new();
-    let mut reports = Vec::with_capacity(graph.nodes.len());
-    for (index, node) in graph.nodes.iter().enumerate() {
+    let mut ops = Vec::with_capacity(model.graph.nodes.len());
+    for (index, node) in model.graph.nodes.iter().enumerate() {
         let op = pto_op::registry::find(&node.op).map_err(|source| CompileError::UnknownOp {
             model: model.name.clone(),
             node: index,
             source: Box::new(source),
         })?;
         if checked_ops.insert(op.name) {
-            let recorded =
-                model
-                    .schemas
-                    .get(op.name)
-                    .ok_or_else(|| CompileError::MissingSchema {
-                        model: model.name.clone(),
-                        node: index,
-                        op: op.name.to_owned(),
-                    })?;
-            let changes = schema_changes(recorded, &op.schema());
-            if !changes.is_empty() {
-                return Err(CompileError::SchemaChanged {
-                    op: op.name.to_owned(),
-                    changes,
-                });
-            }
+            check_schema(model, index, op)?;
         }
-        if node.version != op.version || node.fingerprint != op.fingerprint() {
-            return Err(CompileError::NodeSignature {
-                op: op.name.to_owned(),
-                node: index,
-                recorded_version: node.version,
-                linked_version: op.version,
-                recorded: node.fingerprint,
-                linked: op.fingerprint(),
-            });
-        }
+        check_node_signature(index, node, op)?;
+        ops.push(op);
+    }
+    Ok(ops)
+}
 
-        let mut inputs = Vec::with_capacity(node.inputs.len());
-        for &id in &node.inputs {
-            let v = value(index, id)?;
-            inputs.push(ValueInfo {
+/// The weights fit the graph, and its inputs and outputs are values it has.
+fn check_graph(model: &Model) -> Result<(), CompileError> {
+    model.check_weights().map_err(|e| CompileError::Graph {
+        model: model.name.clone(),
+        message: e.to_string(),
+    })?;
+    let graph = &model.graph;
+    match graph
+        .inputs
+        .iter()
+        .chain(&graph.outputs)
+        .find(|&&id| id >= graph.values.len())
+    {
+        Some(id) => Err(CompileError::Graph {
+            model: model.name.clone(),
+            message: format!(
+                "graph input or output {id} does not exist ({} values)",
+                graph.values.len()
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The model's recorded schema of `op` (first called at node `node`) is the linked one.
+fn check_schema(model: &Model, node: usize, op: &'static OpDef) -> Result<(), CompileError> {
+    let recorded = model
+        .schemas
+        .get(op.name)
+        .ok_or_else(|| CompileError::MissingSchema {
+            model: model.name.clone(),
+            node,
+            op: op.name.to_owned(),
+        })?;
+    let changes = schema_changes(recorded, &op.schema());
+    if changes.is_empty() {
+        Ok(())
+    } else {
+        Err(CompileError::SchemaChanged {
+            op: op.name.to_owned(),
+            changes,
+        })
+    }
+}
+
+/// Node `index` was traced against the linked version and fingerprint of `op`.
+fn check_node_signature(
+    index: usize,
+    node: &NodeDef,
+    op: &'static OpDef,
+) -> Result<(), CompileError> {
+    if node.version == op.version && node.fingerprint == op.fingerprint() {
+        return Ok(());
+    }
+    Err(CompileError::NodeSignature {
+        op: op.name.to_owned(),
+        node: index,
+        recorded_version: node.version,
+        linked_version: op.version,
+        recorded: node.fingerprint,
+        linked: op.fingerprint(),
+    })
+}
+
+/// One node's values with their types, as [`check_types`] found them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeTypes {
+    /// Its inputs, in the op's input order.
+    pub inputs: Vec<ValueInfo>,
+    /// Its outputs, in the op's output order.
+    pub outputs: Vec<ValueInfo>,
+}
+
+impl NodeTypes {
+    /// The input types alone.
+    pub fn input_types(&self) -> Vec<TensorType> {
+        self.inputs.iter().map(|v| v.ty.clone()).collect()
+    }
+}
+
+/// Pass 2: re-runs each node's op rules (`ops`, from [`resolve`]) on its recorded input
+/// types, and checks that they give the output types the model recorded.
+///
+/// # Errors
+///
+/// [`CompileError::Graph`] for a value id out of range or an output count the op does not
+/// have, [`CompileError::Infer`] for inputs the op rejects, [`CompileError::TypeMismatch`]
+/// for a recorded type the rules no longer give.
+pub fn check_types(model: &Model, ops: &[&'static OpDef]) -> Result<Vec<NodeTypes>, CompileError> {
+    let graph = &model.graph;
+    let graph_error = |message: String| CompileError::Graph {
+        model: model.name.clone(),
+        message,
+    };
+    let value = |node: usize, id: ValueId| {
+        graph
+            .values
+            .get(id)
+            .map(|v| ValueInfo {
                 name: v.name.clone(),
                 ty: v.ty.clone(),
-            });
-        }
+            })
+            .ok_or_else(|| {
+                graph_error(format!(
+                    "node {node} refers to value {id}, but the graph has {} values",
+                    graph.values.len()
+                ))
+            })
+    };
+    let mut all = Vec::with_capacity(ops.len());
+    for (index, (node, op)) in graph.nodes.iter().zip(ops).enumerate() {
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|&id| value(index, id))
+            .collect::<Result<Vec<_>, _>>()?;
         let input_types: Vec<TensorType> = inputs.iter().map(|v| v.ty.clone()).collect();
         let inferred =
             op.infer(&input_types, &node.attrs)
@@ -420,17 +550,48 @@ pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileErro
                     model: model.name.clone(),
                     node: index,
                     op: op.name.to_owned(),
-                    value: v.name.clone(),
-                    recorded: Box::new(v.ty.clone()),
+                    value: v.name,
+                    recorded: Box::new(v.ty),
                     inferred: Box::new(inferred),
                 });
             }
-            outputs.push(ValueInfo {
-                name: v.name.clone(),
-                ty: v.ty.clone(),
-            });
+            outputs.push(v);
         }
+        all.push(NodeTypes { inputs, outputs });
+    }
+    Ok(all)
+}
 
+/// What [`lower`] decided for the whole graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lowered {
+    /// What runs each node, in node order.
+    pub runs: Vec<NodeRuns>,
+    /// Distinct kernels traced: one per (op, input types, params).
+    pub kernels: usize,
+    /// Ops that run on the target's fallback, by name, each once.
+    pub fallbacks: Vec<String>,
+}
+
+/// Pass 4: prepares every node on `executor` (tracing and caching kernels); an op the
+/// target has no kernel for runs on the target's [`Executor::fallback`].
+///
+/// # Errors
+///
+/// [`CompileError::Lower`] for a node the target cannot prepare (a kernel that does not
+/// trace or fit), [`CompileError::NoFallback`] for an op without a kernel on a target
+/// without a fallback.
+pub fn lower(
+    model: &Model,
+    executor: &dyn Executor,
+    ops: &[&'static OpDef],
+    types: &[NodeTypes],
+) -> Result<Lowered, CompileError> {
+    let mut kernels = BTreeSet::new();
+    let mut fallbacks = BTreeSet::new();
+    let mut runs = Vec::with_capacity(ops.len());
+    for (index, ((node, op), types)) in model.graph.nodes.iter().zip(ops).zip(types).enumerate() {
+        let input_types = types.input_types();
         let lowering = executor
             .prepare(op, &input_types, &node.attrs)
             .map_err(|source| CompileError::Lower {
@@ -439,48 +600,30 @@ pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileErro
                 target: executor.target().to_owned(),
                 source: Box::new(source),
             })?;
-        let runs = match lowering {
+        runs.push(match lowering {
             Lowering::Reference => NodeRuns::Reference,
             Lowering::Kernel { grid } => {
                 kernels.insert(format!("{}{:?}{:?}", op.name, input_types, node.attrs));
                 NodeRuns::Kernel { grid }
             }
-            Lowering::NoKernel => {
+            Lowering::NoKernel if executor.fallback().is_some() => {
                 fallbacks.insert(op.name.to_owned());
                 NodeRuns::Fallback
             }
-        };
-        reports.push(NodeReport {
-            node: index,
-            op: op.name.to_owned(),
-            runs,
-            inputs,
-            outputs,
-            live_bytes: 0,
+            Lowering::NoKernel => {
+                return Err(CompileError::NoFallback {
+                    model: model.name.clone(),
+                    node: index,
+                    op: op.name.to_owned(),
+                    target: executor.target().to_owned(),
+                });
+            }
         });
-        nodes.push(CompiledNode { op, runs });
     }
-
-    let plan = BufferPlan::of(graph);
-    for (report, live) in reports.iter_mut().zip(&plan.live_bytes) {
-        report.live_bytes = *live;
-    }
-    let report = CompileReport {
-        model: model.name.clone(),
-        target: executor.target().to_owned(),
-        nodes: reports,
-        kernels_traced: kernels.len(),
+    Ok(Lowered {
+        runs,
+        kernels: kernels.len(),
         fallbacks: fallbacks.into_iter().collect(),
-        peak_activation_bytes: plan.peak_activation_bytes,
-        peak_node: plan.peak_node,
-        weight_bytes: plan.weight_bytes,
-    };
-    Ok(CompiledModel {
-        model: model.clone(),
-        executor,
-        nodes,
-        plan,
-        report,
     })
 }
 
@@ -791,17 +934,22 @@ impl CompiledModel {
                 .map(|&id| self.value(&slots, id))
                 .collect::<Result<Vec<&Tensor>, OpError>>()
                 .map_err(node_error)?;
-            let started = Instant::now();
-            let outputs = match compiled.runs {
-                NodeRuns::Fallback => Cpu.execute(compiled.op, &args, &node.attrs),
-                _ => self.executor.execute(compiled.op, &args, &node.attrs),
-            }
-            .map_err(node_error)?;
-            let wall = started.elapsed().as_secs_f64();
-            let simulated = match compiled.runs {
-                NodeRuns::Kernel { .. } => self.executor.last_simulated_time(),
-                _ => None,
+            let runner = match compiled.runs {
+                NodeRuns::Fallback => self.executor.fallback().ok_or_else(|| {
+                    node_error(OpError::Unsupported {
+                        op: compiled.op.name.to_owned(),
+                        message: "the op has no kernel and the target no fallback".to_owned(),
+                    })
+                })?,
+                NodeRuns::Reference | NodeRuns::Kernel { .. } => self.executor.as_ref(),
             };
+            let started = Instant::now();
+            let execution = runner
+                .execute(compiled.op, &args, &node.attrs)
+                .map_err(node_error)?;
+            let wall = started.elapsed().as_secs_f64();
+            let simulated = execution.simulated;
+            let outputs = execution.outputs;
             node_times.push(NodeTime {
                 node: index,
                 op: compiled.op.name.to_owned(),

@@ -2,14 +2,14 @@
 
 use pto_op::__private::linkme;
 use pto_op::target::TargetDef;
-use pto_op::{Attributes, Executor, OpDef, OpError, Tensor};
+use pto_op::{Attributes, Execution, Executor, OpDef, OpError, Tensor};
 
 #[linkme::distributed_slice(pto_op::__private::TARGETS)]
 #[linkme(crate = pto_op::__private::linkme)]
 static CPU_TARGET: TargetDef = TargetDef {
     name: "cpu",
     description: "the CPU reference: each op's #[reference] function",
-    make: || Box::new(Cpu),
+    make: |_device| Box::new(Cpu),
 };
 
 /// Runs ops on the CPU with their `#[reference]` functions, checked against their
@@ -34,7 +34,7 @@ impl Executor for Cpu {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
-        op.run_reference(inputs, attrs)
+    ) -> Result<Execution, OpError> {
+        op.run_reference(inputs, attrs).map(Execution::untimed)
     }
 }

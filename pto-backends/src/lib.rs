@@ -4,23 +4,15 @@
 //! - [`sim`]: the tile simulator; runs each op's `#[kernel]` on a device profile.
 //! - [`compiler`]: a model checked, planned and lowered for a target, run many times.
 //! - [`parity`]: one model on two targets, every output compared.
-//! - [`cli`]: the `pto` command line, as a library any operator crate's `main` calls.
-//! - [`tensor_file`]: named tensors from safetensors files.
-//! - [`models`]: built-in models registered by name, for the command line.
-//! - [`accuracy`]: the estimator against the simulator, and its calibration.
 //! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
 //!   model was built.
 
-pub mod accuracy;
 pub mod buffers;
-pub mod cli;
 pub mod compat;
 pub mod compiler;
 pub mod cpu;
-pub mod models;
 pub mod parity;
 pub mod sim;
-pub mod tensor_file;
 
 /// Items that macros of this crate name. Not a public API.
 #[doc(hidden)]

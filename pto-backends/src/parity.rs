@@ -3,6 +3,7 @@
 
 use core::fmt;
 
+use pto_op::target::TargetConfig;
 use pto_op::{Comparison, Model, Tensor, TensorType, Tolerance};
 use serde::Serialize;
 
@@ -118,7 +119,8 @@ pub fn output_tolerance(producer: Option<&pto_op::OpDef>, dtype: pto_op::DType) 
     producer.map_or(default, |op| op.tolerance(dtype).looser(default))
 }
 
-/// Compiles `model` for `target` and `reference_target` and compares them on `inputs`
+/// Compiles `model` for `target` and `reference_target` (names, or [`TargetConfig`]s with a
+/// device profile) and compares them on `inputs`
 /// (run order), or on random inputs of seed `seed` when `inputs` is `None`.
 ///
 /// # Errors
@@ -127,8 +129,8 @@ pub fn output_tolerance(producer: Option<&pto_op::OpDef>, dtype: pto_op::DType) 
 /// error: they make a failed [`ModelParity`].
 pub fn check_model_parity(
     model: &Model,
-    target: &str,
-    reference_target: &str,
+    target: impl Into<TargetConfig>,
+    reference_target: impl Into<TargetConfig>,
     inputs: Option<&[Tensor]>,
     seed: u64,
 ) -> Result<ModelParity, ParityError> {

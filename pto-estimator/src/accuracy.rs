@@ -2,22 +2,25 @@
 //! shape sweeps of the ops with kernels, the error of each case, and the median and
 //! largest error of each op.
 //!
+//! The sweeps are the ops' own: each op (or its crate) registers one with
+//! [`pto_op::register_sweep!`], and [`sweep`] takes every linked op that has a kernel and a
+//! sweep. This crate names no op.
+//!
 //! This crate does not depend on the simulator: the reference is any function from a
-//! [`Case`] to seconds (`pto accuracy` passes `pto_backends::sim::Simulator::time` over the
-//! traced kernel).
+//! [`Case`] to seconds (`pto accuracy` passes `pto_backends::sim::Sim::time_call`).
 //!
 //! ```
 //! use pto_estimator::accuracy::{Split, measure, sweep};
 //! let kirin = pto_op::DeviceProfile::builtin("kirin9030").unwrap();
 //! let mut estimator = pto_estimator::Estimator::linked(&kirin).unwrap();
-//! let adds: Vec<_> = sweep(Split::HeldOut).into_iter().filter(|c| c.op == "std.add").collect();
+//! let adds: Vec<_> = sweep(Split::HeldOut).unwrap().into_iter().filter(|c| c.op == "std.add").collect();
 //! // A reference that times every case at 1 ms.
 //! let report = measure("1 ms", &adds, &mut estimator, &mut |_| Ok(1e-3)).unwrap();
 //! assert_eq!((report.ops.len(), report.ops[0].cases), (1, 6));
 //! assert!(report.median_error.unwrap() > 0.0);
 //! ```
 
-use pto_op::{Attributes, DType, Shape, TensorType, registry};
+use pto_op::{Attributes, TensorType, registry};
 use serde::Serialize;
 
 use crate::chain::Source;
@@ -64,141 +67,35 @@ impl core::fmt::Display for Split {
     }
 }
 
-/// Rows x columns of the row-wise ops (element-wise, normalizations, softmax), smallest
-/// first: single rows (decode) to 4096 x 4096, hidden sizes of small and 7B models, and
-/// sizes that are no multiple of a tile (37 x 1000, 100 x 3000).
-const ROWS_COLS: [[usize; 2]; 12] = [
-    [1, 1000],
-    [8, 768],
-    [16, 1024],
-    [37, 1000],
-    [64, 2048],
-    [100, 3000],
-    [128, 4096],
-    [250, 4000],
-    [512, 4096],
-    [1000, 4096],
-    [2048, 4096],
-    [4096, 4096],
-];
-
-/// `m, k, n` of the matrix products, by multiply-accumulates: GEMV (decode) to prefill
-/// projections; 100 x 700 x 300 and 1000 x 1000 x 4000 are no multiples of a tile.
-const MATMUL: [[usize; 3]; 12] = [
-    [1, 512, 512],
-    [16, 512, 512],
-    [1, 4096, 4096],
-    [100, 700, 300],
-    [64, 768, 768],
-    [128, 1024, 1024],
-    [200, 1000, 1000],
-    [256, 2048, 512],
-    [512, 1024, 1024],
-    [512, 2048, 2048],
-    [1000, 1000, 4000],
-    [1024, 4096, 4096],
-];
-
-/// `s_q, s_kv, d` of single-head attention: decode against a cache, prefill, ragged
-/// lengths. Heads of 128 only for decode: with 64 query rows per block program, a
-/// `[64, 128]` f32 accumulator and its temporaries overflow the Kirin unified buffer.
-const ATTENTION: [[usize; 3]; 12] = [
-    [1, 256, 64],
-    [64, 64, 64],
-    [100, 70, 40],
-    [1, 1024, 128],
-    [128, 128, 64],
-    [256, 256, 64],
-    [300, 300, 64],
-    [128, 512, 64],
-    [512, 512, 64],
-    [512, 1024, 80],
-    [1000, 1000, 64],
-    [1024, 2048, 64],
-];
-
-/// `m, d, f` of the fused SwiGLU block; `d` stays within what one block program's
-/// accumulator of `[64, d]` f32 leaves of the unified buffer.
-const SWIGLU: [[usize; 3]; 12] = [
-    [1, 64, 128],
-    [30, 48, 96],
-    [16, 128, 256],
-    [64, 64, 256],
-    [64, 128, 512],
-    [100, 128, 300],
-    [128, 128, 1024],
-    [256, 64, 1024],
-    [256, 128, 1024],
-    [1000, 100, 1000],
-    [512, 128, 2048],
-    [1024, 128, 4096],
-];
-
-/// The ops of the standard sweep, each with the input shapes of its twelve sizes.
-fn standard_shapes() -> Vec<(&'static str, Vec<Vec<Vec<usize>>>)> {
-    let rows = |inputs: fn(usize, usize) -> Vec<Vec<usize>>| -> Vec<Vec<Vec<usize>>> {
-        ROWS_COLS.iter().map(|[r, c]| inputs(*r, *c)).collect()
-    };
-    let matmul: Vec<Vec<Vec<usize>>> = MATMUL
-        .iter()
-        .map(|[m, k, n]| vec![vec![*m, *k], vec![*k, *n]])
-        .collect();
-    vec![
-        ("demo.gelu_affine", rows(|r, c| vec![vec![r, c]])),
-        ("demo.rms_norm", rows(|r, c| vec![vec![r, c], vec![c]])),
-        ("demo.softmax", rows(|r, c| vec![vec![r, c]])),
-        ("demo.matmul", matmul.clone()),
-        (
-            "demo.flash_attention",
-            ATTENTION
-                .iter()
-                .map(|[q, kv, d]| vec![vec![*q, *d], vec![*kv, *d], vec![*kv, *d]])
-                .collect(),
-        ),
-        (
-            "demo.swiglu",
-            SWIGLU
-                .iter()
-                .map(|[m, d, f]| vec![vec![*m, *d], vec![*d, *f], vec![*d, *f], vec![*f, *d]])
-                .collect(),
-        ),
-        ("std.matmul", matmul),
-        ("std.add", rows(|r, c| vec![vec![r, c], vec![r, c]])),
-        ("std.softmax", rows(|r, c| vec![vec![r, c]])),
-        ("std.rms_norm", rows(|r, c| vec![vec![r, c], vec![c]])),
-        (
-            "std.layer_norm",
-            rows(|r, c| vec![vec![r, c], vec![c], vec![c]]),
-        ),
-        ("std.gelu", rows(|r, c| vec![vec![r, c]])),
-    ]
-}
-
-/// The standard sweep's cases of `split`, f16, default params: for each op, every other
-/// of its twelve sizes (the even ones for training, the odd ones held out), so both
-/// halves span small to large and neither contains the other's sizes.
-pub fn sweep(split: Split) -> Vec<Case> {
+/// The cases of `split` of every linked op that has a kernel and a registered sweep (see
+/// [`pto_op::sweep`]), ordered by op name, default params: for each op, every other of its
+/// sizes (the even ones for training, the odd ones held out), so both halves span small
+/// to large and neither contains the other's sizes.
+///
+/// # Errors
+///
+/// [`EstimateError::Sweep`] when two sweeps name one op; [`EstimateError::Registry`] when
+/// the op registry is broken.
+pub fn sweep(split: Split) -> Result<Vec<Case>, EstimateError> {
     let first = match split {
         Split::Training => 0,
         Split::HeldOut => 1,
     };
+    let registry = registry::registry()?;
     let mut cases = Vec::new();
-    for (op, sizes) in standard_shapes() {
-        for inputs in sizes.into_iter().skip(first).step_by(2) {
+    for sweep in pto_op::sweep::sweeps()? {
+        if !registry.find(sweep.op).is_ok_and(|op| op.kernel.is_some()) {
+            continue;
+        }
+        for inputs in (sweep.sizes)().into_iter().skip(first).step_by(2) {
             cases.push(Case {
-                op: op.to_owned(),
-                inputs: inputs
-                    .into_iter()
-                    .map(|dims| TensorType {
-                        shape: Shape::from(dims),
-                        dtype: DType::F16,
-                    })
-                    .collect(),
+                op: sweep.op.to_owned(),
+                inputs,
                 attrs: Attributes::new(),
             });
         }
     }
-    cases
+    Ok(cases)
 }
 
 /// One case: the reference's time, the estimate, and the error.
@@ -429,14 +326,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_halves_share_no_case_and_cover_every_op_six_times() {
-        let (training, held_out) = (sweep(Split::Training), sweep(Split::HeldOut));
+    fn the_halves_share_no_case_and_cover_every_swept_op_six_times() {
+        let (training, held_out) = (
+            sweep(Split::Training).unwrap(),
+            sweep(Split::HeldOut).unwrap(),
+        );
         assert!(training.iter().all(|c| !held_out.contains(c)));
-        for (op, _) in standard_shapes() {
+        // The std ops with kernels register twelve sizes each, next to the ops.
+        let ops = [
+            "std.add",
+            "std.gelu",
+            "std.layer_norm",
+            "std.matmul",
+            "std.rms_norm",
+            "std.softmax",
+        ];
+        for op in ops {
             for half in [&training, &held_out] {
                 assert_eq!(half.iter().filter(|c| c.op == op).count(), 6, "{op}");
             }
         }
+        assert!(training.iter().all(|c| ops.contains(&c.op.as_str())));
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub enum EstimateError {
     /// The op registry is broken (two ops share a name) or an op is unknown.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// Two shape sweeps are registered for one op.
+    #[error(transparent)]
+    Sweep(#[from] pto_op::sweep::DuplicateSweep),
     /// An op's shape rules reject a node of a model.
     #[error("node {node} (`{op}`): {source}")]
     Node {

@@ -438,7 +438,7 @@ fn run_fn(model: &Model) -> TokenStream {
             #(#inputs: &::pto_op::Tensor,)*
             #params: &Params,
         ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
-            let #list = #executor.execute(self::def(), &[#(#inputs),*], &::pto_op::OpParams::to_attributes(#params))?;
+            let #list = #executor.execute(self::def(), &[#(#inputs),*], &::pto_op::OpParams::to_attributes(#params))?.outputs;
             #block
         }
     }

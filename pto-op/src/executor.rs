@@ -21,14 +21,34 @@ pub enum Lowering {
     NoKernel,
 }
 
-/// The time a target models for its last call, where it models one (a simulator), rather
-/// than the wall time the call took.
+/// The time a target models for a call, where it models one (a simulator), rather than
+/// the wall time the call took.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimulatedTime {
     /// Simulated device cycles.
     pub cycles: u64,
     /// `cycles` at the device's clock.
     pub seconds: f64,
+}
+
+/// What one op call on a target gave: its outputs and, on targets that model time, the
+/// time it modelled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// One tensor per output of the op, in the op's output order.
+    pub outputs: Vec<Tensor>,
+    /// The modelled time of this call; `None` where only wall time means anything.
+    pub simulated: Option<SimulatedTime>,
+}
+
+impl Execution {
+    /// `outputs` of a call whose target models no time.
+    pub fn untimed(outputs: Vec<Tensor>) -> Execution {
+        Execution {
+            outputs,
+            simulated: None,
+        }
+    }
 }
 
 /// Runs one op call on some target. The generated `run(...)` of every op takes one, so the
@@ -39,13 +59,14 @@ pub trait Executor {
     /// The target's name, for messages (`cpu`, `sim`).
     fn target(&self) -> &str;
 
-    /// Runs `op` on `inputs`; returns one tensor per output of the op.
+    /// Runs `op` on `inputs`: one tensor per output of the op, and the modelled time on
+    /// targets that model it.
     fn execute(
         &self,
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError>;
+    ) -> Result<Execution, OpError>;
 
     /// Prepares calls of `op` on inputs of types `inputs` with `attrs`, before any runs:
     /// a kernel target traces (and keeps) the kernel here, so a graph compiler finds a
@@ -62,9 +83,10 @@ pub trait Executor {
         Ok(Lowering::Reference)
     }
 
-    /// The modelled time of the last successful call, on targets that model time; `None`
-    /// (the default) where only wall time means anything.
-    fn last_simulated_time(&self) -> Option<SimulatedTime> {
+    /// The target that runs the ops this one cannot ([`Lowering::NoKernel`]): a kernel
+    /// target answers with the CPU reference. `None` (the default): this target runs every
+    /// op it prepares.
+    fn fallback(&self) -> Option<&dyn Executor> {
         None
     }
 }

@@ -53,6 +53,7 @@ pub mod executor;
 pub mod graph;
 pub mod kernel;
 pub mod model;
+pub mod models;
 pub mod onnx;
 pub mod op;
 pub mod ops;
@@ -61,6 +62,7 @@ pub mod perf;
 pub mod registry;
 pub mod schema;
 pub mod shape;
+pub mod sweep;
 pub mod target;
 pub mod tensor;
 pub mod tolerance;
@@ -69,7 +71,7 @@ pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{DeviceError, DeviceProfile, EstimatorParams, OpCalibration};
 pub use dtype::DType;
 pub use error::OpError;
-pub use executor::{Executor, Lowering, SimulatedTime};
+pub use executor::{Execution, Executor, Lowering, SimulatedTime};
 pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};
 pub use model::{Model, ModelFileError};
@@ -102,12 +104,14 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::models::MODELS;
     pub use crate::op::SourceLocation;
     pub use crate::parity;
     pub use crate::perf::{
         ESTIMATORS, EstimatorRegistration, Level, PROPERTIES, PropertiesRegistration,
     };
     pub use crate::registry::OPERATORS;
+    pub use crate::sweep::SWEEPS;
     pub use crate::target::TARGETS;
     pub use linkme;
     pub use serde;

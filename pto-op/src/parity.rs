@@ -183,8 +183,8 @@ pub fn check_parity(
     let types = def.infer(&case.inputs, &case.attrs)?;
     let inputs = case.input_values();
     let inputs: Vec<&Tensor> = inputs.iter().collect();
-    let expected = reference.execute(def, &inputs, &case.attrs)?;
-    let actual = kernel.execute(def, &inputs, &case.attrs)?;
+    let expected = reference.execute(def, &inputs, &case.attrs)?.outputs;
+    let actual = kernel.execute(def, &inputs, &case.attrs)?.outputs;
     for (target, produced) in [(reference, &expected), (kernel, &actual)] {
         if produced.len() != def.outputs.len() {
             return Err(OpError::Unsupported {

@@ -1,21 +1,96 @@
 //! The registry of execution targets (`cpu`, `sim`, devices), so that code which only knows
-//! a target's name (a test, the command line, `PTO_TARGET`) can run on it.
+//! a target's name and device (a test, the command line) can run on it: a [`TargetConfig`].
+//!
+//! The library reads no environment: a program that wants `PTO_TARGET`/`PTO_DEVICE` reads
+//! them at its edge (the `pto` command line does) and passes a [`TargetConfig`].
 //!
 //! Backend crates register their targets in a linkme slice, like ops. As with operator
 //! crates, a binary must link the backend crate for its targets to exist: name it once,
 //! `use pto_backends as _;`.
 
+use crate::device::DeviceProfile;
 use crate::executor::Executor;
 
 /// A registered target.
 #[derive(Debug)]
 pub struct TargetDef {
-    /// The target's name, as `--target` and `PTO_TARGET` take it.
+    /// The target's name, as `--target` takes it.
     pub name: &'static str,
     /// One line on what it runs.
     pub description: &'static str,
-    /// Makes an executor for the target.
-    pub make: fn() -> Box<dyn Executor>,
+    /// Makes an executor for the target on a device profile; `None`: the target's default
+    /// device. Targets that model no device (the CPU reference) ignore it.
+    pub make: fn(Option<&DeviceProfile>) -> Box<dyn Executor>,
+}
+
+/// A target to run on: a registered target's name and, for targets that model a device
+/// (`sim`), the device profile.
+///
+/// ```
+/// use pto_op::target::TargetConfig;
+/// let sim = TargetConfig::new("sim").on(pto_op::DeviceProfile::builtin("ascend910b").unwrap());
+/// assert_eq!(sim.to_string(), "sim on ascend910b");
+/// assert_eq!(TargetConfig::from("cpu").to_string(), "cpu");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetConfig {
+    /// The target's name.
+    pub name: String,
+    /// The device profile; `None`: the target's default.
+    pub device: Option<DeviceProfile>,
+}
+
+impl TargetConfig {
+    /// The target named `name` on its default device.
+    pub fn new(name: impl Into<String>) -> TargetConfig {
+        TargetConfig {
+            name: name.into(),
+            device: None,
+        }
+    }
+
+    /// This target on `device`.
+    #[must_use]
+    pub fn on(mut self, device: DeviceProfile) -> TargetConfig {
+        self.device = Some(device);
+        self
+    }
+
+    /// An executor for this target.
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownTarget`] when no linked target has this name.
+    pub fn executor(&self) -> Result<Box<dyn Executor>, UnknownTarget> {
+        find(&self.name).map(|t| (t.make)(self.device.as_ref()))
+    }
+}
+
+impl From<&str> for TargetConfig {
+    fn from(name: &str) -> TargetConfig {
+        TargetConfig::new(name)
+    }
+}
+
+impl From<String> for TargetConfig {
+    fn from(name: String) -> TargetConfig {
+        TargetConfig::new(name)
+    }
+}
+
+impl From<&TargetConfig> for TargetConfig {
+    fn from(config: &TargetConfig) -> TargetConfig {
+        config.clone()
+    }
+}
+
+impl core::fmt::Display for TargetConfig {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.device {
+            Some(device) => write!(f, "{} on {}", self.name, device.name),
+            None => f.write_str(&self.name),
+        }
+    }
 }
 
 #[doc(hidden)]
@@ -43,14 +118,23 @@ pub fn targets() -> Vec<&'static TargetDef> {
     all
 }
 
-/// An executor for the target named `name`.
-pub fn target(name: &str) -> Result<Box<dyn Executor>, UnknownTarget> {
+/// The linked target named `name`.
+fn find(name: &str) -> Result<&'static TargetDef, UnknownTarget> {
     TARGETS
         .iter()
         .find(|t| t.name == name)
-        .map(|t| (t.make)())
         .ok_or_else(|| UnknownTarget {
             name: name.to_owned(),
             known: targets().iter().map(|t| t.name.to_owned()).collect(),
         })
+}
+
+/// An executor for the target named `name`, on its default device (see [`TargetConfig`]
+/// for another device).
+///
+/// # Errors
+///
+/// [`UnknownTarget`] when no linked target has this name.
+pub fn target(name: &str) -> Result<Box<dyn Executor>, UnknownTarget> {
+    TargetConfig::new(name).executor()
 }

@@ -160,7 +160,7 @@ fn untyped_calls_check_input_count_and_params() {
     // Absent params take their defaults.
     let y = Cpu.execute(def, &[&x], &Default::default()).unwrap();
     assert_eq!(
-        y[0],
+        y.outputs[0],
         gelu_affine::run(&Cpu, &x, &gelu_affine::Params::default()).unwrap()
     );
 }

@@ -5,8 +5,8 @@ mod common;
 
 use common::python::python;
 use pto_backends::compiler::compile;
-use pto_backends::models::builtin_models;
 use pto_examples as _;
+use pto_op::models::builtin_models;
 use pto_op::onnx::{from_onnx, to_onnx};
 use pto_op::{Model, Tolerance};
 

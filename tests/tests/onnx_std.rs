@@ -323,7 +323,7 @@ fn write_case(case: &Case, dir: &Path) -> (PathBuf, PathBuf) {
     for (name, tensor) in &case.inputs {
         fs::write(
             inputs_dir.join(format!("{name}.npy")),
-            pto_backends::tensor_file::npy_bytes(tensor).expect("no bf16 input"),
+            pto_cli::tensor_file::npy_bytes(tensor).expect("no bf16 input"),
         )
         .expect("writable");
     }
@@ -586,7 +586,7 @@ runpy.run_path(sys.argv[0], run_name='__main__')";
 #[test]
 fn the_standard_op_decoder_block_matches_onnx_runtime() {
     use pto_examples as _;
-    let build = pto_backends::models::find_builtin("decoder-block-std").expect("registered");
+    let build = pto_op::models::find_builtin("decoder-block-std").expect("registered");
     let model = (build.build)().expect("the model builds");
     let x = Tensor::random_uniform([64, 64], DType::F32, 11, -1.0, 1.0);
     let case = Case {

@@ -7,7 +7,7 @@
 use pto_backends::cpu::Cpu;
 use pto_op::parity::{ParityCase, check_parity};
 use pto_op::prelude::*;
-use pto_op::{Executor, OpDef, TensorType};
+use pto_op::{Execution, Executor, OpDef, TensorType};
 
 /// y = x * gamma, broadcast over rows.
 #[custom_op(
@@ -53,15 +53,15 @@ impl Executor for Perturbed {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
-        let mut outputs = Cpu.execute(op, inputs, attrs)?;
+    ) -> Result<Execution, OpError> {
+        let mut outputs = Cpu.execute(op, inputs, attrs)?.outputs;
         let y = &outputs[0];
         let mut values = y.to_f64_vec();
         values[self.flat_index] += self.delta;
         let mut values = values.into_iter();
         outputs[0] =
             Tensor::from_f64_fn(y.shape(), y.dtype(), |_| values.next().unwrap_or_default());
-        Ok(outputs)
+        Ok(Execution::untimed(outputs))
     }
 }
 
@@ -78,9 +78,11 @@ impl Executor for WrongDtype {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
-        let outputs = Cpu.execute(op, inputs, attrs)?;
-        Ok(outputs.iter().map(|t| t.cast(DType::F32)).collect())
+    ) -> Result<Execution, OpError> {
+        let outputs = Cpu.execute(op, inputs, attrs)?.outputs;
+        Ok(Execution::untimed(
+            outputs.iter().map(|t| t.cast(DType::F32)).collect(),
+        ))
     }
 }
 
@@ -143,7 +145,8 @@ fn one_wrong_element_fails_with_a_readable_report() {
     let expected_value = expected.to_f64_vec()[3 * 33 + 17];
     let actual_value = kernel
         .execute(parity_scale::def(), &[&x, &gamma], &Attributes::new())
-        .expect("the perturbed reference runs")[0]
+        .expect("the perturbed reference runs")
+        .outputs[0]
         .to_f64_vec()[3 * 33 + 17];
 
     let (output, comparison) = &report.outputs[0];

@@ -12,7 +12,7 @@ use pto_op::__private::linkme;
 use pto_op::parity::{ParityCase, assert_parity};
 use pto_op::prelude::*;
 use pto_op::target::TargetDef;
-use pto_op::{AttrValue, OpDef, TensorType};
+use pto_op::{AttrValue, Execution, OpDef, TensorType};
 
 /// y = x * gamma + bias; `perturb` makes the stand-in `sim` get one element wrong.
 #[custom_op(
@@ -71,8 +71,8 @@ impl Executor for StandInCpu {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
-        op.run_reference(inputs, attrs)
+    ) -> Result<Execution, OpError> {
+        op.run_reference(inputs, attrs).map(Execution::untimed)
     }
 }
 
@@ -90,7 +90,7 @@ impl Executor for StandInSim {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
+    ) -> Result<Execution, OpError> {
         SIM_CALLS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -107,7 +107,7 @@ impl Executor for StandInSim {
                 values.next().unwrap_or_default() + f64::from(u8::from(first))
             });
         }
-        Ok(outputs)
+        Ok(Execution::untimed(outputs))
     }
 }
 
@@ -116,7 +116,7 @@ impl Executor for StandInSim {
 static STAND_IN_CPU: TargetDef = TargetDef {
     name: "cpu",
     description: "stand-in: the reference",
-    make: || Box::new(StandInCpu),
+    make: |_device| Box::new(StandInCpu),
 };
 
 #[linkme::distributed_slice(pto_op::__private::TARGETS)]
@@ -124,7 +124,7 @@ static STAND_IN_CPU: TargetDef = TargetDef {
 static STAND_IN_SIM: TargetDef = TargetDef {
     name: "sim",
     description: "stand-in: the reference, recording calls",
-    make: || Box::new(StandInSim),
+    make: |_device| Box::new(StandInSim),
 };
 
 fn sim_calls() -> Vec<Call> {

@@ -6,5 +6,5 @@
 use pto_examples as _;
 
 fn main() -> std::process::ExitCode {
-    pto_backends::cli::main()
+    pto_cli::main()
 }

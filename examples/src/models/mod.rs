@@ -19,8 +19,8 @@ mod walkthrough;
 
 pub use walkthrough::walkthrough;
 
-use pto_backends::models::ModelDef;
-use pto_backends::register_model;
+use pto_op::models::ModelDef;
+use pto_op::register_model;
 use pto_op::{DType, Tensor};
 
 register_model!(

@@ -70,3 +70,35 @@ pub mod scaled_tanh {
 // The parity tests run on the `cpu` and `sim` targets of pto-backends.
 #[cfg(test)]
 use pto_backends as _;
+
+/// `rows, cols` at which `pto accuracy` and `pto calibrate` time `scaled_tanh`, smallest
+/// first: a decode row to 4096 rows. The kernel holds 16 whole rows in the unified buffer
+/// (twice, in f32), so the columns stay within what the Kirin UB takes (at most 944).
+const SCALED_TANH_SWEEP_SIZES: [[usize; 2]; 12] = [
+    [1, 128],
+    [8, 256],
+    [16, 512],
+    [37, 100],
+    [64, 768],
+    [100, 300],
+    [128, 512],
+    [250, 700],
+    [512, 768],
+    [1000, 640],
+    [2048, 768],
+    [4096, 768],
+];
+
+pto_op::register_sweep!(
+    SCALED_TANH_SWEEP,
+    pto_op::sweep::SweepDef {
+        op: scaled_tanh::NAME,
+        sizes: || {
+            SCALED_TANH_SWEEP_SIZES
+                .iter()
+                .map(|&[rows, cols]| pto_op::sweep::f16(vec![vec![rows, cols]]))
+                .collect()
+        },
+        location: pto_op::sweep::here!(),
+    }
+);

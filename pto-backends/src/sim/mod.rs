@@ -22,9 +22,11 @@ use pto_op::__private::linkme;
 use pto_op::kernel::ir::Program;
 use pto_op::target::TargetDef;
 use pto_op::{
-    Attributes, DeviceError, DeviceProfile, Executor, Lowering, OpDef, OpError, SimulatedTime,
-    Tensor, TensorType,
+    Attributes, DeviceError, DeviceProfile, Execution, Executor, Lowering, OpDef, OpError,
+    SimulatedTime, Tensor, TensorType,
 };
+
+use crate::cpu::Cpu;
 
 pub use memory::{LoopBuffering, MemoryPlan};
 pub use schedule::{SimReport, Timeline};
@@ -284,31 +286,32 @@ impl Simulator {
 #[linkme(crate = pto_op::__private::linkme)]
 static SIM_TARGET: TargetDef = TargetDef {
     name: "sim",
-    description: "the tile simulator: each op's #[kernel] on a device profile (PTO_DEVICE, default kirin9030)",
-    make: || Box::new(Sim::from_env()),
+    description: "the tile simulator: each op's #[kernel] on a device profile (default kirin9030)",
+    make: |device| Box::new(Sim::on(device)),
 };
 
-/// The profile `Sim::from_env` uses when `PTO_DEVICE` is not set.
+/// The profile the `sim` target simulates when its configuration names none.
 pub const DEFAULT_DEVICE: &str = "kirin9030";
 
 /// Traced programs by (op, input types, attributes as JSON).
 type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<Program>>;
 
 /// The `sim` execution target: traces each op's kernel into a [`Program`] and runs it on
-/// the [`Simulator`], checked against the op's description.
+/// the [`Simulator`], checked against the op's description. Each call returns its
+/// simulated time ([`Executor::execute`]) or its whole report ([`Sim::call`]); ops without
+/// a kernel fall back to the CPU reference ([`Executor::fallback`]).
 ///
 /// ```
 /// use pto_backends::sim::Sim;
 /// use pto_op::{DeviceProfile, Executor};
 /// let sim = Sim::new(DeviceProfile::builtin("ascend910b").unwrap());
 /// assert_eq!(sim.target(), "sim");
-/// assert!(sim.last_report().is_none());
+/// assert_eq!(sim.profile().unwrap().name, "ascend910b");
 /// ```
 #[derive(Debug)]
 pub struct Sim {
     simulator: Result<Simulator, DeviceError>,
     cache: Mutex<ProgramCache>,
-    last_report: Mutex<Option<SimReport>>,
 }
 
 impl Sim {
@@ -322,34 +325,64 @@ impl Sim {
         Sim {
             simulator: Ok(Simulator::new(profile, options)),
             cache: Mutex::new(HashMap::new()),
-            last_report: Mutex::new(None),
         }
     }
 
-    /// The target on the profile named (or the file given) by `PTO_DEVICE`, else
-    /// [`DEFAULT_DEVICE`]. If `PTO_DEVICE` names no profile, every call fails with that
-    /// error.
-    pub fn from_env() -> Sim {
-        let name = std::env::var("PTO_DEVICE").unwrap_or_else(|_| DEFAULT_DEVICE.to_owned());
-        Sim {
-            simulator: DeviceProfile::resolve(&name)
-                .map(|p| Simulator::new(p, SimOptions::default())),
-            cache: Mutex::new(HashMap::new()),
-            last_report: Mutex::new(None),
+    /// The target on `device`, else on the built-in [`DEFAULT_DEVICE`]: what the `sim`
+    /// target of a [`pto_op::target::TargetConfig`] makes. Should the default profile not
+    /// load, every call fails with that error.
+    pub fn on(device: Option<&DeviceProfile>) -> Sim {
+        match device {
+            Some(profile) => Sim::new(profile.clone()),
+            None => Sim {
+                simulator: DeviceProfile::builtin(DEFAULT_DEVICE)
+                    .map(|p| Simulator::new(p, SimOptions::default())),
+                cache: Mutex::new(HashMap::new()),
+            },
         }
     }
 
-    /// The device profile, or why `PTO_DEVICE` did not give one.
+    /// The device profile, or why the default one did not load.
     pub fn profile(&self) -> Result<&DeviceProfile, &DeviceError> {
         self.simulator.as_ref().map(|s| &s.profile)
     }
 
-    /// The report of the last successful call.
-    pub fn last_report(&self) -> Option<SimReport> {
-        self.last_report
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    fn simulator(&self, op: &OpDef) -> Result<&Simulator, OpError> {
+        self.simulator.as_ref().map_err(|e| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!("the sim target has no device profile: {e}"),
+        })
+    }
+
+    /// Runs one call of `op` on the simulator: its outputs, checked against the op's rules,
+    /// its [`SimReport`], and its trace when the options ask for one. The traced kernel is
+    /// cached, as for [`Executor::execute`].
+    ///
+    /// # Errors
+    ///
+    /// The op's shape rules, its kernel's trace, or the simulator's error; `Unsupported`
+    /// when the op has no kernel or the target has no device profile.
+    pub fn call(
+        &self,
+        op: &'static OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<SimRun, OpError> {
+        let simulator = self.simulator(op)?;
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|t| TensorType {
+                shape: t.shape(),
+                dtype: t.dtype(),
+            })
+            .collect();
+        let expected = op.infer(&types, attrs)?;
+        let program = self.program(op, &types, attrs)?;
+        let run = simulator
+            .run(&program, inputs)
+            .map_err(|e| e.into_op_error(op.name))?;
+        op.check_outputs("kernel", &expected, &run.outputs)?;
+        Ok(run)
     }
 
     /// The simulated timing of one call of `op`, without executing it (see
@@ -365,10 +398,7 @@ impl Sim {
         inputs: &[TensorType],
         attrs: &Attributes,
     ) -> Result<SimReport, OpError> {
-        let simulator = self.simulator.as_ref().map_err(|e| OpError::Unsupported {
-            op: op.name.to_owned(),
-            message: format!("the sim target has no device profile: PTO_DEVICE: {e}"),
-        })?;
+        let simulator = self.simulator(op)?;
         op.infer(inputs, attrs)?;
         let program = self.program(op, inputs, attrs)?;
         simulator
@@ -401,34 +431,21 @@ impl Executor for Sim {
         "sim"
     }
 
+    /// [`Sim::call`]'s outputs, with the simulated time of the call.
     fn execute(
         &self,
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
-        let simulator = self.simulator.as_ref().map_err(|e| OpError::Unsupported {
-            op: op.name.to_owned(),
-            message: format!("the sim target has no device profile: PTO_DEVICE: {e}"),
-        })?;
-        let types: Vec<TensorType> = inputs
-            .iter()
-            .map(|t| TensorType {
-                shape: t.shape(),
-                dtype: t.dtype(),
-            })
-            .collect();
-        let expected = op.infer(&types, attrs)?;
-        let program = self.program(op, &types, attrs)?;
-        let run = simulator
-            .run(&program, inputs)
-            .map_err(|e| e.into_op_error(op.name))?;
-        op.check_outputs("kernel", &expected, &run.outputs)?;
-        *self
-            .last_report
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(run.report);
-        Ok(run.outputs)
+    ) -> Result<Execution, OpError> {
+        let run = self.call(op, inputs, attrs)?;
+        Ok(Execution {
+            outputs: run.outputs,
+            simulated: Some(SimulatedTime {
+                cycles: run.report.cycles,
+                seconds: run.report.seconds,
+            }),
+        })
     }
 
     /// Traces and caches the kernel; [`Lowering::NoKernel`] for an op without one.
@@ -446,10 +463,8 @@ impl Executor for Sim {
         Ok(Lowering::Kernel { grid: program.grid })
     }
 
-    fn last_simulated_time(&self) -> Option<SimulatedTime> {
-        self.last_report().map(|report| SimulatedTime {
-            cycles: report.cycles,
-            seconds: report.seconds,
-        })
+    /// The CPU reference runs the ops without a kernel.
+    fn fallback(&self) -> Option<&dyn Executor> {
+        Some(&Cpu)
     }
 }

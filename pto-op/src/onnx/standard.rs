@@ -3,6 +3,8 @@
 //!
 //! Every op not in this table is a custom op: it travels as a node of its own domain.
 
+use crate::ops;
+
 /// How one param of a standard op is written in ONNX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ParamForm {
@@ -109,41 +111,47 @@ const fn input(param: &'static str, index: usize, omit_empty: bool) -> ParamMap 
 /// The table. Opsets are the version of each operator's form as written (inputs vs
 /// attributes); ONNX Runtime runs all of them (see `tests/tests/onnx.rs`).
 pub(crate) static STANDARD_OPS: &[StandardOp] = &[
-    node("std.matmul", "MatMul", 13),
-    node("std.add", "Add", 14),
-    node("std.sub", "Sub", 14),
-    node("std.mul", "Mul", 14),
-    node("std.div", "Div", 14),
-    node("std.relu", "Relu", 14),
-    node("std.sigmoid", "Sigmoid", 13),
+    node(ops::matmul::NAME, "MatMul", 13),
+    node(ops::add::NAME, "Add", 14),
+    node(ops::sub::NAME, "Sub", 14),
+    node(ops::mul::NAME, "Mul", 14),
+    node(ops::div::NAME, "Div", 14),
+    node(ops::relu::NAME, "Relu", 14),
+    node(ops::sigmoid::NAME, "Sigmoid", 13),
     StandardOp {
-        op: "std.silu",
+        op: ops::silu::NAME,
         lowering: Lowering::SigmoidTimesInput,
     },
     with(
-        "std.gelu",
+        ops::gelu::NAME,
         "Gelu",
         20,
         &[attr("approximate", "approximate")],
         &[],
     ),
-    with("std.softmax", "Softmax", 13, &[attr("axis", "axis")], &[]),
     with(
-        "std.layer_norm",
+        ops::softmax::NAME,
+        "Softmax",
+        13,
+        &[attr("axis", "axis")],
+        &[],
+    ),
+    with(
+        ops::layer_norm::NAME,
         "LayerNormalization",
         17,
         &[attr("eps", "epsilon")],
         &[("axis", -1), ("stash_type", 1)],
     ),
     with(
-        "std.rms_norm",
+        ops::rms_norm::NAME,
         "RMSNormalization",
         23,
         &[attr("eps", "epsilon")],
         &[("axis", -1), ("stash_type", 1)],
     ),
     with(
-        "std.transpose",
+        ops::transpose::NAME,
         "Transpose",
         13,
         &[ParamMap {
@@ -153,14 +161,14 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[],
     ),
     with(
-        "std.reshape",
+        ops::reshape::NAME,
         "Reshape",
         14,
         &[input("shape", 1, false)],
         &[("allowzero", 0)],
     ),
     StandardOp {
-        op: "std.concat",
+        op: ops::concat::NAME,
         lowering: Lowering::Node {
             op_type: "Concat",
             opset: 13,
@@ -170,7 +178,7 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         },
     },
     with(
-        "std.slice",
+        ops::slice::NAME,
         "Slice",
         13,
         &[
@@ -180,9 +188,15 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         ],
         &[],
     ),
-    with("std.gather", "Gather", 13, &[attr("axis", "axis")], &[]),
     with(
-        "std.cast",
+        ops::gather::NAME,
+        "Gather",
+        13,
+        &[attr("axis", "axis")],
+        &[],
+    ),
+    with(
+        ops::cast::NAME,
         "Cast",
         13,
         &[ParamMap {
@@ -192,14 +206,14 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[],
     ),
     with(
-        "std.reduce_mean",
+        ops::reduce_mean::NAME,
         "ReduceMean",
         18,
         &[input("axes", 1, true), attr("keepdims", "keepdims")],
         &[("noop_with_empty_axes", 0)],
     ),
     with(
-        "std.reduce_sum",
+        ops::reduce_sum::NAME,
         "ReduceSum",
         13,
         &[input("axes", 1, true), attr("keepdims", "keepdims")],

@@ -479,3 +479,21 @@ pub mod gelu {
         }
     }
 }
+
+crate::register_sweep!(
+    ADD_SWEEP,
+    crate::sweep::SweepDef {
+        op: add::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![r, c]]),
+        location: crate::sweep::here!(),
+    }
+);
+
+crate::register_sweep!(
+    GELU_SWEEP,
+    crate::sweep::SweepDef {
+        op: gelu::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c]]),
+        location: crate::sweep::here!(),
+    }
+);

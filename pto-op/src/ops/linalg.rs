@@ -88,3 +88,12 @@ pub mod matmul {
         crate::kernel::cube::tiled_matmul(k, a, b, y)
     }
 }
+
+crate::register_sweep!(
+    MATMUL_SWEEP,
+    crate::sweep::SweepDef {
+        op: matmul::NAME,
+        sizes: crate::sweep::matmul,
+        location: crate::sweep::here!(),
+    }
+);

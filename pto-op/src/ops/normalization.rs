@@ -133,3 +133,21 @@ pub mod rms_norm {
         k.store(y, tiles.offsets, &(xt * inv * g).cast(y.dtype()))
     }
 }
+
+crate::register_sweep!(
+    RMS_NORM_SWEEP,
+    crate::sweep::SweepDef {
+        op: rms_norm::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c]]),
+        location: crate::sweep::here!(),
+    }
+);
+
+crate::register_sweep!(
+    LAYER_NORM_SWEEP,
+    crate::sweep::SweepDef {
+        op: layer_norm::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c], vec![c]]),
+        location: crate::sweep::here!(),
+    }
+);

@@ -205,3 +205,12 @@ pub mod reduce_mean {
         Ok(Tensor::from_array(sums / count).cast(x.dtype()))
     }
 }
+
+crate::register_sweep!(
+    SOFTMAX_SWEEP,
+    crate::sweep::SweepDef {
+        op: softmax::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c]]),
+        location: crate::sweep::here!(),
+    }
+);

@@ -1,5 +1,5 @@
-//! The estimator against the tile simulator: accuracy over the standard sweeps, and
-//! calibration (see [`pto_estimator::accuracy`] and [`pto_estimator::calibration`]).
+//! The estimator against the tile simulator: accuracy over the ops' registered sweeps,
+//! and calibration (see [`pto_estimator::accuracy`] and [`pto_estimator::calibration`]).
 //!
 //! The simulator times each case without executing it ([`Sim::time_call`]): only time
 //! matters, and the schedule does not depend on data.
@@ -12,7 +12,7 @@ use pto_estimator::calibration::{CalibrationReport, calibrated, fit_report, writ
 use pto_estimator::{EstimateError, Estimator};
 use pto_op::{DeviceProfile, registry};
 
-use crate::sim::Sim;
+use pto_backends::sim::Sim;
 
 /// Times cases on the simulator, each once.
 struct SimReference {
@@ -115,7 +115,12 @@ pub fn calibrate(
     })
 }
 
-/// The standard sweeps: (training, held-out).
-pub fn standard_sweeps() -> (Vec<Case>, Vec<Case>) {
-    (sweep(Split::Training), sweep(Split::HeldOut))
+/// The sweeps of every linked op with a kernel and a registered sweep: (training,
+/// held-out).
+///
+/// # Errors
+///
+/// As [`sweep`].
+pub fn standard_sweeps() -> Result<(Vec<Case>, Vec<Case>), EstimateError> {
+    Ok((sweep(Split::Training)?, sweep(Split::HeldOut)?))
 }

@@ -12,11 +12,11 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use pto_backends::models::find_builtin;
 use pto_estimator::Estimator;
 use pto_estimator::report::ModelReport;
 use pto_examples as _;
 use pto_op::DeviceProfile;
+use pto_op::models::find_builtin;
 
 const MODEL: &str = "llama-7b-decoder";
 

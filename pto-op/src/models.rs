@@ -4,8 +4,9 @@
 //! A crate registers a builder with [`register_model!`](crate::register_model); as with
 //! ops, the crate must be linked into the binary (`use my_models as _;`).
 
-use pto_op::__private::linkme;
-use pto_op::{GraphDef, Model, OpError};
+use crate::error::OpError;
+use crate::graph::GraphDef;
+use crate::model::Model;
 
 /// A registered model builder.
 #[derive(Debug)]
@@ -37,13 +38,12 @@ impl ModelDef {
 
 #[doc(hidden)]
 #[linkme::distributed_slice]
-#[linkme(crate = pto_op::__private::linkme)]
 pub static MODELS: [ModelDef];
 
 /// Registers a model builder under a name.
 ///
 /// ```ignore
-/// pto_backends::register_model!(PIPELINE, ModelDef {
+/// pto_op::register_model!(PIPELINE, pto_op::models::ModelDef {
 ///     name: "pipeline",
 ///     description: "gelu_affine -> rms_norm -> softmax",
 ///     build: pipeline::build,
@@ -53,7 +53,7 @@ pub static MODELS: [ModelDef];
 #[macro_export]
 macro_rules! register_model {
     ($static_name:ident, $def:expr) => {
-        #[$crate::__private::linkme::distributed_slice($crate::models::MODELS)]
+        #[$crate::__private::linkme::distributed_slice($crate::__private::MODELS)]
         #[linkme(crate = $crate::__private::linkme)]
         static $static_name: $crate::models::ModelDef = $def;
     };

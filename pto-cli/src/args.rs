@@ -1,0 +1,176 @@
+//! The command line's arguments (clap): one variant of [`Command`] per verb.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Describe, compile, run and compare pto-op models on any linked target.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pto",
+    version,
+    about = "Operators described once: list them, and export, compile, run, compare and inspect models on a target (cpu, sim)"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the linked ops (`--json`: their schemas).
+    Ops {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the built-in models.
+    Models {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a model to an ONNX file (`.onnx`) or a model file (any other name: one
+    /// safetensors file of weights, graph and op schemas).
+    Export {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// The file to write (atomically).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compile a model for a target and print the compile report: nodes, what runs each,
+    /// kernels and fallbacks, peak activation and weight memory.
+    Compile {
+        /// A model file or a built-in model's name.
+        model: String,
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a model: a summary of each output and the per-node timing table.
+    Run {
+        /// A model file or a built-in model's name.
+        model: String,
+        #[command(flatten)]
+        target: TargetArgs,
+        #[command(flatten)]
+        inputs: InputArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a model on a target and on a reference target with the same inputs and compare
+    /// every output.
+    Parity {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// The target checked.
+        #[arg(long, default_value = "sim")]
+        target: String,
+        /// The target it is checked against.
+        #[arg(long, default_value = "cpu")]
+        reference: String,
+        #[command(flatten)]
+        device: DeviceArg,
+        #[command(flatten)]
+        inputs: InputArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Estimate a model's time on a device: per-op table (time, share, bound, source),
+    /// totals, weight and peak activation memory.
+    Estimate {
+        /// A model file or a built-in model's name.
+        model: String,
+        #[command(flatten)]
+        device: DeviceArg,
+        /// Write the roofline plot as SVG to this file (atomically).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// Write the timeline as a Chrome trace to this file (atomically).
+        #[arg(long, value_name = "FILE.json")]
+        trace: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every estimator and properties registration: op, device, level, kind, source,
+    /// and whether it is in force.
+    Estimators {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The estimator against the tile simulator on the held-out shape sweep of every linked
+    /// op with a kernel and a registered sweep: per op the median and largest error, and
+    /// the overall median.
+    Accuracy {
+        #[command(flatten)]
+        device: DeviceArg,
+        /// Print every case too.
+        #[arg(long)]
+        cases: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fit per-op corrections of the estimator to the simulator on the training sweep,
+    /// write the calibrated profile, and print the held-out error before and after.
+    Calibrate {
+        #[command(flatten)]
+        device: DeviceArg,
+        /// The calibrated profile to write (atomically); default `NAME.calibrated.json` in
+        /// the current directory.
+        #[arg(short, long, value_name = "FILE.json")]
+        output: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a model: inputs, weights, outputs, nodes with their shapes and dtypes, memory.
+    Inspect {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where a model runs: the target and its device.
+#[derive(Debug, Args)]
+pub(crate) struct TargetArgs {
+    /// The target (default: PTO_TARGET, else cpu).
+    #[arg(long)]
+    pub target: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArg,
+}
+
+/// The device profile of a verb that simulates or estimates.
+#[derive(Debug, Args)]
+pub(crate) struct DeviceArg {
+    /// A built-in device profile's name, or a profile file (default: PTO_DEVICE, else
+    /// kirin9030). Targets that model no device (cpu) ignore it.
+    #[arg(long, value_name = "NAME|FILE.json")]
+    pub device: Option<String>,
+}
+
+/// Where a run's inputs come from.
+#[derive(Debug, Args)]
+pub(crate) struct InputArgs {
+    /// Read the inputs, by name, from a safetensors file.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub inputs: Option<PathBuf>,
+    /// Random inputs from this seed (the default, with seed 0).
+    #[arg(long, value_name = "SEED", conflicts_with = "inputs")]
+    pub random: Option<u64>,
+}

@@ -1,0 +1,82 @@
+//! [`CliError`]: every failure of a verb, with the error it comes from as its source.
+
+use pto_backends::compiler::{CompileError, RunError};
+use pto_backends::parity::ParityError;
+use pto_op::OpError;
+use pto_op::models::ModelDef;
+
+use crate::tensor_file::TensorFileError;
+
+/// An error of the command line. Each variant keeps the error it comes from
+/// ([`std::error::Error::source`]); its message is written once, here.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// The arguments do not parse (or ask for help or the version).
+    #[error("{0}")]
+    Usage(#[from] clap::Error),
+    /// No model file or built-in model of that name.
+    #[error("no model file `{name}` and no built-in model of that name; built-in models: {known}")]
+    UnknownModel {
+        /// The name asked for.
+        name: String,
+        /// The built-in models' names.
+        known: String,
+    },
+    /// A built-in model's builder failed.
+    #[error("building model `{name}`: {source}")]
+    Build {
+        /// The model.
+        name: String,
+        /// The builder's error.
+        #[source]
+        source: OpError,
+    },
+    /// A model file could not be read or written.
+    #[error(transparent)]
+    ModelFile(#[from] pto_op::model::ModelFileError),
+    /// An ONNX file could not be read or written.
+    #[error(transparent)]
+    Onnx(#[from] pto_op::onnx::OnnxError),
+    /// The registry of ops is broken (two ops share a name).
+    #[error(transparent)]
+    Registry(#[from] pto_op::RegistryError),
+    /// Compiling failed.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// Running failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// Comparing failed.
+    #[error(transparent)]
+    Parity(#[from] ParityError),
+    /// An input file could not be read.
+    #[error(transparent)]
+    Inputs(#[from] TensorFileError),
+    /// A model's parity check found outputs that differ; the message is the report, which
+    /// says which.
+    #[error("{report}")]
+    ParityFailed {
+        /// The parity report, as text or JSON as asked.
+        report: String,
+    },
+    /// A device profile could not be loaded.
+    #[error(transparent)]
+    Device(#[from] pto_op::DeviceError),
+    /// Estimating failed.
+    #[error(transparent)]
+    Estimate(#[from] pto_estimator::EstimateError),
+    /// A report could not be printed as JSON.
+    #[error("printing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl CliError {
+    /// The failure of the built-in model `def`'s builder.
+    pub(crate) fn build(def: &ModelDef, source: OpError) -> CliError {
+        CliError::Build {
+            name: def.name.to_owned(),
+            source,
+        }
+    }
+}

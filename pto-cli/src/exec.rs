@@ -1,0 +1,213 @@
+//! The verbs that compile and run a model on a target: `compile`, `run`, `parity`.
+
+use std::io::{IsTerminal, Write};
+
+use pto_backends::compiler::{CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile};
+use pto_backends::parity::compare_compiled;
+use pto_op::{Tensor, TensorType};
+use serde::Serialize;
+
+use crate::args::{InputArgs, TargetArgs};
+use crate::edge;
+use crate::error::CliError;
+use crate::load::load_model;
+use crate::render;
+use crate::tensor_file::read_safetensors;
+
+/// The model MODEL compiled for the target and device the arguments name.
+fn compiled(model: &str, target: &TargetArgs) -> Result<CompiledModel, CliError> {
+    let model = load_model(model)?;
+    let config = edge::target_config(
+        &edge::target_name(target.target.as_deref()),
+        target.device.device.as_deref(),
+    )?;
+    Ok(compile(&model, config)?)
+}
+
+/// `pto compile MODEL`: the compile report.
+pub(crate) fn compile_report(
+    model: &str,
+    target: &TargetArgs,
+    json: bool,
+) -> Result<String, CliError> {
+    render(compiled(model, target)?.report(), json)
+}
+
+/// `pto run MODEL`: each output summarized, and the per-node timing table.
+pub(crate) fn run(
+    model: &str,
+    target: &TargetArgs,
+    inputs: &InputArgs,
+    json: bool,
+) -> Result<String, CliError> {
+    let compiled = compiled(model, target)?;
+    let (values, source) = input_values(&compiled, inputs)?;
+    let result = run_with_progress_line(&compiled, &values)?;
+    let summary = RunSummary {
+        model: compiled.model().name.clone(),
+        target: compiled.target().to_owned(),
+        inputs: source,
+        outputs: compiled
+            .outputs()
+            .into_iter()
+            .zip(&result.outputs)
+            .map(|(info, tensor)| OutputSummary::of(info, tensor))
+            .collect(),
+        node_times: result.node_times.clone(),
+    };
+    if json {
+        Ok(serde_json::to_string_pretty(&summary)?)
+    } else {
+        Ok(format!("{summary}{}", result.timing_table().trim_end()))
+    }
+}
+
+/// `pto parity MODEL`: every output on `target` against `reference`, both on `device`.
+pub(crate) fn parity(
+    model: &str,
+    target: &str,
+    reference: &str,
+    device: Option<&str>,
+    inputs: &InputArgs,
+    json: bool,
+) -> Result<String, CliError> {
+    let model = load_model(model)?;
+    let checked = compile(&model, edge::target_config(target, device)?)?;
+    let expected = compile(&model, edge::target_config(reference, device)?)?;
+    let (values, _) = input_values(&checked, inputs)?;
+    let parity = compare_compiled(&checked, &expected, &values)?;
+    let report = render(&parity, json)?;
+    if parity.passed() {
+        Ok(report)
+    } else {
+        Err(CliError::ParityFailed { report })
+    }
+}
+
+/// The inputs the arguments ask for, and where they come from, for the report.
+fn input_values(
+    compiled: &CompiledModel,
+    args: &InputArgs,
+) -> Result<(Vec<Tensor>, String), CliError> {
+    match &args.inputs {
+        Some(path) => {
+            let named = read_safetensors(path)?;
+            Ok((compiled.order_inputs(named)?, path.display().to_string()))
+        }
+        None => {
+            let seed = args.random.unwrap_or(0);
+            Ok((compiled.random_inputs(seed), format!("random, seed {seed}")))
+        }
+    }
+}
+
+/// A progress bar: `[#########-----------] 9/20 std.matmul`.
+fn progress_bar(done: usize, total: usize, label: &str) -> String {
+    const WIDTH: usize = 20;
+    let filled = (done * WIDTH)
+        .checked_div(total)
+        .unwrap_or(WIDTH)
+        .min(WIDTH);
+    format!(
+        "[{}{}] {done}/{total} {label}",
+        "#".repeat(filled),
+        "-".repeat(WIDTH - filled)
+    )
+}
+
+/// Runs, with a progress bar on stderr when it is a terminal.
+fn run_with_progress_line(
+    compiled: &CompiledModel,
+    inputs: &[Tensor],
+) -> Result<RunResult, RunError> {
+    let total = compiled.report().nodes.len();
+    let mut stderr = std::io::stderr();
+    if !stderr.is_terminal() {
+        return compiled.run(inputs);
+    }
+    let result = compiled.run_with_progress(inputs, &mut |node, op| {
+        let _ = write!(stderr, "\r\x1b[2K{}", progress_bar(node + 1, total, op));
+        let _ = stderr.flush();
+    });
+    let _ = write!(stderr, "\r\x1b[2K");
+    result
+}
+
+/// What `pto run` prints: where the inputs came from, a summary of each output, the
+/// node times.
+#[derive(Debug, Serialize)]
+struct RunSummary {
+    model: String,
+    target: String,
+    inputs: String,
+    outputs: Vec<OutputSummary>,
+    node_times: Vec<NodeTime>,
+}
+
+impl core::fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        writeln!(
+            f,
+            "model `{}` on target `{}`, inputs: {}",
+            self.model, self.target, self.inputs
+        )?;
+        for o in &self.outputs {
+            writeln!(
+                f,
+                "output `{}` {}: min {:.4}, max {:.4}, mean {:.4}, first {:?}",
+                o.name, o.ty, o.min, o.max, o.mean, o.first
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One output, summarized.
+#[derive(Debug, Serialize)]
+struct OutputSummary {
+    name: String,
+    #[serde(rename = "type")]
+    ty: TensorType,
+    min: f64,
+    max: f64,
+    mean: f64,
+    first: Vec<f64>,
+}
+
+impl OutputSummary {
+    fn of(info: ValueInfo, tensor: &Tensor) -> OutputSummary {
+        let values = tensor.to_f64_vec();
+        let count = values.len().max(1) as f64;
+        OutputSummary {
+            name: info.name,
+            ty: info.ty,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean: values.iter().sum::<f64>() / count,
+            first: values
+                .iter()
+                .take(4)
+                .map(|v| (v * 1e4).round() / 1e4)
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_bar;
+
+    #[test]
+    fn the_progress_bar_fills_with_the_nodes_done() {
+        assert_eq!(progress_bar(0, 4, "a"), "[--------------------] 0/4 a");
+        assert_eq!(
+            progress_bar(1, 4, "std.matmul"),
+            "[#####---------------] 1/4 std.matmul"
+        );
+        assert_eq!(progress_bar(4, 4, "b"), "[####################] 4/4 b");
+        assert_eq!(
+            progress_bar(0, 0, "empty"),
+            "[####################] 0/0 empty"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The `pto` command line, as a library: any operator crate gets the whole tool with
+//!
+//! ```ignore
+//! use my_ops as _; // links the crate's ops (and the models and sweeps it registers)
+//! fn main() -> std::process::ExitCode {
+//!     pto_cli::main()
+//! }
+//! ```
+//!
+//! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
+//! `estimators`, `accuracy`, `calibrate`, `inspect`; `--json` on every report. A MODEL
+//! argument is an ONNX or model file (`pto export` writes both), else the name of a
+//! built-in model (see [`pto_op::models`]). The target is `--target`, else
+//! `PTO_TARGET`, else `cpu`; the device `--device`, else `PTO_DEVICE`, else the target's
+//! default (kirin9030), read in one place: [`edge`].
+//!
+//! One module per concern: `args` (clap), `load` (MODEL arguments), one module
+//! per group of verbs (`listing`, `model`, `exec`, `perf`), [`accuracy`] (the estimator
+//! against the simulator), [`tensor_file`] (safetensors inputs), [`CliError`]. A new verb
+//! is a variant of `args::Command`, a function in its group's module, and one arm of
+//! [`run`]'s match.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde::Serialize;
+
+pub mod accuracy;
+mod args;
+pub mod edge;
+mod error;
+mod exec;
+mod listing;
+mod load;
+mod model;
+mod perf;
+pub mod tensor_file;
+
+pub use error::CliError;
+
+use args::{Cli, Command};
+
+/// Runs the command line on the process's arguments: prints the report on stdout, an error
+/// on stderr, and returns the exit code (2 for usage errors, 1 for other failures).
+pub fn main() -> ExitCode {
+    match run(std::env::args_os()) {
+        Ok(report) => {
+            // A closed pipe (`pto ops | head`) is not a failure of the command.
+            let _ = writeln!(std::io::stdout(), "{report}");
+            ExitCode::SUCCESS
+        }
+        Err(CliError::Usage(e)) => {
+            // clap formats help, version and usage errors itself.
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the command line on `args` (the first is the program's name) and returns the
+/// report it would print.
+///
+/// ```
+/// use pto_cli as _;
+/// let out = pto_cli::run(["pto", "models"]).unwrap();
+/// assert!(out.starts_with("built-in models"));
+/// ```
+///
+/// # Errors
+///
+/// A [`CliError`]: bad arguments, an unknown model, a failing compile or run, or a parity
+/// check whose outputs differ.
+pub fn run<I, T>(args: I) -> Result<String, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Cli::try_parse_from(args)?.command {
+        Command::Ops { json } => listing::ops(json),
+        Command::Models { json } => listing::models(json),
+        Command::Estimators { json } => listing::estimators(json),
+        Command::Export {
+            model,
+            output,
+            json,
+        } => model::export(&model, &output, json),
+        Command::Inspect { model, json } => model::inspect(&model, json),
+        Command::Compile {
+            model,
+            target,
+            json,
+        } => exec::compile_report(&model, &target, json),
+        Command::Run {
+            model,
+            target,
+            inputs,
+            json,
+        } => exec::run(&model, &target, &inputs, json),
+        Command::Parity {
+            model,
+            target,
+            reference,
+            device,
+            inputs,
+            json,
+        } => exec::parity(
+            &model,
+            &target,
+            &reference,
+            device.device.as_deref(),
+            &inputs,
+            json,
+        ),
+        Command::Estimate {
+            model,
+            device,
+            plot,
+            trace,
+            json,
+        } => perf::estimate(
+            &model,
+            device.device.as_deref(),
+            plot.as_deref(),
+            trace.as_deref(),
+            json,
+        ),
+        Command::Accuracy {
+            device,
+            cases,
+            json,
+        } => perf::accuracy_report(device.device.as_deref(), cases, json),
+        Command::Calibrate {
+            device,
+            output,
+            json,
+        } => perf::calibrate_report(device.device.as_deref(), output.as_deref(), json),
+    }
+}
+
+/// A report as JSON or as its `Display` text.
+fn render<R: Serialize + core::fmt::Display>(report: &R, json: bool) -> Result<String, CliError> {
+    if json {
+        Ok(serde_json::to_string_pretty(report)?)
+    } else {
+        Ok(report.to_string())
+    }
+}

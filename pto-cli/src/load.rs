@@ -1,0 +1,48 @@
+//! What a MODEL argument names: a model file, an ONNX file, or a built-in model.
+
+use std::path::Path;
+
+use pto_op::models::{builtin_models, find_builtin};
+use pto_op::{GraphDef, Model};
+
+use crate::error::CliError;
+
+/// True for a path that names an ONNX file.
+pub(crate) fn is_onnx(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// The model a MODEL argument names: an ONNX or model file if one exists at that path,
+/// else a built-in model.
+pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
+    let path = Path::new(name);
+    if path.is_file() {
+        return Ok(if is_onnx(path) {
+            Model::load_onnx(path)?
+        } else {
+            Model::load(path)?
+        });
+    }
+    let def = find_builtin(name).ok_or_else(|| CliError::UnknownModel {
+        name: name.to_owned(),
+        known: match builtin_models().as_slice() {
+            [] => "none (link a crate that registers some)".to_owned(),
+            all => all.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
+        },
+    })?;
+    (def.build)().map_err(|e| CliError::build(def, e))
+}
+
+/// The graph a MODEL argument names, for estimation: a built-in model's weights need not
+/// exist (see [`pto_op::models::ModelDef::describe`]).
+pub(crate) fn load_graph(name: &str) -> Result<(String, GraphDef), CliError> {
+    if !Path::new(name).is_file()
+        && let Some(def) = find_builtin(name)
+    {
+        let graph = def.graph().map_err(|e| CliError::build(def, e))?;
+        return Ok((def.name.to_owned(), graph));
+    }
+    let model = load_model(name)?;
+    Ok((model.name, model.graph))
+}

@@ -1,0 +1,159 @@
+//! The verbs that take a model without running it: `export`, `inspect`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pto_backends::buffers::{BufferPlan, human_bytes};
+use pto_backends::compiler::ValueInfo;
+use pto_op::{AttrValue, Model};
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::load::{is_onnx, load_model};
+use crate::render;
+
+/// `pto export MODEL -o FILE`: the model as an ONNX file or a model file.
+pub(crate) fn export(model: &str, output: &Path, json: bool) -> Result<String, CliError> {
+    let model = load_model(model)?;
+    if is_onnx(output) {
+        model.save_onnx(output)?;
+    } else {
+        model.save(output)?;
+    }
+    let exported = Exported {
+        model: model.name.clone(),
+        file: output.display().to_string(),
+        nodes: model.graph.nodes.len(),
+        ops: model.schemas.keys().cloned().collect(),
+        weight_bytes: model.weight_bytes(),
+    };
+    render(&exported, json)
+}
+
+/// `pto inspect MODEL`: values, nodes and memory.
+pub(crate) fn inspect(model: &str, json: bool) -> Result<String, CliError> {
+    render(&Inspection::of(&load_model(model)?), json)
+}
+
+/// What `pto export` prints.
+#[derive(Debug, Serialize)]
+struct Exported {
+    model: String,
+    file: String,
+    nodes: usize,
+    ops: Vec<String>,
+    weight_bytes: u64,
+}
+
+impl core::fmt::Display for Exported {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "exported model `{}` to {}: {} node(s) of {} op(s) ({}), weights {}",
+            self.model,
+            self.file,
+            self.nodes,
+            self.ops.len(),
+            self.ops.join(", "),
+            human_bytes(self.weight_bytes)
+        )
+    }
+}
+
+/// What `pto inspect` prints: the model's values, nodes and memory, without a target.
+#[derive(Debug, Serialize)]
+struct Inspection {
+    model: String,
+    inputs: Vec<ValueInfo>,
+    weights: Vec<ValueInfo>,
+    outputs: Vec<ValueInfo>,
+    nodes: Vec<InspectedNode>,
+    peak_activation_bytes: u64,
+    weight_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct InspectedNode {
+    node: usize,
+    op: String,
+    attrs: BTreeMap<String, AttrValue>,
+    inputs: Vec<ValueInfo>,
+    outputs: Vec<ValueInfo>,
+    live_bytes: u64,
+}
+
+impl Inspection {
+    fn of(model: &Model) -> Inspection {
+        let graph = &model.graph;
+        let info = |id: &usize| {
+            graph.values.get(*id).map(|v| ValueInfo {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+            })
+        };
+        let plan = BufferPlan::of(graph);
+        Inspection {
+            model: model.name.clone(),
+            inputs: graph.inputs.iter().filter_map(info).collect(),
+            weights: graph.weights.iter().filter_map(info).collect(),
+            outputs: graph.outputs.iter().filter_map(info).collect(),
+            nodes: graph
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(index, node)| InspectedNode {
+                    node: index,
+                    op: node.op.clone(),
+                    attrs: node.attrs.clone(),
+                    inputs: node.inputs.iter().filter_map(info).collect(),
+                    outputs: node.outputs.iter().filter_map(info).collect(),
+                    live_bytes: plan.live_bytes.get(index).copied().unwrap_or(0),
+                })
+                .collect(),
+            peak_activation_bytes: plan.peak_activation_bytes,
+            weight_bytes: plan.weight_bytes,
+        }
+    }
+}
+
+impl core::fmt::Display for Inspection {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let list = |values: &[ValueInfo]| {
+            values
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(f, "model `{}`", self.model)?;
+        writeln!(f, "inputs:  {}", list(&self.inputs))?;
+        writeln!(f, "weights: {}", list(&self.weights))?;
+        writeln!(f, "outputs: {}", list(&self.outputs))?;
+        for node in &self.nodes {
+            let attrs: Vec<String> = node.attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let names = |values: &[ValueInfo]| {
+                values
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            writeln!(
+                f,
+                "{:>4}  {:<22} ({}) -> {}  [{}]  live {}",
+                node.node,
+                node.op,
+                names(&node.inputs),
+                list(&node.outputs),
+                attrs.join(", "),
+                human_bytes(node.live_bytes)
+            )?;
+        }
+        write!(
+            f,
+            "peak activation memory {}, weights {}",
+            human_bytes(self.peak_activation_bytes),
+            human_bytes(self.weight_bytes)
+        )
+    }
+}
