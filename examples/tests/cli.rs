@@ -115,6 +115,104 @@ fn mistakes_are_named() {
     ));
 }
 
+/// The total simulated cycles of a `pto run --json` report.
+fn simulated_cycles(run_json: &str) -> u64 {
+    let json: serde_json::Value = serde_json::from_str(run_json).unwrap();
+    json["node_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["cycles"].as_u64())
+        .sum()
+}
+
+#[test]
+fn every_verb_that_runs_takes_a_device() {
+    let run_on = |device: &[&str]| {
+        let mut args = vec!["pto", "run", "pipeline", "--target", "sim", "--json"];
+        args.extend(device);
+        simulated_cycles(&run(args).unwrap())
+    };
+    let (default, kirin, ascend) = (
+        run_on(&[]),
+        run_on(&["--device", "kirin9030"]),
+        run_on(&["--device", "ascend910b"]),
+    );
+    assert_eq!(
+        default, kirin,
+        "the sim target's default device is kirin9030"
+    );
+    assert!(ascend > 0 && ascend != kirin, "{ascend} vs {kirin}");
+
+    // compile: the kernels must fit the device asked for; a device that does not exist is
+    // an error naming it.
+    let out = run([
+        "pto",
+        "compile",
+        "mixed",
+        "--target",
+        "sim",
+        "--device",
+        "ascend910b",
+    ])
+    .unwrap();
+    assert!(out.contains("compiled for target `sim`"), "{out}");
+    let err = run([
+        "pto", "compile", "mixed", "--target", "sim", "--device", "nope",
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(err, CliError::Device(_)) && err.to_string().contains("`nope`"),
+        "{err}"
+    );
+
+    // parity: the checked target runs on the device; the simulated time says which.
+    let parity_on = |device: &str| {
+        let json: serde_json::Value = serde_json::from_str(
+            &run(["pto", "parity", "pipeline", "--device", device, "--json"]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["outputs"][0]["comparison"]["mismatches"], 0, "{json}");
+        json["simulated_seconds"].as_f64().unwrap()
+    };
+    assert_ne!(parity_on("kirin9030"), parity_on("ascend910b"));
+
+    // estimate: the device's rates.
+    let estimate_on = |device: &str| {
+        let json: serde_json::Value = serde_json::from_str(
+            &run(["pto", "estimate", "pipeline", "--device", device, "--json"]).unwrap(),
+        )
+        .unwrap();
+        json["device"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(estimate_on("ascend910b"), "ascend910b");
+}
+
+#[test]
+fn the_binary_reads_pto_device_at_its_edge() {
+    let pto = env!("CARGO_BIN_EXE_pto");
+    let cycles = |env: Option<&str>, args: &[&str]| {
+        let mut command = Command::new(pto);
+        command
+            .args(["run", "pipeline", "--target", "sim", "--json"])
+            .args(args)
+            .env_remove("PTO_DEVICE");
+        if let Some(device) = env {
+            command.env("PTO_DEVICE", device);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        simulated_cycles(&String::from_utf8_lossy(&out.stdout))
+    };
+    let ascend = cycles(None, &["--device", "ascend910b"]);
+    assert_eq!(cycles(Some("ascend910b"), &[]), ascend);
+    // The argument wins over the environment.
+    assert_eq!(
+        cycles(Some("ascend910b"), &["--device", "kirin9030"]),
+        cycles(None, &[])
+    );
+}
+
 #[test]
 fn the_binary_runs_and_exits_with_the_right_code() {
     let pto = env!("CARGO_BIN_EXE_pto");

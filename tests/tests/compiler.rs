@@ -109,3 +109,83 @@ fn unknown_ops_and_targets_are_named() {
         "{err}"
     );
 }
+
+/// A target that runs kernels only: the simulator, without a fallback.
+struct KernelsOnly(pto_backends::sim::Sim);
+
+impl Executor for KernelsOnly {
+    fn target(&self) -> &str {
+        "kernels-only"
+    }
+
+    fn execute(
+        &self,
+        op: &'static pto_op::OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<pto_op::Execution, OpError> {
+        self.0.execute(op, inputs, attrs)
+    }
+
+    fn prepare(
+        &self,
+        op: &'static pto_op::OpDef,
+        inputs: &[pto_op::TensorType],
+        attrs: &Attributes,
+    ) -> Result<pto_op::Lowering, OpError> {
+        self.0.prepare(op, inputs, attrs)
+    }
+}
+
+#[pto_op::__private::linkme::distributed_slice(pto_op::__private::TARGETS)]
+#[linkme(crate = pto_op::__private::linkme)]
+static KERNELS_ONLY: pto_op::target::TargetDef = pto_op::target::TargetDef {
+    name: "kernels-only",
+    description: "the simulator without a fallback",
+    make: |device| Box::new(KernelsOnly(pto_backends::sim::Sim::on(device))),
+};
+
+#[test]
+fn an_op_without_a_kernel_needs_the_targets_fallback() {
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 32]), DType::F32);
+    let (mean, _rstd) = pto_examples::moments::apply(&x, &pto_examples::moments::Params::default())
+        .expect("a valid call");
+    graph.output(&mean);
+    let model = graph.to_model("moments").expect("linked ops");
+
+    // The simulator's fallback is the CPU reference.
+    let compiled = compile(&model, "sim").expect("compiles");
+    assert_eq!(compiled.report().fallbacks, ["demo.moments"]);
+    compiled.run(&compiled.random_inputs(0)).expect("runs");
+
+    let err = compile(&model, "kernels-only").unwrap_err();
+    assert!(matches!(err, CompileError::NoFallback { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "model `moments`: node 0: op `demo.moments` has no kernel, and target `kernels-only` \
+         has no fallback to run its reference"
+    );
+}
+
+#[test]
+fn a_target_configuration_picks_the_device_from_the_api() {
+    use pto_op::target::TargetConfig;
+    let model = model();
+    let inputs = compile(&model, "cpu").unwrap().random_inputs(1);
+    let simulated = |config: TargetConfig| -> f64 {
+        let compiled = compile(&model, config).expect("compiles");
+        let result = compiled.run(&inputs).expect("runs");
+        result.node_times.iter().map(|t| t.seconds).sum()
+    };
+    let ascend = DeviceProfile::builtin("ascend910b").unwrap();
+    let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+    let on_ascend = simulated(TargetConfig::new("sim").on(ascend));
+    let on_kirin = simulated(TargetConfig::new("sim").on(kirin));
+    assert_eq!(
+        simulated(TargetConfig::new("sim")),
+        on_kirin,
+        "kirin9030 is the default"
+    );
+    assert_ne!(on_ascend, on_kirin);
+}
