@@ -117,10 +117,10 @@ fn mistakes_are_named() {
 
 /// The total simulated cycles of a `pto run --json` report.
 fn simulated_cycles(run_json: &str) -> u64 {
-    let json: serde_json::Value = serde_json::from_str(run_json).unwrap();
+    let json: serde_json::Value = serde_json::from_str(run_json).expect("JSON");
     json["node_times"]
         .as_array()
-        .unwrap()
+        .expect("a node_times array")
         .iter()
         .filter_map(|t| t["cycles"].as_u64())
         .sum()
