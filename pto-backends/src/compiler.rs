@@ -89,7 +89,16 @@ pub enum CompileError {
         /// The linked op's fingerprint.
         linked: pto_op::Fingerprint,
     },
-    /// The graph refers to values that do not exist, or its weights do not fit it.
+    /// The model's weights are not exactly its graph's weight values, with their types.
+    #[error("model `{model}`: {source}")]
+    Weights {
+        /// The model.
+        model: String,
+        /// What does not fit.
+        source: Box<OpError>,
+    },
+    /// The graph refers to values that do not exist, or a node records another number of
+    /// outputs than its op has.
     #[error("model `{model}`: {message}")]
     Graph {
         /// The model.
@@ -388,7 +397,8 @@ pub fn compile(
 ///
 /// # Errors
 ///
-/// [`CompileError::Graph`], [`CompileError::UnknownOp`], [`CompileError::MissingSchema`],
+/// [`CompileError::Weights`], [`CompileError::Graph`], [`CompileError::UnknownOp`],
+/// [`CompileError::MissingSchema`],
 /// [`CompileError::SchemaChanged`], [`CompileError::NodeSignature`].
 pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
     check_graph(model)?;
@@ -411,10 +421,12 @@ pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
 
 /// The weights fit the graph, and its inputs and outputs are values it has.
 fn check_graph(model: &Model) -> Result<(), CompileError> {
-    model.check_weights().map_err(|e| CompileError::Graph {
-        model: model.name.clone(),
-        message: e.to_string(),
-    })?;
+    model
+        .check_weights()
+        .map_err(|source| CompileError::Weights {
+            model: model.name.clone(),
+            source: Box::new(source),
+        })?;
     let graph = &model.graph;
     match graph
         .inputs

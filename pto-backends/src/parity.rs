@@ -101,14 +101,14 @@ pub enum ParityError {
     #[error(transparent)]
     Run(#[from] RunError),
     /// Two outputs cannot be compared (their shapes or dtypes differ).
-    #[error("model `{model}`: output `{output}`: {message}")]
+    #[error("model `{model}`: output `{output}`: {source}")]
     Compare {
         /// The model.
         model: String,
         /// The output.
         output: String,
         /// Why.
-        message: String,
+        source: pto_op::TensorError,
     },
 }
 
@@ -170,10 +170,10 @@ pub fn compare_compiled(
             let comparison =
                 actual
                     .compare(expected, tolerance)
-                    .map_err(|e| ParityError::Compare {
+                    .map_err(|source| ParityError::Compare {
                         model: model.clone(),
                         output: info.name.clone(),
-                        message: e.to_string(),
+                        source,
                     })?;
             Ok(OutputParity {
                 name: info.name,
