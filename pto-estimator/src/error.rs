@@ -35,7 +35,10 @@ pub enum EstimateError {
         /// What is wrong.
         message: String,
     },
-    /// A file could not be written.
+    /// A file could not be written; it is as it was.
+    #[error(transparent)]
+    Write(#[from] pto_op::fs::WriteError),
+    /// A file's contents could not be made.
     #[error("writing {}: {source}", file.display())]
     Io {
         /// The file.

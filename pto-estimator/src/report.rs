@@ -2,9 +2,9 @@
 //! roofline plot.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
+use pto_op::chrome_trace::{ChromeTrace, CompleteEvent, DisplayTimeUnit, TraceEvent};
 use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, ValueKind, registry};
 use serde::Serialize;
 
@@ -205,19 +205,29 @@ impl ModelReport {
 
     /// The timeline as a Chrome trace (`chrome://tracing`, Perfetto): ops back to back on
     /// one lane.
-    pub fn chrome_trace(&self) -> serde_json::Value {
-        let events: Vec<serde_json::Value> = self
-            .ops
-            .iter()
-            .map(|row| {
-                serde_json::json!({
-                    "name": row.op, "cat": row.source, "ph": "X", "pid": 0, "tid": 0,
-                    "ts": row.start_seconds * 1e6, "dur": row.seconds * 1e6,
-                    "args": { "node": row.node, "bound": row.bound, "source": row.source },
+    pub fn chrome_trace(&self) -> ModelTrace {
+        ModelTrace {
+            trace_events: self
+                .ops
+                .iter()
+                .map(|row| {
+                    TraceEvent::Complete(CompleteEvent {
+                        name: row.op.clone(),
+                        cat: row.source,
+                        pid: 0,
+                        tid: 0,
+                        ts: row.start_seconds * 1e6,
+                        dur: row.seconds * 1e6,
+                        args: OpEventArgs {
+                            node: row.node,
+                            bound: row.bound,
+                            source: row.source,
+                        },
+                    })
                 })
-            })
-            .collect();
-        serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+                .collect(),
+            display_time_unit: Some(DisplayTimeUnit::Ns),
+        }
     }
 
     /// Writes [`ModelReport::chrome_trace`] to `path`, atomically.
@@ -226,7 +236,7 @@ impl ModelReport {
     ///
     /// The file cannot be written.
     pub fn write_trace(&self, path: &Path) -> Result<(), EstimateError> {
-        write_atomically(path, self.chrome_trace().to_string().as_bytes())
+        Ok(self.chrome_trace().write(path)?)
     }
 
     /// Writes the roofline plot ([`crate::plot::roofline_svg`]) to `path`, atomically.
@@ -235,7 +245,10 @@ impl ModelReport {
     ///
     /// The file cannot be written.
     pub fn write_plot(&self, path: &Path, peaks: &Peaks) -> Result<(), EstimateError> {
-        write_atomically(path, crate::plot::roofline_svg(self, peaks).as_bytes())
+        Ok(pto_op::fs::write_atomic(
+            path,
+            crate::plot::roofline_svg(self, peaks).as_bytes(),
+        )?)
     }
 }
 
@@ -292,6 +305,21 @@ impl core::fmt::Display for ModelReport {
     }
 }
 
+/// A model's timeline as a Chrome trace: one complete event per op, categorized by the
+/// estimate's source.
+pub type ModelTrace = ChromeTrace<Source, OpEventArgs>;
+
+/// The details of one op in a [`ModelTrace`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpEventArgs {
+    /// The node's index in the model.
+    pub node: usize,
+    /// What limits the op's time.
+    pub bound: Bound,
+    /// Where the estimate came from.
+    pub source: Source,
+}
+
 /// The most activation bytes alive at once over the node order.
 fn peak_activation_bytes(graph: &GraphDef) -> u64 {
     let nodes = graph.nodes.len();
@@ -336,25 +364,4 @@ fn peak_activation_bytes(graph: &GraphDef) -> u64 {
         peak = peak.max(alive);
     }
     u64::try_from(peak).unwrap_or(0)
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EstimateError> {
-    let io = |source| EstimateError::Io {
-        file: path.to_owned(),
-        source,
-    };
-    let name = path.file_name().map_or_else(
-        || "estimate".to_owned(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(io(e));
-    }
-    Ok(())
 }

@@ -46,10 +46,12 @@
 extern crate self as pto_op;
 
 pub mod attr;
+pub mod chrome_trace;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod executor;
+pub mod fs;
 pub mod graph;
 pub mod kernel;
 pub mod model;

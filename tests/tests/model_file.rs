@@ -440,7 +440,7 @@ fn a_failed_save_leaves_the_previous_file_intact() {
     let err = model.save(&occupied).expect_err("must fail").to_string();
     assert!(
         err.starts_with(&format!(
-            "model file `{}`: cannot rename",
+            "model file: writing `{}`: cannot rename the temporary file over it",
             occupied.display()
         )),
         "{err}"

@@ -28,7 +28,7 @@ use pto_op::{
 
 pub use memory::{LoopBuffering, MemoryPlan};
 pub use schedule::{SimReport, Timeline};
-pub use trace::ChromeTrace;
+pub use trace::{ChromeTrace, PipeEventArgs};
 
 /// An error of simulating a program.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -265,7 +265,7 @@ impl Simulator {
         let outputs = exec::execute(program, inputs)?;
         let report = schedule::report(program, &self.profile, &plan, &timeline);
         let trace = self.options.trace.then(|| {
-            ChromeTrace::build(
+            trace::chrome_trace(
                 program,
                 &self.profile,
                 &timeline,

@@ -17,9 +17,8 @@
 use core::fmt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
@@ -65,6 +64,9 @@ pub enum ModelFileError {
         /// The error of the operating system.
         source: io::Error,
     },
+    /// Saving the file failed; the file is as it was.
+    #[error("model file: {0}")]
+    Write(#[from] crate::fs::WriteError),
     /// The bytes are not a safetensors file, or one that does not hold a pto model.
     #[error("{}not a pto model file: {reason}", FilePrefix(file))]
     NotAModelFile {
@@ -215,7 +217,7 @@ impl ModelFileError {
     fn in_file(mut self, path: &Path) -> ModelFileError {
         use ModelFileError as E;
         match &mut self {
-            E::Io { .. } => {}
+            E::Io { .. } | E::Write(_) => {}
             E::NotAModelFile { file, .. }
             | E::UnsupportedVersion { file, .. }
             | E::Truncated { file, .. }
@@ -315,7 +317,7 @@ impl Model {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
         let path = path.as_ref();
         let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
-        write_atomically(path, &bytes)
+        Ok(crate::fs::write_atomic(path, &bytes)?)
     }
 
     /// Loads and validates the model file `path`; see [`Model::from_bytes`].
@@ -328,79 +330,6 @@ impl Model {
         })?;
         Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory: written, flushed
-/// to disk, then renamed over `path` (atomic on POSIX file systems), and the directory
-/// flushed so the rename survives a crash. On failure the temporary file is removed and
-/// `path` is untouched.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ModelFileError> {
-    // Unique per process and call, so concurrent saves of one path do not share a file.
-    static SAVES: AtomicU64 = AtomicU64::new(0);
-    let io_error = |operation: String| {
-        move |source| ModelFileError::Io {
-            file: path.to_owned(),
-            operation,
-            source,
-        }
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        io_error("save to it".to_owned())(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path does not end in a file name",
-        ))
-    })?;
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let temporary = directory.join(format!(
-        ".{}.{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id(),
-        SAVES.fetch_add(1, Ordering::Relaxed)
-    ));
-
-    let write = || -> Result<(), ModelFileError> {
-        let write_error = || {
-            io_error(format!(
-                "write the temporary file `{}`",
-                temporary.display()
-            ))
-        };
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .map_err(write_error())?;
-        file.write_all(bytes).map_err(write_error())?;
-        file.sync_all().map_err(write_error())?;
-        fs::rename(&temporary, path).map_err(io_error(format!(
-            "rename the temporary file `{}` over it",
-            temporary.display()
-        )))
-    };
-    if let Err(e) = write() {
-        // Best effort: the error that matters is the one returned.
-        let _ = fs::remove_file(&temporary);
-        return Err(e);
-    }
-    sync_directory(directory).map_err(io_error(format!(
-        "flush its directory `{}` to disk",
-        directory.display()
-    )))
-}
-
-/// Flushes a directory's entries (a rename) to disk.
-#[cfg(unix)]
-fn sync_directory(directory: &Path) -> io::Result<()> {
-    fs::File::open(directory)?.sync_all()
-}
-
-/// Other platforms cannot open a directory as a file; their rename is as durable as it gets.
-#[cfg(not(unix))]
-fn sync_directory(_directory: &Path) -> io::Result<()> {
-    Ok(())
 }
 
 /// The safetensors dtype of `dtype`.
