@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pto_op::chrome_trace::{ChromeTrace, CompleteEvent, DisplayTimeUnit, TraceEvent};
-use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, ValueKind, registry};
+use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
 use crate::chain::Source;
@@ -135,7 +135,7 @@ impl ModelReport {
             .filter_map(|&id| graph.values.get(id))
             .map(|v| v.ty.bytes())
             .sum();
-        report.peak_activation_bytes = peak_activation_bytes(graph);
+        report.peak_activation_bytes = pto_op::graph::Liveness::of(graph).peak_bytes;
         Ok(report)
     }
 
@@ -318,50 +318,4 @@ pub struct OpEventArgs {
     pub bound: Bound,
     /// Where the estimate came from.
     pub source: Source,
-}
-
-/// The most activation bytes alive at once over the node order.
-fn peak_activation_bytes(graph: &GraphDef) -> u64 {
-    let nodes = graph.nodes.len();
-    let mut first = vec![None; graph.values.len()];
-    let mut last = vec![0usize; graph.values.len()];
-    for (id, v) in graph.values.iter().enumerate() {
-        if v.kind == ValueKind::Input {
-            first[id] = Some(0);
-        }
-    }
-    for (index, node) in graph.nodes.iter().enumerate() {
-        for &id in &node.outputs {
-            if let Some(slot) = first.get_mut(id) {
-                *slot = Some(index);
-                last[id] = index;
-            }
-        }
-        for &id in &node.inputs {
-            if let Some(l) = last.get_mut(id) {
-                *l = (*l).max(index);
-            }
-        }
-    }
-    for &id in &graph.outputs {
-        if let Some(l) = last.get_mut(id) {
-            *l = nodes.saturating_sub(1);
-        }
-    }
-    // Bytes that start and stop being alive at each node; a sweep gives the peak.
-    let mut delta = vec![0i128; nodes + 1];
-    for (id, v) in graph.values.iter().enumerate() {
-        if let Some(start) = first[id] {
-            let bytes = i128::from(v.ty.bytes());
-            delta[start] += bytes;
-            delta[last[id].max(start) + 1] -= bytes;
-        }
-    }
-    let mut alive = 0i128;
-    let mut peak = 0i128;
-    for d in delta.iter().take(nodes.max(1)) {
-        alive += d;
-        peak = peak.max(alive);
-    }
-    u64::try_from(peak).unwrap_or(0)
 }

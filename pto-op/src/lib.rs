@@ -84,7 +84,7 @@ pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
 pub use shape::Shape;
-pub use tensor::{Comparison, Element, Mismatch, Tensor, TensorData, TensorError};
+pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tolerance::Tolerance;
 
 /// What an operator module needs: `use pto_op::prelude::*;`.

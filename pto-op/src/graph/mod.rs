@@ -19,6 +19,10 @@ use crate::schema::Fingerprint;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
+mod liveness;
+
+pub use liveness::{LiveSpan, Liveness};
+
 /// The index of a value in its graph.
 pub type ValueId = usize;
 
