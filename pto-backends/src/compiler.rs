@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pto_op::registry::RegistryError;
-use pto_op::target::UnknownTarget;
+use pto_op::target::TargetError;
 use pto_op::{
     Executor, Lowering, Model, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind, target,
 };
@@ -49,7 +49,7 @@ pub fn choose_target(requested: Option<&str>) -> String {
 pub enum CompileError {
     /// The target is not linked.
     #[error(transparent)]
-    Target(#[from] UnknownTarget),
+    Target(#[from] TargetError),
     /// A node calls an op that is not linked.
     #[error("model `{model}`: node {node}: {source}")]
     UnknownOp {
@@ -103,7 +103,15 @@ pub enum CompileError {
         /// The linked op's fingerprint.
         linked: pto_op::Fingerprint,
     },
-    /// The graph refers to values that do not exist, or its weights do not fit it.
+    /// The graph's structure is broken ([`pto_op::GraphDef::validate`]).
+    #[error("model `{model}`: invalid graph: {source}")]
+    InvalidGraph {
+        /// The model.
+        model: String,
+        /// The fault.
+        source: pto_op::graph::GraphError,
+    },
+    /// The graph's weights do not fit it, or a node's outputs do not fit its op.
     #[error("model `{model}`: {message}")]
     Graph {
         /// The model.
@@ -330,22 +338,14 @@ pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileErro
         .check_weights()
         .map_err(|e| graph_error(e.to_string()))?;
     let graph = &model.graph;
-    let value = |node: usize, id: ValueId| {
-        graph.values.get(id).ok_or_else(|| {
-            graph_error(format!(
-                "node {node} refers to value {id}, but the graph has {} values",
-                graph.values.len()
-            ))
-        })
-    };
-    for &id in graph.inputs.iter().chain(&graph.outputs) {
-        if id >= graph.values.len() {
-            return Err(graph_error(format!(
-                "graph input or output {id} does not exist ({} values)",
-                graph.values.len()
-            )));
-        }
-    }
+    graph
+        .validate()
+        .map_err(|source| CompileError::InvalidGraph {
+            model: model.name.clone(),
+            source,
+        })?;
+    // Validated: every id refers to a value.
+    let value = |id: ValueId| &graph.values[id];
 
     let mut nodes = Vec::with_capacity(graph.nodes.len());
     let mut checked_ops = BTreeSet::new();
@@ -389,7 +389,7 @@ pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileErro
 
         let mut inputs = Vec::with_capacity(node.inputs.len());
         for &id in &node.inputs {
-            let v = value(index, id)?;
+            let v = value(id);
             inputs.push(ValueInfo {
                 name: v.name.clone(),
                 ty: v.ty.clone(),
@@ -414,7 +414,7 @@ pub fn compile(model: &Model, target: &str) -> Result<CompiledModel, CompileErro
         }
         let mut outputs = Vec::with_capacity(node.outputs.len());
         for (&id, inferred) in node.outputs.iter().zip(inferred) {
-            let v = value(index, id)?;
+            let v = value(id);
             if v.ty != inferred {
                 return Err(CompileError::TypeMismatch {
                     model: model.name.clone(),

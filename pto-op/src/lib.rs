@@ -60,6 +60,7 @@ pub mod op;
 pub mod ops;
 pub mod parity;
 pub mod perf;
+pub mod registration;
 pub mod registry;
 pub mod schema;
 pub mod shape;

@@ -286,6 +286,7 @@ static SIM_TARGET: TargetDef = TargetDef {
     name: "sim",
     description: "the tile simulator: each op's #[kernel] on a device profile (PTO_DEVICE, default kirin9030)",
     make: || Box::new(Sim::from_env()),
+    source: pto_op::source_location!(),
 };
 
 /// The profile `Sim::from_env` uses when `PTO_DEVICE` is not set.
