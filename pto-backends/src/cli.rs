@@ -192,6 +192,9 @@ pub enum CliError {
     /// The arguments do not parse (or ask for help or the version).
     #[error("{0}")]
     Usage(#[from] clap::Error),
+    /// Two built-in models share a name.
+    #[error(transparent)]
+    DuplicateModel(#[from] Box<pto_op::registration::DuplicateRegistration>),
     /// No model file or built-in model of that name.
     #[error("no model file `{name}` and no built-in model of that name; built-in models: {known}")]
     UnknownModel {
@@ -444,9 +447,9 @@ fn load_model(name: &str) -> Result<Model, CliError> {
             Model::load(path)?
         });
     }
-    let def = find_builtin(name).ok_or_else(|| CliError::UnknownModel {
+    let def = find_builtin(name)?.ok_or_else(|| CliError::UnknownModel {
         name: name.to_owned(),
-        known: match builtin_models().as_slice() {
+        known: match builtin_models().unwrap_or_default().as_slice() {
             [] => "none (link a crate that registers some)".to_owned(),
             all => all.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
         },
@@ -461,7 +464,7 @@ fn load_model(name: &str) -> Result<Model, CliError> {
 /// exist (see [`crate::models::ModelDef::describe`]).
 fn load_graph(name: &str) -> Result<(String, pto_op::GraphDef), CliError> {
     if !std::path::Path::new(name).is_file()
-        && let Some(def) = find_builtin(name)
+        && let Some(def) = find_builtin(name)?
     {
         let graph = def.graph().map_err(|e| CliError::Build {
             name: def.name.to_owned(),
@@ -588,7 +591,7 @@ fn models(json: bool) -> Result<String, CliError> {
         name: &'static str,
         description: &'static str,
     }
-    let all: Vec<Entry> = builtin_models()
+    let all: Vec<Entry> = builtin_models()?
         .into_iter()
         .map(|m| Entry {
             name: m.name,

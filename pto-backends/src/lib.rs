@@ -26,4 +26,5 @@ pub mod tensor_file;
 #[doc(hidden)]
 pub mod __private {
     pub use pto_op::__private::linkme;
+    pub use pto_op::SourceLocation;
 }

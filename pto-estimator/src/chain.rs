@@ -162,7 +162,7 @@ struct Slot {
     kind: Kind,
     level: Level,
     device: Option<&'static str>,
-    winner: Result<usize, DuplicateRegistration>,
+    winner: Result<usize, Box<DuplicateRegistration>>,
 }
 
 /// What the chain chose for one op on one device.
@@ -306,7 +306,7 @@ impl Chain {
         kind: Kind,
         level: Level,
         device: Option<&str>,
-    ) -> Option<&Result<usize, DuplicateRegistration>> {
+    ) -> Option<&Result<usize, Box<DuplicateRegistration>>> {
         self.slots.get(op)?.iter().find_map(|slot| {
             (slot.kind == kind && slot.level == level && slot.device == device)
                 .then_some(&slot.winner)
@@ -319,7 +319,7 @@ impl Chain {
                 continue;
             }
             if let Err(duplicate) = &slot.winner {
-                return Err(EstimateError::Duplicate(Box::new(duplicate.clone())));
+                return Err(EstimateError::Duplicate(duplicate.clone()));
             }
         }
         Ok(())
@@ -526,6 +526,24 @@ mod tests {
         assert!(
             err.contains("chain.rs:1") && err.contains("chain.rs:2"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn two_properties_of_one_op_and_level_are_a_duplicate_naming_both() {
+        let all = [
+            properties("p", Level::Default, 12),
+            properties("p", Level::Default, 3),
+        ];
+        let err = Chain::new([], [], &all)
+            .resolve("p", "kirin9030")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "two default properties registrations of op `p` for every device: one in tests \
+             (chain.rs:3), one in tests (chain.rs:12); mark the one that should win `override`, \
+             or remove the other"
         );
     }
 }

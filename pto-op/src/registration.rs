@@ -146,7 +146,9 @@ fn place_order(location: &SourceLocation) -> (&'static str, u32, &'static str) {
 /// Indexes `items` by key: each key maps to the position of the registration that wins it
 /// (the only one, or the only one marked `override` where that is allowed), or to the
 /// duplicate that leaves no winner.
-pub fn index<R: Registered>(items: &[R]) -> BTreeMap<R::Key, Result<usize, DuplicateRegistration>> {
+pub fn index<R: Registered>(
+    items: &[R],
+) -> BTreeMap<R::Key, Result<usize, Box<DuplicateRegistration>>> {
     let mut groups: BTreeMap<R::Key, Vec<usize>> = BTreeMap::new();
     for (position, item) in items.iter().enumerate() {
         groups.entry(item.key()).or_default().push(position);
@@ -189,14 +191,14 @@ fn duplicate<R: Registered>(
     first: &R,
     second: &R,
     advice: Advice,
-) -> DuplicateRegistration {
-    DuplicateRegistration {
+) -> Box<DuplicateRegistration> {
+    Box::new(DuplicateRegistration {
         kind: first.kind(),
         key: key.to_string(),
         first: first.location(),
         second: second.location(),
         advice,
-    }
+    })
 }
 
 /// Indexes `items` by key, failing on the first key (in key order) that no single
@@ -204,10 +206,10 @@ fn duplicate<R: Registered>(
 ///
 /// # Errors
 ///
-/// The [`DuplicateRegistration`] naming both places.
+/// The [`DuplicateRegistration`] naming both places (boxed: errors stay small).
 pub fn check_unique<R: Registered>(
     items: &[R],
-) -> Result<BTreeMap<R::Key, usize>, DuplicateRegistration> {
+) -> Result<BTreeMap<R::Key, usize>, Box<DuplicateRegistration>> {
     index(items)
         .into_iter()
         .map(|(key, winner)| winner.map(|position| (key, position)))
@@ -302,6 +304,6 @@ mod tests {
              both are marked `override`, so neither wins: remove `override` from one"
         );
         // check_unique reports the first key in key order.
-        assert_eq!(check_unique(&items).expect_err("duplicates"), b);
+        assert_eq!(*check_unique(&items).expect_err("duplicates"), *b);
     }
 }

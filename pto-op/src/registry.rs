@@ -59,7 +59,7 @@ pub enum RegistryError {
     },
     /// Two linked ops share one name.
     #[error(transparent)]
-    Duplicate(#[from] DuplicateRegistration),
+    Duplicate(#[from] Box<DuplicateRegistration>),
 }
 
 fn suggestion(close: &[String]) -> String {

@@ -63,7 +63,7 @@ pub enum TargetError {
     },
     /// Two linked targets share a name.
     #[error(transparent)]
-    Duplicate(#[from] DuplicateRegistration),
+    Duplicate(#[from] Box<DuplicateRegistration>),
 }
 
 /// Every linked target, ordered by name.
@@ -76,7 +76,7 @@ pub fn targets() -> Vec<&'static TargetDef> {
 /// The linked targets by name, built at first use; fails, at every call, if two linked
 /// targets share a name.
 fn by_name() -> Result<&'static BTreeMap<&'static str, usize>, TargetError> {
-    static BY_NAME: OnceLock<Result<BTreeMap<&'static str, usize>, DuplicateRegistration>> =
+    static BY_NAME: OnceLock<Result<BTreeMap<&'static str, usize>, Box<DuplicateRegistration>>> =
         OnceLock::new();
     BY_NAME
         .get_or_init(|| {

@@ -1,5 +1,6 @@
-//! Dense tensors of any [`DType`]: storage and element types ([`storage`]), seeded random
-//! tensors ([`random`]) and comparison of results against a reference ([`compare`]).
+//! Dense tensors of any [`DType`]: storage and element types ([`TensorData`], [`Element`]),
+//! seeded random tensors ([`Tensor::random`], [`SplitMix64`]) and comparison of results
+//! against a reference ([`Tensor::compare`]).
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Dimension, IxDyn};
 
