@@ -319,3 +319,62 @@ pub struct OpEventArgs {
     /// Where the estimate came from.
     pub source: Source,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chrome_trace_puts_ops_back_to_back_on_one_lane() {
+        let row = |node, op: &str, start_seconds, seconds, bound, source| OpRow {
+            node,
+            op: op.to_owned(),
+            start_seconds,
+            seconds,
+            share: 0.5,
+            bound,
+            source,
+            calibrated: false,
+            flops: None,
+            bytes: None,
+            work: Vec::new(),
+        };
+        let report = ModelReport {
+            model: "tiny".to_owned(),
+            device: "kirin9030".to_owned(),
+            ops: vec![
+                row(0, "demo.gelu", 0.0, 2e-6, Bound::Vector, Source::KernelIr),
+                row(
+                    1,
+                    "demo.matmul",
+                    2e-6,
+                    3e-6,
+                    Bound::Cube,
+                    Source::UserEstimator,
+                ),
+            ],
+            total_seconds: 5e-6,
+            weight_bytes: 0,
+            peak_activation_bytes: 0,
+            seconds_by_source: BTreeMap::new(),
+            seconds_by_bound: BTreeMap::new(),
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&report.chrome_trace().to_json().expect("serializes"))
+                .expect("valid JSON");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "traceEvents": [
+                    { "name": "demo.gelu", "cat": "kernel_ir", "ph": "X", "pid": 0, "tid": 0,
+                      "ts": 0.0, "dur": 2.0,
+                      "args": { "node": 0, "bound": "vector", "source": "kernel_ir" } },
+                    { "name": "demo.matmul", "cat": "user_estimator", "ph": "X", "pid": 0,
+                      "tid": 0, "ts": 2.0, "dur": 3.0,
+                      "args": { "node": 1, "bound": "cube", "source": "user_estimator" } },
+                ],
+                "displayTimeUnit": "ns",
+            })
+        );
+    }
+}
