@@ -46,7 +46,9 @@ fn onnxruntime_time(model: &Path, inputs: &Path, iters: u64) -> Duration {
 }
 
 fn decoder_block(c: &mut Criterion) {
-    let def = find_builtin("decoder-block-std").expect("registered by pto-examples");
+    let def = find_builtin("decoder-block-std")
+        .expect("unique model names")
+        .expect("registered by pto-examples");
     let model = (def.build)().expect("the model builds");
     let compiled = compile(&model, "cpu").expect("compiles for cpu");
     let inputs = compiled.random_inputs(0);

@@ -21,7 +21,9 @@ use pto_op::models::find_builtin;
 const MODEL: &str = "llama-7b-decoder";
 
 fn llama_7b(c: &mut Criterion) {
-    let def = find_builtin(MODEL).expect("pto-examples registers the 7B decoder");
+    let def = find_builtin(MODEL)
+        .expect("unique model names")
+        .expect("pto-examples registers the 7B decoder");
     let graph = def.graph().expect("the 7B decoder describes itself");
     assert!(graph.nodes.len() >= 1_000, "{} nodes", graph.nodes.len());
     let kirin = DeviceProfile::builtin("kirin9030").expect("built-in profile");

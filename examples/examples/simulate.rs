@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = Simulator::new(device, options).run(&program, &inputs)?;
     println!("\n== simulated\n{}", run.report);
     if let Some(trace) = &run.trace {
-        trace.write_chrome_trace(&trace_path)?;
+        trace.write(&trace_path)?;
         println!(
             "timeline: {} ({} events)",
             trace_path.display(),

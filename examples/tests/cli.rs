@@ -93,6 +93,7 @@ fn parity_and_inspect_report_per_output_and_per_node() {
 fn mistakes_are_named() {
     let err = run(["pto", "run", "decoder_blok"]).unwrap_err();
     let names: Vec<&str> = pto_op::models::builtin_models()
+        .expect("unique names")
         .iter()
         .map(|m| m.name)
         .collect();
@@ -280,7 +281,11 @@ fn estimate_takes_the_7b_model_without_its_weights() {
 #[test]
 fn run_reads_named_inputs_from_a_safetensors_file() {
     // The random inputs of seed 3, written as the file `--inputs` reads.
-    let model = (pto_op::models::find_builtin("pipeline").unwrap().build)().unwrap();
+    let model = (pto_op::models::find_builtin("pipeline")
+        .unwrap()
+        .unwrap()
+        .build)()
+    .unwrap();
     let compiled = pto_backends::compiler::compile(&model, "cpu").unwrap();
     let x = compiled.random_inputs(3).remove(0);
     let bytes = x.to_le_bytes();

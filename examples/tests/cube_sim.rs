@@ -110,7 +110,8 @@ fn attention_keeps_cube_vector_and_mte2_busy_at_once() {
     assert_eq!(report.double_buffered_loops, 1, "{report}");
 
     let trace = run.trace.expect("trace requested");
-    let lanes = lanes_of_core_0(&trace.trace_events);
+    let json = serde_json::to_value(&trace).expect("serializes");
+    let lanes = lanes_of_core_0(json["traceEvents"].as_array().expect("traceEvents array"));
     let lane = |name: &str| lanes.get(name).map_or(&[][..], Vec::as_slice);
     let (cube, vector, mte2) = (lane("CUBE"), lane("VECTOR"), lane("MTE2"));
     assert!(

@@ -49,6 +49,7 @@ fn a_model_using_the_op_reports_team_b_s_estimator() {
     let device = DeviceProfile::builtin("kirin9030").unwrap();
     let graph = pto_op::models::find_builtin("mixed")
         .unwrap()
+        .unwrap()
         .graph()
         .unwrap();
     let mut estimator = Estimator::linked(&device).unwrap();

@@ -10,6 +10,7 @@ use pto_examples as _;
 /// The models with weight data: `llama-7b-decoder` only describes its graph.
 fn runnable() -> Vec<&'static pto_op::models::ModelDef> {
     builtin_models()
+        .expect("unique names")
         .into_iter()
         .filter(|m| m.describe.is_none())
         .collect()
@@ -17,7 +18,11 @@ fn runnable() -> Vec<&'static pto_op::models::ModelDef> {
 
 #[test]
 fn every_example_model_agrees_on_cpu_and_sim() {
-    let names: Vec<&str> = builtin_models().iter().map(|m| m.name).collect();
+    let names: Vec<&str> = builtin_models()
+        .expect("unique names")
+        .iter()
+        .map(|m| m.name)
+        .collect();
     assert_eq!(
         names,
         [
@@ -42,7 +47,7 @@ fn every_example_model_agrees_on_cpu_and_sim() {
 
 #[test]
 fn sim_runs_kernels_falls_back_visibly_and_times_every_node() {
-    let model = (find_builtin("mixed").unwrap().build)().unwrap();
+    let model = (find_builtin("mixed").unwrap().unwrap().build)().unwrap();
     let compiled = compile(&model, "sim").unwrap();
     let report = compiled.report();
     assert_eq!(report.fallbacks, ["demo.moments"]);
@@ -80,7 +85,7 @@ fn sim_runs_kernels_falls_back_visibly_and_times_every_node() {
 
 #[test]
 fn inputs_are_checked_by_name_count_shape_and_dtype() {
-    let model = (find_builtin("pipeline").unwrap().build)().unwrap();
+    let model = (find_builtin("pipeline").unwrap().unwrap().build)().unwrap();
     let compiled = compile(&model, "cpu").unwrap();
     let err = compiled.run(&[]).unwrap_err();
     assert_eq!(
@@ -124,4 +129,31 @@ fn every_example_model_walks_through_export_compile_run_and_compare() {
         assert!(out.contains("(sim vs cpu) passed"), "{out}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn two_models_of_one_name_are_a_duplicate_naming_both_places() {
+    use pto_op::models::{ModelDef, ModelRegistration};
+    use pto_op::registration::check_unique;
+    let pipeline = find_builtin("pipeline").unwrap().unwrap();
+    let registration = |name, source| ModelRegistration {
+        def: ModelDef {
+            name,
+            description: "",
+            build: pipeline.build,
+            describe: None,
+        },
+        source,
+    };
+    // `_` and `-` are the same to lookups, so to duplicates.
+    let second = registration("my_model", pto_op::source_location!());
+    let first = registration("my-model", pto_op::source_location!());
+    let err = check_unique(&[first, second]).expect_err("one name twice");
+    assert_eq!(err.first.line + 1, err.second.line, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("two model registrations of `my-model`: one in models ("),
+        "{message}"
+    );
+    assert!(message.contains("models.rs:"), "{message}");
 }

@@ -1,7 +1,8 @@
-//! Buffer planning: how long each activation lives over the node order, and so how much
-//! activation memory a run needs at its peak.
+//! Buffer planning: how much activation memory a run needs at its peak (from
+//! [`Liveness`]), and when each activation can be freed.
 
-use pto_op::{GraphDef, ValueId, ValueKind};
+use pto_op::graph::Liveness;
+use pto_op::{GraphDef, ValueId};
 use serde::Serialize;
 
 /// The memory a model needs to run: activations (graph inputs and node outputs) live from
@@ -47,66 +48,22 @@ pub struct BufferPlan {
 }
 
 impl BufferPlan {
-    /// The plan of `graph`, its nodes run in their recorded order. Value ids out of range
-    /// are ignored here; the compiler rejects such graphs before it plans.
+    /// The plan of `graph`, its nodes run in their recorded order, from its activations'
+    /// [`Liveness`]. Value ids out of range are ignored here; the compiler rejects such
+    /// graphs before it plans.
     pub fn of(graph: &GraphDef) -> BufferPlan {
-        let nodes = graph.nodes.len();
-        let bytes = |id: ValueId| {
-            graph
-                .values
-                .get(id)
-                .map_or(0, |v| (v.ty.shape.numel() * v.ty.dtype.size_bytes()) as u64)
-        };
-        // (first node alive, last node alive) per activation.
-        let mut span: Vec<Option<(usize, usize)>> = graph
-            .values
-            .iter()
-            .map(|v| (v.kind == ValueKind::Input).then_some((0, 0)))
-            .collect();
-        for (index, node) in graph.nodes.iter().enumerate() {
-            for &id in &node.inputs {
-                if let Some(Some((_, last))) = span.get_mut(id) {
-                    *last = (*last).max(index);
-                }
-            }
-            for &id in &node.outputs {
-                if let Some(slot) = span.get_mut(id) {
-                    *slot = Some((index, index));
-                }
-            }
-        }
-        let mut release_after = vec![Vec::new(); nodes];
-        for (id, slot) in span.iter_mut().enumerate() {
-            if let Some((_, last)) = slot {
-                if graph.outputs.contains(&id) {
-                    *last = nodes.saturating_sub(1);
-                } else if let Some(list) = release_after.get_mut(*last) {
-                    list.push(id);
-                }
-            }
-        }
-        let live_bytes: Vec<u64> = (0..nodes)
-            .map(|index| {
-                span.iter()
-                    .enumerate()
-                    .filter_map(|(id, s)| {
-                        s.filter(|(first, last)| (*first..=*last).contains(&index))
-                            .map(|_| bytes(id))
-                    })
-                    .sum()
-            })
-            .collect();
-        let peak = live_bytes
-            .iter()
-            .enumerate()
-            .max_by_key(|(index, bytes)| (**bytes, core::cmp::Reverse(*index)));
-        let inputs_only: u64 = graph.inputs.iter().map(|&id| bytes(id)).sum();
+        let liveness = Liveness::of(graph);
         BufferPlan {
-            peak_activation_bytes: peak.map_or(inputs_only, |(_, b)| *b),
-            peak_node: peak.map(|(index, _)| index),
-            live_bytes,
-            weight_bytes: graph.weights.iter().map(|&id| bytes(id)).sum(),
-            release_after,
+            peak_activation_bytes: liveness.peak_bytes,
+            peak_node: liveness.peak_node,
+            live_bytes: liveness.live_bytes,
+            weight_bytes: graph
+                .weights
+                .iter()
+                .filter_map(|&id| graph.values.get(id))
+                .map(|v| v.ty.bytes())
+                .sum(),
+            release_after: liveness.release_after,
         }
     }
 }

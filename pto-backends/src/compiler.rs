@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pto_op::registry::RegistryError;
-use pto_op::target::{TargetConfig, UnknownTarget};
+use pto_op::target::{TargetConfig, TargetError};
 use pto_op::{
     Executor, Lowering, Model, NodeDef, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind,
 };
@@ -35,7 +35,7 @@ use crate::compat::{SchemaChange, schema_changes};
 pub enum CompileError {
     /// The target is not linked.
     #[error(transparent)]
-    Target(#[from] UnknownTarget),
+    Target(#[from] TargetError),
     /// A node calls an op that is not linked.
     #[error("model `{model}`: node {node}: {source}")]
     UnknownOp {
@@ -97,8 +97,16 @@ pub enum CompileError {
         /// What does not fit.
         source: Box<OpError>,
     },
-    /// The graph refers to values that do not exist, or a node records another number of
-    /// outputs than its op has.
+    /// The graph's structure is broken ([`pto_op::GraphDef::validate`]).
+    #[error("model `{model}`: invalid graph: {source}")]
+    InvalidGraph {
+        /// The model.
+        model: String,
+        /// The fault.
+        source: pto_op::graph::GraphError,
+    },
+    /// A node refers to a value that does not exist, or records another number of outputs
+    /// than its op has.
     #[error("model `{model}`: {message}")]
     Graph {
         /// The model.
@@ -397,7 +405,7 @@ pub fn compile(
 ///
 /// # Errors
 ///
-/// [`CompileError::Weights`], [`CompileError::Graph`], [`CompileError::UnknownOp`],
+/// [`CompileError::Weights`], [`CompileError::InvalidGraph`], [`CompileError::UnknownOp`],
 /// [`CompileError::MissingSchema`],
 /// [`CompileError::SchemaChanged`], [`CompileError::NodeSignature`].
 pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
@@ -419,7 +427,7 @@ pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
     Ok(ops)
 }
 
-/// The weights fit the graph, and its inputs and outputs are values it has.
+/// The weights fit the graph, and the graph is well formed ([`pto_op::GraphDef::validate`]).
 fn check_graph(model: &Model) -> Result<(), CompileError> {
     model
         .check_weights()
@@ -427,22 +435,13 @@ fn check_graph(model: &Model) -> Result<(), CompileError> {
             model: model.name.clone(),
             source: Box::new(source),
         })?;
-    let graph = &model.graph;
-    match graph
-        .inputs
-        .iter()
-        .chain(&graph.outputs)
-        .find(|&&id| id >= graph.values.len())
-    {
-        Some(id) => Err(CompileError::Graph {
+    model
+        .graph
+        .validate()
+        .map_err(|source| CompileError::InvalidGraph {
             model: model.name.clone(),
-            message: format!(
-                "graph input or output {id} does not exist ({} values)",
-                graph.values.len()
-            ),
-        }),
-        None => Ok(()),
-    }
+            source,
+        })
 }
 
 /// The model's recorded schema of `op` (first called at node `node`) is the linked one.

@@ -10,6 +10,7 @@ static CPU_TARGET: TargetDef = TargetDef {
     name: "cpu",
     description: "the CPU reference: each op's #[reference] function",
     make: |_device| Box::new(Cpu),
+    source: pto_op::source_location!(),
 };
 
 /// Runs ops on the CPU with their `#[reference]` functions, checked against their

@@ -18,4 +18,5 @@ pub mod sim;
 #[doc(hidden)]
 pub mod __private {
     pub use pto_op::__private::linkme;
+    pub use pto_op::SourceLocation;
 }

@@ -170,7 +170,7 @@ fn the_chrome_trace_has_a_lane_per_core_and_pipe_and_is_written_atomically() {
     let dir = std::env::temp_dir().join(format!("pto-sim-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("attention.json");
-    trace.write_chrome_trace(&path).expect("writes");
+    trace.write(&path).expect("writes");
     let text = std::fs::read_to_string(&path).expect("reads back");
     let leftovers = std::fs::read_dir(&dir).expect("lists").count();
     std::fs::remove_dir_all(&dir).expect("cleans up");
@@ -227,7 +227,11 @@ fn traces_are_capped() {
         },
     );
     let trace = run.trace.expect("trace requested");
-    let complete = trace.trace_events.iter().filter(|e| e["ph"] == "X").count();
+    let complete = trace
+        .trace_events
+        .iter()
+        .filter_map(|e| e.as_complete())
+        .count();
     assert_eq!(complete, 10);
 }
 

@@ -88,7 +88,7 @@ pub fn accuracy(device: &DeviceProfile, cases: &[Case]) -> Result<AccuracyReport
 ///
 /// # Errors
 ///
-/// As [`accuracy`]; [`EstimateError::Io`] when `output` cannot be written.
+/// As [`accuracy`]; [`EstimateError::Write`] when `output` cannot be written.
 pub fn calibrate(
     device: &DeviceProfile,
     training: &[Case],

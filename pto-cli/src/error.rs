@@ -15,6 +15,9 @@ pub enum CliError {
     /// The arguments do not parse (or ask for help or the version).
     #[error("{0}")]
     Usage(#[from] clap::Error),
+    /// Two built-in models share a name.
+    #[error(transparent)]
+    DuplicateModel(#[from] Box<pto_op::registration::DuplicateRegistration>),
     /// No model file or built-in model of that name.
     #[error("no model file `{name}` and no built-in model of that name; built-in models: {known}")]
     UnknownModel {

@@ -43,7 +43,7 @@ pub(crate) fn models(json: bool) -> Result<String, CliError> {
         name: &'static str,
         description: &'static str,
     }
-    let all: Vec<Entry> = builtin_models()
+    let all: Vec<Entry> = builtin_models()?
         .into_iter()
         .map(|m| Entry {
             name: m.name,

@@ -24,9 +24,9 @@ pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
             Model::load(path)?
         });
     }
-    let def = find_builtin(name).ok_or_else(|| CliError::UnknownModel {
+    let def = find_builtin(name)?.ok_or_else(|| CliError::UnknownModel {
         name: name.to_owned(),
-        known: match builtin_models().as_slice() {
+        known: match builtin_models().unwrap_or_default().as_slice() {
             [] => "none (link a crate that registers some)".to_owned(),
             all => all.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
         },
@@ -38,7 +38,7 @@ pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
 /// exist (see [`pto_op::models::ModelDef::describe`]).
 pub(crate) fn load_graph(name: &str) -> Result<(String, GraphDef), CliError> {
     if !Path::new(name).is_file()
-        && let Some(def) = find_builtin(name)
+        && let Some(def) = find_builtin(name)?
     {
         let graph = def.graph().map_err(|e| CliError::build(def, e))?;
         return Ok((def.name.to_owned(), graph));

@@ -21,7 +21,6 @@ use serde::Serialize;
 
 use crate::EstimateError;
 use crate::accuracy::AccuracyReport;
-use crate::report::write_atomically;
 
 /// The least-squares fit of `ln reference = a + b ln estimate` over `(estimate, reference)`
 /// pairs in seconds; pairs that are not both positive are left out. One usable pair (or
@@ -84,13 +83,17 @@ pub fn calibrated(
 ///
 /// # Errors
 ///
-/// [`EstimateError::Io`] when the file cannot be written.
+/// [`EstimateError::Write`] when the file cannot be written, [`EstimateError::Io`] when the
+/// profile cannot be turned into JSON.
 pub fn write_profile(profile: &DeviceProfile, path: &Path) -> Result<(), EstimateError> {
     let text = profile.to_json().map_err(|e| EstimateError::Io {
         file: path.to_owned(),
         source: std::io::Error::other(e),
     })?;
-    write_atomically(path, format!("{text}\n").as_bytes())
+    Ok(pto_op::fs::write_atomic(
+        path,
+        format!("{text}\n").as_bytes(),
+    )?)
 }
 
 /// What `pto calibrate` prints: the fitted corrections, and the accuracy on the held-out

@@ -21,12 +21,13 @@ use std::sync::OnceLock;
 
 use pto_op::op::{EstimatorFn, PropertiesFn};
 use pto_op::perf::{ESTIMATORS, PROPERTIES};
+use pto_op::registration::{self, DuplicateRegistration, Registered};
 use pto_op::{
     EstimatorRegistration, Level, OpDef, PropertiesRegistration, SourceLocation, registry,
 };
 use serde::Serialize;
 
-use crate::error::{Conflict, EstimateError};
+use crate::error::EstimateError;
 
 /// The two levels of registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -108,14 +109,60 @@ impl Entry {
     }
 }
 
-/// Registrations compete only with those of the same op, kind, level and device: one slot
-/// each, holding the winner or the two in conflict (and whether both were `override`).
+/// Registrations compete only with those of the same op, kind, level and device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct SlotKey {
+    op: &'static str,
+    kind: Kind,
+    level: Level,
+    device: Option<&'static str>,
+}
+
+impl core::fmt::Display for SlotKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.device {
+            Some(device) => write!(f, "op `{}` for device `{device}`", self.op),
+            None => write!(f, "op `{}` for every device", self.op),
+        }
+    }
+}
+
+impl Registered for Entry {
+    type Key = SlotKey;
+
+    fn key(&self) -> SlotKey {
+        SlotKey {
+            op: self.op,
+            kind: self.kind(),
+            level: self.level,
+            device: self.device,
+        }
+    }
+
+    fn kind(&self) -> String {
+        format!("{} {}", self.level, Entry::kind(self))
+    }
+
+    fn location(&self) -> SourceLocation {
+        self.source
+    }
+
+    fn can_override(&self) -> bool {
+        true
+    }
+
+    fn overrides(&self) -> bool {
+        self.overrides
+    }
+}
+
+/// One slot per op, kind, level and device, holding the winner or the two in conflict.
 #[derive(Debug)]
 struct Slot {
     kind: Kind,
     level: Level,
     device: Option<&'static str>,
-    winner: Result<usize, (usize, usize, bool)>,
+    winner: Result<usize, Box<DuplicateRegistration>>,
 }
 
 /// What the chain chose for one op on one device.
@@ -196,33 +243,14 @@ impl Chain {
             source: r.source,
             model: Model::Properties(r.properties),
         }));
-        // Link order is arbitrary: order by place, so conflicts read the same every build.
+        // Link order is arbitrary: order by place, so listings read the same every build.
         entries.sort_by_key(|e| (e.op, e.source.file, e.source.line, e.source.module_path));
-        let mut grouped: BTreeMap<(&'static str, Kind, Level, Option<&'static str>), Vec<usize>> =
-            BTreeMap::new();
-        for (index, e) in entries.iter().enumerate() {
-            grouped
-                .entry((e.op, e.kind(), e.level, e.device))
-                .or_default()
-                .push(index);
-        }
         let mut slots: BTreeMap<&'static str, Vec<Slot>> = BTreeMap::new();
-        for ((op, kind, level, device), members) in grouped {
-            let marked: Vec<usize> = members
-                .iter()
-                .copied()
-                .filter(|&i| entries[i].overrides)
-                .collect();
-            let winner = match (members.as_slice(), marked.as_slice()) {
-                ([only], _) | (_, [only]) => Ok(*only),
-                (_, [first, second, ..]) => Err((*first, *second, true)),
-                ([first, second, ..], []) => Err((*first, *second, false)),
-                ([], []) => continue,
-            };
-            slots.entry(op).or_default().push(Slot {
-                kind,
-                level,
-                device,
+        for (key, winner) in registration::index(&entries) {
+            slots.entry(key.op).or_default().push(Slot {
+                kind: key.kind,
+                level: key.level,
+                device: key.device,
                 winner,
             });
         }
@@ -278,7 +306,7 @@ impl Chain {
         kind: Kind,
         level: Level,
         device: Option<&str>,
-    ) -> Option<&Result<usize, (usize, usize, bool)>> {
+    ) -> Option<&Result<usize, Box<DuplicateRegistration>>> {
         self.slots.get(op)?.iter().find_map(|slot| {
             (slot.kind == kind && slot.level == level && slot.device == device)
                 .then_some(&slot.winner)
@@ -290,16 +318,8 @@ impl Chain {
             if slot.device.is_some_and(|d| d != device) {
                 continue;
             }
-            if let Err((first, second, both_override)) = slot.winner {
-                return Err(EstimateError::Duplicate(Box::new(Conflict {
-                    op: op.to_owned(),
-                    device: slot.device.map(str::to_owned),
-                    level: slot.level,
-                    kind: slot.kind,
-                    first: self.entries[first].source,
-                    second: self.entries[second].source,
-                    both_override,
-                })));
+            if let Err(duplicate) = &slot.winner {
+                return Err(EstimateError::Duplicate(duplicate.clone()));
             }
         }
         Ok(())
@@ -477,7 +497,7 @@ mod tests {
         let err = chain.resolve("a", "kirin9030").unwrap_err().to_string();
         assert_eq!(
             err,
-            "op `a` has two user estimator registrations for device `kirin9030`: one in tests \
+            "two user estimator registrations of op `a` for device `kirin9030`: one in tests \
              (chain.rs:4), one in tests (chain.rs:9); mark the one that should win `override`, \
              or remove the other"
         );
@@ -506,6 +526,24 @@ mod tests {
         assert!(
             err.contains("chain.rs:1") && err.contains("chain.rs:2"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn two_properties_of_one_op_and_level_are_a_duplicate_naming_both() {
+        let all = [
+            properties("p", Level::Default, 12),
+            properties("p", Level::Default, 3),
+        ];
+        let err = Chain::new([], [], &all)
+            .resolve("p", "kirin9030")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "two default properties registrations of op `p` for every device: one in tests \
+             (chain.rs:3), one in tests (chain.rs:12); mark the one that should win `override`, \
+             or remove the other"
         );
     }
 }

@@ -41,7 +41,7 @@ use serde::Serialize;
 use crate::chain::{Chain, Model, Source};
 use crate::roofline::{Bound, Peaks, Roofline, roofline_with};
 
-pub use error::{Conflict, EstimateError};
+pub use error::EstimateError;
 
 /// The estimate of one op call.
 #[derive(Debug, Clone, PartialEq, Serialize)]

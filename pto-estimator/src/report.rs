@@ -2,10 +2,10 @@
 //! roofline plot.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
-use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, ValueKind, registry};
+use pto_op::chrome_trace::{ChromeTrace, CompleteEvent, DisplayTimeUnit, TraceEvent};
+use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
 use crate::chain::Source;
@@ -135,7 +135,7 @@ impl ModelReport {
             .filter_map(|&id| graph.values.get(id))
             .map(|v| v.ty.bytes())
             .sum();
-        report.peak_activation_bytes = peak_activation_bytes(graph);
+        report.peak_activation_bytes = pto_op::graph::Liveness::of(graph).peak_bytes;
         Ok(report)
     }
 
@@ -205,19 +205,29 @@ impl ModelReport {
 
     /// The timeline as a Chrome trace (`chrome://tracing`, Perfetto): ops back to back on
     /// one lane.
-    pub fn chrome_trace(&self) -> serde_json::Value {
-        let events: Vec<serde_json::Value> = self
-            .ops
-            .iter()
-            .map(|row| {
-                serde_json::json!({
-                    "name": row.op, "cat": row.source, "ph": "X", "pid": 0, "tid": 0,
-                    "ts": row.start_seconds * 1e6, "dur": row.seconds * 1e6,
-                    "args": { "node": row.node, "bound": row.bound, "source": row.source },
+    pub fn chrome_trace(&self) -> ModelTrace {
+        ModelTrace {
+            trace_events: self
+                .ops
+                .iter()
+                .map(|row| {
+                    TraceEvent::Complete(CompleteEvent {
+                        name: row.op.clone(),
+                        cat: row.source,
+                        pid: 0,
+                        tid: 0,
+                        ts: row.start_seconds * 1e6,
+                        dur: row.seconds * 1e6,
+                        args: OpEventArgs {
+                            node: row.node,
+                            bound: row.bound,
+                            source: row.source,
+                        },
+                    })
                 })
-            })
-            .collect();
-        serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+                .collect(),
+            display_time_unit: Some(DisplayTimeUnit::Ns),
+        }
     }
 
     /// Writes [`ModelReport::chrome_trace`] to `path`, atomically.
@@ -226,7 +236,7 @@ impl ModelReport {
     ///
     /// The file cannot be written.
     pub fn write_trace(&self, path: &Path) -> Result<(), EstimateError> {
-        write_atomically(path, self.chrome_trace().to_string().as_bytes())
+        Ok(self.chrome_trace().write(path)?)
     }
 
     /// Writes the roofline plot ([`crate::plot::roofline_svg`]) to `path`, atomically.
@@ -235,7 +245,10 @@ impl ModelReport {
     ///
     /// The file cannot be written.
     pub fn write_plot(&self, path: &Path, peaks: &Peaks) -> Result<(), EstimateError> {
-        write_atomically(path, crate::plot::roofline_svg(self, peaks).as_bytes())
+        Ok(pto_op::fs::write_atomic(
+            path,
+            crate::plot::roofline_svg(self, peaks).as_bytes(),
+        )?)
     }
 }
 
@@ -292,69 +305,76 @@ impl core::fmt::Display for ModelReport {
     }
 }
 
-/// The most activation bytes alive at once over the node order.
-fn peak_activation_bytes(graph: &GraphDef) -> u64 {
-    let nodes = graph.nodes.len();
-    let mut first = vec![None; graph.values.len()];
-    let mut last = vec![0usize; graph.values.len()];
-    for (id, v) in graph.values.iter().enumerate() {
-        if v.kind == ValueKind::Input {
-            first[id] = Some(0);
-        }
-    }
-    for (index, node) in graph.nodes.iter().enumerate() {
-        for &id in &node.outputs {
-            if let Some(slot) = first.get_mut(id) {
-                *slot = Some(index);
-                last[id] = index;
-            }
-        }
-        for &id in &node.inputs {
-            if let Some(l) = last.get_mut(id) {
-                *l = (*l).max(index);
-            }
-        }
-    }
-    for &id in &graph.outputs {
-        if let Some(l) = last.get_mut(id) {
-            *l = nodes.saturating_sub(1);
-        }
-    }
-    // Bytes that start and stop being alive at each node; a sweep gives the peak.
-    let mut delta = vec![0i128; nodes + 1];
-    for (id, v) in graph.values.iter().enumerate() {
-        if let Some(start) = first[id] {
-            let bytes = i128::from(v.ty.bytes());
-            delta[start] += bytes;
-            delta[last[id].max(start) + 1] -= bytes;
-        }
-    }
-    let mut alive = 0i128;
-    let mut peak = 0i128;
-    for d in delta.iter().take(nodes.max(1)) {
-        alive += d;
-        peak = peak.max(alive);
-    }
-    u64::try_from(peak).unwrap_or(0)
+/// A model's timeline as a Chrome trace: one complete event per op, categorized by the
+/// estimate's source.
+pub type ModelTrace = ChromeTrace<Source, OpEventArgs>;
+
+/// The details of one op in a [`ModelTrace`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpEventArgs {
+    /// The node's index in the model.
+    pub node: usize,
+    /// What limits the op's time.
+    pub bound: Bound,
+    /// Where the estimate came from.
+    pub source: Source,
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EstimateError> {
-    let io = |source| EstimateError::Io {
-        file: path.to_owned(),
-        source,
-    };
-    let name = path.file_name().map_or_else(
-        || "estimate".to_owned(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(io(e));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chrome_trace_puts_ops_back_to_back_on_one_lane() {
+        let row = |node, op: &str, start_seconds, seconds, bound, source| OpRow {
+            node,
+            op: op.to_owned(),
+            start_seconds,
+            seconds,
+            share: 0.5,
+            bound,
+            source,
+            calibrated: false,
+            flops: None,
+            bytes: None,
+            work: Vec::new(),
+        };
+        let report = ModelReport {
+            model: "tiny".to_owned(),
+            device: "kirin9030".to_owned(),
+            ops: vec![
+                row(0, "demo.gelu", 0.0, 2e-6, Bound::Vector, Source::KernelIr),
+                row(
+                    1,
+                    "demo.matmul",
+                    2e-6,
+                    3e-6,
+                    Bound::Cube,
+                    Source::UserEstimator,
+                ),
+            ],
+            total_seconds: 5e-6,
+            weight_bytes: 0,
+            peak_activation_bytes: 0,
+            seconds_by_source: BTreeMap::new(),
+            seconds_by_bound: BTreeMap::new(),
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&report.chrome_trace().to_json().expect("serializes"))
+                .expect("valid JSON");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "traceEvents": [
+                    { "name": "demo.gelu", "cat": "kernel_ir", "ph": "X", "pid": 0, "tid": 0,
+                      "ts": 0.0, "dur": 2.0,
+                      "args": { "node": 0, "bound": "vector", "source": "kernel_ir" } },
+                    { "name": "demo.matmul", "cat": "user_estimator", "ph": "X", "pid": 0,
+                      "tid": 0, "ts": 2.0, "dur": 3.0,
+                      "args": { "node": 1, "bound": "cube", "source": "user_estimator" } },
+                ],
+                "displayTimeUnit": "ns",
+            })
+        );
     }
-    Ok(())
 }

@@ -46,10 +46,12 @@
 extern crate self as pto_op;
 
 pub mod attr;
+pub mod chrome_trace;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod executor;
+pub mod fs;
 pub mod graph;
 pub mod kernel;
 pub mod model;
@@ -59,6 +61,7 @@ pub mod op;
 pub mod ops;
 pub mod parity;
 pub mod perf;
+pub mod registration;
 pub mod registry;
 pub mod schema;
 pub mod shape;
@@ -84,7 +87,7 @@ pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
 pub use shape::Shape;
-pub use tensor::{Comparison, Element, Mismatch, Tensor, TensorData, TensorError};
+pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tolerance::Tolerance;
 
 /// What an operator module needs: `use pto_op::prelude::*;`.

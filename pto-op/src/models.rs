@@ -7,6 +7,8 @@
 use crate::error::OpError;
 use crate::graph::GraphDef;
 use crate::model::Model;
+use crate::op::SourceLocation;
+use crate::registration::{DuplicateRegistration, Registered, check_unique};
 
 /// A registered model builder.
 #[derive(Debug)]
@@ -36,9 +38,36 @@ impl ModelDef {
     }
 }
 
+/// A [`ModelDef`] as [`register_model!`](crate::register_model) places it in the registry:
+/// with where it is registered, for duplicate-name messages.
+#[derive(Debug)]
+pub struct ModelRegistration {
+    /// The model.
+    pub def: ModelDef,
+    /// Where it is registered.
+    pub source: SourceLocation,
+}
+
+impl Registered for ModelRegistration {
+    /// The name with `_` read as `-`, the way lookups compare names.
+    type Key = String;
+
+    fn key(&self) -> String {
+        format!("`{}`", self.def.name.replace('_', "-"))
+    }
+
+    fn kind(&self) -> String {
+        "model".to_owned()
+    }
+
+    fn location(&self) -> SourceLocation {
+        self.source
+    }
+}
+
 #[doc(hidden)]
 #[linkme::distributed_slice]
-pub static MODELS: [ModelDef];
+pub static MODELS: [ModelRegistration];
 
 /// Registers a model builder under a name.
 ///
@@ -55,19 +84,39 @@ macro_rules! register_model {
     ($static_name:ident, $def:expr) => {
         #[$crate::__private::linkme::distributed_slice($crate::__private::MODELS)]
         #[linkme(crate = $crate::__private::linkme)]
-        static $static_name: $crate::models::ModelDef = $def;
+        static $static_name: $crate::models::ModelRegistration =
+            $crate::models::ModelRegistration {
+                def: $def,
+                source: $crate::__private::SourceLocation {
+                    module_path: ::core::module_path!(),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                },
+            };
     };
 }
 
 /// Every registered model, ordered by name.
-pub fn builtin_models() -> Vec<&'static ModelDef> {
-    let mut all: Vec<&'static ModelDef> = MODELS.iter().collect();
+///
+/// # Errors
+///
+/// [`DuplicateRegistration`] when two registered models share a name (`_` and `-` count as
+/// the same), naming both places.
+pub fn builtin_models() -> Result<Vec<&'static ModelDef>, Box<DuplicateRegistration>> {
+    let unique = check_unique(&MODELS[..])?;
+    let mut all: Vec<&'static ModelDef> = unique.values().map(|&at| &MODELS[at].def).collect();
     all.sort_by_key(|m| m.name);
-    all
+    Ok(all)
 }
 
-/// The registered model named `name`; `_` and `-` are interchangeable.
-pub fn find_builtin(name: &str) -> Option<&'static ModelDef> {
+/// The registered model named `name`, if any; `_` and `-` are interchangeable.
+///
+/// # Errors
+///
+/// As [`builtin_models`].
+pub fn find_builtin(name: &str) -> Result<Option<&'static ModelDef>, Box<DuplicateRegistration>> {
     let wanted = name.replace('_', "-");
-    MODELS.iter().find(|m| m.name.replace('_', "-") == wanted)
+    Ok(builtin_models()?
+        .into_iter()
+        .find(|m| m.name.replace('_', "-") == wanted))
 }

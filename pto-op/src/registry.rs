@@ -19,6 +19,27 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use crate::op::{OpDef, SourceLocation};
+use crate::registration::{DuplicateRegistration, Quoted, Registered, check_unique};
+
+impl Registered for OpDef {
+    type Key = Quoted;
+
+    fn key(&self) -> Quoted {
+        Quoted(self.name)
+    }
+
+    fn kind(&self) -> String {
+        "op".to_owned()
+    }
+
+    fn location(&self) -> SourceLocation {
+        self.source
+    }
+
+    fn rename_advice(&self) -> &'static str {
+        "rename one of them (names are `domain.op`, and the domain should be your team's)"
+    }
+}
 
 #[doc(hidden)]
 #[linkme::distributed_slice]
@@ -37,18 +58,8 @@ pub enum RegistryError {
         close: Vec<String>,
     },
     /// Two linked ops share one name.
-    #[error(
-        "two ops are named `{name}`: one in {first}, one in {second}; \
-         rename one of them (names are `domain.op`, and the domain should be your team's)"
-    )]
-    Duplicate {
-        /// The shared name.
-        name: String,
-        /// Where the first is defined.
-        first: SourceLocation,
-        /// Where the second is defined.
-        second: SourceLocation,
-    },
+    #[error(transparent)]
+    Duplicate(#[from] Box<DuplicateRegistration>),
 }
 
 fn suggestion(close: &[String]) -> String {
@@ -66,19 +77,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Indexes `ops`; fails on the first name defined twice.
+    /// Indexes `ops`; fails on the first name defined twice (see [`check_unique`]).
     pub fn new(ops: impl IntoIterator<Item = &'static OpDef>) -> Result<Registry, RegistryError> {
-        let mut by_name: BTreeMap<&'static str, &'static OpDef> = BTreeMap::new();
-        for op in ops {
-            if let Some(first) = by_name.insert(op.name, op) {
-                let (first, second) = ordered(first.source, op.source);
-                return Err(RegistryError::Duplicate {
-                    name: op.name.to_owned(),
-                    first,
-                    second,
-                });
-            }
-        }
+        let ops: Vec<&'static OpDef> = ops.into_iter().collect();
+        let by_name = check_unique(&ops)?
+            .into_iter()
+            .map(|(name, position)| (name.0, ops[position]))
+            .collect();
         Ok(Registry { by_name })
     }
 
@@ -115,15 +120,6 @@ impl Registry {
             .filter(|k| k.rsplit('.').next() == Some(short) || edit_distance(k, name) <= 2)
             .map(|k| (*k).to_owned())
             .collect()
-    }
-}
-
-/// Link order is arbitrary; order the two places so the message is the same every build.
-fn ordered(a: SourceLocation, b: SourceLocation) -> (SourceLocation, SourceLocation) {
-    if (a.file, a.line, a.module_path) <= (b.file, b.line, b.module_path) {
-        (a, b)
-    } else {
-        (b, a)
     }
 }
 

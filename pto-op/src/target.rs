@@ -8,8 +8,13 @@
 //! crates, a binary must link the backend crate for its targets to exist: name it once,
 //! `use pto_backends as _;`.
 
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
 use crate::device::DeviceProfile;
 use crate::executor::Executor;
+use crate::op::SourceLocation;
+use crate::registration::{DuplicateRegistration, Quoted, Registered, check_unique};
 
 /// A registered target.
 #[derive(Debug)]
@@ -21,6 +26,24 @@ pub struct TargetDef {
     /// Makes an executor for the target on a device profile; `None`: the target's default
     /// device. Targets that model no device (the CPU reference) ignore it.
     pub make: fn(Option<&DeviceProfile>) -> Box<dyn Executor>,
+    /// Where it is registered: `pto_op::source_location!()`.
+    pub source: SourceLocation,
+}
+
+impl Registered for TargetDef {
+    type Key = Quoted;
+
+    fn key(&self) -> Quoted {
+        Quoted(self.name)
+    }
+
+    fn kind(&self) -> String {
+        "target".to_owned()
+    }
+
+    fn location(&self) -> SourceLocation {
+        self.source
+    }
 }
 
 /// A target to run on: a registered target's name and, for targets that model a device
@@ -60,8 +83,9 @@ impl TargetConfig {
     ///
     /// # Errors
     ///
-    /// [`UnknownTarget`] when no linked target has this name.
-    pub fn executor(&self) -> Result<Box<dyn Executor>, UnknownTarget> {
+    /// [`TargetError::Unknown`] when no linked target has this name, listing those that are;
+    /// [`TargetError::Duplicate`] when two linked targets share any name.
+    pub fn executor(&self) -> Result<Box<dyn Executor>, TargetError> {
         find(&self.name).map(|t| (t.make)(self.device.as_ref()))
     }
 }
@@ -99,16 +123,23 @@ pub static TARGETS: [TargetDef];
 
 /// An error of looking up a target.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "no execution target `{name}`; linked targets: {}{}",
-    if known.is_empty() { "none".to_owned() } else { known.join(", ") },
-    if known.is_empty() { " (add `use pto_backends as _;` to the binary or test to link them)" } else { "" }
-)]
-pub struct UnknownTarget {
-    /// The name asked for.
-    pub name: String,
-    /// The linked targets' names.
-    pub known: Vec<String>,
+#[non_exhaustive]
+pub enum TargetError {
+    /// No linked target has the name.
+    #[error(
+        "no execution target `{name}`; linked targets: {}{}",
+        if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+        if known.is_empty() { " (add `use pto_backends as _;` to the binary or test to link them)" } else { "" }
+    )]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The linked targets' names.
+        known: Vec<String>,
+    },
+    /// Two linked targets share a name.
+    #[error(transparent)]
+    Duplicate(#[from] Box<DuplicateRegistration>),
 }
 
 /// Every linked target, ordered by name.
@@ -118,12 +149,26 @@ pub fn targets() -> Vec<&'static TargetDef> {
     all
 }
 
+/// The linked targets by name, built at first use; fails, at every call, if two linked
+/// targets share a name.
+fn by_name() -> Result<&'static BTreeMap<&'static str, usize>, TargetError> {
+    static BY_NAME: OnceLock<Result<BTreeMap<&'static str, usize>, Box<DuplicateRegistration>>> =
+        OnceLock::new();
+    BY_NAME
+        .get_or_init(|| {
+            let unique = check_unique(&TARGETS[..])?;
+            Ok(unique.into_iter().map(|(name, at)| (name.0, at)).collect())
+        })
+        .as_ref()
+        .map_err(|e| TargetError::Duplicate(e.clone()))
+}
+
 /// The linked target named `name`.
-fn find(name: &str) -> Result<&'static TargetDef, UnknownTarget> {
-    TARGETS
-        .iter()
-        .find(|t| t.name == name)
-        .ok_or_else(|| UnknownTarget {
+fn find(name: &str) -> Result<&'static TargetDef, TargetError> {
+    by_name()?
+        .get(name)
+        .map(|&position| &TARGETS[position])
+        .ok_or_else(|| TargetError::Unknown {
             name: name.to_owned(),
             known: targets().iter().map(|t| t.name.to_owned()).collect(),
         })
@@ -134,7 +179,8 @@ fn find(name: &str) -> Result<&'static TargetDef, UnknownTarget> {
 ///
 /// # Errors
 ///
-/// [`UnknownTarget`] when no linked target has this name.
-pub fn target(name: &str) -> Result<Box<dyn Executor>, UnknownTarget> {
+/// [`TargetError::Unknown`] when no linked target has this name, listing those that are;
+/// [`TargetError::Duplicate`] when two linked targets share any name.
+pub fn target(name: &str) -> Result<Box<dyn Executor>, TargetError> {
     TargetConfig::new(name).executor()
 }

@@ -143,6 +143,7 @@ static KERNELS_ONLY: pto_op::target::TargetDef = pto_op::target::TargetDef {
     name: "kernels-only",
     description: "the simulator without a fallback",
     make: |device| Box::new(KernelsOnly(pto_backends::sim::Sim::on(device))),
+    source: pto_op::source_location!(),
 };
 
 #[test]
@@ -188,4 +189,31 @@ fn a_target_configuration_picks_the_device_from_the_api() {
         "kirin9030 is the default"
     );
     assert_ne!(on_ascend, on_kirin);
+}
+
+#[test]
+fn a_broken_graph_is_refused_with_the_graphs_own_check() {
+    // A node reading a value before any node produces it: the node order is not topological.
+    let mut old = model();
+    old.graph.nodes.swap(0, 1);
+    let err = compile(&old, "cpu").unwrap_err();
+    let CompileError::InvalidGraph { source, .. } = &err else {
+        panic!("expected an invalid graph, got {err}");
+    };
+    assert_eq!(old.graph.validate().unwrap_err(), *source);
+    assert_eq!(
+        err.to_string(),
+        "model `tiny`: invalid graph: node 0 (`demo.rms_norm`) input 0 reads value 2 `n0.y` \
+         before anything produces it"
+    );
+
+    // An output id past the values.
+    let mut old = model();
+    old.graph.outputs.push(99);
+    let err = compile(&old, "cpu").unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("graph output 1 refers to value 99, but the graph has 4 values (ids 0..4)"),
+        "{err}"
+    );
 }

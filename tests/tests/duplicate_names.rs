@@ -48,16 +48,12 @@ pub mod second {
 #[test]
 fn duplicate_names_fail_at_first_use_naming_both() {
     let err = pto_op::registry::find("dup.same").unwrap_err();
-    let RegistryError::Duplicate {
-        name,
-        first,
-        second,
-    } = &err
-    else {
+    let RegistryError::Duplicate(duplicate) = &err else {
         panic!("expected a duplicate-name error, got {err}");
     };
-    assert_eq!(name, "dup.same");
-    let mut modules = [first.module_path, second.module_path];
+    assert_eq!(duplicate.key, "`dup.same`");
+    assert_eq!(duplicate.kind, "op");
+    let mut modules = [duplicate.first.module_path, duplicate.second.module_path];
     modules.sort_unstable();
     assert_eq!(
         modules,
@@ -65,7 +61,7 @@ fn duplicate_names_fail_at_first_use_naming_both() {
     );
     let message = err.to_string();
     assert!(
-        message.starts_with("two ops are named `dup.same`: one in duplicate_names::"),
+        message.starts_with("two op registrations of `dup.same`: one in duplicate_names::"),
         "{message}"
     );
     assert!(message.contains("duplicate_names.rs:"), "{message}");

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use pto_op::op::TensorType;
 use pto_op::schema::{Implementations, ParamSchema, TensorSchema};
+use pto_op::tensor::SplitMix64;
 use pto_op::{
     AttrType, AttrValue, DType, Fingerprint, Graph, GraphDef, Model, NodeDef, OpSchema, Shape,
     Tensor, ValueDef, ValueKind,
@@ -440,7 +441,7 @@ fn a_failed_save_leaves_the_previous_file_intact() {
     let err = model.save(&occupied).expect_err("must fail").to_string();
     assert!(
         err.starts_with(&format!(
-            "model file `{}`: cannot rename",
+            "model file: writing `{}`: cannot rename the temporary file over it",
             occupied.display()
         )),
         "{err}"
@@ -451,23 +452,6 @@ fn a_failed_save_leaves_the_previous_file_intact() {
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert_eq!(Model::load(&path).expect("loads"), model);
-}
-
-/// SplitMix64: a tiny deterministic generator, the same on every platform.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Loading mutated model files never panics: each case flips 1-8 random bytes, truncates to a
@@ -489,11 +473,11 @@ fn fuzz_mutated_files_never_panic() {
         rms_norm_model().to_bytes().expect("serializes"),
         every_dtype_model().to_bytes().expect("serializes"),
     ];
-    let mut seeds = SplitMix64(seed);
+    let mut seeds = SplitMix64::new(seed);
     let (mut loaded, mut panics) = (0u64, Vec::new());
     for case in 0..cases {
-        let case_seed = seeds.next();
-        let mut rng = SplitMix64(case_seed);
+        let case_seed = seeds.next_u64();
+        let mut rng = SplitMix64::new(case_seed);
         let mut bytes = originals[rng.below(originals.len())].clone();
         let mutation = rng.below(3);
         if mutation != 1 {

@@ -14,6 +14,7 @@ use pto_op::Model;
 use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto};
 use pto_op::onnx::{OnnxError, from_onnx, to_onnx};
 use pto_op::prelude::*;
+use pto_op::tensor::SplitMix64;
 
 use common::python::python;
 
@@ -213,23 +214,6 @@ fn a_missing_param_without_default_is_named() {
     );
 }
 
-/// SplitMix64: a small seeded generator, so a failing case is reproducible from its seed.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[test]
 fn the_importer_never_panics_on_flipped_or_truncated_bytes() {
     const CASES: u64 = 12_000;
@@ -237,7 +221,7 @@ fn the_importer_never_panics_on_flipped_or_truncated_bytes() {
     let start = std::time::Instant::now();
     let (mut ok, mut failed) = (0, 0);
     for seed in 0..CASES {
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut bytes = valid.clone();
         match rng.below(4) {
             0 => bytes.truncate(rng.below(valid.len())),

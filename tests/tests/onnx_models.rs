@@ -19,6 +19,7 @@ fn example_models() -> Vec<Model> {
     // Models that only describe their graph (the 7B decoder, for estimation) have no
     // weights to export.
     let models: Vec<Model> = builtin_models()
+        .expect("unique model names")
         .into_iter()
         .filter(|def| def.describe.is_none())
         .map(|def| (def.build)().unwrap_or_else(|e| panic!("{}: {e}", def.name)))

@@ -586,7 +586,9 @@ runpy.run_path(sys.argv[0], run_name='__main__')";
 #[test]
 fn the_standard_op_decoder_block_matches_onnx_runtime() {
     use pto_examples as _;
-    let build = pto_op::models::find_builtin("decoder-block-std").expect("registered");
+    let build = pto_op::models::find_builtin("decoder-block-std")
+        .expect("unique model names")
+        .expect("registered");
     let model = (build.build)().expect("the model builds");
     let x = Tensor::random_uniform([64, 64], DType::F32, 11, -1.0, 1.0);
     let case = Case {

@@ -117,6 +117,7 @@ static STAND_IN_CPU: TargetDef = TargetDef {
     name: "cpu",
     description: "stand-in: the reference",
     make: |_device| Box::new(StandInCpu),
+    source: pto_op::source_location!(),
 };
 
 #[linkme::distributed_slice(pto_op::__private::TARGETS)]
@@ -125,6 +126,7 @@ static STAND_IN_SIM: TargetDef = TargetDef {
     name: "sim",
     description: "stand-in: the reference, recording calls",
     make: |_device| Box::new(StandInSim),
+    source: pto_op::source_location!(),
 };
 
 fn sim_calls() -> Vec<Call> {

@@ -51,3 +51,40 @@ fn targets_are_found_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn two_targets_of_one_name_are_a_duplicate_naming_both_places() {
+    use pto_backends as _;
+    use pto_op::registration::check_unique;
+    use pto_op::target::TargetDef;
+    let cpu = pto_op::target::targets()
+        .into_iter()
+        .find(|t| t.name == "cpu")
+        .expect("cpu is linked");
+    let first = TargetDef {
+        name: "npu",
+        description: "one",
+        make: cpu.make,
+        source: pto_op::source_location!(),
+    };
+    let second = TargetDef {
+        name: "npu",
+        description: "another",
+        make: cpu.make,
+        source: pto_op::source_location!(),
+    };
+    let err = check_unique(&[second, first]).expect_err("two targets named npu");
+    assert_eq!(
+        err.first.line + 6,
+        err.second.line,
+        "in source order: {err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with("two target registrations of `npu`: one in registry ("),
+        "{message}"
+    );
+    assert!(message.ends_with("; rename one of them"), "{message}");
+    // The linked targets have unique names.
+    assert!(check_unique(&pto_op::target::targets()).is_ok());
+}

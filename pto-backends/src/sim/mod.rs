@@ -30,7 +30,7 @@ use crate::cpu::Cpu;
 
 pub use memory::{LoopBuffering, MemoryPlan};
 pub use schedule::{SimReport, Timeline};
-pub use trace::ChromeTrace;
+pub use trace::{ChromeTrace, PipeEventArgs};
 
 /// An error of simulating a program.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -267,7 +267,7 @@ impl Simulator {
         let outputs = exec::execute(program, inputs)?;
         let report = schedule::report(program, &self.profile, &plan, &timeline);
         let trace = self.options.trace.then(|| {
-            ChromeTrace::build(
+            trace::chrome_trace(
                 program,
                 &self.profile,
                 &timeline,
@@ -288,6 +288,7 @@ static SIM_TARGET: TargetDef = TargetDef {
     name: "sim",
     description: "the tile simulator: each op's #[kernel] on a device profile (default kirin9030)",
     make: |device| Box::new(Sim::on(device)),
+    source: pto_op::source_location!(),
 };
 
 /// The profile the `sim` target simulates when its configuration names none.

@@ -15,18 +15,17 @@
 //! exist and match their schemas is for the graph compiler to check.
 
 use core::fmt;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use crate::attr::AttrValue;
 use crate::dtype::DType;
-use crate::graph::{GraphDef, ValueDef, ValueId, ValueKind};
+use crate::graph::{GraphDef, GraphError, ValueDef, ValueId};
 use crate::schema::OpSchema;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
@@ -65,6 +64,9 @@ pub enum ModelFileError {
         /// The error of the operating system.
         source: io::Error,
     },
+    /// Saving the file failed; the file is as it was.
+    #[error("model file: {0}")]
+    Write(#[from] crate::fs::WriteError),
     /// The bytes are not a safetensors file, or one that does not hold a pto model.
     #[error("{}not a pto model file: {reason}", FilePrefix(file))]
     NotAModelFile {
@@ -186,9 +188,17 @@ pub enum ModelFileError {
         /// The largest header safetensors reads.
         limit: u64,
     },
-    /// The graph's structure is broken in another way: a value produced twice or read before
-    /// it is produced, a kind that does not fit its use, a duplicate name, an op without
-    /// schema, an attribute JSON cannot hold.
+    /// The graph's structure is broken ([`GraphDef::validate`]): a value produced twice or
+    /// read before it is produced, a kind that does not fit its use, a duplicate name.
+    #[error("{}invalid graph: {source}", FilePrefix(file))]
+    Graph {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The fault.
+        source: GraphError,
+    },
+    /// The graph cannot be stored in a model file: a weight with the reserved metadata name,
+    /// an op without schema, an attribute JSON cannot hold.
     #[error("{}invalid graph: {problem}", FilePrefix(file))]
     InvalidGraph {
         /// The model file, if there is one.
@@ -215,7 +225,7 @@ impl ModelFileError {
     fn in_file(mut self, path: &Path) -> ModelFileError {
         use ModelFileError as E;
         match &mut self {
-            E::Io { .. } => {}
+            E::Io { .. } | E::Write(_) => {}
             E::NotAModelFile { file, .. }
             | E::UnsupportedVersion { file, .. }
             | E::Truncated { file, .. }
@@ -226,7 +236,8 @@ impl ModelFileError {
             | E::ExtraWeight { file, .. }
             | E::UnknownValue { file, .. }
             | E::HeaderTooLarge { file, .. }
-            | E::InvalidGraph { file, .. } => *file = Some(path.to_owned()),
+            | E::InvalidGraph { file, .. }
+            | E::Graph { file, .. } => *file = Some(path.to_owned()),
         }
         self
     }
@@ -315,7 +326,7 @@ impl Model {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
         let path = path.as_ref();
         let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
-        write_atomically(path, &bytes)
+        Ok(crate::fs::write_atomic(path, &bytes)?)
     }
 
     /// Loads and validates the model file `path`; see [`Model::from_bytes`].
@@ -328,79 +339,6 @@ impl Model {
         })?;
         Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory: written, flushed
-/// to disk, then renamed over `path` (atomic on POSIX file systems), and the directory
-/// flushed so the rename survives a crash. On failure the temporary file is removed and
-/// `path` is untouched.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ModelFileError> {
-    // Unique per process and call, so concurrent saves of one path do not share a file.
-    static SAVES: AtomicU64 = AtomicU64::new(0);
-    let io_error = |operation: String| {
-        move |source| ModelFileError::Io {
-            file: path.to_owned(),
-            operation,
-            source,
-        }
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        io_error("save to it".to_owned())(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path does not end in a file name",
-        ))
-    })?;
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let temporary = directory.join(format!(
-        ".{}.{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id(),
-        SAVES.fetch_add(1, Ordering::Relaxed)
-    ));
-
-    let write = || -> Result<(), ModelFileError> {
-        let write_error = || {
-            io_error(format!(
-                "write the temporary file `{}`",
-                temporary.display()
-            ))
-        };
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .map_err(write_error())?;
-        file.write_all(bytes).map_err(write_error())?;
-        file.sync_all().map_err(write_error())?;
-        fs::rename(&temporary, path).map_err(io_error(format!(
-            "rename the temporary file `{}` over it",
-            temporary.display()
-        )))
-    };
-    if let Err(e) = write() {
-        // Best effort: the error that matters is the one returned.
-        let _ = fs::remove_file(&temporary);
-        return Err(e);
-    }
-    sync_directory(directory).map_err(io_error(format!(
-        "flush its directory `{}` to disk",
-        directory.display()
-    )))
-}
-
-/// Flushes a directory's entries (a rename) to disk.
-#[cfg(unix)]
-fn sync_directory(directory: &Path) -> io::Result<()> {
-    fs::File::open(directory)?.sync_all()
-}
-
-/// Other platforms cannot open a directory as a file; their rename is as durable as it gets.
-#[cfg(not(unix))]
-fn sync_directory(_directory: &Path) -> io::Result<()> {
-    Ok(())
 }
 
 /// The safetensors dtype of `dtype`.
@@ -710,45 +648,22 @@ fn check_no_missing_weight(
     }
 }
 
-/// The kind of a value, as messages name it.
-fn kind_name(kind: ValueKind) -> &'static str {
-    match kind {
-        ValueKind::Input => "an input",
-        ValueKind::Weight => "a weight",
-        ValueKind::Node => "a node output",
-    }
-}
-
-/// Checks the graph's structure: every id refers to a value; every value is exactly one of a
-/// listed input, a listed weight or a node output, of that kind, with a unique name; nodes
-/// read only values produced before them and use ops with a schema; float attributes are
+/// Checks the graph: its structure ([`GraphDef::validate`]); no weight takes the name
+/// safetensors reserves for the metadata; nodes use ops with a schema; float attributes are
 /// finite (JSON has no NaN or infinity).
 fn check_graph(
     graph: &GraphDef,
     schemas: &BTreeMap<String, OpSchema>,
 ) -> Result<(), ModelFileError> {
-    let count = graph.values.len();
-    let value = |place: &dyn Fn() -> String, id: ValueId| {
-        graph
-            .values
-            .get(id)
-            .ok_or_else(|| ModelFileError::UnknownValue {
-                file: None,
-                place: place(),
-                id,
-                count,
-            })
-    };
-
-    let mut names = BTreeSet::new();
-    for value in &graph.values {
-        if !names.insert(value.name.as_str()) {
-            return Err(ModelFileError::invalid_graph(format!(
-                "two values are named `{}`; value names are unique",
-                value.name
-            )));
-        }
-    }
+    graph.validate().map_err(|e| match e {
+        GraphError::UnknownValue { place, id, count } => ModelFileError::UnknownValue {
+            file: None,
+            place,
+            id,
+            count,
+        },
+        source => ModelFileError::Graph { file: None, source },
+    })?;
     if let Some(id) = graph
         .weights
         .iter()
@@ -760,46 +675,6 @@ fn check_graph(
              metadata; rename the weight"
         )));
     }
-
-    // Which values are produced so far: by being listed as inputs or weights, or by the
-    // nodes before the one being checked.
-    let mut produced = vec![false; count];
-    let produce = |produced: &mut Vec<bool>, id: ValueId, by: &dyn Fn() -> String| match produced
-        .get_mut(id)
-    {
-        Some(done) if !*done => {
-            *done = true;
-            Ok(())
-        }
-        _ => Err(ModelFileError::invalid_graph(format!(
-            "value {id} is produced twice, the second time as {}",
-            by()
-        ))),
-    };
-    let check_kind = |listed: &ValueDef, id: ValueId, kind: ValueKind, place: String| {
-        if listed.kind == kind {
-            Ok(())
-        } else {
-            Err(ModelFileError::invalid_graph(format!(
-                "{place} is value {id} `{}`, which is {}, not {}",
-                listed.name,
-                kind_name(listed.kind),
-                kind_name(kind)
-            )))
-        }
-    };
-
-    for (list, kind, what) in [
-        (&graph.inputs, ValueKind::Input, "graph input"),
-        (&graph.weights, ValueKind::Weight, "graph weight"),
-    ] {
-        for (index, &id) in list.iter().enumerate() {
-            let place = || format!("{what} {index}");
-            check_kind(value(&place, id)?, id, kind, place())?;
-            produce(&mut produced, id, &place)?;
-        }
-    }
-
     for (index, node) in graph.nodes.iter().enumerate() {
         let node_name = || format!("node {index} (`{}`)", node.op);
         if !schemas.contains_key(&node.op) {
@@ -807,22 +682,6 @@ fn check_graph(
                 "{} uses an op without a schema in the model",
                 node_name()
             )));
-        }
-        for (input, &id) in node.inputs.iter().enumerate() {
-            let place = || format!("{} input {input}", node_name());
-            let read = value(&place, id)?;
-            if !produced.get(id).is_some_and(|&done| done) {
-                return Err(ModelFileError::invalid_graph(format!(
-                    "{} reads value {id} `{}` before anything produces it",
-                    place(),
-                    read.name
-                )));
-            }
-        }
-        for (output, &id) in node.outputs.iter().enumerate() {
-            let place = || format!("{} output {output}", node_name());
-            check_kind(value(&place, id)?, id, ValueKind::Node, place())?;
-            produce(&mut produced, id, &place)?;
         }
         for (attr, attr_value) in &node.attrs {
             let finite = match attr_value {
@@ -838,24 +697,6 @@ fn check_graph(
                 )));
             }
         }
-    }
-
-    for (index, &id) in graph.outputs.iter().enumerate() {
-        let place = || format!("graph output {index}");
-        let output = value(&place, id)?;
-        if !produced.get(id).is_some_and(|&done| done) {
-            return Err(ModelFileError::invalid_graph(format!(
-                "{} is value {id} `{}`, which nothing produces",
-                place(),
-                output.name
-            )));
-        }
-    }
-    if let Some(id) = produced.iter().position(|&done| !done) {
-        let name = graph.values.get(id).map_or("", |v| v.name.as_str());
-        return Err(ModelFileError::invalid_graph(format!(
-            "value {id} `{name}` is neither a listed input, a listed weight nor a node output"
-        )));
     }
     Ok(())
 }

@@ -51,7 +51,6 @@ pub mod proto;
 mod standard;
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use export::to_onnx;
@@ -90,6 +89,9 @@ pub enum OnnxError {
         /// The cause.
         source: std::io::Error,
     },
+    /// Writing the ONNX file failed; the file is as it was.
+    #[error("saving the ONNX model: {0}")]
+    Write(#[from] crate::fs::WriteError),
     /// The model as a whole is not what pto-op can read or write.
     #[error("{0}")]
     Model(String),
@@ -148,7 +150,7 @@ impl Model {
     /// Writes the model as an ONNX file (see [`to_onnx`]), atomically: into a temporary file
     /// beside `path`, then renamed over it.
     pub fn save_onnx(&self, path: impl AsRef<Path>) -> Result<(), OnnxError> {
-        write_atomically(path.as_ref(), &to_onnx(self)?)
+        Ok(crate::fs::write_atomic(path, &to_onnx(self)?)?)
     }
 
     /// Reads an ONNX file (see [`from_onnx`]).
@@ -160,35 +162,6 @@ impl Model {
         })?;
         from_onnx(&bytes)
     }
-}
-
-/// Writes `bytes` to a temporary file in `path`'s directory, syncs it, and renames it to
-/// `path`, so a reader sees the old file or the new one, never a part.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OnnxError> {
-    let io = |source| OnnxError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let mut name = path
-        .file_name()
-        .ok_or_else(|| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "the path names no file",
-            ))
-        })?
-        .to_owned();
-    name.push(format!(".{}.tmp", std::process::id()));
-    let temp = path.with_file_name(name);
-    let written = fs::File::create(&temp)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| fs::rename(&temp, path));
-    if let Err(e) = written {
-        // The temporary file is ours and useless now; failing to remove it changes nothing.
-        let _ = fs::remove_file(&temp);
-        return Err(io(e));
-    }
-    Ok(())
 }
 
 /// How messages name node `index`: its name when it has one.

@@ -4,30 +4,27 @@
 use crate::dtype::DType;
 use crate::error::OpError;
 use crate::shape::Shape;
+use crate::tensor::SplitMix64;
 
 use super::super::ir::{MemLevel, Program};
 use super::super::validate::broadcast;
 use super::super::{Global, Idx, Kernel, Tile};
 
-/// SplitMix64: small, fast and good enough to spread test cases.
-pub(super) struct Rng(u64);
+/// Test-case picking over pto-op's one seeded generator.
+pub(super) struct Rng(SplitMix64);
 
 impl Rng {
     pub(super) fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n` (`n` > 0).
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.below(n)
     }
 
     fn range(&mut self, lo: usize, hi: usize) -> usize {

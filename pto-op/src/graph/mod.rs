@@ -19,6 +19,12 @@ use crate::schema::Fingerprint;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
+mod liveness;
+mod validate;
+
+pub use liveness::{LiveSpan, Liveness};
+pub use validate::GraphError;
+
 /// The index of a value in its graph.
 pub type ValueId = usize;
 

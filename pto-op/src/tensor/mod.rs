@@ -1,0 +1,348 @@
+//! Dense tensors of any [`DType`]: storage and element types ([`TensorData`], [`Element`]),
+//! seeded random tensors ([`Tensor::random`], [`SplitMix64`]) and comparison of results
+//! against a reference ([`Tensor::compare`]).
+
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Dimension, IxDyn};
+
+use crate::dtype::DType;
+use crate::error::OpError;
+use crate::shape::Shape;
+use sealed::Sealed as _;
+
+mod compare;
+mod random;
+mod storage;
+
+pub use compare::{Comparison, Mismatch};
+pub use random::SplitMix64;
+use storage::i64_to_f64_round_odd;
+pub use storage::{Element, TensorData, sealed};
+pub(crate) use storage::{dispatch, with_dtype};
+
+/// An error of building, viewing or comparing a [`Tensor`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TensorError {
+    /// The tensor holds a different element type than asked for.
+    #[error("expected a tensor of dtype {expected}, got {actual}")]
+    DTypeMismatch {
+        /// The dtype asked for.
+        expected: DType,
+        /// The tensor's dtype.
+        actual: DType,
+    },
+    /// The number of values does not fit the shape.
+    #[error("shape {shape} holds {} elements, but {len} values were given", shape.numel())]
+    LengthMismatch {
+        /// The shape asked for.
+        shape: Shape,
+        /// The number of values given.
+        len: usize,
+    },
+    /// Two tensors that must have the same shape do not.
+    #[error("expected a tensor of shape {expected}, got {actual}")]
+    ShapeMismatch {
+        /// The shape of the expected tensor.
+        expected: Shape,
+        /// The shape of the actual tensor.
+        actual: Shape,
+    },
+    /// A reshape to a shape with a different number of elements.
+    #[error(
+        "cannot reshape a tensor of shape {from} ({} elements) to shape {to} ({} elements)",
+        from.numel(),
+        to.numel()
+    )]
+    Reshape {
+        /// The tensor's shape.
+        from: Shape,
+        /// The shape asked for.
+        to: Shape,
+    },
+    /// The byte buffer has the wrong length for the dtype and shape.
+    #[error("a {dtype} tensor of shape {shape} takes {expected} bytes, but {actual} were given")]
+    ByteLength {
+        /// The dtype.
+        dtype: DType,
+        /// The shape.
+        shape: Shape,
+        /// `shape.numel() * dtype.size_bytes()`.
+        expected: usize,
+        /// The length of the buffer.
+        actual: usize,
+    },
+    /// A byte of a bool tensor's buffer is neither 0 nor 1.
+    #[error("byte {offset} of a bool tensor is {value}, but bool elements must be 0 or 1")]
+    InvalidBool {
+        /// The offset of the byte in the buffer (also the element's row-major index).
+        offset: usize,
+        /// The byte.
+        value: u8,
+    },
+}
+
+impl From<TensorError> for OpError {
+    fn from(e: TensorError) -> OpError {
+        OpError::invalid(e.to_string())
+    }
+}
+
+/// A dense n-dimensional array of one [`DType`], stored row-major.
+///
+/// ```
+/// use pto_op::{DType, Shape, Tensor};
+/// let t = Tensor::from_vec([2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+/// assert_eq!(t.shape(), Shape::from([2, 3]));
+/// assert_eq!(t.dtype(), DType::F32);
+/// assert_eq!(t.cast(DType::I32).to_vec::<i32>().unwrap(), vec![1, 2, 3, 4, 5, 6]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    /// Always in standard (row-major, contiguous) layout.
+    data: TensorData,
+}
+
+impl Tensor {
+    /// A tensor of shape `shape` holding `data` in row-major order.
+    ///
+    /// ```
+    /// use pto_op::Tensor;
+    /// let t = Tensor::from_vec([2, 2], vec![1i32, 2, 3, 4]).unwrap();
+    /// assert_eq!(t.view::<i32>().unwrap()[[1, 0]], 3);
+    ///
+    /// let err = Tensor::from_vec([2, 3], vec![0.0f32; 5]).unwrap_err();
+    /// assert_eq!(err.to_string(), "shape [2, 3] holds 6 elements, but 5 values were given");
+    /// ```
+    pub fn from_vec<T: Element>(
+        shape: impl Into<Shape>,
+        data: Vec<T>,
+    ) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        let len = data.len();
+        // ndarray rejects both a length mismatch and a shape whose size overflows; no vector
+        // can match the latter, so both are a length mismatch.
+        let array = ArrayD::from_shape_vec(IxDyn(shape.dims()), data)
+            .map_err(|_| TensorError::LengthMismatch { shape, len })?;
+        Ok(Tensor {
+            data: T::wrap(array),
+        })
+    }
+
+    /// A tensor holding `array`, copied into row-major layout if it is not already.
+    pub fn from_array<T: Element>(array: ArrayD<T>) -> Tensor {
+        let array = if array.is_standard_layout() {
+            array
+        } else {
+            array.as_standard_layout().into_owned()
+        };
+        Tensor {
+            data: T::wrap(array),
+        }
+    }
+
+    /// A tensor of rank 0 holding `value`.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor {
+            data: T::wrap(ArrayD::from_elem(IxDyn(&[]), value)),
+        }
+    }
+
+    /// A tensor of zeros (false for bool).
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {
+        let shape = shape.into();
+        with_dtype!(dtype, T => Tensor {
+            data: T::wrap(ArrayD::from_elem(IxDyn(shape.dims()), T::from_f64(0.0))),
+        })
+    }
+
+    /// A tensor whose element at each index is `f(index)`, converted with
+    /// [`Element::from_f64`]; `f` is called in row-major order.
+    pub fn from_f64_fn(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        mut f: impl FnMut(&[usize]) -> f64,
+    ) -> Tensor {
+        let shape = shape.into();
+        with_dtype!(dtype, T => Tensor {
+            data: T::wrap(ArrayD::from_shape_fn(IxDyn(shape.dims()), |index| {
+                T::from_f64(f(index.slice()))
+            })),
+        })
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> Shape {
+        Shape::from(self.dims())
+    }
+
+    /// The dimensions, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        dispatch!(&self.data, a => a.shape())
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self.data {
+            TensorData::F32(_) => DType::F32,
+            TensorData::F16(_) => DType::F16,
+            TensorData::BF16(_) => DType::BF16,
+            TensorData::I32(_) => DType::I32,
+            TensorData::I64(_) => DType::I64,
+            TensorData::I8(_) => DType::I8,
+            TensorData::U8(_) => DType::U8,
+            TensorData::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn numel(&self) -> usize {
+        dispatch!(&self.data, a => a.len())
+    }
+
+    /// The elements.
+    pub fn data(&self) -> &TensorData {
+        &self.data
+    }
+
+    /// The elements, by value.
+    pub fn into_data(self) -> TensorData {
+        self.data
+    }
+
+    /// The elements as an array of `T`, or an error if the dtype is not `T`'s.
+    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>, TensorError> {
+        let actual = self.dtype();
+        T::view(&self.data).ok_or(TensorError::DTypeMismatch {
+            expected: T::DTYPE,
+            actual,
+        })
+    }
+
+    /// The elements as a mutable array of `T`, or an error if the dtype is not `T`'s.
+    pub fn view_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>, TensorError> {
+        let actual = self.dtype();
+        T::view_mut(&mut self.data).ok_or(TensorError::DTypeMismatch {
+            expected: T::DTYPE,
+            actual,
+        })
+    }
+
+    /// The elements as an owned array of `T`, or an error if the dtype is not `T`'s.
+    pub fn into_array<T: Element>(self) -> Result<ArrayD<T>, TensorError> {
+        let actual = self.dtype();
+        T::unwrap_data(self.data).map_err(|_| TensorError::DTypeMismatch {
+            expected: T::DTYPE,
+            actual,
+        })
+    }
+
+    /// The elements in row-major order, or an error if the dtype is not `T`'s.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, TensorError> {
+        Ok(self.view::<T>()?.iter().copied().collect())
+    }
+
+    /// The elements converted to f32, whatever the dtype.
+    pub fn to_f32_array(&self) -> ArrayD<f32> {
+        self.convert::<f32>()
+    }
+
+    /// The elements of a rank-2 tensor converted to f32, as a matrix; an error naming
+    /// `input` for any other rank.
+    pub fn to_f32_matrix(&self, input: &str) -> Result<ndarray::Array2<f32>, OpError> {
+        self.shape().expect_matrix(input)?;
+        self.to_f32_array()
+            .into_dimensionality::<ndarray::Ix2>()
+            .map_err(|e| OpError::input(input, format!("shape {}: {e}", self.shape())))
+    }
+
+    /// The elements converted to f64 in row-major order, whatever the dtype.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        dispatch!(&self.data, a => a.iter().map(|x| x.to_f64()).collect())
+    }
+
+    /// The tensor converted to `dtype` element by element, like an `as` cast: floats round
+    /// to nearest-even (f16 and bf16 too), floats to integers truncate toward zero and
+    /// saturate (NaN gives 0), integers to narrower integers saturate, anything to bool is
+    /// `!= 0`, bool is 0 or 1.
+    ///
+    /// ```
+    /// use pto_op::{DType, Tensor};
+    /// let t = Tensor::from_vec([4], vec![1.9f32, -1.9, 300.0, f32::NAN]).unwrap();
+    /// assert_eq!(t.cast(DType::I32).to_vec::<i32>().unwrap(), vec![1, -1, 300, 0]);
+    /// assert_eq!(t.cast(DType::U8).to_vec::<u8>().unwrap(), vec![1, 0, 255, 0]);
+    /// assert_eq!(t.cast(DType::Bool).to_vec::<bool>().unwrap(), vec![true, true, true, true]);
+    /// // 1 + 2^-11 is halfway between two f16 values; the tie goes to the even one.
+    /// let h = Tensor::scalar(1.0f32 + 2f32.powi(-11)).cast(DType::F16);
+    /// assert_eq!(h.to_f64_vec(), vec![1.0]);
+    /// ```
+    pub fn cast(&self, dtype: DType) -> Tensor {
+        if dtype == self.dtype() {
+            // Also keeps i64 beyond ±2^53 exact, which the f64 route would not.
+            return self.clone();
+        }
+        with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) })
+    }
+
+    /// The same elements in shape `shape`, which must have as many elements.
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        if shape.numel() != self.numel() {
+            return Err(TensorError::Reshape {
+                from: self.shape(),
+                to: shape,
+            });
+        }
+        dispatch!(&self.data, a => Tensor::from_vec(shape, a.iter().copied().collect()))
+    }
+
+    /// The elements in row-major order, little endian; bool as one byte, 0 or 1.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.numel() * self.dtype().size_bytes());
+        dispatch!(&self.data, a => a.iter().for_each(|x| x.write_le(&mut out)));
+        out
+    }
+
+    /// The tensor whose [`to_le_bytes`](Tensor::to_le_bytes) are `bytes`.
+    pub fn from_le_bytes(
+        dtype: DType,
+        shape: impl Into<Shape>,
+        bytes: &[u8],
+    ) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        let size = dtype.size_bytes();
+        let expected = shape.numel().checked_mul(size);
+        if expected != Some(bytes.len()) {
+            return Err(TensorError::ByteLength {
+                dtype,
+                shape,
+                expected: expected.unwrap_or(usize::MAX),
+                actual: bytes.len(),
+            });
+        }
+        with_dtype!(dtype, T => {
+            let values = bytes
+                .chunks_exact(size)
+                .enumerate()
+                .map(|(i, chunk)| {
+                    T::read_le(chunk).ok_or(TensorError::InvalidBool {
+                        offset: i * size,
+                        value: chunk[0],
+                    })
+                })
+                .collect::<Result<Vec<T>, _>>()?;
+            Tensor::from_vec(shape, values)
+        })
+    }
+
+    /// The elements converted to `T`; i64 goes through a round-to-odd f64 so floats round
+    /// once (see [`i64_to_f64_round_odd`]).
+    fn convert<T: Element>(&self) -> ArrayD<T> {
+        match &self.data {
+            TensorData::I64(a) => a.mapv(|x| T::from_f64(i64_to_f64_round_odd(x))),
+            data => dispatch!(data, a => a.mapv(|x| T::from_f64(x.to_f64()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! The elements of a tensor: [`TensorData`], one array per element type, and the
+//! [`Element`] trait over the Rust element types.
+
+use half::{bf16, f16};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
+
+use crate::dtype::DType;
+
+/// The elements of a tensor: an n-dimensional array of one of the supported element types.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TensorData {
+    /// Elements of dtype f32.
+    F32(ArrayD<f32>),
+    /// Elements of dtype f16.
+    F16(ArrayD<f16>),
+    /// Elements of dtype bf16.
+    BF16(ArrayD<bf16>),
+    /// Elements of dtype i32.
+    I32(ArrayD<i32>),
+    /// Elements of dtype i64.
+    I64(ArrayD<i64>),
+    /// Elements of dtype i8.
+    I8(ArrayD<i8>),
+    /// Elements of dtype u8.
+    U8(ArrayD<u8>),
+    /// Elements of dtype bool.
+    Bool(ArrayD<bool>),
+}
+
+/// Runs `$body` with `$a` bound to the array inside `$data`, whatever its element type.
+macro_rules! dispatch {
+    ($data:expr, $a:ident => $body:expr) => {
+        match $data {
+            TensorData::F32($a) => $body,
+            TensorData::F16($a) => $body,
+            TensorData::BF16($a) => $body,
+            TensorData::I32($a) => $body,
+            TensorData::I64($a) => $body,
+            TensorData::I8($a) => $body,
+            TensorData::U8($a) => $body,
+            TensorData::Bool($a) => $body,
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// Runs `$body` with the type alias `$t` naming the Rust element type of `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            DType::F16 => {
+                type $t = ::half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $t = ::half::bf16;
+                $body
+            }
+            DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            DType::I8 => {
+                type $t = i8;
+                $body
+            }
+            DType::U8 => {
+                type $t = u8;
+                $body
+            }
+            DType::Bool => {
+                type $t = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+#[doc(hidden)]
+pub mod sealed {
+    /// Keeps [`Element`](super::Element) closed to the eight supported types, and carries
+    /// their byte encoding, which is not part of the public API.
+    pub trait Sealed: Sized {
+        /// Appends the little-endian encoding.
+        fn write_le(self, out: &mut Vec<u8>);
+        /// Decodes a chunk of `size_bytes` bytes; `None` if it encodes no value (a bool
+        /// byte other than 0 or 1).
+        fn read_le(chunk: &[u8]) -> Option<Self>;
+        /// Moves the array out of `data` if it holds this type, else gives `data` back.
+        fn unwrap_data(data: super::TensorData)
+        -> Result<ndarray::ArrayD<Self>, super::TensorData>;
+    }
+}
+
+/// A Rust type that is the element type of one [`DType`]: f32, [`f16`](struct@f16),
+/// [`bf16`](struct@bf16), i32, i64, i8, u8 and bool.
+pub trait Element: Copy + 'static + sealed::Sealed {
+    /// The dtype of this element type.
+    const DTYPE: DType;
+
+    /// Wraps an array of this type.
+    fn wrap(array: ArrayD<Self>) -> TensorData;
+
+    /// The array inside `data`, if it holds this type.
+    fn view(data: &TensorData) -> Option<ArrayViewD<'_, Self>>;
+
+    /// The array inside `data`, mutably, if it holds this type.
+    fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>>;
+
+    /// The value as an f64: exact, except i64 beyond ±2^53, which rounds to nearest.
+    fn to_f64(self) -> f64;
+
+    /// The value nearest `value`, like an `as` cast: floats round to nearest-even, integers
+    /// truncate toward zero and saturate (NaN gives 0), bool is `value != 0`.
+    fn from_f64(value: f64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
+        impl sealed::Sealed for $t {
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+
+            fn read_le(chunk: &[u8]) -> Option<Self> {
+                chunk.try_into().ok().map(<$t>::from_le_bytes)
+            }
+
+            fn unwrap_data(data: TensorData) -> Result<ArrayD<Self>, TensorData> {
+                match data {
+                    TensorData::$variant(a) => Ok(a),
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+
+            fn wrap(array: ArrayD<Self>) -> TensorData {
+                TensorData::$variant(array)
+            }
+
+            fn view(data: &TensorData) -> Option<ArrayViewD<'_, Self>> {
+                match data {
+                    TensorData::$variant(a) => Some(a.view()),
+                    _ => None,
+                }
+            }
+
+            fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
+                match data {
+                    TensorData::$variant(a) => Some(a.view_mut()),
+                    _ => None,
+                }
+            }
+
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to_f64
+            }
+
+            fn from_f64(value: f64) -> Self {
+                let $v = value;
+                $from_f64
+            }
+        }
+    };
+}
+
+element!(f32, F32, |x| f64::from(x), |v| v as f32);
+element!(f16, F16, |x| x.to_f64(), |v| f16::from_f32(
+    f64_to_f32_round_odd(v)
+));
+element!(bf16, BF16, |x| x.to_f64(), |v| bf16::from_f32(
+    f64_to_f32_round_odd(v)
+));
+element!(i32, I32, |x| f64::from(x), |v| v as i32);
+element!(i64, I64, |x| x as f64, |v| v as i64);
+element!(i8, I8, |x| f64::from(x), |v| v as i8);
+element!(u8, U8, |x| f64::from(x), |v| v as u8);
+
+impl sealed::Sealed for bool {
+    fn write_le(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+
+    fn read_le(chunk: &[u8]) -> Option<Self> {
+        match chunk {
+            [0] => Some(false),
+            [1] => Some(true),
+            _ => None,
+        }
+    }
+
+    fn unwrap_data(data: TensorData) -> Result<ArrayD<Self>, TensorData> {
+        match data {
+            TensorData::Bool(a) => Ok(a),
+            other => Err(other),
+        }
+    }
+}
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+
+    fn wrap(array: ArrayD<Self>) -> TensorData {
+        TensorData::Bool(array)
+    }
+
+    fn view(data: &TensorData) -> Option<ArrayViewD<'_, Self>> {
+        match data {
+            TensorData::Bool(a) => Some(a.view()),
+            _ => None,
+        }
+    }
+
+    fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
+        match data {
+            TensorData::Bool(a) => Some(a.view_mut()),
+            _ => None,
+        }
+    }
+
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+
+    fn from_f64(value: f64) -> Self {
+        // NaN is truthy, as in numpy and torch.
+        value != 0.0
+    }
+}
+
+/// `value` rounded to f32 by round-to-odd: truncate, then set the last bit if inexact.
+///
+/// half's `from_f64` truncates low mantissa bits before rounding, and on x86 rounds through
+/// f32 first; both can miss a tie-break, and differently per platform. Rounding to odd
+/// keeps enough information (24 bits >= 11 + 2 and 8 + 2) for the correctly rounded
+/// f32 -> f16/bf16 step that follows, so the two steps round exactly once, everywhere.
+fn f64_to_f32_round_odd(value: f64) -> f32 {
+    let nearest = value as f32;
+    if value.is_nan() || f64::from(nearest) == value {
+        return nearest;
+    }
+    let mut bits = nearest.to_bits();
+    if f64::from(nearest).abs() > value.abs() {
+        // Rounded away from zero (possibly to infinity): step back one ulp to truncate.
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
+/// `value` rounded to f64 by round-to-odd, so that a further float rounding is exact (see
+/// [`f64_to_f32_round_odd`]); `i64 as f64` would round twice on the way to f32 or bf16.
+pub(super) fn i64_to_f64_round_odd(value: i64) -> f64 {
+    let magnitude = value.unsigned_abs();
+    let bits = u64::BITS - magnitude.leading_zeros();
+    let rounded = if bits <= f64::MANTISSA_DIGITS {
+        magnitude as f64
+    } else {
+        let shift = bits - f64::MANTISSA_DIGITS;
+        let sticky = u64::from(magnitude & ((1 << shift) - 1) != 0);
+        // Both factors are exact in f64, so the product is too.
+        ((magnitude >> shift) | sticky) as f64 * 2f64.powi(shift as i32)
+    };
+    if value < 0 { -rounded } else { rounded }
+}
