@@ -255,6 +255,6 @@ pto_op::register_sweep!(
                 .map(|&[q, kv, d]| pto_op::sweep::f16(vec![vec![q, d], vec![kv, d], vec![kv, d]]))
                 .collect()
         },
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

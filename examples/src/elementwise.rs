@@ -55,6 +55,6 @@ pto_op::register_sweep!(
     pto_op::sweep::SweepDef {
         op: gelu_affine::NAME,
         sizes: || pto_op::sweep::rows_cols(|r, c| vec![vec![r, c]]),
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

@@ -80,6 +80,6 @@ pto_op::register_sweep!(
     pto_op::sweep::SweepDef {
         op: matmul::NAME,
         sizes: pto_op::sweep::matmul,
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

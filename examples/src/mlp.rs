@@ -190,6 +190,6 @@ pto_op::register_sweep!(
                 })
                 .collect()
         },
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

@@ -126,6 +126,6 @@ pto_op::register_sweep!(
     pto_op::sweep::SweepDef {
         op: rms_norm::NAME,
         sizes: || pto_op::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c]]),
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

@@ -83,7 +83,7 @@ pub fn sweep(split: Split) -> Result<Vec<Case>, EstimateError> {
     };
     let registry = registry::registry()?;
     let mut cases = Vec::new();
-    for sweep in pto_op::sweep::sweeps()? {
+    for sweep in pto_op::sweep::sweeps().map_err(EstimateError::Sweep)? {
         if !registry.find(sweep.op).is_ok_and(|op| op.kernel.is_some()) {
             continue;
         }

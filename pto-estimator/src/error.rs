@@ -18,7 +18,7 @@ pub enum EstimateError {
     Registry(#[from] RegistryError),
     /// Two shape sweeps are registered for one op.
     #[error(transparent)]
-    Sweep(#[from] pto_op::sweep::DuplicateSweep),
+    Sweep(Box<pto_op::registration::DuplicateRegistration>),
     /// An op's shape rules reject a node of a model.
     #[error("node {node} (`{op}`): {source}")]
     Node {

@@ -13,7 +13,7 @@
 //! pto_op::register_sweep!(DOC_ADD_SWEEP, SweepDef {
 //!     op: "doc.add",
 //!     sizes: || sweep::rows_cols(|r, c| vec![vec![r, c], vec![r, c]]),
-//!     location: pto_op::sweep::here!(),
+//!     location: pto_op::source_location!(),
 //! });
 //! let sweep = sweep::find("doc.add").unwrap().unwrap();
 //! assert_eq!((sweep.sizes)().len(), 12);
@@ -21,6 +21,7 @@
 
 use crate::dtype::DType;
 use crate::op::{SourceLocation, TensorType};
+use crate::registration::{DuplicateRegistration, Quoted, Registered, check_unique};
 use crate::shape::Shape;
 
 /// A registered shape sweep of one op.
@@ -30,7 +31,7 @@ pub struct SweepDef {
     pub op: &'static str,
     /// The input types of each size, smallest first; the op's default params.
     pub sizes: fn() -> Vec<Vec<TensorType>>,
-    /// Where the registration is ([`here!`](crate::sweep::here)).
+    /// Where the registration is ([`source_location!`](crate::source_location)).
     pub location: SourceLocation,
 }
 
@@ -48,58 +49,45 @@ macro_rules! register_sweep {
     };
 }
 
-/// The [`SourceLocation`] of the macro's call site, for [`SweepDef::location`].
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __sweep_here {
-    () => {
-        $crate::SourceLocation {
-            module_path: ::core::module_path!(),
-            file: ::core::file!(),
-            line: ::core::line!(),
-        }
-    };
-}
+impl Registered for SweepDef {
+    type Key = Quoted;
 
-#[doc(inline)]
-pub use crate::__sweep_here as here;
+    fn key(&self) -> Quoted {
+        Quoted(self.op)
+    }
 
-/// Two sweeps registered for one op.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("two shape sweeps are registered for op `{op}`: at {first} and at {second}")]
-pub struct DuplicateSweep {
-    /// The op.
-    pub op: String,
-    /// One registration.
-    pub first: SourceLocation,
-    /// The other.
-    pub second: SourceLocation,
+    fn kind(&self) -> String {
+        "shape sweep".to_owned()
+    }
+
+    fn location(&self) -> SourceLocation {
+        self.location
+    }
+
+    fn rename_advice(&self) -> &'static str {
+        "remove one of them (an op has one sweep)"
+    }
 }
 
 /// Every linked sweep, ordered by op name.
 ///
 /// # Errors
 ///
-/// [`DuplicateSweep`] when two registrations name one op.
-pub fn sweeps() -> Result<Vec<&'static SweepDef>, DuplicateSweep> {
-    let mut all: Vec<&'static SweepDef> = SWEEPS.iter().collect();
-    all.sort_by_key(|s| s.op);
-    if let Some(pair) = all.windows(2).find(|pair| pair[0].op == pair[1].op) {
-        return Err(DuplicateSweep {
-            op: pair[0].op.to_owned(),
-            first: pair[0].location,
-            second: pair[1].location,
-        });
-    }
-    Ok(all)
+/// [`DuplicateRegistration`] when two registrations name one op, naming both places.
+pub fn sweeps() -> Result<Vec<&'static SweepDef>, Box<DuplicateRegistration>> {
+    // Keys are ordered by op name, so the sweeps are too.
+    Ok(check_unique(&SWEEPS[..])?
+        .into_values()
+        .map(|at| &SWEEPS[at])
+        .collect())
 }
 
 /// The sweep of `op`, if one is linked.
 ///
 /// # Errors
 ///
-/// [`DuplicateSweep`] when two registrations name one op.
-pub fn find(op: &str) -> Result<Option<&'static SweepDef>, DuplicateSweep> {
+/// [`DuplicateRegistration`] when two registrations name one op.
+pub fn find(op: &str) -> Result<Option<&'static SweepDef>, Box<DuplicateRegistration>> {
     Ok(sweeps()?.into_iter().find(|s| s.op == op))
 }
 

@@ -7,7 +7,7 @@ pto_op::register_sweep!(
     SweepDef {
         op: "test.swept",
         sizes: || sweep::rows_cols(|r, c| vec![vec![r, c]]),
-        location: sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );
 
@@ -16,20 +16,23 @@ pto_op::register_sweep!(
     SweepDef {
         op: "test.swept",
         sizes: sweep::matmul,
-        location: sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );
 
 #[test]
 fn two_sweeps_of_one_op_name_both_places() {
     let err = sweep::sweeps().unwrap_err();
-    assert_eq!(err.op, "test.swept");
-    let mut lines = [err.first.line, err.second.line];
-    lines.sort_unstable();
-    assert_eq!(lines, [10, 19], "{err}");
+    assert_eq!(err.key, "`test.swept`");
+    // Both places, in source order.
+    assert_eq!([err.first.line, err.second.line], [10, 19], "{err}");
     let message = err.to_string();
     assert!(
-        message.starts_with("two shape sweeps are registered for op `test.swept`: at sweeps "),
+        message.starts_with("two shape sweep registrations of `test.swept`: one in sweeps ("),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("; remove one of them (an op has one sweep)"),
         "{message}"
     );
     assert!(message.contains("tests/tests/sweeps.rs:10)"), "{message}");

@@ -99,6 +99,6 @@ pto_op::register_sweep!(
                 .map(|&[rows, cols]| pto_op::sweep::f16(vec![vec![rows, cols]]))
                 .collect()
         },
-        location: pto_op::sweep::here!(),
+        location: pto_op::source_location!(),
     }
 );

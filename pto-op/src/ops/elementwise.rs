@@ -485,7 +485,7 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: add::NAME,
         sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![r, c]]),
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );
 
@@ -494,6 +494,6 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: gelu::NAME,
         sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c]]),
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );

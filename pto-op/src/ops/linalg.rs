@@ -94,6 +94,6 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: matmul::NAME,
         sizes: crate::sweep::matmul,
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );

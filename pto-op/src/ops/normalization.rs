@@ -139,7 +139,7 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: rms_norm::NAME,
         sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c]]),
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );
 
@@ -148,6 +148,6 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: layer_norm::NAME,
         sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![c], vec![c]]),
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );

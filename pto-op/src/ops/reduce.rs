@@ -211,6 +211,6 @@ crate::register_sweep!(
     crate::sweep::SweepDef {
         op: softmax::NAME,
         sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c]]),
-        location: crate::sweep::here!(),
+        location: crate::source_location!(),
     }
 );
