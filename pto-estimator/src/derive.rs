@@ -25,7 +25,7 @@ pub struct Derived {
     pub properties: PerformanceProperties,
     /// [`Source::KernelIr`] or [`Source::MemoryTraffic`].
     pub source: Source,
-    /// Why the kernel was not used, when it was not.
+    /// Why the kernel, or its pipe model on this device, was not used, when it was not.
     pub note: Option<String>,
     /// The kernel's time under the pipe model ([`crate::pipes`]), when it traced.
     pub pipeline_seconds: Option<f64>,
@@ -51,12 +51,18 @@ pub fn default_properties(
         return fallback("no #[kernel]".to_owned());
     }
     match def.trace_kernel(&info.inputs, &info.attrs) {
-        Ok(program) => Derived {
-            properties: kernel_properties(&program),
-            source: Source::KernelIr,
-            note: None,
-            pipeline_seconds: Some(crate::pipes::pipeline_seconds(&program, device)),
-        },
+        Ok(program) => {
+            let pipeline = crate::pipes::pipeline_seconds(&program, device);
+            Derived {
+                properties: kernel_properties(&program),
+                source: Source::KernelIr,
+                note: pipeline
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("no pipe model on {}: {e}", device.name)),
+                pipeline_seconds: pipeline.ok(),
+            }
+        }
         Err(e) => fallback(format!("the kernel does not trace: {e}")),
     }
 }
@@ -119,37 +125,4 @@ fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformancePro
 /// Rows of a matrix tile: every dim but the last.
 fn rows(shape: &[usize]) -> usize {
     shape.iter().rev().skip(1).product()
-}
-
-/// Bytes of the largest tile a vector instruction reads or writes: its repeats are counted
-/// over it.
-pub(crate) fn vector_operand_bytes(program: &Program, inst: &Inst) -> usize {
-    let tile = |o: &Operand| match o {
-        Operand::Tile(t) => Some(*t),
-        Operand::Scalar(_) => None,
-    };
-    let tiles: Vec<_> = match inst {
-        Inst::Full { dst, .. } | Inst::Iota { dst, .. } => vec![Some(*dst)],
-        Inst::Unary { dst, src, .. }
-        | Inst::Cast { dst, src, .. }
-        | Inst::Reduce { dst, src, .. } => {
-            vec![Some(*dst), Some(*src)]
-        }
-        Inst::Binary { dst, lhs, rhs, .. } | Inst::Compare { dst, lhs, rhs, .. } => {
-            vec![Some(*dst), tile(lhs), tile(rhs)]
-        }
-        Inst::Select {
-            dst,
-            cond,
-            on_true,
-            on_false,
-        } => vec![Some(*dst), Some(*cond), tile(on_true), tile(on_false)],
-        _ => Vec::new(),
-    };
-    tiles
-        .into_iter()
-        .flatten()
-        .filter_map(|t| program.tile(t).map(|ty| ty.bytes()))
-        .max()
-        .unwrap_or(0)
 }

@@ -17,7 +17,7 @@ use pto_op::kernel::ir::{
 use pto_op::{DType, Tensor};
 
 use super::SimError;
-use super::dataflow::{inst_count, tile_type};
+use super::dataflow::tile_type;
 
 /// Runs `program` for every program id `0..grid` on `inputs` (the program's input globals,
 /// in order) and returns its output globals, zero where no store wrote.
@@ -182,7 +182,7 @@ impl Machine<'_> {
         for inst in body {
             self.run(inst, position)?;
             position += match inst {
-                Inst::Loop { body, .. } => 1 + inst_count(body),
+                Inst::Loop { body, .. } => 1 + Inst::count(body),
                 _ => 1,
             };
         }

@@ -20,7 +20,7 @@ use pto_op::DeviceProfile;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use serde::{Deserialize, Serialize};
 
-use super::dataflow::{def, is_copy_in, tile_type, uses};
+use super::dataflow::tile_type;
 use super::{BufferOverflow, SimError};
 
 /// What the buffer check found: peak working sets and the double-buffering decisions.
@@ -220,12 +220,18 @@ impl Walk<'_> {
                 inst: number,
                 mnemonic,
             });
-            for tile in uses(inst) {
+            // A loop reads its init here, and defines its params and reads its yields
+            // around its body, below.
+            let (reads, writes) = match inst {
+                Inst::Loop { init, .. } => (init.clone(), Vec::new()),
+                _ => (inst.uses(), inst.defs()),
+            };
+            for tile in reads {
                 self.use_at(tile, at, number, mnemonic)?;
             }
-            if let Some(tile) = def(inst) {
+            for tile in writes {
                 self.define(tile, at, number, mnemonic)?;
-                if is_copy_in(inst) {
+                if inst.is_copy_in() {
                     let slot = self.slot(tile, number, mnemonic)?;
                     self.copied_in_by[slot].extend(self.loop_stack.iter().copied());
                 }

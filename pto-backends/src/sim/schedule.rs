@@ -1,19 +1,13 @@
 //! The timing model: cycles of one block program on one core, per pipe, and of the whole
 //! op spread over the AI cores.
 //!
-//! Every instruction occupies its pipe ([`Inst::pipe`]) for a duration from the profile:
-//!
-//! - copies: `copy_latency_cycles + bytes / rate` for the path (GM -> UB, GM -> L1,
-//!   L1 -> L0A, L1 -> L0B, L0C out, UB -> GM, UB -> L1); paths to or from GM run at most at
-//!   `memory_bandwidth / clock_hz / cores in use` bytes per cycle, as the cores share GM.
-//!   `bytes` is the larger of the source and destination tile.
-//! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
-//!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`.
-//! - cube: `cube_latency_cycles + m * k * n / cube_macs(dtype of a)`.
-//! - scalar: the S pipe issues instructions in program order, `issue_cycles` each, and
-//!   spends `loop_overhead_cycles` per loop iteration. An instruction cannot start before it
-//!   is issued; as S runs ahead of the other pipes, this only delays anything when S is the
-//!   bottleneck.
+//! Every instruction occupies its pipe ([`Inst::pipe`]) for the cycles of the kernel layer's
+//! cost model ([`pto_op::kernel::cost`], which the estimator's pipe model calls too): copies
+//! by bytes, path and latency, vector instructions by 256-byte repeats and kind, matmuls by
+//! multiply-accumulates. The S pipe issues instructions in program order, `issue_cycles`
+//! each, and spends `loop_overhead_cycles` per loop iteration. An instruction cannot start
+//! before it is issued; as S runs ahead of the other pipes, this only delays anything when
+//! S is the bottleneck.
 //!
 //! An instruction may start once it is issued, its operands are ready and, for a tile
 //! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
@@ -32,11 +26,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::DeviceProfile;
-use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, TileType, VarId};
+use pto_op::kernel::cost::{self, CostError, CostModel};
+use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, VarId};
 use serde::{Deserialize, Serialize};
 
 use super::SimError;
-use super::dataflow::{def, inst_count, tile_type, uses};
+use super::dataflow::tile_type;
 use super::memory::MemoryPlan;
 
 /// The timing of one op run on the simulator.
@@ -151,12 +146,10 @@ pub fn schedule(
     plan: &MemoryPlan,
     event_limit: usize,
 ) -> Result<Timeline, SimError> {
-    let cores_in_use = cores_in_use(program, profile);
     let mut scheduler = Scheduler {
         program,
-        profile,
+        costs: CostModel::new(profile, program.grid),
         plan,
-        gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores_in_use as f64,
         pipe_busy: BTreeMap::new(),
         busy: BTreeMap::new(),
         issue_free: 0.0,
@@ -178,7 +171,7 @@ pub fn schedule(
 
 /// The cores that run block programs: `min(ai_cores, grid)`, at least 1.
 pub fn cores_in_use(program: &Program, profile: &DeviceProfile) -> usize {
-    (profile.ai_cores as usize).min(program.grid).max(1)
+    cost::cores_in_use(program.grid, profile)
 }
 
 /// How many block programs core `core` runs when `grid` programs are dealt round-robin
@@ -234,9 +227,8 @@ pub fn report(
 
 struct Scheduler<'p> {
     program: &'p Program,
-    profile: &'p DeviceProfile,
+    costs: CostModel<'p>,
     plan: &'p MemoryPlan,
-    gm_bytes_per_cycle: f64,
     /// Busy intervals of each pipe, sorted and disjoint.
     pipe_busy: BTreeMap<Pipe, Vec<(f64, f64)>>,
     busy: BTreeMap<Pipe, f64>,
@@ -269,7 +261,7 @@ impl Scheduler<'_> {
                 _ => self.instruction(inst, position)?,
             }
             position += match inst {
-                Inst::Loop { body, .. } => 1 + inst_count(body),
+                Inst::Loop { body, .. } => 1 + Inst::count(body),
                 _ => 1,
             };
         }
@@ -296,7 +288,7 @@ impl Scheduler<'_> {
             .iter()
             .map(|t| slot(t).map(|s| self.ready[s]))
             .collect::<Result<_, _>>()?;
-        let overhead = self.profile.loop_overhead_cycles;
+        let overhead = self.costs.loop_overhead_cycles();
         for iteration in 0..count {
             let start = self.issue_free;
             self.issue_free += overhead;
@@ -375,22 +367,33 @@ impl Scheduler<'_> {
 
     fn instruction(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
         let mnemonic = inst.mnemonic();
-        let pipe = inst.pipe(self.program);
-        let (duration, bytes) = self.duration(inst, position)?;
+        let cost = self.costs.inst(self.program, inst).map_err(|e| match e {
+            CostError::UndeclaredTile { .. } => SimError::Invalid {
+                op: self.program.op.clone(),
+                inst: position,
+                mnemonic: mnemonic.to_owned(),
+                message: e.to_string(),
+            },
+            other => SimError::Unsupported {
+                op: self.program.op.clone(),
+                message: format!("inst {position} ({mnemonic}): {other}"),
+            },
+        })?;
+        let (pipe, duration, bytes) = (cost.pipe, cost.cycles, cost.bytes);
         self.instructions += 1;
 
         // Issue on the scalar pipe, in program order.
-        let issued = self.issue_free + self.profile.issue_cycles;
-        *self.busy.entry(Pipe::S).or_insert(0.0) += self.profile.issue_cycles;
+        let issued = self.issue_free + self.costs.issue_cycles();
+        *self.busy.entry(Pipe::S).or_insert(0.0) += self.costs.issue_cycles();
         self.issue_free = issued;
 
         let mut start = issued;
-        let operands = uses(inst);
+        let operands = inst.uses();
         for tile in &operands {
             tile_type(self.program, *tile, position, mnemonic)?;
             start = start.max(self.ready[tile.0 as usize]);
         }
-        let dst = def(inst);
+        let dst = inst.defs().first().copied();
         if let Some(tile) = dst {
             let slot =
                 tile_type(self.program, tile, position, mnemonic).map(|_| tile.0 as usize)?;
@@ -427,108 +430,5 @@ impl Scheduler<'_> {
             (name, bytes, shape)
         });
         Ok(())
-    }
-
-    /// The cycles `inst` occupies its pipe, and the bytes it moves or produces.
-    fn duration(&self, inst: &Inst, position: usize) -> Result<(f64, u64), SimError> {
-        let mnemonic = inst.mnemonic();
-        let ty = |t: TileId| tile_type(self.program, t, position, mnemonic);
-        let p = self.profile;
-        let rates = &p.copy_bytes_per_cycle;
-        let unsupported = |message: String| SimError::Unsupported {
-            op: self.program.op.clone(),
-            message: format!("inst {position} ({mnemonic}): {message}"),
-        };
-        let copy = |bytes: usize, rate: f64, via_gm: bool| {
-            let rate = if via_gm {
-                rate.min(self.gm_bytes_per_cycle)
-            } else {
-                rate
-            };
-            (p.copy_latency_cycles + bytes as f64 / rate, bytes as u64)
-        };
-        Ok(match inst {
-            Inst::Load { dst, .. } => {
-                let t = ty(*dst)?;
-                match t.level {
-                    MemLevel::Ub => copy(t.bytes(), rates.gm_to_ub, true),
-                    MemLevel::L1 => copy(t.bytes(), rates.gm_to_l1, true),
-                    level => {
-                        return Err(unsupported(format!(
-                            "loads go to UB or L1, not {}",
-                            level.name().to_uppercase()
-                        )));
-                    }
-                }
-            }
-            Inst::Store { src, .. } => {
-                let t = ty(*src)?;
-                match t.level {
-                    MemLevel::Ub => copy(t.bytes(), rates.ub_to_gm, true),
-                    MemLevel::L0C => copy(t.bytes(), rates.l0c_out, true),
-                    level => {
-                        return Err(unsupported(format!(
-                            "stores come from UB or L0C, not {}",
-                            level.name().to_uppercase()
-                        )));
-                    }
-                }
-            }
-            Inst::Move { dst, src } => {
-                let (s, d) = (ty(*src)?, ty(*dst)?);
-                let bytes = s.bytes().max(d.bytes());
-                let rate = match (s.level, d.level) {
-                    (MemLevel::L1, MemLevel::L0A) => rates.l1_to_l0a,
-                    (MemLevel::L1, MemLevel::L0B) => rates.l1_to_l0b,
-                    (MemLevel::L0C, MemLevel::Ub | MemLevel::L1) => rates.l0c_out,
-                    (MemLevel::Ub, MemLevel::L1) => rates.ub_to_l1,
-                    (from, to) => {
-                        return Err(unsupported(format!(
-                            "no copy path {} -> {} in the device profile",
-                            from.name().to_uppercase(),
-                            to.name().to_uppercase()
-                        )));
-                    }
-                };
-                copy(bytes, rate, false)
-            }
-            Inst::Matmul { dst, a, b, .. } => {
-                let (a_ty, d) = (ty(*a)?, ty(*dst)?);
-                ty(*b)?;
-                let (m, k) = matrix_dims(a_ty);
-                let n = d.shape.get(1).copied().unwrap_or(1);
-                let macs = p.cube_macs(a_ty.dtype).ok_or_else(|| {
-                    unsupported(format!(
-                        "the {} cube takes no {} inputs",
-                        p.name, a_ty.dtype
-                    ))
-                })?;
-                (
-                    p.cube_latency_cycles + (m * k * n) as f64 / macs,
-                    d.bytes() as u64,
-                )
-            }
-            Inst::Loop { .. } => (0.0, 0),
-            _ => {
-                let mut largest = def(inst).map_or(Ok(0), |t| ty(t).map(TileType::bytes))?;
-                for tile in uses(inst) {
-                    largest = largest.max(ty(tile)?.bytes());
-                }
-                let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
-                let per_repeat = inst.cycles_per_repeat(&p.vector_cycles_per_repeat);
-                (
-                    p.vector_latency_cycles + repeats * per_repeat,
-                    largest as u64,
-                )
-            }
-        })
-    }
-}
-
-fn matrix_dims(ty: &TileType) -> (usize, usize) {
-    match ty.shape.as_slice() {
-        [m, k] => (*m, *k),
-        [k] => (1, *k),
-        _ => (ty.numel(), 1),
     }
 }

@@ -626,6 +626,80 @@ impl Inst {
         }
     }
 
+    /// The tiles this instruction defines: its `dst`, or for a loop its `params` (defined
+    /// at the start of every iteration) then its `results` (defined after the last). The
+    /// instructions of a loop's body define their own tiles; a store defines none.
+    pub fn defs(&self) -> Vec<TileId> {
+        match self {
+            Inst::Load { dst, .. }
+            | Inst::Full { dst, .. }
+            | Inst::Iota { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Binary { dst, .. }
+            | Inst::Compare { dst, .. }
+            | Inst::Select { dst, .. }
+            | Inst::Cast { dst, .. }
+            | Inst::Reduce { dst, .. }
+            | Inst::Move { dst, .. }
+            | Inst::Matmul { dst, .. } => vec![*dst],
+            Inst::Store { .. } => Vec::new(),
+            Inst::Loop {
+                params, results, ..
+            } => params.iter().chain(results).copied().collect(),
+        }
+    }
+
+    /// The tiles this instruction reads, in operand order (scalar operands are not tiles).
+    /// For a loop: its `init` (read before the first iteration) then its `yields` (read at
+    /// the end of every iteration); the instructions of its body read their own tiles.
+    pub fn uses(&self) -> Vec<TileId> {
+        let tile = |o: &Operand| match o {
+            Operand::Tile(t) => Some(*t),
+            Operand::Scalar(_) => None,
+        };
+        match self {
+            Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Vec::new(),
+            Inst::Store { src, .. }
+            | Inst::Unary { src, .. }
+            | Inst::Cast { src, .. }
+            | Inst::Reduce { src, .. }
+            | Inst::Move { src, .. } => vec![*src],
+            Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
+                [tile(lhs), tile(rhs)].into_iter().flatten().collect()
+            }
+            Inst::Select {
+                cond,
+                on_true,
+                on_false,
+                ..
+            } => [Some(*cond), tile(on_true), tile(on_false)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Inst::Matmul { a, b, acc, .. } => {
+                [Some(*a), Some(*b), *acc].into_iter().flatten().collect()
+            }
+            Inst::Loop { init, yields, .. } => init.iter().chain(yields).copied().collect(),
+        }
+    }
+
+    /// Whether this instruction copies data into an on-core buffer from elsewhere (a load
+    /// or a move): its result is what a double-buffered loop keeps two of.
+    pub fn is_copy_in(&self) -> bool {
+        matches!(self, Inst::Load { .. } | Inst::Move { .. })
+    }
+
+    /// The number of instructions in `body`, counting loop bodies (a loop counts itself
+    /// too): instructions are numbered in this order in messages, depth first.
+    pub fn count(body: &[Inst]) -> usize {
+        body.iter()
+            .map(|inst| match inst {
+                Inst::Loop { body, .. } => 1 + Inst::count(body),
+                _ => 1,
+            })
+            .sum()
+    }
+
     /// The pipe this instruction runs on, given the program's tile types.
     pub fn pipe(&self, program: &Program) -> Pipe {
         let level = |t: &TileId| program.tile(*t).map(|ty| ty.level);
@@ -727,6 +801,36 @@ mod tests {
         assert_eq!(d.eval(0, &[]), -4);
         let r = Index::Rem(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
         assert_eq!(r.eval(0, &[]), 1);
+    }
+
+    #[test]
+    fn defs_and_uses_are_loop_aware() {
+        let t = TileId;
+        let body = vec![Inst::Binary {
+            dst: t(3),
+            op: BinaryOp::Add,
+            lhs: Operand::Tile(t(2)),
+            rhs: Operand::Scalar(1.0),
+        }];
+        let looped = Inst::Loop {
+            var: VarId(0),
+            count: 4,
+            init: vec![t(1)],
+            params: vec![t(2)],
+            body: body.clone(),
+            yields: vec![t(3)],
+            results: vec![t(4)],
+        };
+        assert_eq!(looped.defs(), vec![t(2), t(4)]);
+        assert_eq!(looped.uses(), vec![t(1), t(3)]);
+        assert_eq!((body[0].defs(), body[0].uses()), (vec![t(3)], vec![t(2)]));
+        let store = Inst::Store {
+            dst: GlobalId(0),
+            offsets: vec![],
+            src: t(4),
+        };
+        assert_eq!((store.defs(), store.uses()), (vec![], vec![t(4)]));
+        assert_eq!(Inst::count(&[looped, store]), 3);
     }
 
     #[test]

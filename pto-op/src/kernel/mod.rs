@@ -6,6 +6,7 @@
 //! loop variables. [`validate`] holds the typing rules, [`text`] the kernel file format.
 
 mod builder;
+pub mod cost;
 pub mod cube;
 mod idx;
 pub mod ir;
