@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use pto_backends::sim::{SimOptions, SimRun, Simulator};
 use pto_examples as demo;
-use pto_op::kernel::ir::{MemLevel, Pipe, Program};
+use pto_op::kernel::ValidProgram;
+use pto_op::kernel::ir::{MemLevel, Pipe};
 use pto_op::{DType, DeviceProfile, Executor, OpParams, Shape, Tensor, TensorType};
 
 fn kirin() -> DeviceProfile {
@@ -25,7 +26,7 @@ fn types(shapes: &[[usize; 2]], dtype: DType) -> Vec<TensorType> {
 const SEQ: usize = 512;
 const HEAD_DIM: usize = 64;
 
-fn attention_program() -> Program {
+fn attention_program() -> ValidProgram {
     let attrs = demo::flash_attention::Params::default().to_attributes();
     demo::flash_attention::def()
         .trace_kernel(&types(&[[SEQ, HEAD_DIM]; 3], DType::F16), &attrs)

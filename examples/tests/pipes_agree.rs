@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use pto_backends::sim::{memory, schedule};
 use pto_estimator::pipes;
-use pto_op::kernel::ir::{Inst, Pipe, Program};
+use pto_op::kernel::ValidProgram;
+use pto_op::kernel::ir::{Inst, Pipe};
 use pto_op::{Attributes, DType, DeviceProfile, Shape, TensorType};
 
 fn t(shape: &[usize], dtype: DType) -> TensorType {
@@ -18,7 +19,7 @@ fn t(shape: &[usize], dtype: DType) -> TensorType {
 }
 
 /// Traced std kernels: element-wise (straight-line), softmax and matmul (loops).
-fn programs() -> Vec<Program> {
+fn programs() -> Vec<ValidProgram> {
     let f16 = |s: &[usize]| t(s, DType::F16);
     let cases: Vec<(&str, Vec<TensorType>)> = vec![
         ("std.add", vec![f16(&[64, 4096]), f16(&[64, 4096])]),
@@ -39,7 +40,7 @@ fn programs() -> Vec<Program> {
         .collect()
 }
 
-fn simulated_busy(program: &Program, profile: &DeviceProfile) -> BTreeMap<Pipe, f64> {
+fn simulated_busy(program: &ValidProgram, profile: &DeviceProfile) -> BTreeMap<Pipe, f64> {
     let plan = memory::plan(program, profile, true).expect("fits the device");
     schedule::schedule(program, profile, &plan, 0)
         .expect("schedules")

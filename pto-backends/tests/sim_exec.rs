@@ -12,7 +12,7 @@ fn f32s(shape: &[usize], values: &[f32]) -> Tensor {
     Tensor::from_vec(shape.to_vec(), values.to_vec()).expect("test data")
 }
 
-fn out(program: &Program, inputs: &[&Tensor]) -> Vec<f32> {
+fn out(program: &pto_op::kernel::ValidProgram, inputs: &[&Tensor]) -> Vec<f32> {
     let outputs = execute(program, inputs).expect("executes");
     outputs[0].to_f32_array().iter().copied().collect()
 }
@@ -123,25 +123,29 @@ fn reductions_keep_the_axis() {
 
 #[test]
 fn matmul_transposes_b_adds_the_accumulator_and_converts_out_of_l0c() {
-    // a [2, 3] @ b[2, 3]^T + acc (all 0.5), out as f16 through UB.
+    // p = a @ b^T, then y = a @ b^T + p (= 2 a b^T), out as f16 through UB; one fractal.
+    const N: usize = 16;
     let mut bl = Builder::new("t.matmul", 1);
-    let a = bl.input("a", &[2, 3], DType::F16);
-    let b = bl.input("b", &[2, 3], DType::F16);
-    let y = bl.output("y", &[2, 2], DType::F16);
-    let a1 = bl.tile(&[2, 3], DType::F16, MemLevel::L1);
-    let b1 = bl.tile(&[2, 3], DType::F16, MemLevel::L1);
-    let a0 = bl.tile(&[2, 3], DType::F16, MemLevel::L0A);
-    let b0 = bl.tile(&[2, 3], DType::F16, MemLevel::L0B);
-    let acc = bl.tile(&[2, 2], DType::F32, MemLevel::L0C);
-    let prod = bl.tile(&[2, 2], DType::F32, MemLevel::L0C);
-    let res = bl.tile(&[2, 2], DType::F16, MemLevel::Ub);
+    let a = bl.input("a", &[N, N], DType::F16);
+    let b = bl.input("b", &[N, N], DType::F16);
+    let y = bl.output("y", &[N, N], DType::F16);
+    let a1 = bl.tile(&[N, N], DType::F16, MemLevel::L1);
+    let b1 = bl.tile(&[N, N], DType::F16, MemLevel::L1);
+    let a0 = bl.tile(&[N, N], DType::F16, MemLevel::L0A);
+    let b0 = bl.tile(&[N, N], DType::F16, MemLevel::L0B);
+    let acc = bl.tile(&[N, N], DType::F32, MemLevel::L0C);
+    let prod = bl.tile(&[N, N], DType::F32, MemLevel::L0C);
+    let res = bl.tile(&[N, N], DType::F16, MemLevel::Ub);
     bl.push(load(a1, a, vec![c(0), c(0)], 0.0));
     bl.push(load(b1, b, vec![c(0), c(0)], 0.0));
     bl.push(Inst::Move { dst: a0, src: a1 });
     bl.push(Inst::Move { dst: b0, src: b1 });
-    bl.push(Inst::Full {
+    bl.push(Inst::Matmul {
         dst: acc,
-        value: 0.5,
+        a: a0,
+        b: b0,
+        acc: None,
+        transpose_b: true,
     });
     bl.push(Inst::Matmul {
         dst: prod,
@@ -155,12 +159,20 @@ fn matmul_transposes_b_adds_the_accumulator_and_converts_out_of_l0c() {
         src: prod,
     });
     bl.push(store(y, vec![c(0), c(0)], res));
-    let av = Tensor::from_f64_fn([2, 3], DType::F16, |i| (i[0] * 3 + i[1] + 1) as f64);
-    let bv = Tensor::from_f64_fn([2, 3], DType::F16, |i| if i[0] == 0 { 1.0 } else { 2.0 });
+    let a_of = |i: usize, k: usize| ((i + k) % 3) as f64;
+    let b_of = |j: usize, k: usize| ((j * k) % 2) as f64;
+    let av = Tensor::from_f64_fn([N, N], DType::F16, |i| a_of(i[0], i[1]));
+    let bv = Tensor::from_f64_fn([N, N], DType::F16, |i| b_of(i[0], i[1]));
     let y = execute(&bl.finish(), &[&av, &bv]).expect("executes");
     assert_eq!(y[0].dtype(), DType::F16);
-    // rows of a: [1 2 3] [4 5 6]; rows of b: ones, twos.
-    assert_eq!(y[0].to_f64_vec(), vec![6.5, 12.5, 15.5, 30.5]);
+    // Small integers: exact in f16.
+    let expected: Vec<f64> = (0..N * N)
+        .map(|e| {
+            let (i, j) = (e / N, e % N);
+            2.0 * (0..N).map(|k| a_of(i, k) * b_of(j, k)).sum::<f64>()
+        })
+        .collect();
+    assert_eq!(y[0].to_f64_vec(), expected);
 }
 
 #[test]
@@ -299,14 +311,15 @@ fn inputs_that_do_not_match_the_globals_are_named() {
 }
 
 #[test]
-fn reading_an_undefined_tile_names_the_instruction() {
+fn a_program_reading_an_undefined_tile_never_reaches_the_simulator() {
     let mut b = Builder::new("t.undefined", 1);
     let y = b.output("y", &[4], DType::F32);
     let t = b.tile(&[4], DType::F32, MemLevel::Ub);
     b.push(store(y, vec![c(0)], t));
-    let err = execute(&b.finish(), &[]).unwrap_err();
+    // The simulator takes a ValidProgram, and validation names the instruction.
+    let err = b.finish_unchecked().validate().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "op `t.undefined`: inst 0 (store): reads %0 before it is defined"
+        "op `t.undefined`: inst 0 (store): %0 is used before it is defined"
     );
 }

@@ -13,6 +13,7 @@
 //! every input read once and every output written once, and no compute
 //! ([`OpInvokeInfo::memory_access_properties`]).
 
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, Operand, Program};
 use pto_op::{DType, DeviceProfile, OpDef, OpInvokeInfo, PerformanceProperties};
 
@@ -78,7 +79,7 @@ pub fn default_properties(
 /// assert_eq!((p.memory_read_bytes, p.memory_write_bytes), (2 * 16384, 16384));
 /// assert!(p.compute_ops.values().map(|c| c.gp_ops).sum::<u64>() >= 64 * 128);
 /// ```
-pub fn kernel_properties(program: &Program) -> PerformanceProperties {
+pub fn kernel_properties(program: &ValidProgram) -> PerformanceProperties {
     let mut properties = PerformanceProperties::default();
     count(program, &program.body, program.grid as u64, &mut properties);
     properties

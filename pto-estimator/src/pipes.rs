@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use pto_op::DeviceProfile;
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::cost::{self, CostError, CostModel};
 use pto_op::kernel::ir::{Inst, Pipe, Program};
 
@@ -38,7 +39,7 @@ use pto_op::kernel::ir::{Inst, Pipe, Program};
 ///
 /// The cost model's: an instruction the device cannot run (a cube dtype it has no rate
 /// for).
-pub fn pipeline_seconds(program: &Program, device: &DeviceProfile) -> Result<f64, CostError> {
+pub fn pipeline_seconds(program: &ValidProgram, device: &DeviceProfile) -> Result<f64, CostError> {
     let cores = cost::cores_in_use(program.grid, device);
     let pace = Pace {
         program,
@@ -56,7 +57,7 @@ pub fn pipeline_seconds(program: &Program, device: &DeviceProfile) -> Result<f64
 ///
 /// The cost model's, as for [`pipeline_seconds`].
 pub fn pipe_cycles(
-    program: &Program,
+    program: &ValidProgram,
     device: &DeviceProfile,
 ) -> Result<BTreeMap<Pipe, f64>, CostError> {
     CostModel::new(device, program.grid).busy(program, &program.body)
@@ -123,7 +124,7 @@ mod tests {
     use super::*;
     use pto_op::{DType, Shape, TensorType};
 
-    fn add_program(rows: usize) -> Program {
+    fn add_program(rows: usize) -> ValidProgram {
         let t = TensorType {
             shape: Shape::from([rows, 4096]),
             dtype: DType::F16,

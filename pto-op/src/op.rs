@@ -4,7 +4,7 @@ use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::device::DeviceProfile;
 use crate::dtype::DType;
 use crate::error::{OpError, OutputMismatch};
-use crate::kernel::ir::Program;
+use crate::kernel::ValidProgram;
 use crate::kernel::{Global, Kernel};
 use crate::perf::{Estimate, OpInvokeInfo, PerformanceProperties};
 use crate::schema::{Fingerprint, OpSchema};
@@ -220,7 +220,7 @@ impl OpDef {
         &self,
         inputs: &[TensorType],
         attrs: &Attributes,
-    ) -> Result<Program, OpError> {
+    ) -> Result<ValidProgram, OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),

@@ -11,16 +11,20 @@ use std::rc::Rc;
 use half::{bf16, f16};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayD, ArrayViewD, Axis, Ix2, IxDyn, Slice, Zip, aview0};
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{
     BinaryOp, CmpOp, GlobalRole, Index, Inst, Operand, Program, ReduceOp, TileId, UnaryOp,
 };
 use pto_op::{DType, Tensor};
 
 use super::SimError;
-use super::dataflow::tile_type;
 
 /// Runs `program` for every program id `0..grid` on `inputs` (the program's input globals,
 /// in order) and returns its output globals, zero where no store wrote.
+///
+/// The program's validity (every tile declared, defined once before it is read, operand
+/// types that fit their instructions) is what its type guarantees: only the inputs and the
+/// data-dependent parts of instructions are checked here.
 ///
 /// ```
 /// use pto_backends::sim::exec::execute;
@@ -43,10 +47,10 @@ use super::dataflow::tile_type;
 ///     ],
 /// };
 /// let x = Tensor::from_vec([3], vec![1.0f32, 2.0, 3.0]).unwrap();
-/// let y = execute(&program, &[&x]).unwrap();
+/// let y = execute(&program.validate().unwrap(), &[&x]).unwrap();
 /// assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
 /// ```
-pub fn execute(program: &Program, inputs: &[&Tensor]) -> Result<Vec<Tensor>, SimError> {
+pub fn execute(program: &ValidProgram, inputs: &[&Tensor]) -> Result<Vec<Tensor>, SimError> {
     let globals = check_inputs(program, inputs)?;
     let mut machine = Machine {
         program,
@@ -160,7 +164,7 @@ fn integer_range(dtype: DType) -> (f32, f32) {
 
 /// The interpreter's state for one program id.
 struct Machine<'p> {
-    program: &'p Program,
+    program: &'p ValidProgram,
     /// Every global by `GlobalId`, as f32.
     globals: Vec<ArrayD<f32>>,
     /// Tile values by `TileId`; shared so that same-dtype moves copy nothing.
@@ -198,46 +202,33 @@ impl Machine<'_> {
         }
     }
 
-    fn value(&self, tile: TileId, position: usize, inst: &Inst) -> Result<&ArrayD<f32>, SimError> {
-        match self.env.get(tile.0 as usize) {
-            Some(Some(value)) => Ok(value),
-            Some(None) => {
-                Err(self.invalid(position, inst, format!("reads {tile} before it is defined")))
-            }
-            None => Err(self.invalid(position, inst, format!("tile {tile} is not declared"))),
-        }
+    /// The value of `tile`: a valid program defines every tile before it reads it.
+    fn value(&self, tile: TileId) -> &ArrayD<f32> {
+        self.env[tile.0 as usize]
+            .as_deref()
+            .expect("a valid program defines a tile before reading it")
     }
 
-    fn shared(
-        &self,
-        tile: TileId,
-        position: usize,
-        inst: &Inst,
-    ) -> Result<Rc<ArrayD<f32>>, SimError> {
-        match self.env.get(tile.0 as usize) {
-            Some(Some(value)) => Ok(Rc::clone(value)),
-            _ => self.value(tile, position, inst).map(|v| Rc::new(v.clone())),
-        }
+    fn shared(&self, tile: TileId) -> Rc<ArrayD<f32>> {
+        Rc::clone(
+            self.env[tile.0 as usize]
+                .as_ref()
+                .expect("a valid program defines a tile before reading it"),
+        )
     }
 
-    fn arg<'a>(
-        &'a self,
-        operand: &Operand,
-        scalar_dtype: DType,
-        position: usize,
-        inst: &Inst,
-    ) -> Result<Arg<'a>, SimError> {
-        Ok(match operand {
-            Operand::Tile(t) => Arg::Tile(self.value(*t, position, inst)?),
+    fn arg(&self, operand: &Operand, scalar_dtype: DType) -> Arg<'_> {
+        match operand {
+            Operand::Tile(t) => Arg::Tile(self.value(*t)),
             Operand::Scalar(s) => Arg::Scalar(round_scalar(*s, scalar_dtype)),
-        })
+        }
     }
 
     /// The dtype a scalar operand converts to: the other operand's, or `fallback` when
     /// both are scalars.
     fn scalar_dtype(&self, other: &Operand, fallback: DType) -> DType {
         match other {
-            Operand::Tile(t) => self.program.tile(*t).map_or(fallback, |ty| ty.dtype),
+            Operand::Tile(t) => self.program.tile_type(*t).dtype,
             Operand::Scalar(_) => fallback,
         }
     }
@@ -250,18 +241,8 @@ impl Machine<'_> {
     }
 
     /// Gives `tile` an already rounded value (loop params and results).
-    fn bind(
-        &mut self,
-        tile: TileId,
-        value: Rc<ArrayD<f32>>,
-        position: usize,
-        inst: &Inst,
-    ) -> Result<(), SimError> {
-        if tile.0 as usize >= self.env.len() {
-            return Err(self.invalid(position, inst, format!("tile {tile} is not declared")));
-        }
+    fn bind(&mut self, tile: TileId, value: Rc<ArrayD<f32>>) {
         self.env[tile.0 as usize] = Some(value);
-        Ok(())
     }
 
     fn define(&mut self, tile: TileId, mut data: ArrayD<f32>, dtype: DType) {
@@ -270,8 +251,8 @@ impl Machine<'_> {
     }
 
     fn run(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
-        let mnemonic = inst.mnemonic();
-        let ty = |t: TileId| tile_type(self.program, t, position, mnemonic);
+        let program = self.program;
+        let ty = |t: TileId| program.tile_type(t);
         match inst {
             Inst::Load {
                 dst,
@@ -279,11 +260,9 @@ impl Machine<'_> {
                 offsets,
                 pad,
             } => {
-                let dst_ty = ty(*dst)?;
+                let dst_ty = ty(*dst);
                 let offsets = self.offsets(offsets);
-                let global = self.globals.get(src.0 as usize).ok_or_else(|| {
-                    self.invalid(position, inst, format!("global {src} is not declared"))
-                })?;
+                let global = &self.globals[src.0 as usize];
                 let data = load(
                     global,
                     &offsets,
@@ -300,36 +279,19 @@ impl Machine<'_> {
                 }
             }
             Inst::Store { dst, offsets, src } => {
-                let decl = self.program.global(*dst).ok_or_else(|| {
-                    self.invalid(position, inst, format!("global {dst} is not declared"))
-                })?;
-                if decl.role != GlobalRole::Output {
-                    return Err(self.invalid(
-                        position,
-                        inst,
-                        format!("stores to `{}`, an input of the op", decl.name),
-                    ));
-                }
                 let offsets = self.offsets(offsets);
-                let value = self.shared(*src, position, inst)?;
+                let value = self.shared(*src);
                 store(&mut self.globals[dst.0 as usize], &offsets, &value)
                     .map_err(|m| self.invalid(position, inst, m))?;
             }
             Inst::Full { dst, value } => {
-                let dst_ty = ty(*dst)?;
+                let dst_ty = ty(*dst);
                 let data = ArrayD::from_elem(IxDyn(&dst_ty.shape), *value as f32);
                 let dtype = dst_ty.dtype;
                 self.define(*dst, data, dtype);
             }
             Inst::Iota { dst, axis, start } => {
-                let dst_ty = ty(*dst)?;
-                if *axis >= dst_ty.shape.len() {
-                    return Err(self.invalid(
-                        position,
-                        inst,
-                        format!("axis {axis} is out of range for {dst_ty}"),
-                    ));
-                }
+                let dst_ty = ty(*dst);
                 let start = start.eval(self.program_id, &self.vars) as f32;
                 let axis = *axis;
                 let data = ArrayD::from_shape_fn(IxDyn(&dst_ty.shape), |i| start + i[axis] as f32);
@@ -337,14 +299,14 @@ impl Machine<'_> {
                 self.define(*dst, data, dtype);
             }
             Inst::Unary { dst, op, src } => {
-                let dtype = ty(*dst)?.dtype;
-                let data = unary(*op, self.value(*src, position, inst)?);
+                let dtype = ty(*dst).dtype;
+                let data = unary(*op, self.value(*src));
                 self.define(*dst, data, dtype);
             }
             Inst::Binary { dst, op, lhs, rhs } => {
-                let dst_ty = ty(*dst)?;
-                let a = self.arg(lhs, self.scalar_dtype(rhs, dst_ty.dtype), position, inst)?;
-                let b = self.arg(rhs, self.scalar_dtype(lhs, dst_ty.dtype), position, inst)?;
+                let dst_ty = ty(*dst);
+                let a = self.arg(lhs, self.scalar_dtype(rhs, dst_ty.dtype));
+                let b = self.arg(rhs, self.scalar_dtype(lhs, dst_ty.dtype));
                 let shape = &dst_ty.shape;
                 let data = match op {
                     BinaryOp::Add => zip2(shape, &a, &b, |x, y| x + y),
@@ -358,9 +320,9 @@ impl Machine<'_> {
                 self.define(*dst, data, dst_ty.dtype);
             }
             Inst::Compare { dst, op, lhs, rhs } => {
-                let dst_ty = ty(*dst)?;
-                let a = self.arg(lhs, self.scalar_dtype(rhs, DType::F32), position, inst)?;
-                let b = self.arg(rhs, self.scalar_dtype(lhs, DType::F32), position, inst)?;
+                let dst_ty = ty(*dst);
+                let a = self.arg(lhs, self.scalar_dtype(rhs, DType::F32));
+                let b = self.arg(rhs, self.scalar_dtype(lhs, DType::F32));
                 let shape = &dst_ty.shape;
                 let truth = |t: bool| if t { 1.0 } else { 0.0 };
                 let data = match op {
@@ -380,29 +342,22 @@ impl Machine<'_> {
                 on_true,
                 on_false,
             } => {
-                let dst_ty = ty(*dst)?;
-                let cond = self.value(*cond, position, inst)?;
-                let t = self.arg(on_true, dst_ty.dtype, position, inst)?;
-                let f = self.arg(on_false, dst_ty.dtype, position, inst)?;
+                let dst_ty = ty(*dst);
+                let cond = self.value(*cond);
+                let t = self.arg(on_true, dst_ty.dtype);
+                let f = self.arg(on_false, dst_ty.dtype);
                 let data = select(&dst_ty.shape, cond, &t, &f)
                     .map_err(|m| self.invalid(position, inst, m))?;
                 self.define(*dst, data, dst_ty.dtype);
             }
             Inst::Cast { dst, src } => {
-                let dtype = ty(*dst)?.dtype;
-                let data = self.value(*src, position, inst)?.clone();
+                let dtype = ty(*dst).dtype;
+                let data = self.value(*src).clone();
                 self.define(*dst, data, dtype);
             }
             Inst::Reduce { dst, op, src, axis } => {
-                let dtype = ty(*dst)?.dtype;
-                let value = self.value(*src, position, inst)?;
-                if *axis >= value.ndim() {
-                    return Err(self.invalid(
-                        position,
-                        inst,
-                        format!("axis {axis} is out of range for shape {:?}", value.shape()),
-                    ));
-                }
+                let dtype = ty(*dst).dtype;
+                let value = self.value(*src);
                 let ax = Axis(*axis);
                 let reduced = match op {
                     ReduceOp::Sum => value.sum_axis(ax),
@@ -413,9 +368,9 @@ impl Machine<'_> {
                 self.define(*dst, reduced.insert_axis(ax), dtype);
             }
             Inst::Move { dst, src } => {
-                let dst_dtype = ty(*dst)?.dtype;
-                let src_dtype = ty(*src)?.dtype;
-                let value = self.shared(*src, position, inst)?;
+                let dst_dtype = ty(*dst).dtype;
+                let src_dtype = ty(*src).dtype;
+                let value = self.shared(*src);
                 if dst_dtype == src_dtype {
                     self.env[dst.0 as usize] = Some(value);
                 } else {
@@ -429,13 +384,8 @@ impl Machine<'_> {
                 acc,
                 transpose_b,
             } => {
-                let dtype = ty(*dst)?.dtype;
-                let data = self
-                    .matmul(*a, *b, *acc, *transpose_b, position, inst)
-                    .map_err(|e| match e {
-                        MatmulError::Sim(e) => e,
-                        MatmulError::Shape(m) => self.invalid(position, inst, m),
-                    })?;
+                let dtype = ty(*dst).dtype;
+                let data = self.matmul(*a, *b, *acc, *transpose_b);
                 self.define(*dst, data, dtype);
             }
             Inst::Loop {
@@ -447,87 +397,44 @@ impl Machine<'_> {
                 yields,
                 results,
             } => {
-                let mut carried = init
-                    .iter()
-                    .map(|t| self.shared(*t, position, inst))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut carried: Vec<_> = init.iter().map(|t| self.shared(*t)).collect();
                 let var_slot = var.0 as usize;
-                if var_slot >= self.vars.len() {
-                    return Err(self.invalid(
-                        position,
-                        inst,
-                        format!(
-                            "loop variable {var} is not declared (the program has {})",
-                            self.vars.len()
-                        ),
-                    ));
-                }
                 for iteration in 0..*count {
                     self.vars[var_slot] = iteration as i64;
                     for (param, value) in params.iter().zip(carried.drain(..)) {
-                        self.bind(*param, value, position, inst)?;
+                        self.bind(*param, value);
                     }
                     self.run_body(body, position + 1)?;
-                    carried = yields
-                        .iter()
-                        .map(|t| self.shared(*t, position, inst))
-                        .collect::<Result<Vec<_>, _>>()?;
+                    carried = yields.iter().map(|t| self.shared(*t)).collect();
                 }
                 for (result, value) in results.iter().zip(carried) {
-                    self.bind(*result, value, position, inst)?;
+                    self.bind(*result, value);
                 }
             }
         }
         Ok(())
     }
 
-    fn matmul(
-        &self,
-        a: TileId,
-        b: TileId,
-        acc: Option<TileId>,
-        transpose_b: bool,
-        position: usize,
-        inst: &Inst,
-    ) -> Result<ArrayD<f32>, MatmulError> {
-        let matrix = |t: TileId| -> Result<ndarray::ArrayView2<'_, f32>, MatmulError> {
-            let v = self.value(t, position, inst).map_err(MatmulError::Sim)?;
-            v.view().into_dimensionality::<Ix2>().map_err(|_| {
-                MatmulError::Shape(format!("{t} has shape {:?}, not a matrix", v.shape()))
-            })
+    /// `a @ b (+ acc)`: a valid program gives matrices whose inner dimensions agree and an
+    /// accumulator of the product's shape.
+    fn matmul(&self, a: TileId, b: TileId, acc: Option<TileId>, transpose_b: bool) -> ArrayD<f32> {
+        let matrix = |t: TileId| {
+            self.value(t)
+                .view()
+                .into_dimensionality::<Ix2>()
+                .expect("a valid program's cube tiles are rank 2")
         };
-        let a2 = matrix(a)?;
-        let b2 = matrix(b)?;
+        let a2 = matrix(a);
+        let b2 = matrix(b);
         let b2 = if transpose_b { b2.reversed_axes() } else { b2 };
-        let (m, k) = a2.dim();
-        let (k2, n) = b2.dim();
-        if k != k2 {
-            return Err(MatmulError::Shape(format!(
-                "{a} is [{m}, {k}] but {b} gives [{k2}, {n}]{}: inner dimensions differ",
-                if transpose_b { " transposed" } else { "" }
-            )));
-        }
+        let (m, n) = (a2.dim().0, b2.dim().1);
         let (mut out, beta) = match acc {
-            Some(acc) => {
-                let c = matrix(acc)?;
-                if c.dim() != (m, n) {
-                    return Err(MatmulError::Shape(format!(
-                        "accumulator {acc} is {:?}, the product is [{m}, {n}]",
-                        c.shape()
-                    )));
-                }
-                (c.to_owned(), 1.0)
-            }
+            Some(acc) => (matrix(acc).to_owned(), 1.0),
             None => (Array2::zeros((m, n)), 0.0),
         };
         general_mat_mul(1.0, &a2, &b2, beta, &mut out);
-        Ok(out.into_dyn())
+        out.into_dyn()
     }
-}
-
-enum MatmulError {
-    Sim(SimError),
-    Shape(String),
 }
 
 /// The per-axis overlap of a tile at `offsets` with a tensor of shape `dims`: for each

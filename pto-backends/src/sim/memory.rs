@@ -2,7 +2,7 @@
 //! which loops can double-buffer.
 //!
 //! Live ranges are computed over *points*: one per instruction in program order (see
-//! the private `dataflow` module), plus one at the end of each loop, where the yields are
+//! [`Inst::count`]), plus one at the end of each loop, where the yields are
 //! read. A tile is live from the point that defines it to its last use. Loop-carried tiles
 //! (`params`) live across their whole loop, and so does every tile that a loop body reads
 //! but that is defined before the loop (it is needed in every iteration). A loop's `results`
@@ -17,10 +17,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pto_op::DeviceProfile;
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use serde::{Deserialize, Serialize};
 
-use super::dataflow::tile_type;
 use super::{BufferOverflow, SimError};
 
 /// What the buffer check found: peak working sets and the double-buffering decisions.
@@ -63,14 +63,13 @@ impl MemoryPlan {
 /// # Errors
 ///
 /// [`SimError::BufferOverflow`] naming the instruction where the first overflowing level
-/// peaks, the level, the bytes needed, the limit and the live tiles;
-/// [`SimError::Invalid`] if the program refers to undeclared tiles.
+/// peaks, the level, the bytes needed, the limit and the live tiles.
 pub fn plan(
-    program: &Program,
+    program: &ValidProgram,
     profile: &DeviceProfile,
     allow_double_buffering: bool,
 ) -> Result<MemoryPlan, SimError> {
-    let ranges = LiveRanges::of(program)?;
+    let ranges = LiveRanges::of(program);
     let single = ranges.working_sets(program, profile, &BTreeSet::new());
     for level in MemLevel::ON_CORE {
         let (peak, at) = single.peak(level);
@@ -165,8 +164,7 @@ impl WorkingSets {
 }
 
 /// The builder of [`LiveRanges`]: the defining and last-use points of every tile.
-struct Walk<'p> {
-    program: &'p Program,
+struct Walk {
     points: Vec<Point>,
     loops: Vec<LoopSpan>,
     /// (start, end) by tile, once defined.
@@ -177,40 +175,19 @@ struct Walk<'p> {
     loop_stack: Vec<usize>,
 }
 
-impl Walk<'_> {
-    fn slot(&self, tile: TileId, inst: usize, mnemonic: &str) -> Result<usize, SimError> {
-        tile_type(self.program, tile, inst, mnemonic)?;
-        Ok(tile.0 as usize)
-    }
-
-    fn define(
-        &mut self,
-        tile: TileId,
-        at: usize,
-        inst: usize,
-        mnemonic: &str,
-    ) -> Result<(), SimError> {
-        let slot = self.slot(tile, inst, mnemonic)?;
-        // A tile is defined once; keep the earliest point if a malformed program repeats it.
-        let range = self.ranges[slot].get_or_insert((at, at));
+impl Walk {
+    // A valid program declares every tile it names and defines each once, before its uses.
+    fn define(&mut self, tile: TileId, at: usize) {
+        let range = self.ranges[tile.0 as usize].get_or_insert((at, at));
         range.0 = range.0.min(at);
-        Ok(())
     }
 
-    fn use_at(
-        &mut self,
-        tile: TileId,
-        at: usize,
-        inst: usize,
-        mnemonic: &str,
-    ) -> Result<(), SimError> {
-        let slot = self.slot(tile, inst, mnemonic)?;
-        let range = self.ranges[slot].get_or_insert((at, at));
+    fn use_at(&mut self, tile: TileId, at: usize) {
+        let range = self.ranges[tile.0 as usize].get_or_insert((at, at));
         range.1 = range.1.max(at);
-        Ok(())
     }
 
-    fn body(&mut self, body: &[Inst]) -> Result<(), SimError> {
+    fn body(&mut self, body: &[Inst]) {
         for inst in body {
             let number = self.next_inst;
             self.next_inst += 1;
@@ -227,13 +204,12 @@ impl Walk<'_> {
                 _ => (inst.uses(), inst.defs()),
             };
             for tile in reads {
-                self.use_at(tile, at, number, mnemonic)?;
+                self.use_at(tile, at);
             }
             for tile in writes {
-                self.define(tile, at, number, mnemonic)?;
+                self.define(tile, at);
                 if inst.is_copy_in() {
-                    let slot = self.slot(tile, number, mnemonic)?;
-                    self.copied_in_by[slot].extend(self.loop_stack.iter().copied());
+                    self.copied_in_by[tile.0 as usize].extend(self.loop_stack.iter().copied());
                 }
             }
             if let Inst::Loop {
@@ -247,10 +223,10 @@ impl Walk<'_> {
                 let ordinal = self.loops.len();
                 self.loops.push(LoopSpan { inst: number });
                 for tile in params {
-                    self.define(*tile, at, number, mnemonic)?;
+                    self.define(*tile, at);
                 }
                 self.loop_stack.push(ordinal);
-                self.body(body)?;
+                self.body(body);
                 self.loop_stack.pop();
                 let end = self.points.len();
                 self.points.push(Point {
@@ -258,7 +234,7 @@ impl Walk<'_> {
                     mnemonic,
                 });
                 for tile in yields.iter().chain(params) {
-                    self.use_at(*tile, end, number, mnemonic)?;
+                    self.use_at(*tile, end);
                 }
                 // Tiles defined before the loop and read in its body are needed by every
                 // iteration.
@@ -268,18 +244,16 @@ impl Walk<'_> {
                     }
                 }
                 for tile in results {
-                    self.define(*tile, end + 1, number, mnemonic)?;
+                    self.define(*tile, end + 1);
                 }
             }
         }
-        Ok(())
     }
 }
 
 impl LiveRanges {
-    fn of(program: &Program) -> Result<LiveRanges, SimError> {
+    fn of(program: &Program) -> LiveRanges {
         let mut walk = Walk {
-            program,
             points: Vec::new(),
             loops: Vec::new(),
             ranges: vec![None; program.tiles.len()],
@@ -287,7 +261,7 @@ impl LiveRanges {
             next_inst: 0,
             loop_stack: Vec::new(),
         };
-        walk.body(&program.body)?;
+        walk.body(&program.body);
         let point_count = walk.points.len();
         let intervals = walk
             .ranges
@@ -305,11 +279,11 @@ impl LiveRanges {
                 })
             })
             .collect();
-        Ok(LiveRanges {
+        LiveRanges {
             points: walk.points,
             loops: walk.loops,
             intervals,
-        })
+        }
     }
 
     /// Bytes `tile` occupies in its level (rounded up to the alignment), doubled when a

@@ -6,10 +6,9 @@
 //! - [`schedule`]: the timing model and the [`SimReport`].
 //! - [`trace`]: Chrome trace-event timelines.
 //!
-//! [`Simulator`] runs a [`Program`] directly; [`Sim`] is the `sim` execution target, which
+//! [`Simulator`] runs a [`ValidProgram`] directly; [`Sim`] is the `sim` execution target, which
 //! traces an op's kernel and runs it.
 
-mod dataflow;
 pub mod exec;
 pub mod memory;
 pub mod schedule;
@@ -19,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pto_op::__private::linkme;
-use pto_op::kernel::ir::Program;
+use pto_op::kernel::ValidProgram;
 use pto_op::target::TargetDef;
 use pto_op::{
     Attributes, DeviceError, DeviceProfile, Execution, Executor, Lowering, OpDef, OpError,
@@ -63,8 +62,8 @@ pub enum SimError {
         /// The given value.
         actual: String,
     },
-    /// The program is malformed: an instruction refers to something that does not exist
-    /// or has operands of the wrong shape.
+    /// An instruction failed on the data it met at run time (a validated program cannot
+    /// be malformed; this is what is left for the data to break).
     #[error("op `{op}`: inst {inst} ({mnemonic}): {message}")]
     Invalid {
         /// The op.
@@ -207,7 +206,7 @@ pub struct SimRun {
 /// };
 /// let sim = Simulator::new(DeviceProfile::builtin("kirin9030").unwrap(), SimOptions::default());
 /// let x = Tensor::random([64], DType::F16, 1);
-/// let run = sim.run(&program, &[&x]).unwrap();
+/// let run = sim.run(&program.validate().unwrap(), &[&x]).unwrap();
 /// assert_eq!(run.outputs[0].to_f64_vec(), x.to_f64_vec().iter().map(|v| 2.0 * v).collect::<Vec<_>>());
 /// assert!(run.report.cycles > 0);
 /// ```
@@ -231,14 +230,8 @@ impl Simulator {
     ///
     /// # Errors
     ///
-    /// A [`SimError`] naming the op: a buffer overflow, a malformed or unsupported program.
-    pub fn time(&self, program: &Program) -> Result<SimReport, SimError> {
-        if program.grid == 0 {
-            return Err(SimError::Unsupported {
-                op: program.op.clone(),
-                message: "the grid is empty: a kernel needs at least one block program".into(),
-            });
-        }
+    /// A [`SimError`] naming the op: a buffer overflow or an unsupported program.
+    pub fn time(&self, program: &ValidProgram) -> Result<SimReport, SimError> {
         let plan = memory::plan(program, &self.profile, self.options.double_buffering)?;
         let timeline = schedule::schedule(program, &self.profile, &plan, 0)?;
         Ok(schedule::report(program, &self.profile, &plan, &timeline))
@@ -249,14 +242,8 @@ impl Simulator {
     /// # Errors
     ///
     /// A [`SimError`] naming the op: a buffer overflow, inputs that do not match the
-    /// program's input globals, a malformed or unsupported program.
-    pub fn run(&self, program: &Program, inputs: &[&Tensor]) -> Result<SimRun, SimError> {
-        if program.grid == 0 {
-            return Err(SimError::Unsupported {
-                op: program.op.clone(),
-                message: "the grid is empty: a kernel needs at least one block program".into(),
-            });
-        }
+    /// program's input globals, an unsupported program, an instruction failing on its data.
+    pub fn run(&self, program: &ValidProgram, inputs: &[&Tensor]) -> Result<SimRun, SimError> {
         let plan = memory::plan(program, &self.profile, self.options.double_buffering)?;
         let event_limit = if self.options.trace {
             self.options.trace_event_limit
@@ -295,9 +282,9 @@ static SIM_TARGET: TargetDef = TargetDef {
 pub const DEFAULT_DEVICE: &str = "kirin9030";
 
 /// Traced programs by (op, input types, attributes as JSON).
-type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<Program>>;
+type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<ValidProgram>>;
 
-/// The `sim` execution target: traces each op's kernel into a [`Program`] and runs it on
+/// The `sim` execution target: traces each op's kernel into a [`ValidProgram`] and runs it on
 /// the [`Simulator`], checked against the op's description. Each call returns its
 /// simulated time ([`Executor::execute`]) or its whole report ([`Sim::call`]); ops without
 /// a kernel fall back to the CPU reference ([`Executor::fallback`]).
@@ -412,7 +399,7 @@ impl Sim {
         op: &'static OpDef,
         types: &[TensorType],
         attrs: &Attributes,
-    ) -> Result<Arc<Program>, OpError> {
+    ) -> Result<Arc<ValidProgram>, OpError> {
         let attrs_key = serde_json::to_string(attrs).map_err(|e| {
             OpError::invalid(format!("attributes cannot be serialized: {e}")).with_op(op.name)
         })?;

@@ -26,12 +26,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::DeviceProfile;
-use pto_op::kernel::cost::{self, CostError, CostModel};
+use pto_op::kernel::ValidProgram;
+use pto_op::kernel::cost::{self, CostModel};
 use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, VarId};
 use serde::{Deserialize, Serialize};
 
 use super::SimError;
-use super::dataflow::tile_type;
 use super::memory::MemoryPlan;
 
 /// The timing of one op run on the simulator.
@@ -138,10 +138,9 @@ pub struct Timeline {
 ///
 /// # Errors
 ///
-/// [`SimError::Unsupported`] for a copy path or cube dtype the profile has no rate for;
-/// [`SimError::Invalid`] for undeclared tiles.
+/// [`SimError::Unsupported`] for a cube dtype (or copy path) the profile has no rate for.
 pub fn schedule(
-    program: &Program,
+    program: &ValidProgram,
     profile: &DeviceProfile,
     plan: &MemoryPlan,
     event_limit: usize,
@@ -226,7 +225,7 @@ pub fn report(
 }
 
 struct Scheduler<'p> {
-    program: &'p Program,
+    program: &'p ValidProgram,
     costs: CostModel<'p>,
     plan: &'p MemoryPlan,
     /// Busy intervals of each pipe, sorted and disjoint.
@@ -281,13 +280,7 @@ impl Scheduler<'_> {
         yields: &[TileId],
         results: &[TileId],
     ) -> Result<(), SimError> {
-        let slot = |t: &TileId| -> Result<usize, SimError> {
-            tile_type(self.program, *t, position, "loop").map(|_| t.0 as usize)
-        };
-        let mut carried: Vec<f64> = init
-            .iter()
-            .map(|t| slot(t).map(|s| self.ready[s]))
-            .collect::<Result<_, _>>()?;
+        let mut carried: Vec<f64> = init.iter().map(|t| self.ready[t.0 as usize]).collect();
         let overhead = self.costs.loop_overhead_cycles();
         for iteration in 0..count {
             let start = self.issue_free;
@@ -296,18 +289,13 @@ impl Scheduler<'_> {
                 (format!("loop {var} = {iteration}"), 0, Vec::new())
             });
             for (param, ready) in params.iter().zip(&carried) {
-                let s = slot(param)?;
-                self.ready[s] = *ready;
+                self.ready[param.0 as usize] = *ready;
             }
             self.body(body, position + 1)?;
-            carried = yields
-                .iter()
-                .map(|t| slot(t).map(|s| self.ready[s]))
-                .collect::<Result<_, _>>()?;
+            carried = yields.iter().map(|t| self.ready[t.0 as usize]).collect();
         }
         for (result, ready) in results.iter().zip(&carried) {
-            let s = slot(result)?;
-            self.ready[s] = *ready;
+            self.ready[result.0 as usize] = *ready;
         }
         Ok(())
     }
@@ -367,18 +355,13 @@ impl Scheduler<'_> {
 
     fn instruction(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
         let mnemonic = inst.mnemonic();
-        let cost = self.costs.inst(self.program, inst).map_err(|e| match e {
-            CostError::UndeclaredTile { .. } => SimError::Invalid {
+        let cost = self
+            .costs
+            .inst(self.program, inst)
+            .map_err(|e| SimError::Unsupported {
                 op: self.program.op.clone(),
-                inst: position,
-                mnemonic: mnemonic.to_owned(),
-                message: e.to_string(),
-            },
-            other => SimError::Unsupported {
-                op: self.program.op.clone(),
-                message: format!("inst {position} ({mnemonic}): {other}"),
-            },
-        })?;
+                message: format!("inst {position} ({mnemonic}): {e}"),
+            })?;
         let (pipe, duration, bytes) = (cost.pipe, cost.cycles, cost.bytes);
         self.instructions += 1;
 
@@ -390,13 +373,11 @@ impl Scheduler<'_> {
         let mut start = issued;
         let operands = inst.uses();
         for tile in &operands {
-            tile_type(self.program, *tile, position, mnemonic)?;
             start = start.max(self.ready[tile.0 as usize]);
         }
         let dst = inst.defs().first().copied();
         if let Some(tile) = dst {
-            let slot =
-                tile_type(self.program, tile, position, mnemonic).map(|_| tile.0 as usize)?;
+            let slot = tile.0 as usize;
             // The buffer this instance overwrites: the latest one, or with two buffers the
             // one before it.
             let [latest, previous] = self.last_use[slot];

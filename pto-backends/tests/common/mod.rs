@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test file uses a different subset of the helpers.
 
 use pto_op::DType;
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::*;
 
 /// A program under construction.
@@ -61,7 +62,16 @@ impl Builder {
         self.program.body.push(inst);
     }
 
-    pub fn finish(self) -> Program {
+    /// The program, validated: the simulator only runs valid programs.
+    pub fn finish(self) -> ValidProgram {
+        let op = self.program.op.clone();
+        self.program
+            .validate()
+            .unwrap_or_else(|e| panic!("test program {op} is invalid: {e}"))
+    }
+
+    /// The program as built, for tests of validation itself.
+    pub fn finish_unchecked(self) -> Program {
         self.program
     }
 }
@@ -103,7 +113,7 @@ pub fn binary(dst: TileId, op: BinaryOp, lhs: Operand, rhs: Operand) -> Inst {
 /// blocks of 128: S = Q K^T on the cube, P = exp(S - rowmax S) on the vector unit, P back
 /// through L1 to the cube, O += P V accumulated in UB. Inputs q [64 * grid, 64],
 /// k and v [seq, 64], f16; output o [64 * grid, 64] f16.
-pub fn attention(grid: usize, seq: usize) -> Program {
+pub fn attention(grid: usize, seq: usize) -> ValidProgram {
     let (rows, d, block) = (64usize, 64usize, 128usize);
     let mut b = Builder::new("test.attention", grid);
     let q = b.input("q", &[rows * grid, d], DType::F16);

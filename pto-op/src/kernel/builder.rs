@@ -13,7 +13,7 @@ use super::ir::{
     GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Program, TileId, TileType, VarId,
 };
 use super::tile::Tile;
-use super::validate;
+use super::validate::{self, ValidProgram};
 
 /// A tensor in global memory (GM), as a kernel sees its inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -652,7 +652,7 @@ impl Kernel {
     }
 
     /// Ends tracing: the validated program, or the first error an instruction recorded.
-    pub fn finish(self) -> Result<Program, OpError> {
+    pub fn finish(self) -> Result<ValidProgram, OpError> {
         self.recorded()?;
         let mut state = self.state.borrow_mut();
         let program = Program {
@@ -663,8 +663,7 @@ impl Kernel {
             vars: state.live_vars.len() as u32,
             body: state.blocks.pop().unwrap_or_default(),
         };
-        validate::validate(&program)?;
-        Ok(program)
+        Ok(program.validate()?)
     }
 }
 

@@ -21,3 +21,4 @@ mod tests;
 pub use builder::{Global, Kernel};
 pub use idx::{Idx, IntoOffsets};
 pub use tile::{IntoOperand, IntoScalar, Tile, TileOrScalar};
+pub use validate::ValidProgram;

@@ -6,7 +6,8 @@ use crate::error::OpError;
 use crate::shape::Shape;
 use crate::tensor::SplitMix64;
 
-use super::super::ir::{MemLevel, Program};
+use super::super::ValidProgram;
+use super::super::ir::MemLevel;
 use super::super::validate::broadcast;
 use super::super::{Global, Idx, Kernel, Tile};
 
@@ -116,7 +117,7 @@ struct Env {
 }
 
 /// A random valid program; `seed` picks it.
-pub(super) fn program(seed: u64) -> Program {
+pub(super) fn program(seed: u64) -> ValidProgram {
     let mut rng = Rng::new(seed);
     let names = ["gen.op", "gen.op-2", "ns.a_b.c", "odd \"name\" \\ \u{7} é"];
     let mut k = Kernel::new(rng.pick(&names));

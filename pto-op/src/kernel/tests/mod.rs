@@ -10,11 +10,11 @@ use crate::dtype::DType;
 use crate::error::OpError;
 use crate::shape::Shape;
 
-use super::ir::Program;
+use super::ValidProgram;
 use super::{Kernel, Tile};
 
 /// y = x * rsqrt(mean(x^2, last axis) + eps) * gamma, 8 rows per block program.
-pub(super) fn rms_norm() -> Result<Program, OpError> {
+pub(super) fn rms_norm() -> Result<ValidProgram, OpError> {
     let mut k = Kernel::new("demo.rms_norm");
     let x = k.input("x", Shape::from([32, 64]), DType::F16);
     let gamma = k.input("gamma", Shape::from([64]), DType::F16);
@@ -31,7 +31,7 @@ pub(super) fn rms_norm() -> Result<Program, OpError> {
 }
 
 /// c = a @ b with a K-loop: the first block peeled, the rest accumulated in L0C.
-pub(super) fn matmul_k_loop() -> Result<Program, OpError> {
+pub(super) fn matmul_k_loop() -> Result<ValidProgram, OpError> {
     let mut k = Kernel::new("demo.matmul");
     let a = k.input("a", Shape::from([64, 128]), DType::F16);
     let b = k.input("b", Shape::from([128, 32]), DType::F16);
@@ -54,7 +54,7 @@ pub(super) fn matmul_k_loop() -> Result<Program, OpError> {
 
 /// Causal attention, one 16-row query block per program: online softmax over 32-key
 /// blocks with three carried tiles (running max, running sum, accumulator).
-pub(super) fn causal_attention() -> Result<Program, OpError> {
+pub(super) fn causal_attention() -> Result<ValidProgram, OpError> {
     let mut k = Kernel::new("demo.flash_attention");
     let q = k.input("q", Shape::from([64, 32]), DType::F16);
     let keys = k.input("k", Shape::from([64, 32]), DType::F16);

@@ -80,7 +80,7 @@ fn cube_tiles_must_be_made_of_fractals() {
 
 #[test]
 fn errors_inside_loops_carry_their_path() -> Result<(), crate::error::OpError> {
-    let mut p = matmul_k_loop()?;
+    let mut p = matmul_k_loop()?.into_program();
     let Some(Inst::Loop { body, .. }) = p.body.get_mut(5) else {
         panic!("the sixth instruction is the K-loop");
     };
@@ -133,7 +133,7 @@ fn tiles_are_defined_once_and_before_use() {
 
 #[test]
 fn loop_yields_must_match_the_carried_types() -> Result<(), crate::error::OpError> {
-    let mut p = causal_attention()?;
+    let mut p = causal_attention()?.into_program();
     let position = p
         .body
         .iter()

@@ -8,7 +8,7 @@ use super::super::ir::{
     BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Operand, Program,
     ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
-use super::super::validate::{ValidationError, validate};
+use super::super::validate::{ValidProgram, ValidationError};
 
 /// Why a kernel text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +54,7 @@ pub enum ParseError {
 ///      binary, compare, select, cast, reduce, move or matmul"
 /// );
 /// ```
-pub fn parse(text: &str) -> Result<Program, ParseError> {
+pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
     let mut parser = Parser {
         lines: text
             .lines()
@@ -73,15 +73,14 @@ pub fn parse(text: &str) -> Result<Program, ParseError> {
         lines_of: HashMap::new(),
     };
     let program = parser.program()?;
-    validate(&program).map_err(|error| ParseError::Invalid {
+    program.validate().map_err(|error| ParseError::Invalid {
         line: parser
             .lines_of
             .get(&error.path)
             .copied()
             .unwrap_or_else(|| parser.lines.first().map_or(1, |(n, _)| *n)),
         error,
-    })?;
-    Ok(program)
+    })
 }
 
 struct Parser<'t> {
