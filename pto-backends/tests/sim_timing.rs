@@ -279,6 +279,13 @@ fn simulator_errors_become_op_errors_naming_the_op() {
     }
     .into_op_error("a.b");
     assert_eq!(err.to_string(), "op `a.b`: inst 2 (move): no copy path");
+    assert!(matches!(
+        err,
+        pto_op::OpError::Backend {
+            unsupported: true,
+            ..
+        }
+    ));
     let err = SimError::InputCount {
         op: "a.b".into(),
         expected: 2,
@@ -289,6 +296,18 @@ fn simulator_errors_become_op_errors_naming_the_op() {
         err.to_string(),
         "op `a.b`: the program reads 2 input(s), got 1"
     );
+    // The simulator's error is kept, typed, as the source.
+    let source = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<pto_op::BackendError>())
+        .expect("a backend error as the source");
+    assert!(matches!(
+        source.get_ref().downcast_ref::<SimError>(),
+        Some(SimError::InputCount {
+            expected: 2,
+            actual: 1,
+            ..
+        })
+    ));
 }
 
 use pto_op::prelude::*;

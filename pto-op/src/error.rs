@@ -1,6 +1,7 @@
 //! The error type of op descriptions and op execution.
 
 use core::fmt;
+use std::sync::Arc;
 
 /// An error raised by an op: by the author's shape, dtype, reference or kernel functions, or
 /// by the framework when a call does not match the op's description.
@@ -60,6 +61,64 @@ pub enum OpError {
         /// What is missing.
         message: String,
     },
+    /// A backend (the simulator, a device runtime) could not run the op's kernel. The
+    /// message is the backend error's own (which names the op); that error is the source,
+    /// reachable typed through [`BackendError::get_ref`].
+    #[error("{source}")]
+    Backend {
+        /// The op.
+        op: String,
+        /// Whether the kernel does not fit or is not supported on the target, rather than
+        /// failing on this call's inputs.
+        unsupported: bool,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
+    },
+}
+
+/// A backend's error inside an [`OpError`], shared so that `OpError` stays `Clone`.
+///
+/// ```
+/// use pto_op::{BackendError, OpError};
+/// let io = std::io::Error::other("device lost");
+/// let e = OpError::Backend { op: "a.b".into(), unsupported: false, source: BackendError::new(io) };
+/// assert_eq!(e.to_string(), "device lost");
+/// let source = std::error::Error::source(&e).unwrap().downcast_ref::<BackendError>().unwrap();
+/// assert!(source.get_ref().downcast_ref::<std::io::Error>().is_some());
+/// ```
+#[derive(Debug, Clone)]
+pub struct BackendError(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl BackendError {
+    /// Wraps a backend's error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> BackendError {
+        BackendError(Arc::new(error))
+    }
+
+    /// The backend's error, to downcast to its type.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Two backend errors are equal when they are the same error or say the same.
+impl PartialEq for BackendError {
+    fn eq(&self, other: &BackendError) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.to_string() == other.to_string()
+    }
 }
 
 /// An output whose shape or dtype is not what the op's rules say.

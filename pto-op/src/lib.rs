@@ -73,7 +73,7 @@ pub mod tolerance;
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{DeviceError, DeviceProfile, EstimatorParams, OpCalibration};
 pub use dtype::DType;
-pub use error::OpError;
+pub use error::{BackendError, OpError};
 pub use executor::{Execution, Executor, Lowering, SimulatedTime};
 pub use graph::{Graph, GraphDef, NodeDef, Value, ValueDef, ValueId, ValueKind};
 pub use kernel::{Global, Idx, Kernel, Tile};

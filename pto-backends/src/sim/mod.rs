@@ -21,8 +21,8 @@ use pto_op::__private::linkme;
 use pto_op::kernel::ValidProgram;
 use pto_op::target::TargetDef;
 use pto_op::{
-    Attributes, DeviceError, DeviceProfile, Execution, Executor, Lowering, OpDef, OpError,
-    SimulatedTime, Tensor, TensorType,
+    Attributes, BackendError, DeviceError, DeviceProfile, Execution, Executor, Lowering, OpDef,
+    OpError, SimulatedTime, Tensor, TensorType,
 };
 
 use crate::cpu::Cpu;
@@ -121,30 +121,17 @@ pub struct BufferOverflow {
 }
 
 impl SimError {
-    /// The error as an [`OpError`] of op `op`: overflows and unsupported programs are
-    /// `Unsupported` (the kernel does not fit the device), the rest `Invalid`.
+    /// The error as an [`OpError`] of op `op`: [`OpError::Backend`] with this error as its
+    /// source and message; `unsupported` for overflows and unsupported programs (the
+    /// kernel does not fit the device).
     pub fn into_op_error(self, op: &str) -> OpError {
-        match self {
-            SimError::BufferOverflow(_) | SimError::Unsupported { .. } => {
-                let message = self.to_string();
-                let prefix = format!("op `{op}`: ");
-                OpError::Unsupported {
-                    op: op.to_owned(),
-                    message: message
-                        .strip_prefix(&prefix)
-                        .map_or(message.clone(), str::to_owned),
-                }
-            }
-            other => {
-                let message = other.to_string();
-                let prefix = format!("op `{op}`: ");
-                OpError::invalid(
-                    message
-                        .strip_prefix(&prefix)
-                        .map_or(message.clone(), str::to_owned),
-                )
-                .with_op(op)
-            }
+        OpError::Backend {
+            op: op.to_owned(),
+            unsupported: matches!(
+                self,
+                SimError::BufferOverflow(_) | SimError::Unsupported { .. }
+            ),
+            source: BackendError::new(self),
         }
     }
 }
