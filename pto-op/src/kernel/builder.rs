@@ -132,7 +132,7 @@ impl State {
 
     /// Why `index` cannot be used here, if it cannot.
     fn check_index(&self, index: &Index) -> Result<(), String> {
-        validate::check_index(index, &self.live_vars)
+        Ok(validate::check_index(index, &self.live_vars)?)
     }
 }
 
@@ -250,7 +250,7 @@ impl Kernel {
         }
     }
 
-    fn fail(&self, what: &str, message: String) -> OpError {
+    fn fail(&self, what: &str, message: impl core::fmt::Display) -> OpError {
         OpError::invalid(format!("{what}: {message}")).with_op(&self.op)
     }
 
@@ -430,7 +430,7 @@ impl Kernel {
         ty: Result<TileType, String>,
         make: &dyn Fn(TileId) -> Inst,
     ) -> Tile {
-        let ty = ty.and_then(|ty| validate::check_tile(&ty).map(|()| ty));
+        let ty = ty.and_then(|ty| Ok(validate::check_tile(&ty).map(|()| ty)?));
         let id = {
             let mut state = self.state.borrow_mut();
             match ty {

@@ -204,7 +204,7 @@ impl Tile {
                 }
             })
             .and(ty)
-            .and_then(|ty| validate::check_tile(&ty).map(|()| ty));
+            .and_then(|ty| Ok(validate::check_tile(&ty).map(|()| ty)?));
         let (id, ty) = match checked {
             Ok(ty) => (state.define(ty.clone(), Some(make)), ty),
             Err(message) => {
@@ -221,7 +221,7 @@ impl Tile {
             &|| format!("unary {}", op.name()),
             &[self],
             &self.ty,
-            validate::unary(op, &self.ty),
+            validate::unary(op, &self.ty).map_err(String::from),
             &|dst| Inst::Unary { dst, op, src },
         )
     }
@@ -235,7 +235,7 @@ impl Tile {
             &|| format!("binary {}", op.name()),
             &tiles,
             &fallback,
-            validate::binary(op, lhs.arg(), rhs.arg()),
+            validate::binary(op, lhs.arg(), rhs.arg()).map_err(String::from),
             &|dst| Inst::Binary {
                 dst,
                 op,
@@ -264,7 +264,7 @@ impl Tile {
             &|| format!("compare {}", op.name()),
             &tiles,
             &fallback,
-            validate::compare(op, Arg::Tile(&self.ty), rhs.arg()),
+            validate::compare(op, Arg::Tile(&self.ty), rhs.arg()).map_err(String::from),
             &|dst| Inst::Compare {
                 dst,
                 op,
@@ -304,7 +304,7 @@ impl Tile {
             &|| what.to_owned(),
             &[self],
             &fallback,
-            validate::move_to(&self.ty, level, dtype),
+            validate::move_to(&self.ty, level, dtype).map_err(String::from),
             &|dst| Inst::Move { dst, src },
         )
     }
@@ -385,7 +385,7 @@ impl Tile {
             &|| "cast".to_owned(),
             &[self],
             &fallback,
-            validate::cast(&self.ty, dtype),
+            validate::cast(&self.ty, dtype).map_err(String::from),
             &|dst| Inst::Cast { dst, src },
         )
     }
@@ -446,7 +446,7 @@ impl Tile {
             &|| "select".to_owned(),
             &tiles,
             &fallback,
-            validate::select(&cond.ty, on_true.arg(), on_false.arg()),
+            validate::select(&cond.ty, on_true.arg(), on_false.arg()).map_err(String::from),
             &|dst| Inst::Select {
                 dst,
                 cond: c,

@@ -50,7 +50,7 @@ pub const CUBE_FRACTAL: usize = 16;
 /// assert_eq!(err.to_string(), "op `doc.bad`: inst 0 (cast): %1 has no type (the program has 0 tiles)");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("op `{op}`: {}{message}", Location { path, inst: inst.as_deref() })]
+#[error("op `{op}`: {}{rule}", Location { path, inst: inst.as_deref() })]
 pub struct ValidationError {
     /// The op the program belongs to.
     pub op: String,
@@ -59,8 +59,431 @@ pub struct ValidationError {
     pub path: Vec<usize>,
     /// The instruction, as described in messages (`binary add`, `matmul`).
     pub inst: Option<String>,
-    /// What is wrong.
-    pub message: String,
+    /// The rule broken.
+    pub rule: Box<Rule>,
+}
+
+/// A broken rule of the tile language: one variant per rule, with the values that broke
+/// it. Its `Display` is the message (which does not name the instruction: a
+/// [`ValidationError`] or the tracing builder adds where it happened).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rule {
+    /// The grid is empty.
+    #[error("grid 0: a kernel needs at least one block program")]
+    EmptyGrid,
+    /// A tile in [`Program::tiles`] that no instruction defines.
+    #[error("tile %{tile} has a type but no instruction defines it")]
+    TileNeverDefined {
+        /// The tile's id.
+        tile: u32,
+    },
+    /// A loop variable in `0..vars` that no loop defines.
+    #[error("loop variable i{var} is declared (vars = {vars}) but no loop defines it")]
+    VarNeverDefined {
+        /// The variable's id.
+        var: u32,
+        /// The program's `vars`.
+        vars: u32,
+    },
+    /// An instruction names a tile without a type.
+    #[error("{tile} has no type (the program has {tiles} tiles)")]
+    UndeclaredTile {
+        /// The tile.
+        tile: TileId,
+        /// How many tiles the program declares.
+        tiles: usize,
+    },
+    /// A tile read after the loop body that defined it ended.
+    #[error(
+        "{tile} is not visible here: it was defined in a loop body that has ended \
+         (use the loop's results)"
+    )]
+    NotVisible {
+        /// The tile.
+        tile: TileId,
+    },
+    /// A tile read before any instruction defines it.
+    #[error("{tile} is used before it is defined")]
+    UsedBeforeDefined {
+        /// The tile.
+        tile: TileId,
+    },
+    /// A tile defined by two instructions.
+    #[error("{tile} is defined twice")]
+    DefinedTwice {
+        /// The tile.
+        tile: TileId,
+    },
+    /// A defined tile whose type breaks a rule of its own.
+    #[error("tile {tile} {problem}")]
+    BadTileType {
+        /// The tile.
+        tile: TileId,
+        /// The rule its type breaks (a tile type's own rules: on core, non-empty, cube
+        /// fractals).
+        problem: Box<Rule>,
+    },
+    /// A tile declared with another type than its instruction gives.
+    #[error("{tile} is declared {declared}, but the instruction gives {expected}")]
+    DeclaredTypeDiffers {
+        /// The tile.
+        tile: TileId,
+        /// Its type in [`Program::tiles`].
+        declared: TileType,
+        /// The type the instruction gives.
+        expected: TileType,
+    },
+    /// An instruction names a global the program does not have.
+    #[error("global {global} does not exist (the program has {globals} globals)")]
+    UndeclaredGlobal {
+        /// The global.
+        global: GlobalId,
+        /// How many globals the program has.
+        globals: usize,
+    },
+    /// A loop's carried-tile lists differ in length.
+    #[error(
+        "init, params, yields and results must have one entry per carried tile, \
+         got {init}, {params}, {yields} and {results}"
+    )]
+    LoopArity {
+        /// Length of `init`.
+        init: usize,
+        /// Length of `params`.
+        params: usize,
+        /// Length of `yields`.
+        yields: usize,
+        /// Length of `results`.
+        results: usize,
+    },
+    /// A loop defines a variable outside `0..vars`.
+    #[error("loop variable {var} does not exist (vars = {vars})")]
+    UndeclaredLoopVar {
+        /// The variable.
+        var: VarId,
+        /// The program's `vars`.
+        vars: u32,
+    },
+    /// Two loops define the same variable.
+    #[error("loop variable {var} is defined twice")]
+    LoopVarDefinedTwice {
+        /// The variable.
+        var: VarId,
+    },
+    /// A loop param whose type differs from its initial value's.
+    #[error("carried tile {param} is {ty}, but its initial value is {init}")]
+    CarriedTypeDiffers {
+        /// The param.
+        param: TileId,
+        /// Its type.
+        ty: TileType,
+        /// The initial value's type.
+        init: TileType,
+    },
+    /// A yielded tile whose type differs from the carried tile's.
+    #[error("yield {tile} is {ty}, but the carried tile's type is {carried}")]
+    YieldTypeDiffers {
+        /// The yielded tile.
+        tile: TileId,
+        /// Its type.
+        ty: TileType,
+        /// The carried tile's type.
+        carried: TileType,
+    },
+    /// A loop result whose type differs from the carried tile's.
+    #[error("result {tile} is {ty}, but the carried tile's type is {carried}")]
+    ResultTypeDiffers {
+        /// The result.
+        tile: TileId,
+        /// Its type.
+        ty: TileType,
+        /// The carried tile's type.
+        carried: TileType,
+    },
+    /// An index uses a loop variable outside its loop.
+    #[error("loop variable {var} is used outside its loop")]
+    VarOutsideLoop {
+        /// The variable.
+        var: VarId,
+    },
+    /// An index uses a loop variable that does not exist.
+    #[error("loop variable {var} does not exist (there are {vars})")]
+    UnknownVar {
+        /// The variable.
+        var: VarId,
+        /// How many variables there are.
+        vars: usize,
+    },
+    /// An index divides by the constant 0.
+    #[error("an index divides by the constant 0")]
+    DivisionByZero,
+    /// A tile type in global memory.
+    #[error("{ty}: tiles live on core, not in gm")]
+    TileInGm {
+        /// The type.
+        ty: TileType,
+    },
+    /// A tile type with a dim of 0.
+    #[error("{ty}: every dim must be at least 1")]
+    EmptyDim {
+        /// The type.
+        ty: TileType,
+    },
+    /// A cube tile (L0A/L0B/L0C) that is not rank 2.
+    #[error("{ty}: cube tiles ({}) are rank 2, got rank {}", ty.level, ty.shape.len())]
+    CubeRank {
+        /// The type.
+        ty: TileType,
+    },
+    /// A cube tile with dims that are not multiples of the fractal.
+    #[error(
+        "{ty}: dims {:?} must be multiples of {CUBE_FRACTAL} in {} \
+         (the cube works on {CUBE_FRACTAL}x{CUBE_FRACTAL} fractals)",
+        ty.shape, ty.level
+    )]
+    CubeFractal {
+        /// The type.
+        ty: TileType,
+    },
+    /// An element-wise instruction with scalar operands only.
+    #[error("needs at least one tile operand to give the result its type")]
+    NoTileOperand,
+    /// A vector operand outside UB.
+    #[error("operand {ty} is in {}, but the vector unit works on ub", ty.level)]
+    NotInUb {
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// Element-wise operands of different dtypes.
+    #[error(
+        "dtypes {} differ: cast an operand with `.cast(..)` first",
+        TypeList(types)
+    )]
+    DtypesDiffer {
+        /// The operands' types.
+        types: Vec<TileType>,
+    },
+    /// Element-wise operands whose shapes do not broadcast.
+    #[error("shapes {} do not broadcast", TypeList(types))]
+    NoBroadcast {
+        /// The operands' types.
+        types: Vec<TileType>,
+    },
+    /// A function that is not defined on bool operands.
+    #[error("{function} is not defined on bool ({ty})")]
+    BoolOperand {
+        /// The function (`exp`, `sum`).
+        function: &'static str,
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// A function that needs a float operand.
+    #[error("{function} needs a float dtype, got {ty}: cast with `.cast(DType::F32)` first")]
+    FloatOnly {
+        /// The function (`exp`, `mean`).
+        function: &'static str,
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// Binary arithmetic on bool tiles.
+    #[error("{function} is not defined on bool tiles")]
+    BoolArithmetic {
+        /// The function.
+        function: &'static str,
+    },
+    /// A load into a level other than UB or L1.
+    #[error("loads go to ub or l1, not {level}")]
+    LoadLevel {
+        /// The level.
+        level: MemLevel,
+    },
+    /// A load whose offsets or tile rank differ from the global's rank.
+    #[error(
+        "global `{global}` has rank {rank}, but the load has {offsets} offsets and a rank \
+         {tile_rank} tile"
+    )]
+    LoadRank {
+        /// The global's name.
+        global: String,
+        /// Its rank.
+        rank: usize,
+        /// The number of offsets.
+        offsets: usize,
+        /// The tile's rank.
+        tile_rank: usize,
+    },
+    /// A store to an input global.
+    #[error("global `{global}` is an input; stores write outputs only")]
+    StoreToInput {
+        /// The global's name.
+        global: String,
+    },
+    /// A store from a level other than UB or L0C.
+    #[error("stores read ub or l0c, but the tile {ty} is in {}", ty.level)]
+    StoreLevel {
+        /// The stored tile's type.
+        ty: TileType,
+    },
+    /// A store of a tile whose dtype differs from the output's.
+    #[error("output `{global}` is {dtype}, but the tile is {ty}: cast the tile to {dtype} first")]
+    StoreDtype {
+        /// The output's name.
+        global: String,
+        /// Its dtype.
+        dtype: DType,
+        /// The stored tile's type.
+        ty: TileType,
+    },
+    /// A store whose offsets or tile rank differ from the output's rank.
+    #[error(
+        "output `{global}` has rank {rank}, but the store has {offsets} offsets and the tile {ty}"
+    )]
+    StoreRank {
+        /// The output's name.
+        global: String,
+        /// Its rank.
+        rank: usize,
+        /// The number of offsets.
+        offsets: usize,
+        /// The stored tile's type.
+        ty: TileType,
+    },
+    /// An iota axis beyond the shape's rank.
+    #[error("axis {axis} is out of range for shape {shape:?} of rank {}", shape.len())]
+    IotaAxis {
+        /// The axis.
+        axis: usize,
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// An iota of bool.
+    #[error("iota counts in an integer or float dtype, not bool")]
+    IotaBool,
+    /// A select whose condition is not bool.
+    #[error("the condition must be a bool tile, got {cond}")]
+    ConditionNotBool {
+        /// The condition's type.
+        cond: TileType,
+    },
+    /// A select whose condition does not broadcast with its values.
+    #[error("the condition {cond} does not broadcast with the values' shape {shape:?}")]
+    ConditionNoBroadcast {
+        /// The condition's type.
+        cond: TileType,
+        /// The values' broadcast shape.
+        shape: Vec<usize>,
+    },
+    /// A reduction axis beyond the operand's rank.
+    #[error("axis {axis} is out of range for {ty} of rank {}", ty.shape.len())]
+    ReduceAxis {
+        /// The axis.
+        axis: usize,
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// A move along a path the core does not have.
+    #[error(
+        "cannot move {src} to {level}: moves go l1 -> l0a, l1 -> l0b, ub -> l1, \
+         l0c -> ub and l0c -> l1"
+    )]
+    MovePath {
+        /// The moved tile's type.
+        src: TileType,
+        /// The destination level.
+        level: MemLevel,
+    },
+    /// A move that converts the dtype where it cannot.
+    #[error(
+        "cannot convert {src} to {dtype} while moving to {level}: only l0c -> ub \
+         converts, to a float dtype"
+    )]
+    MoveConvert {
+        /// The moved tile's type.
+        src: TileType,
+        /// The destination dtype.
+        dtype: DType,
+        /// The destination level.
+        level: MemLevel,
+    },
+    /// Matmul operands outside L0A / L0B.
+    #[error("a must be in l0a and b in l0b, got {a} and {b}")]
+    MatmulLevels {
+        /// `a`'s type.
+        a: TileType,
+        /// `b`'s type.
+        b: TileType,
+    },
+    /// Matmul operands of different or unsupported dtypes.
+    #[error("a and b must have the same dtype, f16, bf16 or f32, got {a} and {b}")]
+    MatmulDtypes {
+        /// `a`'s type.
+        a: TileType,
+        /// `b`'s type.
+        b: TileType,
+    },
+    /// Matmul operands that are not matrices.
+    #[error("a and b must be rank 2, got {a} and {b}")]
+    MatmulRank {
+        /// `a`'s type.
+        a: TileType,
+        /// `b`'s type.
+        b: TileType,
+    },
+    /// Matmul operands whose inner dimensions differ.
+    #[error(
+        "shapes {a} and {b} do not multiply: a is [m, k] and b is {}, \
+         but a has k = {a_k} and b has k = {b_k}",
+        if *transpose_b { "[n, k]" } else { "[k, n]" }
+    )]
+    MatmulInner {
+        /// `a`'s type.
+        a: TileType,
+        /// `b`'s type.
+        b: TileType,
+        /// Whether `b` is transposed.
+        transpose_b: bool,
+        /// `a`'s k.
+        a_k: usize,
+        /// `b`'s k.
+        b_k: usize,
+    },
+    /// A matmul accumulator of another type than the product.
+    #[error("the accumulator must be {expected}, got {actual}")]
+    Accumulator {
+        /// The product's type.
+        expected: TileType,
+        /// The accumulator's type.
+        actual: TileType,
+    },
+}
+
+/// The message: the tracing builder records rule failures as text, prefixed with the call.
+impl From<Rule> for String {
+    fn from(rule: Rule) -> String {
+        rule.to_string()
+    }
+}
+
+/// Types listed as `a, b and c`.
+struct TypeList<'a>(&'a [TileType]);
+
+impl fmt::Display for TypeList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => Ok(()),
+            [only] => write!(f, "{only}"),
+            [init @ .., last] => {
+                for (i, t) in init.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                write!(f, " and {last}")
+            }
+        }
+    }
 }
 
 struct Location<'a> {
@@ -97,7 +520,7 @@ impl From<ValidationError> for OpError {
         OpError::Invalid {
             op: Some(e.op),
             input: None,
-            message: format!("{location}{}", e.message),
+            message: format!("{location}{}", e.rule),
         }
     }
 }
@@ -230,16 +653,14 @@ impl Program {
 
 /// Checks every rule of the tile language (see the module docs) on `program`.
 pub fn validate(program: &Program) -> Result<(), ValidationError> {
-    let program_error = |message: String| ValidationError {
+    let program_error = |rule: Rule| ValidationError {
         op: program.op.clone(),
         path: Vec::new(),
         inst: None,
-        message,
+        rule: Box::new(rule),
     };
     if program.grid == 0 {
-        return Err(program_error(
-            "grid 0: a kernel needs at least one block program".to_owned(),
-        ));
+        return Err(program_error(Rule::EmptyGrid));
     }
     let mut checker = Checker {
         program,
@@ -251,15 +672,13 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
     };
     checker.block(&program.body)?;
     if let Some(id) = checker.defined.iter().position(|d| !d) {
-        return Err(program_error(format!(
-            "tile %{id} has a type but no instruction defines it"
-        )));
+        return Err(program_error(Rule::TileNeverDefined { tile: id as u32 }));
     }
     if let Some(var) = checker.var_defined.iter().position(|d| !d) {
-        return Err(program_error(format!(
-            "loop variable i{var} is declared (vars = {}) but no loop defines it",
-            program.vars
-        )));
+        return Err(program_error(Rule::VarNeverDefined {
+            var: var as u32,
+            vars: program.vars,
+        }));
     }
     Ok(())
 }
@@ -282,7 +701,7 @@ impl<'p> Checker<'p> {
             self.path.push(i);
             self.inst(inst, &mut defined)
                 .map_err(|failure| match failure {
-                    Failure::Here(message) => self.error(inst, message),
+                    Failure::Here(rule) => self.error(inst, rule),
                     Failure::Nested(error) => error,
                 })?;
             self.path.pop();
@@ -290,53 +709,51 @@ impl<'p> Checker<'p> {
         Ok(defined)
     }
 
-    fn error(&self, inst: &Inst, message: String) -> ValidationError {
+    fn error(&self, inst: &Inst, rule: Rule) -> ValidationError {
         ValidationError {
             op: self.program.op.clone(),
             path: self.path.clone(),
             inst: Some(describe(inst)),
-            message,
+            rule: Box::new(rule),
         }
     }
 
-    fn tile(&self, id: TileId) -> Result<&'p TileType, String> {
-        self.program.tile(id).ok_or_else(|| {
-            format!(
-                "{id} has no type (the program has {} tiles)",
-                self.program.tiles.len()
-            )
+    fn tile(&self, id: TileId) -> Result<&'p TileType, Rule> {
+        self.program.tile(id).ok_or(Rule::UndeclaredTile {
+            tile: id,
+            tiles: self.program.tiles.len(),
         })
     }
 
-    fn use_tile(&self, id: TileId) -> Result<&'p TileType, String> {
+    fn use_tile(&self, id: TileId) -> Result<&'p TileType, Rule> {
         let ty = self.tile(id)?;
         let i = id.0 as usize;
         if self.visible[i] {
             Ok(ty)
         } else if self.defined[i] {
-            Err(format!(
-                "{id} is not visible here: it was defined in a loop body that has ended \
-                 (use the loop's results)"
-            ))
+            Err(Rule::NotVisible { tile: id })
         } else {
-            Err(format!("{id} is used before it is defined"))
+            Err(Rule::UsedBeforeDefined { tile: id })
         }
     }
 
-    fn use_operand(&self, operand: &Operand) -> Result<Arg<'p>, String> {
+    fn use_operand(&self, operand: &Operand) -> Result<Arg<'p>, Rule> {
         match operand {
             Operand::Tile(id) => self.use_tile(*id).map(Arg::Tile),
             Operand::Scalar(_) => Ok(Arg::Scalar),
         }
     }
 
-    fn define(&mut self, id: TileId, defined: &mut Vec<TileId>) -> Result<&'p TileType, String> {
+    fn define(&mut self, id: TileId, defined: &mut Vec<TileId>) -> Result<&'p TileType, Rule> {
         let ty = self.tile(id)?;
         let i = id.0 as usize;
         if self.defined[i] {
-            return Err(format!("{id} is defined twice"));
+            return Err(Rule::DefinedTwice { tile: id });
         }
-        check_tile(ty).map_err(|e| format!("tile {id} {e}"))?;
+        check_tile(ty).map_err(|problem| Rule::BadTileType {
+            tile: id,
+            problem: Box::new(problem),
+        })?;
         self.defined[i] = true;
         self.visible[i] = true;
         defined.push(id);
@@ -349,30 +766,30 @@ impl<'p> Checker<'p> {
         dst: TileId,
         expected: TileType,
         defined: &mut Vec<TileId>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rule> {
         let declared = self.define(dst, defined)?;
         if *declared != expected {
-            return Err(format!(
-                "{dst} is declared {declared}, but the instruction gives {expected}"
-            ));
+            return Err(Rule::DeclaredTypeDiffers {
+                tile: dst,
+                declared: declared.clone(),
+                expected,
+            });
         }
         Ok(())
     }
 
-    fn global(&self, id: GlobalId) -> Result<&'p GlobalDecl, String> {
-        self.program.global(id).ok_or_else(|| {
-            format!(
-                "global {id} does not exist (the program has {} globals)",
-                self.program.globals.len()
-            )
+    fn global(&self, id: GlobalId) -> Result<&'p GlobalDecl, Rule> {
+        self.program.global(id).ok_or(Rule::UndeclaredGlobal {
+            global: id,
+            globals: self.program.globals.len(),
         })
     }
 
-    fn index(&self, index: &Index) -> Result<(), String> {
+    fn index(&self, index: &Index) -> Result<(), Rule> {
         check_index(index, &self.var_live)
     }
 
-    fn offsets(&self, offsets: &[Index]) -> Result<(), String> {
+    fn offsets(&self, offsets: &[Index]) -> Result<(), Rule> {
         offsets.iter().try_for_each(|o| self.index(o))
     }
 
@@ -481,22 +898,20 @@ impl<'p> Checker<'p> {
         let [init, params, yields, results] = lists;
         let arity = init.len();
         if params.len() != arity || yields.len() != arity || results.len() != arity {
-            return Err(Failure::Here(format!(
-                "init, params, yields and results must have one entry per carried tile, \
-                 got {}, {}, {} and {}",
-                init.len(),
-                params.len(),
-                yields.len(),
-                results.len()
-            )));
+            return Err(Failure::Here(Rule::LoopArity {
+                init: init.len(),
+                params: params.len(),
+                yields: yields.len(),
+                results: results.len(),
+            }));
         }
         let v = var.0 as usize;
         match self.var_defined.get(v) {
-            None => Err(format!(
-                "loop variable {var} does not exist (vars = {})",
-                self.program.vars
-            ))?,
-            Some(true) => Err(format!("loop variable {var} is defined twice"))?,
+            None => Err(Rule::UndeclaredLoopVar {
+                var,
+                vars: self.program.vars,
+            })?,
+            Some(true) => Err(Rule::LoopVarDefinedTwice { var })?,
             Some(false) => {}
         }
         let init_types = init
@@ -507,9 +922,11 @@ impl<'p> Checker<'p> {
         for (param, init_ty) in params.iter().zip(&init_types) {
             let ty = self.define(*param, &mut scope)?;
             if ty != *init_ty {
-                Err(format!(
-                    "carried tile {param} is {ty}, but its initial value is {init_ty}"
-                ))?;
+                Err(Rule::CarriedTypeDiffers {
+                    param: *param,
+                    ty: ty.clone(),
+                    init: (*init_ty).clone(),
+                })?;
             }
         }
         self.var_defined[v] = true;
@@ -518,9 +935,11 @@ impl<'p> Checker<'p> {
         for (yielded, init_ty) in yields.iter().zip(&init_types) {
             let ty = self.use_tile(*yielded)?;
             if ty != *init_ty {
-                Err(format!(
-                    "yield {yielded} is {ty}, but the carried tile's type is {init_ty}"
-                ))?;
+                Err(Rule::YieldTypeDiffers {
+                    tile: *yielded,
+                    ty: ty.clone(),
+                    carried: (*init_ty).clone(),
+                })?;
             }
         }
         for id in scope {
@@ -530,9 +949,11 @@ impl<'p> Checker<'p> {
         for (result, init_ty) in results.iter().zip(&init_types) {
             let ty = self.define(*result, defined)?;
             if ty != *init_ty {
-                Err(format!(
-                    "result {result} is {ty}, but the carried tile's type is {init_ty}"
-                ))?;
+                Err(Rule::ResultTypeDiffers {
+                    tile: *result,
+                    ty: ty.clone(),
+                    carried: (*init_ty).clone(),
+                })?;
             }
         }
         Ok(())
@@ -542,13 +963,13 @@ impl<'p> Checker<'p> {
 /// Why an instruction failed: a message about it, or an error already located deeper (in a
 /// loop body).
 enum Failure {
-    Here(String),
+    Here(Rule),
     Nested(ValidationError),
 }
 
-impl From<String> for Failure {
-    fn from(message: String) -> Failure {
-        Failure::Here(message)
+impl From<Rule> for Failure {
+    fn from(rule: Rule) -> Failure {
+        Failure::Here(rule)
     }
 }
 
@@ -564,20 +985,18 @@ pub(crate) enum Arg<'a> {
 
 /// Checks that an index uses only the loop variables live here (`live[v]`) and does not
 /// divide by the constant 0.
-pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), String> {
+pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), Rule> {
     match index {
         Index::Const(_) | Index::ProgramId => Ok(()),
         Index::Var(v) => match live.get(v.0 as usize) {
             Some(true) => Ok(()),
-            Some(false) => Err(format!("loop variable {v} is used outside its loop")),
-            None => Err(format!(
-                "loop variable {v} does not exist (there are {})",
-                live.len()
-            )),
+            Some(false) => Err(Rule::VarOutsideLoop { var: *v }),
+            None => Err(Rule::UnknownVar {
+                var: *v,
+                vars: live.len(),
+            }),
         },
-        Index::Div(_, b) | Index::Rem(_, b) if **b == Index::Const(0) => {
-            Err("an index divides by the constant 0".to_owned())
-        }
+        Index::Div(_, b) | Index::Rem(_, b) if **b == Index::Const(0) => Err(Rule::DivisionByZero),
         Index::Add(a, b)
         | Index::Sub(a, b)
         | Index::Mul(a, b)
@@ -593,30 +1012,21 @@ pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), String> {
 
 /// Checks a tile type on its own: non-empty dims, an on-core level, cube-fractal shapes in
 /// L0A/L0B/L0C.
-pub(crate) fn check_tile(ty: &TileType) -> Result<(), String> {
-    if ty.level == MemLevel::Gm {
-        return Err(format!("{ty}: tiles live on core, not in gm"));
-    }
-    if ty.shape.contains(&0) {
-        return Err(format!("{ty}: every dim must be at least 1"));
-    }
-    if matches!(ty.level, MemLevel::L0A | MemLevel::L0B | MemLevel::L0C) {
-        if ty.shape.len() != 2 {
-            return Err(format!(
-                "{ty}: cube tiles ({}) are rank 2, got rank {}",
-                ty.level,
-                ty.shape.len()
-            ));
-        }
-        if ty.shape.iter().any(|d| d % CUBE_FRACTAL != 0) {
-            return Err(format!(
-                "{ty}: dims {:?} must be multiples of {CUBE_FRACTAL} in {} \
-                 (the cube works on {CUBE_FRACTAL}x{CUBE_FRACTAL} fractals)",
-                ty.shape, ty.level
-            ));
-        }
-    }
-    Ok(())
+pub(crate) fn check_tile(ty: &TileType) -> Result<(), Rule> {
+    let rule = if ty.level == MemLevel::Gm {
+        Rule::TileInGm { ty: ty.clone() }
+    } else if ty.shape.contains(&0) {
+        Rule::EmptyDim { ty: ty.clone() }
+    } else if !matches!(ty.level, MemLevel::L0A | MemLevel::L0B | MemLevel::L0C) {
+        return Ok(());
+    } else if ty.shape.len() != 2 {
+        Rule::CubeRank { ty: ty.clone() }
+    } else if ty.shape.iter().any(|d| d % CUBE_FRACTAL != 0) {
+        Rule::CubeFractal { ty: ty.clone() }
+    } else {
+        return Ok(());
+    };
+    Err(rule)
 }
 
 /// numpy broadcasting of two shapes.
@@ -633,19 +1043,8 @@ pub(crate) fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
         .collect()
 }
 
-fn list_types(types: &[&TileType]) -> String {
-    match types {
-        [] => String::new(),
-        [only] => only.to_string(),
-        [init @ .., last] => {
-            let init: Vec<String> = init.iter().map(|t| t.to_string()).collect();
-            format!("{} and {last}", init.join(", "))
-        }
-    }
-}
-
 /// The common shape and dtype of element-wise operands (at least one a tile, all in UB).
-fn elementwise(args: &[Arg<'_>]) -> Result<(Vec<usize>, DType), String> {
+fn elementwise(args: &[Arg<'_>]) -> Result<(Vec<usize>, DType), Rule> {
     let tiles: Vec<&TileType> = args
         .iter()
         .filter_map(|a| match a {
@@ -654,24 +1053,18 @@ fn elementwise(args: &[Arg<'_>]) -> Result<(Vec<usize>, DType), String> {
         })
         .collect();
     let Some(first) = tiles.first() else {
-        return Err("needs at least one tile operand to give the result its type".to_owned());
+        return Err(Rule::NoTileOperand);
     };
     if let Some(t) = tiles.iter().find(|t| t.level != MemLevel::Ub) {
-        return Err(format!(
-            "operand {t} is in {}, but the vector unit works on ub",
-            t.level
-        ));
+        return Err(Rule::NotInUb { ty: (*t).clone() });
     }
+    let types = || tiles.iter().map(|t| (*t).clone()).collect();
     if tiles.iter().any(|t| t.dtype != first.dtype) {
-        return Err(format!(
-            "dtypes {} differ: cast an operand with `.cast(..)` first",
-            list_types(&tiles)
-        ));
+        return Err(Rule::DtypesDiffer { types: types() });
     }
     let mut shape = first.shape.clone();
     for t in &tiles[1..] {
-        shape = broadcast(&shape, &t.shape)
-            .ok_or_else(|| format!("shapes {} do not broadcast", list_types(&tiles)))?;
+        shape = broadcast(&shape, &t.shape).ok_or_else(|| Rule::NoBroadcast { types: types() })?;
     }
     Ok((shape, first.dtype))
 }
@@ -692,20 +1085,20 @@ fn float_only(op: UnaryOp) -> bool {
     )
 }
 
-fn expect_ub(ty: &TileType) -> Result<(), String> {
+fn expect_ub(ty: &TileType) -> Result<(), Rule> {
     if ty.level == MemLevel::Ub {
         Ok(())
     } else {
-        Err(format!(
-            "operand {ty} is in {}, but the vector unit works on ub",
-            ty.level
-        ))
+        Err(Rule::NotInUb { ty: ty.clone() })
     }
 }
 
-fn expect_numeric(ty: &TileType, what: &str) -> Result<(), String> {
+fn expect_numeric(ty: &TileType, function: &'static str) -> Result<(), Rule> {
     if ty.dtype == DType::Bool {
-        Err(format!("{what} is not defined on bool ({ty})"))
+        Err(Rule::BoolOperand {
+            function,
+            ty: ty.clone(),
+        })
     } else {
         Ok(())
     }
@@ -716,17 +1109,18 @@ pub(crate) fn load(
     offsets: usize,
     shape: &[usize],
     level: MemLevel,
-) -> Result<TileType, String> {
+) -> Result<TileType, Rule> {
     if !matches!(level, MemLevel::Ub | MemLevel::L1) {
-        return Err(format!("loads go to ub or l1, not {level}"));
+        return Err(Rule::LoadLevel { level });
     }
     let rank = global.shape.len();
     if offsets != rank || shape.len() != rank {
-        return Err(format!(
-            "global `{}` has rank {rank}, but the load has {offsets} offsets and a rank {} tile",
-            global.name,
-            shape.len()
-        ));
+        return Err(Rule::LoadRank {
+            global: global.name.clone(),
+            rank,
+            offsets,
+            tile_rank: shape.len(),
+        });
     }
     Ok(TileType {
         shape: shape.to_vec(),
@@ -735,31 +1129,30 @@ pub(crate) fn load(
     })
 }
 
-pub(crate) fn store(global: &GlobalDecl, offsets: usize, src: &TileType) -> Result<(), String> {
+pub(crate) fn store(global: &GlobalDecl, offsets: usize, src: &TileType) -> Result<(), Rule> {
     if global.role != GlobalRole::Output {
-        return Err(format!(
-            "global `{}` is an input; stores write outputs only",
-            global.name
-        ));
+        return Err(Rule::StoreToInput {
+            global: global.name.clone(),
+        });
     }
     if !matches!(src.level, MemLevel::Ub | MemLevel::L0C) {
-        return Err(format!(
-            "stores read ub or l0c, but the tile {src} is in {}",
-            src.level
-        ));
+        return Err(Rule::StoreLevel { ty: src.clone() });
     }
     if src.dtype != global.dtype {
-        return Err(format!(
-            "output `{}` is {}, but the tile is {src}: cast the tile to {} first",
-            global.name, global.dtype, global.dtype
-        ));
+        return Err(Rule::StoreDtype {
+            global: global.name.clone(),
+            dtype: global.dtype,
+            ty: src.clone(),
+        });
     }
     let rank = global.shape.len();
     if offsets != rank || src.shape.len() != rank {
-        return Err(format!(
-            "output `{}` has rank {rank}, but the store has {offsets} offsets and the tile {src}",
-            global.name
-        ));
+        return Err(Rule::StoreRank {
+            global: global.name.clone(),
+            rank,
+            offsets,
+            ty: src.clone(),
+        });
     }
     Ok(())
 }
@@ -768,40 +1161,42 @@ pub(crate) fn full(shape: &[usize], dtype: DType) -> TileType {
     ub(shape.to_vec(), dtype)
 }
 
-pub(crate) fn iota(shape: &[usize], axis: usize, dtype: DType) -> Result<TileType, String> {
+pub(crate) fn iota(shape: &[usize], axis: usize, dtype: DType) -> Result<TileType, Rule> {
     if axis >= shape.len() {
-        return Err(format!(
-            "axis {axis} is out of range for shape {shape:?} of rank {}",
-            shape.len()
-        ));
+        return Err(Rule::IotaAxis {
+            axis,
+            shape: shape.to_vec(),
+        });
     }
     if dtype == DType::Bool {
-        return Err("iota counts in an integer or float dtype, not bool".to_owned());
+        return Err(Rule::IotaBool);
     }
     Ok(ub(shape.to_vec(), dtype))
 }
 
-pub(crate) fn unary(op: UnaryOp, src: &TileType) -> Result<TileType, String> {
+pub(crate) fn unary(op: UnaryOp, src: &TileType) -> Result<TileType, Rule> {
     expect_ub(src)?;
     expect_numeric(src, op.name())?;
     if float_only(op) && !src.dtype.is_float() {
-        return Err(format!(
-            "{} needs a float dtype, got {src}: cast with `.cast(DType::F32)` first",
-            op.name()
-        ));
+        return Err(Rule::FloatOnly {
+            function: op.name(),
+            ty: src.clone(),
+        });
     }
     Ok(src.clone())
 }
 
-pub(crate) fn binary(op: BinaryOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileType, String> {
+pub(crate) fn binary(op: BinaryOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileType, Rule> {
     let (shape, dtype) = elementwise(&[lhs, rhs])?;
     if dtype == DType::Bool {
-        return Err(format!("{} is not defined on bool tiles", op.name()));
+        return Err(Rule::BoolArithmetic {
+            function: op.name(),
+        });
     }
     Ok(ub(shape, dtype))
 }
 
-pub(crate) fn compare(_op: CmpOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileType, String> {
+pub(crate) fn compare(_op: CmpOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileType, Rule> {
     let (shape, _) = elementwise(&[lhs, rhs])?;
     Ok(ub(shape, DType::Bool))
 }
@@ -810,60 +1205,63 @@ pub(crate) fn select(
     cond: &TileType,
     on_true: Arg<'_>,
     on_false: Arg<'_>,
-) -> Result<TileType, String> {
+) -> Result<TileType, Rule> {
     expect_ub(cond)?;
     if cond.dtype != DType::Bool {
-        return Err(format!("the condition must be a bool tile, got {cond}"));
+        return Err(Rule::ConditionNotBool { cond: cond.clone() });
     }
     let (shape, dtype) = elementwise(&[on_true, on_false])?;
-    let shape = broadcast(&cond.shape, &shape).ok_or_else(|| {
-        format!("the condition {cond} does not broadcast with the values' shape {shape:?}")
+    let shape = broadcast(&cond.shape, &shape).ok_or_else(|| Rule::ConditionNoBroadcast {
+        cond: cond.clone(),
+        shape: shape.clone(),
     })?;
     Ok(ub(shape, dtype))
 }
 
-pub(crate) fn cast(src: &TileType, dtype: DType) -> Result<TileType, String> {
+pub(crate) fn cast(src: &TileType, dtype: DType) -> Result<TileType, Rule> {
     expect_ub(src)?;
     Ok(ub(src.shape.clone(), dtype))
 }
 
-pub(crate) fn reduce(op: ReduceOp, src: &TileType, axis: usize) -> Result<TileType, String> {
+pub(crate) fn reduce(op: ReduceOp, src: &TileType, axis: usize) -> Result<TileType, Rule> {
     expect_ub(src)?;
     expect_numeric(src, op.name())?;
     if axis >= src.shape.len() {
-        return Err(format!(
-            "axis {axis} is out of range for {src} of rank {}",
-            src.shape.len()
-        ));
+        return Err(Rule::ReduceAxis {
+            axis,
+            ty: src.clone(),
+        });
     }
     if op == ReduceOp::Mean && !src.dtype.is_float() {
-        return Err(format!(
-            "mean needs a float dtype, got {src}: cast with `.cast(DType::F32)` first"
-        ));
+        return Err(Rule::FloatOnly {
+            function: op.name(),
+            ty: src.clone(),
+        });
     }
     let mut shape = src.shape.clone();
     shape[axis] = 1;
     Ok(ub(shape, src.dtype))
 }
 
-pub(crate) fn move_to(src: &TileType, level: MemLevel, dtype: DType) -> Result<TileType, String> {
+pub(crate) fn move_to(src: &TileType, level: MemLevel, dtype: DType) -> Result<TileType, Rule> {
     use MemLevel::{L0A, L0B, L0C, L1, Ub};
     let allowed = matches!(
         (src.level, level),
         (L1, L0A) | (L1, L0B) | (Ub, L1) | (L0C, Ub) | (L0C, L1)
     );
     if !allowed {
-        return Err(format!(
-            "cannot move {src} to {level}: moves go l1 -> l0a, l1 -> l0b, ub -> l1, \
-             l0c -> ub and l0c -> l1"
-        ));
+        return Err(Rule::MovePath {
+            src: src.clone(),
+            level,
+        });
     }
     let converts = (src.level, level) == (L0C, Ub);
     if dtype != src.dtype && !(converts && dtype.is_float()) {
-        return Err(format!(
-            "cannot convert {src} to {dtype} while moving to {level}: only l0c -> ub \
-             converts, to a float dtype"
-        ));
+        return Err(Rule::MoveConvert {
+            src: src.clone(),
+            dtype,
+            level,
+        });
     }
     Ok(TileType {
         shape: src.shape.clone(),
@@ -877,25 +1275,30 @@ pub(crate) fn matmul(
     b: &TileType,
     acc: Option<&TileType>,
     transpose_b: bool,
-) -> Result<TileType, String> {
+) -> Result<TileType, Rule> {
+    let pair = || (a.clone(), b.clone());
     if a.level != MemLevel::L0A || b.level != MemLevel::L0B {
-        return Err(format!("a must be in l0a and b in l0b, got {a} and {b}"));
+        let (a, b) = pair();
+        return Err(Rule::MatmulLevels { a, b });
     }
     if !matches!(a.dtype, DType::F16 | DType::BF16 | DType::F32) || a.dtype != b.dtype {
-        return Err(format!(
-            "a and b must have the same dtype, f16, bf16 or f32, got {a} and {b}"
-        ));
+        let (a, b) = pair();
+        return Err(Rule::MatmulDtypes { a, b });
     }
     let (&[m, k], &[b0, b1]) = (a.shape.as_slice(), b.shape.as_slice()) else {
-        return Err(format!("a and b must be rank 2, got {a} and {b}"));
+        let (a, b) = pair();
+        return Err(Rule::MatmulRank { a, b });
     };
     let (bk, n) = if transpose_b { (b1, b0) } else { (b0, b1) };
     if k != bk {
-        let layout = if transpose_b { "[n, k]" } else { "[k, n]" };
-        return Err(format!(
-            "shapes {a} and {b} do not multiply: a is [m, k] and b is {layout}, \
-             but a has k = {k} and b has k = {bk}"
-        ));
+        let (a, b) = pair();
+        return Err(Rule::MatmulInner {
+            a,
+            b,
+            transpose_b,
+            a_k: k,
+            b_k: bk,
+        });
     }
     let result = TileType {
         shape: vec![m, n],
@@ -905,7 +1308,10 @@ pub(crate) fn matmul(
     if let Some(acc) = acc
         && *acc != result
     {
-        return Err(format!("the accumulator must be {result}, got {acc}"));
+        return Err(Rule::Accumulator {
+            expected: result,
+            actual: acc.clone(),
+        });
     }
     Ok(result)
 }

@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use super::super::ir::{
     GlobalDecl, GlobalRole, Inst, MemLevel, Operand, Program, TileId, TileType,
 };
-use super::super::validate::validate;
+use super::super::validate::{Rule, validate};
 use super::{causal_attention, matmul_k_loop};
 
 fn ty(shape: &[usize], dtype: DType, level: MemLevel) -> TileType {
@@ -75,6 +75,19 @@ fn cube_tiles_must_be_made_of_fractals() {
         error(&fixed),
         "op `t.valid`: inst 2 (move): tile %2 f16[8, 16]@l0a: dims [8, 16] must be multiples \
          of 16 in l0a (the cube works on 16x16 fractals)"
+    );
+    // The rule broken comes with its data, not only as text.
+    let err = validate(&fixed).unwrap_err();
+    assert_eq!(err.path, vec![2]);
+    let Rule::BadTileType { tile, problem } = &*err.rule else {
+        panic!("expected a bad tile type, got {:?}", err.rule);
+    };
+    assert_eq!(*tile, TileId(2));
+    assert_eq!(
+        **problem,
+        Rule::CubeFractal {
+            ty: ty(&[8, 16], DType::F16, MemLevel::L0A)
+        }
     );
 }
 
