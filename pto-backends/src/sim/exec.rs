@@ -23,8 +23,9 @@ use super::SimError;
 /// in order) and returns its output globals, zero where no store wrote.
 ///
 /// The program's validity (every tile declared, defined once before it is read, operand
-/// types that fit their instructions) is what its type guarantees: only the inputs and the
-/// data-dependent parts of instructions are checked here.
+/// types that fit their instructions and broadcast to their results) is what its type
+/// guarantees: only the inputs are checked here. Offsets evaluate at run time; tiles
+/// reaching past a tensor's edge are masked, not errors.
 ///
 /// ```
 /// use pto_backends::sim::exec::execute;
@@ -62,7 +63,7 @@ pub fn execute(program: &ValidProgram, inputs: &[&Tensor]) -> Result<Vec<Tensor>
     for program_id in 0..program.grid {
         machine.program_id = program_id as i64;
         machine.env.iter_mut().for_each(|slot| *slot = None);
-        machine.run_body(&program.body, 0)?;
+        machine.run_body(&program.body);
     }
     Ok(program
         .globals
@@ -181,24 +182,9 @@ enum Arg<'a> {
 }
 
 impl Machine<'_> {
-    fn run_body(&mut self, body: &[Inst], first: usize) -> Result<(), SimError> {
-        let mut position = first;
+    fn run_body(&mut self, body: &[Inst]) {
         for inst in body {
-            self.run(inst, position)?;
-            position += match inst {
-                Inst::Loop { body, .. } => 1 + Inst::count(body),
-                _ => 1,
-            };
-        }
-        Ok(())
-    }
-
-    fn invalid(&self, position: usize, inst: &Inst, message: String) -> SimError {
-        SimError::Invalid {
-            op: self.program.op.clone(),
-            inst: position,
-            mnemonic: inst.mnemonic().to_owned(),
-            message,
+            self.run(inst);
         }
     }
 
@@ -250,7 +236,7 @@ impl Machine<'_> {
         self.env[tile.0 as usize] = Some(Rc::new(data));
     }
 
-    fn run(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
+    fn run(&mut self, inst: &Inst) {
         let program = self.program;
         let ty = |t: TileId| program.tile_type(t);
         match inst {
@@ -268,8 +254,7 @@ impl Machine<'_> {
                     &offsets,
                     &dst_ty.shape,
                     round_scalar(*pad, dst_ty.dtype),
-                )
-                .map_err(|m| self.invalid(position, inst, m))?;
+                );
                 let from = self.program.global(*src).map(|g| g.dtype);
                 if from == Some(dst_ty.dtype) {
                     // Already representable in the tile's dtype: the pad was rounded above.
@@ -282,7 +267,6 @@ impl Machine<'_> {
                 let offsets = self.offsets(offsets);
                 let value = self.shared(*src);
                 store(&mut self.globals[dst.0 as usize], &offsets, &value)
-                    .map_err(|m| self.invalid(position, inst, m))?;
             }
             Inst::Full { dst, value } => {
                 let dst_ty = ty(*dst);
@@ -315,8 +299,7 @@ impl Machine<'_> {
                     BinaryOp::Div => zip2(shape, &a, &b, |x, y| x / y),
                     BinaryOp::Max => zip2(shape, &a, &b, f32::max),
                     BinaryOp::Min => zip2(shape, &a, &b, f32::min),
-                }
-                .map_err(|m| self.invalid(position, inst, m))?;
+                };
                 self.define(*dst, data, dst_ty.dtype);
             }
             Inst::Compare { dst, op, lhs, rhs } => {
@@ -332,8 +315,7 @@ impl Machine<'_> {
                     CmpOp::Le => zip2(shape, &a, &b, |x, y| truth(x <= y)),
                     CmpOp::Gt => zip2(shape, &a, &b, |x, y| truth(x > y)),
                     CmpOp::Ge => zip2(shape, &a, &b, |x, y| truth(x >= y)),
-                }
-                .map_err(|m| self.invalid(position, inst, m))?;
+                };
                 self.define(*dst, data, dst_ty.dtype);
             }
             Inst::Select {
@@ -346,8 +328,7 @@ impl Machine<'_> {
                 let cond = self.value(*cond);
                 let t = self.arg(on_true, dst_ty.dtype);
                 let f = self.arg(on_false, dst_ty.dtype);
-                let data = select(&dst_ty.shape, cond, &t, &f)
-                    .map_err(|m| self.invalid(position, inst, m))?;
+                let data = select(&dst_ty.shape, cond, &t, &f);
                 self.define(*dst, data, dst_ty.dtype);
             }
             Inst::Cast { dst, src } => {
@@ -404,7 +385,7 @@ impl Machine<'_> {
                     for (param, value) in params.iter().zip(carried.drain(..)) {
                         self.bind(*param, value);
                     }
-                    self.run_body(body, position + 1)?;
+                    self.run_body(body);
                     carried = yields.iter().map(|t| self.shared(*t)).collect();
                 }
                 for (result, value) in results.iter().zip(carried) {
@@ -412,7 +393,6 @@ impl Machine<'_> {
                 }
             }
         }
-        Ok(())
     }
 
     /// `a @ b (+ acc)`: a valid program gives matrices whose inner dimensions agree and an
@@ -442,26 +422,20 @@ impl Machine<'_> {
 /// overlap.
 type Overlap = Vec<((usize, usize), (usize, usize))>;
 
-fn overlap(dims: &[usize], offsets: &[i64], tile: &[usize]) -> Result<Option<Overlap>, String> {
-    if offsets.len() != dims.len() || tile.len() != dims.len() {
-        return Err(format!(
-            "tile of rank {} at {} offsets into a tensor of rank {}",
-            tile.len(),
-            offsets.len(),
-            dims.len()
-        ));
-    }
+/// A valid program gives one offset per dim and tiles of the tensor's rank.
+fn overlap(dims: &[usize], offsets: &[i64], tile: &[usize]) -> Option<Overlap> {
+    debug_assert!(offsets.len() == dims.len() && tile.len() == dims.len());
     let mut ranges = Vec::with_capacity(dims.len());
     for ((&dim, &offset), &size) in dims.iter().zip(offsets).zip(tile) {
         let start = offset.max(0);
         let end = (offset + size as i64).min(dim as i64);
         if start >= end {
-            return Ok(None);
+            return None;
         }
         let in_tile = ((start - offset) as usize, (end - offset) as usize);
         ranges.push((in_tile, (start as usize, end as usize)));
     }
-    Ok(Some(ranges))
+    Some(ranges)
 }
 
 fn slice_of(ranges: &[(usize, usize)]) -> impl Fn(ndarray::AxisDescription) -> Slice + '_ {
@@ -472,35 +446,29 @@ fn slice_of(ranges: &[(usize, usize)]) -> impl Fn(ndarray::AxisDescription) -> S
 }
 
 /// A masked load: the `tile`-shaped window of `global` at `offsets`, `pad` outside it.
-fn load(
-    global: &ArrayD<f32>,
-    offsets: &[i64],
-    tile: &[usize],
-    pad: f32,
-) -> Result<ArrayD<f32>, String> {
-    let Some(ranges) = overlap(global.shape(), offsets, tile)? else {
-        return Ok(ArrayD::from_elem(IxDyn(tile), pad));
+fn load(global: &ArrayD<f32>, offsets: &[i64], tile: &[usize], pad: f32) -> ArrayD<f32> {
+    let Some(ranges) = overlap(global.shape(), offsets, tile) else {
+        return ArrayD::from_elem(IxDyn(tile), pad);
     };
     let (in_tile, in_global): (Vec<_>, Vec<_>) = ranges.into_iter().unzip();
     let window = global.slice_each_axis(slice_of(&in_global));
     if window.shape() == tile {
-        return Ok(window.to_owned());
+        return window.to_owned();
     }
     let mut out = ArrayD::from_elem(IxDyn(tile), pad);
     out.slice_each_axis_mut(slice_of(&in_tile)).assign(&window);
-    Ok(out)
+    out
 }
 
 /// A masked store: writes the part of `value` at `offsets` that lies inside `global`.
-fn store(global: &mut ArrayD<f32>, offsets: &[i64], value: &ArrayD<f32>) -> Result<(), String> {
-    let Some(ranges) = overlap(global.shape(), offsets, value.shape())? else {
-        return Ok(());
+fn store(global: &mut ArrayD<f32>, offsets: &[i64], value: &ArrayD<f32>) {
+    let Some(ranges) = overlap(global.shape(), offsets, value.shape()) else {
+        return;
     };
     let (in_tile, in_global): (Vec<_>, Vec<_>) = ranges.into_iter().unzip();
     global
         .slice_each_axis_mut(slice_of(&in_global))
         .assign(&value.slice_each_axis(slice_of(&in_tile)));
-    Ok(())
 }
 
 fn unary(op: UnaryOp, x: &ArrayD<f32>) -> ArrayD<f32> {
@@ -532,33 +500,24 @@ fn base_view<'a>(arg: &'a Arg<'_>, scalar: &'a f32) -> ArrayViewD<'a, f32> {
     }
 }
 
-fn no_broadcast(view: &ArrayViewD<'_, f32>, shape: &[usize]) -> String {
-    format!(
-        "an operand of shape {:?} does not broadcast to {shape:?}",
-        view.shape()
-    )
+/// `view` broadcast to `shape`, which validation guarantees it can be (the result's shape
+/// is the broadcast of its operands').
+fn broadcast_to<'a>(view: &'a ArrayViewD<'_, f32>, shape: &[usize]) -> ArrayViewD<'a, f32> {
+    view.broadcast(IxDyn(shape))
+        .expect("a valid program's operands broadcast to the result's shape")
 }
 
 /// `f` applied element-wise to `a` and `b` broadcast to `shape`.
-fn zip2(
-    shape: &[usize],
-    a: &Arg<'_>,
-    b: &Arg<'_>,
-    f: impl Fn(f32, f32) -> f32,
-) -> Result<ArrayD<f32>, String> {
+fn zip2(shape: &[usize], a: &Arg<'_>, b: &Arg<'_>, f: impl Fn(f32, f32) -> f32) -> ArrayD<f32> {
     match (a, b) {
-        (Arg::Tile(x), Arg::Scalar(s)) if x.shape() == shape => Ok(x.mapv(|v| f(v, *s))),
-        (Arg::Scalar(s), Arg::Tile(y)) if y.shape() == shape => Ok(y.mapv(|v| f(*s, v))),
+        (Arg::Tile(x), Arg::Scalar(s)) if x.shape() == shape => x.mapv(|v| f(v, *s)),
+        (Arg::Scalar(s), Arg::Tile(y)) if y.shape() == shape => y.mapv(|v| f(*s, v)),
         _ => {
             let (sa, sb) = (scalar_of(a), scalar_of(b));
             let (base_a, base_b) = (base_view(a, &sa), base_view(b, &sb));
-            let x = base_a
-                .broadcast(IxDyn(shape))
-                .ok_or_else(|| no_broadcast(&base_a, shape))?;
-            let y = base_b
-                .broadcast(IxDyn(shape))
-                .ok_or_else(|| no_broadcast(&base_b, shape))?;
-            Ok(Zip::from(&x).and(&y).map_collect(|&p, &q| f(p, q)))
+            let x = broadcast_to(&base_a, shape);
+            let y = broadcast_to(&base_b, shape);
+            Zip::from(&x).and(&y).map_collect(|&p, &q| f(p, q))
         }
     }
 }
@@ -576,20 +535,15 @@ fn select(
     cond: &ArrayD<f32>,
     on_true: &Arg<'_>,
     on_false: &Arg<'_>,
-) -> Result<ArrayD<f32>, String> {
+) -> ArrayD<f32> {
     let (st, sf) = (scalar_of(on_true), scalar_of(on_false));
     let (base_t, base_f) = (base_view(on_true, &st), base_view(on_false, &sf));
-    let c = cond
-        .broadcast(IxDyn(shape))
-        .ok_or_else(|| no_broadcast(&cond.view(), shape))?;
-    let t = base_t
-        .broadcast(IxDyn(shape))
-        .ok_or_else(|| no_broadcast(&base_t, shape))?;
-    let f = base_f
-        .broadcast(IxDyn(shape))
-        .ok_or_else(|| no_broadcast(&base_f, shape))?;
-    Ok(Zip::from(&c)
+    let cond = cond.view();
+    let c = broadcast_to(&cond, shape);
+    let t = broadcast_to(&base_t, shape);
+    let f = broadcast_to(&base_f, shape);
+    Zip::from(&c)
         .and(&t)
         .and(&f)
-        .map_collect(|&c, &t, &f| if c != 0.0 { t } else { f }))
+        .map_collect(|&c, &t, &f| if c != 0.0 { t } else { f })
 }

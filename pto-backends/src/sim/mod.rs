@@ -62,19 +62,6 @@ pub enum SimError {
         /// The given value.
         actual: String,
     },
-    /// An instruction failed on the data it met at run time (a validated program cannot
-    /// be malformed; this is what is left for the data to break).
-    #[error("op `{op}`: inst {inst} ({mnemonic}): {message}")]
-    Invalid {
-        /// The op.
-        op: String,
-        /// The instruction.
-        inst: usize,
-        /// Its mnemonic.
-        mnemonic: String,
-        /// What is wrong.
-        message: String,
-    },
     /// The program uses something the simulator or the device profile does not support.
     #[error("op `{op}`: {message}")]
     Unsupported {
