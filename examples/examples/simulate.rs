@@ -22,13 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|seed| Tensor::random([seq, head_dim], DType::F16, seed))
         .collect();
     let inputs: Vec<&Tensor> = inputs.iter().collect();
-    let types: Vec<TensorType> = inputs
-        .iter()
-        .map(|t| TensorType {
-            shape: t.shape(),
-            dtype: t.dtype(),
-        })
-        .collect();
+    let types: Vec<TensorType> = inputs.iter().map(|t| t.tensor_type()).collect();
     let params = flash_attention::Params {
         causal: true,
         ..Default::default()

@@ -256,13 +256,7 @@ impl OpDef {
         inputs: &[&Tensor],
         attrs: &Attributes,
     ) -> Result<Vec<Tensor>, OpError> {
-        let types: Vec<TensorType> = inputs
-            .iter()
-            .map(|t| TensorType {
-                shape: t.shape(),
-                dtype: t.dtype(),
-            })
-            .collect();
+        let types: Vec<TensorType> = inputs.iter().map(|t| t.tensor_type()).collect();
         let expected = self.infer(&types, attrs)?;
         let produced = (self.reference)(inputs, attrs).map_err(|e| e.with_op(self.name))?;
         self.check_outputs("reference", &expected, &produced)?;

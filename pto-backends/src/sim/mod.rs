@@ -331,13 +331,7 @@ impl Sim {
         attrs: &Attributes,
     ) -> Result<SimRun, OpError> {
         let simulator = self.simulator(op)?;
-        let types: Vec<TensorType> = inputs
-            .iter()
-            .map(|t| TensorType {
-                shape: t.shape(),
-                dtype: t.dtype(),
-            })
-            .collect();
+        let types: Vec<TensorType> = inputs.iter().map(|t| t.tensor_type()).collect();
         let expected = op.infer(&types, attrs)?;
         let program = self.program(op, &types, attrs)?;
         let run = simulator

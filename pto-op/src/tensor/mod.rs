@@ -175,6 +175,14 @@ impl Tensor {
         Shape::from(self.dims())
     }
 
+    /// The shape and dtype together, as shape and dtype rules take them.
+    pub fn tensor_type(&self) -> crate::op::TensorType {
+        crate::op::TensorType {
+            shape: self.shape(),
+            dtype: self.dtype(),
+        }
+    }
+
     /// The dimensions, outermost first.
     pub fn dims(&self) -> &[usize] {
         dispatch!(&self.data, a => a.shape())
