@@ -1,5 +1,7 @@
 //! Execution targets of pto-op operators, and the model runtime.
 //!
+//! - `ascendc` (feature `device`): kernels lowered to Ascend C, and the `ascendc-host`
+//!   target running the generated sources on the host.
 //! - [`cpu`]: runs each op's `#[reference]`; the correctness baseline.
 //! - [`sim`]: the tile simulator; runs each op's `#[kernel]` on a device profile.
 //! - [`compiler`]: a model checked, planned and lowered for a target, run many times.
@@ -7,6 +9,8 @@
 //! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
 //!   model was built.
 
+#[cfg(feature = "device")]
+pub mod ascendc;
 pub mod buffers;
 pub mod compat;
 pub mod compiler;

@@ -12,7 +12,7 @@ use core::fmt;
 
 use crate::attr::Attributes;
 use crate::error::OpError;
-use crate::executor::Executor;
+use crate::executor::{Executor, Lowering};
 use crate::op::{OpDef, TensorType};
 use crate::target;
 use crate::tensor::{Comparison, Tensor};
@@ -219,8 +219,9 @@ pub fn check_parity(
     })
 }
 
-/// Checks `case` with the kernel on the `sim` target against the reference on `cpu`; what
-/// each `#[parity]` test runs.
+/// Checks `case` with the kernel on the `sim` target against the reference on `cpu`, then
+/// on each linked target of [`DEVICE_KERNEL_TARGETS`] that can hold the instance; what each
+/// `#[parity]` test runs.
 ///
 /// # Panics
 ///
@@ -245,7 +246,7 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             );
         }
     };
-    match check_parity(def, case, reference.as_ref(), kernel.as_ref()) {
+    let check = |kernel: &dyn Executor| match check_parity(def, case, reference.as_ref(), kernel) {
         Ok(report) if report.passed() => {}
         Ok(report) => panic!("{report}"),
         Err(e) => panic!(
@@ -255,8 +256,29 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             reference.target(),
             case.describe(def.inputs)
         ),
+    };
+    check(kernel.as_ref());
+    for name in DEVICE_KERNEL_TARGETS {
+        let Ok(device) = target::target(name) else {
+            continue;
+        };
+        // A target that cannot hold the instance (bf16 on Kirin) declines it.
+        match device.prepare(def, &case.inputs, &case.attrs) {
+            Ok(Lowering::NoKernel) => {}
+            Ok(_) => check(device.as_ref()),
+            Err(e) => panic!(
+                "parity of `{}` ({name} vs {}) could not run for {}: {e}",
+                def.name,
+                reference.target(),
+                case.describe(def.inputs)
+            ),
+        }
     }
 }
+
+/// Kernel targets that [`assert_parity`] also runs, after `sim`, where they are linked:
+/// the device lowerings (`pto-backends` with the feature `device`).
+pub const DEVICE_KERNEL_TARGETS: [&str; 1] = ["ascendc-host"];
 
 #[cfg(test)]
 mod tests {

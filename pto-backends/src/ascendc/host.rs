@@ -1,0 +1,623 @@
+//! The `ascendc-host` execution target: each op call's kernel lowered to Ascend C, compiled
+//! with the system C++ compiler against the host implementation of the Ascend C API
+//! (`pto-backends/ascendc/include/`), and run as a subprocess, every block of the grid in
+//! turn.
+//!
+//! - The SoC and buffer sizes come from the device profile named by `PTO_DEVICE` (default
+//!   `kirin9030`, like `sim`); the profile must be one of a known SoC ([`Soc`]).
+//! - The compiler is `CXX`, else `g++`, run as `-std=c++17 -O1`.
+//! - Builds are cached on disk by a hash of every source and flag, under
+//!   `PTO_ASCENDC_CACHE`, else `ascendc-host/` beside the running binary's cargo target
+//!   directory (`target/debug/ascendc-host`), else the system temp directory; each build
+//!   directory appears by an atomic rename, so concurrent test processes share it safely.
+//! - Inputs and outputs go through files in a fresh directory per call.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pto_op::__private::linkme;
+use pto_op::target::TargetDef;
+use pto_op::{
+    Attributes, DeviceProfile, Executor, Lowering, OpDef, OpError, Tensor, TensorError, TensorType,
+};
+
+use super::{LowerError, LoweredKernel, Soc, lower_with_profile};
+
+/// The headers of the host implementation, by path under `include/`.
+const HEADERS: [(&str, &str); 5] = [
+    (
+        "kernel_operator.h",
+        include_str!("../../ascendc/include/kernel_operator.h"),
+    ),
+    (
+        "ascendc_host/common.h",
+        include_str!("../../ascendc/include/ascendc_host/common.h"),
+    ),
+    (
+        "ascendc_host/tensor.h",
+        include_str!("../../ascendc/include/ascendc_host/tensor.h"),
+    ),
+    (
+        "ascendc_host/copy.h",
+        include_str!("../../ascendc/include/ascendc_host/copy.h"),
+    ),
+    (
+        "ascendc_host/vector.h",
+        include_str!("../../ascendc/include/ascendc_host/vector.h"),
+    ),
+];
+
+/// The profile the target uses when `PTO_DEVICE` is not set.
+pub const DEFAULT_DEVICE: &str = "kirin9030";
+
+#[linkme::distributed_slice(pto_op::__private::TARGETS)]
+#[linkme(crate = pto_op::__private::linkme)]
+static ASCENDC_HOST_TARGET: TargetDef = TargetDef {
+    name: "ascendc-host",
+    description: "each op's #[kernel] lowered to Ascend C and run on the host against the \
+                  host implementation of the Ascend C API (PTO_DEVICE, default kirin9030; CXX)",
+    make: || Box::new(AscendcHost::from_env()),
+};
+
+/// An error of the `ascendc-host` target.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The kernel could not be lowered.
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// The target has no usable device profile or SoC.
+    #[error("the ascendc-host target has no device: {0}")]
+    Device(String),
+    /// The C++ compiler could not be started.
+    #[error("starting the C++ compiler `{compiler}` (set CXX to choose another)")]
+    CompilerMissing {
+        /// The compiler command.
+        compiler: String,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The generated sources did not compile.
+    #[error(
+        "op `{op}`: the generated Ascend C sources in {dir} did not compile with `{compiler}` \
+         ({status}):\n{stderr}"
+    )]
+    Compile {
+        /// The op.
+        op: String,
+        /// The compiler command.
+        compiler: String,
+        /// Where the sources are.
+        dir: String,
+        /// The exit status.
+        status: String,
+        /// The compiler's diagnostics (the first lines).
+        stderr: String,
+    },
+    /// The compiled kernel broke a rule of the device, or failed otherwise.
+    #[error("op `{op}`: the generated kernel failed on the host ({status}): {message}")]
+    Run {
+        /// The op.
+        op: String,
+        /// The exit status.
+        status: String,
+        /// The host implementation's report (`ascendc-host: block B: inst N (...): API:
+        /// rule: detail`).
+        message: String,
+    },
+    /// A file of the build or of a run could not be written or read.
+    #[error("{path}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An output file does not hold the output's shape and dtype.
+    #[error("op `{op}`: output `{output}` of the host run")]
+    Output {
+        /// The op.
+        op: String,
+        /// The output.
+        output: String,
+        /// The error.
+        #[source]
+        source: TensorError,
+    },
+}
+
+impl HostError {
+    /// The error as an [`OpError`] of `op`, with its causes in the message.
+    pub fn into_op_error(self, op: &str) -> OpError {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(&self);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        let prefix = format!("op `{op}`: ");
+        OpError::Unsupported {
+            op: op.to_owned(),
+            message: format!(
+                "ascendc-host: {}",
+                message.strip_prefix(&prefix).unwrap_or(&message)
+            ),
+        }
+    }
+}
+
+/// A kernel lowered and compiled.
+#[derive(Debug)]
+pub struct HostBuild {
+    /// The lowered kernel.
+    pub kernel: LoweredKernel,
+    /// The build directory: `<entry>.cpp`, `<entry>_tiling.h`, `main.cpp`, `include/`.
+    pub dir: PathBuf,
+    /// The compiled harness.
+    pub binary: PathBuf,
+    /// Whether this call compiled it (false: found in the cache).
+    pub compiled: bool,
+}
+
+/// The `ascendc-host` target.
+///
+/// ```no_run
+/// use pto_backends::ascendc::AscendcHost;
+/// use pto_op::{DType, Executor, Tensor};
+/// let host = AscendcHost::from_env();
+/// let x = Tensor::random([4, 64], DType::F32, 1);
+/// let y = host.execute(pto_op::ops::add::def(), &[&x, &x], &Default::default()).unwrap();
+/// assert_eq!(y[0].dims(), &[4, 64]);
+/// ```
+#[derive(Debug)]
+pub struct AscendcHost {
+    device: Result<(DeviceProfile, Soc), String>,
+    compiler: String,
+    cache_dir: PathBuf,
+    builds: Mutex<HashMap<BuildKey, Arc<HostBuild>>>,
+}
+
+/// Builds by (op, input types, attributes as JSON).
+type BuildKey = (String, Vec<TensorType>, String);
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+impl AscendcHost {
+    /// The target on the profile named (or the file given) by `PTO_DEVICE`, else
+    /// [`DEFAULT_DEVICE`]; the compiler `CXX`, else `g++`; the cache `PTO_ASCENDC_CACHE`,
+    /// else beside the cargo target directory.
+    pub fn from_env() -> AscendcHost {
+        let name = std::env::var("PTO_DEVICE").unwrap_or_else(|_| DEFAULT_DEVICE.to_owned());
+        let device = DeviceProfile::resolve(&name)
+            .map_err(|e| format!("PTO_DEVICE: {e}"))
+            .and_then(|profile| match Soc::from_profile_name(&profile.name) {
+                Some(soc) => Ok((profile, soc)),
+                None => Err(format!(
+                    "profile `{}` is of no SoC the lowering knows (kirin9030, kirinx90, \
+                     ascend910b)",
+                    profile.name
+                )),
+            });
+        let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+        let cache_dir = std::env::var_os("PTO_ASCENDC_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(default_cache_dir);
+        AscendcHost {
+            device,
+            compiler,
+            cache_dir,
+            builds: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The target on `profile` (of `soc`), compiling with `compiler`, caching under
+    /// `cache_dir`.
+    pub fn new(profile: DeviceProfile, soc: Soc, compiler: &str, cache_dir: &Path) -> AscendcHost {
+        AscendcHost {
+            device: Ok((profile, soc)),
+            compiler: compiler.to_owned(),
+            cache_dir: cache_dir.to_owned(),
+            builds: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The SoC the target lowers for, or why it has none.
+    pub fn soc(&self) -> Result<Soc, HostError> {
+        self.device
+            .as_ref()
+            .map(|(_, soc)| *soc)
+            .map_err(|e| HostError::Device(e.clone()))
+    }
+
+    /// Lowers and compiles `op`'s kernel for `inputs` and `attrs` (cached).
+    ///
+    /// # Errors
+    ///
+    /// The lowering's, the compiler's or the file system's error.
+    pub fn build(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Arc<HostBuild>, HostError> {
+        let (profile, soc) = self
+            .device
+            .as_ref()
+            .map_err(|e| HostError::Device(e.clone()))?;
+        let attrs_key = serde_json::to_string(attrs).unwrap_or_default();
+        let key = (op.name.to_owned(), inputs.to_vec(), attrs_key);
+        let builds = || self.builds.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(build) = builds().get(&key) {
+            return Ok(Arc::clone(build));
+        }
+        // Failures are not cached: the next call reports them again, whole.
+        let kernel = lower_with_profile(op, inputs, attrs, *soc, profile)?;
+        let build = Arc::new(self.compile(kernel, profile)?);
+        builds().insert(key, Arc::clone(&build));
+        Ok(build)
+    }
+
+    /// Compiles `kernel` with a generated harness, or finds the build in the cache.
+    ///
+    /// # Errors
+    ///
+    /// The compiler's or the file system's error.
+    pub fn compile(
+        &self,
+        kernel: LoweredKernel,
+        profile: &DeviceProfile,
+    ) -> Result<HostBuild, HostError> {
+        let harness = harness(&kernel);
+        let b = &profile.buffers;
+        let flags: Vec<String> = vec![
+            "-std=c++17".to_owned(),
+            "-O1".to_owned(),
+            format!("-DASCENDC_HOST_UB_BYTES={}", b.ub),
+            format!("-DASCENDC_HOST_L1_BYTES={}", b.l1),
+            format!("-DASCENDC_HOST_L0A_BYTES={}", b.l0a),
+            format!("-DASCENDC_HOST_L0B_BYTES={}", b.l0b),
+            format!("-DASCENDC_HOST_L0C_BYTES={}", b.l0c),
+        ];
+        let mut hash = Fnv::default();
+        hash.write(self.compiler.as_bytes());
+        for f in &flags {
+            hash.write(f.as_bytes());
+        }
+        for (path, text) in HEADERS {
+            hash.write(path.as_bytes());
+            hash.write(text.as_bytes());
+        }
+        hash.write(kernel.kernel_source.as_bytes());
+        hash.write(kernel.tiling_header.as_bytes());
+        hash.write(harness.as_bytes());
+        let dir = self
+            .cache_dir
+            .join(format!("{}-{:016x}", kernel.entry, hash.finish()));
+        let binary = dir.join("kernel");
+        if binary.is_file() {
+            return Ok(HostBuild {
+                kernel,
+                dir,
+                binary,
+                compiled: false,
+            });
+        }
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| HostError::Io { path, source }
+        };
+        std::fs::create_dir_all(&self.cache_dir).map_err(io(&self.cache_dir))?;
+        let tmp = self.cache_dir.join(format!(
+            ".tmp-{}-{}-{}",
+            kernel.entry,
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(tmp.join("include/ascendc_host")).map_err(io(&tmp))?;
+        let source = format!("{}.cpp", kernel.entry);
+        let files = [
+            (source.clone(), kernel.kernel_source.as_str()),
+            (
+                format!("{}_tiling.h", kernel.entry),
+                kernel.tiling_header.as_str(),
+            ),
+            ("main.cpp".to_owned(), harness.as_str()),
+        ];
+        for (name, text) in files {
+            let path = tmp.join(name);
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
+        for (name, text) in HEADERS {
+            let path = tmp.join("include").join(name);
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
+        let output = Command::new(&self.compiler)
+            .args(&flags)
+            .arg("-Iinclude")
+            .arg("-I.")
+            .arg(&source)
+            .arg("main.cpp")
+            .arg("-o")
+            .arg("kernel")
+            .current_dir(&tmp)
+            .output()
+            .map_err(|source| HostError::CompilerMissing {
+                compiler: self.compiler.clone(),
+                source,
+            })?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let shown: Vec<&str> = stderr.lines().take(40).collect();
+            return Err(HostError::Compile {
+                op: kernel.op.clone(),
+                compiler: self.compiler.clone(),
+                dir: tmp.display().to_string(),
+                status: output.status.to_string(),
+                stderr: shown.join("\n"),
+            });
+        }
+        // Another process may have finished the same build first: theirs is as good.
+        if std::fs::rename(&tmp, &dir).is_err() && binary.is_file() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        } else if !binary.is_file() {
+            return Err(HostError::Io {
+                path: dir.display().to_string(),
+                source: std::io::Error::other("the build directory could not be put in place"),
+            });
+        }
+        Ok(HostBuild {
+            kernel,
+            dir,
+            binary,
+            compiled: true,
+        })
+    }
+
+    /// Runs a build on `inputs` and reads its outputs.
+    ///
+    /// # Errors
+    ///
+    /// A rule of the device broken by the kernel ([`HostError::Run`]), or a file error.
+    pub fn run(&self, build: &HostBuild, inputs: &[&Tensor]) -> Result<Vec<Tensor>, HostError> {
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| HostError::Io { path, source }
+        };
+        let runs = self.cache_dir.join("runs");
+        let dir = runs.join(format!(
+            "{}-{}-{}",
+            build.kernel.entry,
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let result = (|| {
+            for (i, t) in inputs.iter().enumerate() {
+                let path = dir.join(format!("in{i}.bin"));
+                std::fs::write(&path, t.to_le_bytes()).map_err(io(&path))?;
+            }
+            let output = Command::new(&build.binary)
+                .arg(&dir)
+                .output()
+                .map_err(io(&build.binary))?;
+            if !output.status.success() {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let message = stderr
+                    .lines()
+                    .find(|l| l.starts_with("ascendc-host:"))
+                    .map_or_else(|| stderr.trim().to_owned(), str::to_owned);
+                return Err(HostError::Run {
+                    op: build.kernel.op.clone(),
+                    status: output.status.to_string(),
+                    message,
+                });
+            }
+            build
+                .kernel
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let path = dir.join(format!("out{i}.bin"));
+                    let bytes = std::fs::read(&path).map_err(io(&path))?;
+                    Tensor::from_le_bytes(o.dtype, o.shape.as_slice(), &bytes).map_err(|source| {
+                        HostError::Output {
+                            op: build.kernel.op.clone(),
+                            output: o.name.clone(),
+                            source,
+                        }
+                    })
+                })
+                .collect()
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+}
+
+impl Executor for AscendcHost {
+    fn target(&self) -> &str {
+        "ascendc-host"
+    }
+
+    fn execute(
+        &self,
+        op: &'static OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<Vec<Tensor>, OpError> {
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|t| TensorType {
+                shape: t.shape(),
+                dtype: t.dtype(),
+            })
+            .collect();
+        let expected = op.infer(&types, attrs)?;
+        let build = self
+            .build(op, &types, attrs)
+            .map_err(|e| e.into_op_error(op.name))?;
+        let outputs = self
+            .run(&build, inputs)
+            .map_err(|e| e.into_op_error(op.name))?;
+        op.check_outputs("kernel", &expected, &outputs)?;
+        Ok(outputs)
+    }
+
+    /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one, or
+    /// whose instance uses a dtype the SoC cannot hold (bf16 on Kirin).
+    fn prepare(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Lowering, OpError> {
+        op.infer(inputs, attrs)?;
+        if op.kernel.is_none() {
+            return Ok(Lowering::NoKernel);
+        }
+        match self.build(op, inputs, attrs) {
+            Ok(build) => Ok(Lowering::Kernel {
+                grid: build.kernel.grid as usize,
+            }),
+            Err(HostError::Lower(e)) if e.is_unsupported_dtype() => Ok(Lowering::NoKernel),
+            Err(e) => Err(e.into_op_error(op.name)),
+        }
+    }
+}
+
+fn default_cache_dir() -> PathBuf {
+    let beside_target = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?;
+        let dir = if dir.file_name()? == "deps" || dir.file_name()? == "examples" {
+            dir.parent()?
+        } else {
+            dir
+        };
+        Some(dir.join("ascendc-host"))
+    });
+    beside_target.unwrap_or_else(|| std::env::temp_dir().join("pto-ascendc-host"))
+}
+
+/// FNV-1a, 64 bits: a hash stable across Rust releases, for cache keys.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes.iter().chain(&(bytes.len() as u64).to_le_bytes()) {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The `main.cpp` that runs `kernel` on the host: inputs from `<dir>/in<i>.bin`, outputs
+/// to `<dir>/out<i>.bin`, every block of the grid in turn.
+pub fn harness(kernel: &LoweredKernel) -> String {
+    let mut out = String::new();
+    let entry = &kernel.entry;
+    out.push_str(&format!(
+        "// Generated by pto-op: the ascendc-host harness of `{}` ({entry}).\n\
+         #include <cstdio>\n#include <fstream>\n#include <iterator>\n#include <string>\n\
+         #include <vector>\n\n#include \"kernel_operator.h\"\n#include \"{entry}_tiling.h\"\n\n",
+        kernel.op
+    ));
+    let params: Vec<String> = kernel
+        .inputs
+        .iter()
+        .chain(&kernel.outputs)
+        .map(|t| format!("GM_ADDR {}", super::lower::c_identifier(&t.name)))
+        .collect();
+    out.push_str(&format!(
+        "extern \"C\" __global__ __aicore__ void {entry}({}, GM_ADDR workspace, GM_ADDR tiling);\n\n",
+        params.join(", ")
+    ));
+    out.push_str(
+        r#"static std::vector<uint8_t> ReadInput(const std::string& path, size_t bytes)
+{
+    std::ifstream file(path, std::ios::binary);
+    std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (!file.good() && !file.eof()) {
+        std::fprintf(stderr, "harness: cannot read %s\n", path.c_str());
+        std::exit(2);
+    }
+    if (data.size() != bytes) {
+        std::fprintf(stderr, "harness: %s has %zu bytes, expected %zu\n", path.c_str(), data.size(), bytes);
+        std::exit(2);
+    }
+    return data;
+}
+
+static void WriteOutput(const std::string& path, const std::vector<uint8_t>& data)
+{
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!file.good()) {
+        std::fprintf(stderr, "harness: cannot write %s\n", path.c_str());
+        std::exit(2);
+    }
+}
+
+int main(int argc, char** argv)
+{
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+"#,
+    );
+    let mut args = Vec::new();
+    for (i, t) in kernel.inputs.iter().enumerate() {
+        let bytes = t.shape.iter().product::<usize>() * t.dtype.size_bytes();
+        out.push_str(&format!(
+            "    std::vector<uint8_t> in{i} = ReadInput(dir + \"/in{i}.bin\", {bytes});  // {}\n",
+            t.name
+        ));
+        args.push(format!("in{i}.data()"));
+    }
+    for (i, t) in kernel.outputs.iter().enumerate() {
+        let bytes = t.shape.iter().product::<usize>() * t.dtype.size_bytes();
+        out.push_str(&format!(
+            "    std::vector<uint8_t> out{i}({bytes}, 0);  // {}\n",
+            t.name
+        ));
+        args.push(format!("out{i}.data()"));
+    }
+    out.push_str(&format!("    {} tiling{{}};\n", kernel.tiling_struct));
+    for f in &kernel.tiling {
+        out.push_str(&format!("    tiling.{} = {};\n", f.name, f.value));
+    }
+    out.push_str("    std::vector<uint8_t> workspace(32, 0);\n");
+    out.push_str(&format!(
+        "    for (int64_t block = 0; block < {bd}; ++block) {{\n\
+         \x20       AscendC::host::BeginBlock(block, {bd});\n\
+         \x20       {entry}({}, workspace.data(), reinterpret_cast<GM_ADDR>(&tiling));\n\
+         \x20   }}\n",
+        args.join(", "),
+        bd = kernel.block_dim
+    ));
+    for i in 0..kernel.outputs.len() {
+        out.push_str(&format!(
+            "    WriteOutput(dir + \"/out{i}.bin\", out{i});\n"
+        ));
+    }
+    out.push_str("    return 0;\n}\n");
+    out
+}

@@ -1,0 +1,525 @@
+//! The memory plan of a lowered kernel: where every tile lives in the unified buffer.
+//!
+//! Instructions are numbered in program order, a loop taking one number where it starts and
+//! one where its iteration ends (after its body), so that a tile's live range is an interval.
+//! A tile used inside a loop it was defined outside of stays live to that loop's end.
+//!
+//! - Tiles loaded from GM live in a `VECIN` queue of their own load, allocated at the load
+//!   and freed after their last use.
+//! - Tiles whose only use is a store in the same scope are computed straight into a
+//!   `VECOUT` queue buffer.
+//! - Every other UB tile, and the temporaries an instruction needs, gets a fixed offset in
+//!   one `VECCALC` buffer, shared first-fit by tiles whose live ranges do not overlap.
+//! - Loop results are the storage of their loop's carried tiles.
+
+use std::collections::HashMap;
+
+use pto_op::DType;
+use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, TileId, TileType};
+
+/// Bytes of UB alignment: every buffer starts at a multiple of it.
+pub(crate) const UB_ALIGN: u64 = 32;
+
+/// Elements of one UB row are padded to a multiple of this (32 bytes of f16, 64 of f32), so
+/// every row of every dtype starts 32-byte aligned.
+pub(crate) const ROW_ALIGN_ELEMS: usize = 16;
+
+/// How a tile is laid out in UB: `rows` rows of `cols` elements, `pitch` apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geom {
+    /// Product of every dimension but the last (1 for rank 0 and 1).
+    pub rows: usize,
+    /// The last dimension (1 for rank 0).
+    pub cols: usize,
+    /// Elements from one row to the next.
+    pub pitch: usize,
+    /// Bytes of the tile's buffer, a multiple of 32.
+    pub bytes: u64,
+}
+
+impl Geom {
+    /// The layout of tiles of type `ty`. Bool tiles are bit masks (`Compare`'s output), one
+    /// bit per element of the same padded layout.
+    pub(crate) fn of(ty: &TileType) -> Geom {
+        let (rows, cols) = match ty.shape.split_last() {
+            None => (1, 1),
+            Some((&cols, lead)) => (lead.iter().product(), cols),
+        };
+        let pitch = cols.next_multiple_of(ROW_ALIGN_ELEMS);
+        let elems = (rows * pitch) as u64;
+        let raw = match ty.dtype {
+            DType::Bool => elems / 8,
+            dtype => elems * dtype.size_bytes() as u64,
+        };
+        Geom {
+            rows,
+            cols,
+            pitch,
+            bytes: raw.next_multiple_of(UB_ALIGN),
+        }
+    }
+
+    /// Elements of the padded tile, the count of whole-tile vector instructions.
+    pub(crate) fn elems(&self) -> usize {
+        self.rows * self.pitch
+    }
+}
+
+/// Where a tile lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// Not in UB (L1, L0A/B/C), or never defined.
+    None,
+    /// At this byte offset of the shared `VECCALC` buffer.
+    Pool(u64),
+    /// In the `VECIN` queue of its load.
+    InQueue,
+    /// In the `VECOUT` queue of the store that is its only use.
+    OutQueue,
+    /// The storage of another tile (a loop result: its carried tile).
+    Alias(TileId),
+}
+
+/// The plan of a program.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Where each tile lives, by `TileId`.
+    pub storage: Vec<Storage>,
+    /// The position of each tile's last use (its definition if unused).
+    pub end: Vec<usize>,
+    /// Byte offsets in the pool of the temporaries of the instruction at a position.
+    pub temps: HashMap<usize, Vec<u64>>,
+    /// Bytes of the shared `VECCALC` buffer.
+    pub pool_bytes: u64,
+    /// Bytes of the reductions' shared work buffer.
+    pub reduce_work_bytes: u64,
+}
+
+/// The number of positions `body` takes (a loop: start, body, end).
+pub(crate) fn span(body: &[Inst]) -> usize {
+    body.iter()
+        .map(|inst| match inst {
+            Inst::Loop { body, .. } => 2 + span(body),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// The tiles an instruction reads (a loop: its inits; its yields are read at its end).
+pub(crate) fn uses(inst: &Inst) -> Vec<TileId> {
+    let operand = |o: &Operand| match o {
+        Operand::Tile(t) => Some(*t),
+        Operand::Scalar(_) => None,
+    };
+    match inst {
+        Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Vec::new(),
+        Inst::Store { src, .. } => vec![*src],
+        Inst::Unary { src, .. } | Inst::Cast { src, .. } | Inst::Reduce { src, .. } => {
+            vec![*src]
+        }
+        Inst::Move { src, .. } => vec![*src],
+        Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
+            [operand(lhs), operand(rhs)].into_iter().flatten().collect()
+        }
+        Inst::Select {
+            cond,
+            on_true,
+            on_false,
+            ..
+        } => [Some(*cond), operand(on_true), operand(on_false)]
+            .into_iter()
+            .flatten()
+            .collect(),
+        Inst::Matmul { a, b, acc, .. } => {
+            [Some(*a), Some(*b), *acc].into_iter().flatten().collect()
+        }
+        Inst::Loop { init, .. } => init.clone(),
+    }
+}
+
+/// The tile an instruction defines (not a loop's params or results).
+pub(crate) fn def(inst: &Inst) -> Option<TileId> {
+    match inst {
+        Inst::Load { dst, .. }
+        | Inst::Full { dst, .. }
+        | Inst::Iota { dst, .. }
+        | Inst::Unary { dst, .. }
+        | Inst::Binary { dst, .. }
+        | Inst::Compare { dst, .. }
+        | Inst::Select { dst, .. }
+        | Inst::Cast { dst, .. }
+        | Inst::Reduce { dst, .. }
+        | Inst::Move { dst, .. }
+        | Inst::Matmul { dst, .. } => Some(*dst),
+        Inst::Store { .. } | Inst::Loop { .. } => None,
+    }
+}
+
+/// Bytes of each temporary the lowering of `inst` needs in UB.
+pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
+    let ty = |t: TileId| program.tile(t);
+    let geom = |t: TileId| ty(t).map(Geom::of);
+    let broadcast = |o: &Operand, dst: TileId| -> Option<u64> {
+        match o {
+            Operand::Tile(t) if ty(*t).map(|x| &x.shape) != ty(dst).map(|x| &x.shape) => {
+                let dst_ty = ty(dst)?;
+                let src_ty = ty(*t)?;
+                Some(
+                    Geom::of(&TileType {
+                        shape: dst_ty.shape.clone(),
+                        dtype: src_ty.dtype,
+                        level: MemLevel::Ub,
+                    })
+                    .bytes,
+                )
+            }
+            _ => None,
+        }
+    };
+    match inst {
+        Inst::Binary { dst, op, lhs, rhs } => {
+            let mut temps: Vec<u64> = [broadcast(lhs, *dst), broadcast(rhs, *dst)]
+                .into_iter()
+                .flatten()
+                .collect();
+            let scalar_div = matches!(op, pto_op::kernel::ir::BinaryOp::Div)
+                && (matches!(lhs, Operand::Scalar(_)) || matches!(rhs, Operand::Scalar(_)));
+            if scalar_div {
+                temps.extend(geom(*dst).map(|g| g.bytes));
+            }
+            temps
+        }
+        Inst::Compare { dst, lhs, rhs, .. } => {
+            // Operands broadcast to the compared shape, in the operands' dtype.
+            let shape_ty = |o: &Operand| match o {
+                Operand::Tile(t) => ty(*t),
+                Operand::Scalar(_) => None,
+            };
+            let dtype = shape_ty(lhs)
+                .or(shape_ty(rhs))
+                .map_or(DType::F32, |t| t.dtype);
+            let Some(dst_ty) = ty(*dst) else {
+                return Vec::new();
+            };
+            let full = Geom::of(&TileType {
+                shape: dst_ty.shape.clone(),
+                dtype,
+                level: MemLevel::Ub,
+            })
+            .bytes;
+            [lhs, rhs]
+                .into_iter()
+                .filter(|o| matches!(o, Operand::Tile(t) if ty(*t).map(|x| &x.shape) != Some(&dst_ty.shape)))
+                .map(|_| full)
+                .collect()
+        }
+        Inst::Select {
+            dst,
+            on_true,
+            on_false,
+            ..
+        } => {
+            let mut temps: Vec<u64> = [broadcast(on_true, *dst), broadcast(on_false, *dst)]
+                .into_iter()
+                .flatten()
+                .collect();
+            if matches!(on_true, Operand::Scalar(_)) {
+                temps.extend(geom(*dst).map(|g| g.bytes));
+            }
+            temps
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Liveness of every tile.
+struct Liveness {
+    def: Vec<Option<usize>>,
+    end: Vec<usize>,
+    /// Each use, by position of the using instruction's top-level ancestor in the tile's
+    /// defining scope is not needed: queue frees are decided at emission from `end`.
+    uses: Vec<usize>,
+}
+
+fn liveness(program: &Program) -> Liveness {
+    let n = program.tiles.len();
+    let mut live = Liveness {
+        def: vec![None; n],
+        end: vec![0; n],
+        uses: vec![0; n],
+    };
+    let mut depth_of = vec![0usize; n];
+    // Ends of the loops open at each depth: loop_ends[d] is the end of the loop at depth d+1.
+    let mut loop_ends: Vec<usize> = Vec::new();
+    walk(&program.body, 0, &mut loop_ends, &mut depth_of, &mut live);
+    for t in 0..n {
+        if let Some(d) = live.def[t] {
+            live.end[t] = live.end[t].max(d);
+        }
+    }
+    live
+}
+
+fn define(live: &mut Liveness, depth_of: &mut [usize], t: TileId, at: usize, depth: usize) {
+    if let Some(slot) = live.def.get_mut(t.0 as usize) {
+        *slot = Some(at);
+        depth_of[t.0 as usize] = depth;
+    }
+}
+
+fn use_at(live: &mut Liveness, depth_of: &[usize], loop_ends: &[usize], t: TileId, at: usize) {
+    let i = t.0 as usize;
+    if i >= live.end.len() {
+        return;
+    }
+    let d = depth_of[i];
+    // Used inside loops opened after its definition: live to the outermost such loop's end.
+    let effective = if loop_ends.len() > d {
+        loop_ends[d]
+    } else {
+        at
+    };
+    live.end[i] = live.end[i].max(effective);
+    live.uses[i] += 1;
+}
+
+fn walk(
+    body: &[Inst],
+    mut at: usize,
+    loop_ends: &mut Vec<usize>,
+    depth_of: &mut Vec<usize>,
+    live: &mut Liveness,
+) -> usize {
+    for inst in body {
+        let depth = loop_ends.len();
+        for t in uses(inst) {
+            use_at(live, depth_of, loop_ends, t, at);
+        }
+        match inst {
+            Inst::Loop {
+                params,
+                body,
+                yields,
+                results,
+                ..
+            } => {
+                let end = at + 1 + span(body);
+                for p in params {
+                    define(live, depth_of, *p, at, depth);
+                    use_at(live, depth_of, loop_ends, *p, end);
+                }
+                loop_ends.push(end);
+                let after = walk(body, at + 1, loop_ends, depth_of, live);
+                debug_assert_eq!(after, end);
+                for y in yields {
+                    use_at(live, depth_of, loop_ends, *y, end);
+                }
+                loop_ends.pop();
+                for r in results {
+                    define(live, depth_of, *r, end, depth);
+                }
+                at = end + 1;
+            }
+            _ => {
+                if let Some(d) = def(inst) {
+                    define(live, depth_of, d, at, depth);
+                }
+                at += 1;
+            }
+        }
+    }
+    at
+}
+
+/// The first-fit allocator of the shared buffer.
+#[derive(Default)]
+struct Pool {
+    /// Allocated (offset, bytes), sorted by offset.
+    used: Vec<(u64, u64)>,
+    high: u64,
+}
+
+impl Pool {
+    fn alloc(&mut self, bytes: u64) -> u64 {
+        let mut offset = 0;
+        let mut index = 0;
+        for (i, &(start, size)) in self.used.iter().enumerate() {
+            if start >= offset + bytes {
+                break;
+            }
+            offset = (start + size).next_multiple_of(UB_ALIGN);
+            index = i + 1;
+        }
+        self.used.insert(index, (offset, bytes));
+        self.high = self.high.max(offset + bytes);
+        offset
+    }
+
+    fn free(&mut self, offset: u64) {
+        self.used.retain(|&(start, _)| start != offset);
+    }
+}
+
+/// Plans `program`'s UB tiles.
+pub(crate) fn plan(program: &Program) -> Plan {
+    let live = liveness(program);
+    let n = program.tiles.len();
+    let mut storage = vec![Storage::None; n];
+    let mut reduce_work_bytes = 0;
+
+    // Storage kinds.
+    classify(
+        program,
+        &program.body,
+        &live,
+        &mut storage,
+        &mut reduce_work_bytes,
+    );
+
+    // Pool intervals: (start, end, tile or temp).
+    enum Item {
+        Tile(usize),
+        Temp(usize, usize),
+    }
+    let mut intervals: Vec<(usize, usize, u64, Item)> = Vec::new();
+    let mut end = live.end.clone();
+    // Loop results extend their carried tiles' storage.
+    for (t, kind) in storage.iter().enumerate() {
+        if let Storage::Alias(target) = kind {
+            let target = target.0 as usize;
+            end[target] = end[target].max(live.end[t]);
+        }
+    }
+    for t in 0..n {
+        if storage[t] == Storage::Pool(0)
+            && let Some(d) = live.def[t]
+        {
+            intervals.push((d, end[t], Geom::of(&program.tiles[t]).bytes, Item::Tile(t)));
+        }
+    }
+    let mut temps_at: Vec<(usize, Vec<u64>)> = Vec::new();
+    collect_temps(program, &program.body, 0, &mut temps_at);
+    for (at, temps) in &temps_at {
+        for (k, bytes) in temps.iter().enumerate() {
+            intervals.push((*at, *at, *bytes, Item::Temp(*at, k)));
+        }
+    }
+    // Allocate in order of start; at one position allocate everything before freeing.
+    intervals.sort_by_key(|(start, end, _, _)| (*start, *end));
+    let mut pool = Pool::default();
+    let mut temps: HashMap<usize, Vec<u64>> = temps_at
+        .iter()
+        .map(|(at, t)| (*at, vec![0; t.len()]))
+        .collect();
+    let mut live_now: Vec<(usize, u64)> = Vec::new(); // (end, offset)
+    for (start, stop, bytes, item) in intervals {
+        live_now.retain(|&(e, offset)| {
+            if e < start {
+                pool.free(offset);
+                false
+            } else {
+                true
+            }
+        });
+        let offset = pool.alloc(bytes);
+        live_now.push((stop, offset));
+        match item {
+            Item::Tile(t) => storage[t] = Storage::Pool(offset),
+            Item::Temp(at, k) => {
+                if let Some(slot) = temps.get_mut(&at).and_then(|v| v.get_mut(k)) {
+                    *slot = offset;
+                }
+            }
+        }
+    }
+    Plan {
+        storage,
+        end,
+        temps,
+        pool_bytes: pool.high.next_multiple_of(UB_ALIGN),
+        reduce_work_bytes,
+    }
+}
+
+fn collect_temps(
+    program: &Program,
+    body: &[Inst],
+    mut at: usize,
+    out: &mut Vec<(usize, Vec<u64>)>,
+) -> usize {
+    for inst in body {
+        if let Inst::Loop { body, .. } = inst {
+            collect_temps(program, body, at + 1, out);
+            at += 2 + span(body);
+        } else {
+            let temps = temp_bytes(program, inst);
+            if !temps.is_empty() {
+                out.push((at, temps));
+            }
+            at += 1;
+        }
+    }
+    at
+}
+
+/// Sets each UB tile's storage kind (`Pool(0)` stands for "in the pool, offset to come").
+fn classify(
+    program: &Program,
+    body: &[Inst],
+    live: &Liveness,
+    storage: &mut [Storage],
+    reduce_work_bytes: &mut u64,
+) {
+    // Tiles whose only use is one store of this scope.
+    let mut stored: HashMap<TileId, usize> = HashMap::new();
+    for inst in body {
+        if let Inst::Store { src, .. } = inst {
+            *stored.entry(*src).or_default() += 1;
+        }
+    }
+    let in_ub = |t: TileId| program.tile(t).is_some_and(|ty| ty.level == MemLevel::Ub);
+    for inst in body {
+        match inst {
+            Inst::Loop {
+                params,
+                results,
+                body,
+                ..
+            } => {
+                for p in params {
+                    if in_ub(*p) {
+                        storage[p.0 as usize] = Storage::Pool(0);
+                    }
+                }
+                for (r, p) in results.iter().zip(params) {
+                    if in_ub(*r) {
+                        storage[r.0 as usize] = Storage::Alias(*p);
+                    }
+                }
+                classify(program, body, live, storage, reduce_work_bytes);
+            }
+            Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.0 as usize] = Storage::InQueue,
+            _ => {
+                if let Inst::Reduce { src, .. } = inst
+                    && let Some(ty) = program.tile(*src)
+                {
+                    let g = Geom::of(ty);
+                    *reduce_work_bytes = (*reduce_work_bytes)
+                        .max(((g.pitch * ty.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN));
+                }
+                if let Some(d) = def(inst)
+                    && in_ub(d)
+                {
+                    let only_stored = stored.get(&d) == Some(&1)
+                        && live.uses[d.0 as usize] == 1
+                        && program.tile(d).is_some_and(|t| t.dtype != DType::Bool);
+                    storage[d.0 as usize] = if only_stored {
+                        Storage::OutQueue
+                    } else {
+                        Storage::Pool(0)
+                    };
+                }
+            }
+        }
+    }
+}
