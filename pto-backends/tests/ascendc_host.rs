@@ -34,5 +34,9 @@ fn smoke() {
         println!("{}", run(ops::add::def(), &[&[13, 100], &[13, 100]], dtype));
         println!("{}", run(ops::add::def(), &[&[13, 100], &[100]], dtype));
         println!("{}", run(ops::softmax::def(), &[&[13, 100]], dtype));
+        println!(
+            "{}",
+            run(ops::matmul::def(), &[&[100, 70], &[70, 50]], dtype)
+        );
     }
 }

@@ -27,7 +27,7 @@ use pto_op::{
 use super::{LowerError, LoweredKernel, Soc, lower_with_profile};
 
 /// The headers of the host implementation, by path under `include/`.
-const HEADERS: [(&str, &str); 5] = [
+const HEADERS: [(&str, &str); 6] = [
     (
         "kernel_operator.h",
         include_str!("../../ascendc/include/kernel_operator.h"),
@@ -47,6 +47,10 @@ const HEADERS: [(&str, &str); 5] = [
     (
         "ascendc_host/vector.h",
         include_str!("../../ascendc/include/ascendc_host/vector.h"),
+    ),
+    (
+        "ascendc_host/cube.h",
+        include_str!("../../ascendc/include/ascendc_host/cube.h"),
     ),
 ];
 

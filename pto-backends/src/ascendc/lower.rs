@@ -94,20 +94,34 @@ pub fn lower_program(
         position: 0,
         freed: vec![false; program.tiles.len()],
         scopes: Vec::new(),
+        uses_cube: false,
     };
     lowering.check_dtypes()?;
-    lowering.check_levels()?;
     lowering.block()?;
     let buffer_bytes = lowering.buffer_bytes();
-    if buffer_bytes.ub > profile.buffers.ub {
-        return Err(LowerError::Capacity {
-            op: program.op.clone(),
-            buffer: "UB",
-            needed: buffer_bytes.ub,
-            device: profile.name.clone(),
-            limit: profile.buffers.ub,
-            detail: lowering.ub_detail(),
-        });
+    for (buffer, level) in [
+        ("UB", MemLevel::Ub),
+        ("L1", MemLevel::L1),
+        ("L0A", MemLevel::L0A),
+        ("L0B", MemLevel::L0B),
+        ("L0C", MemLevel::L0C),
+    ] {
+        let needed = buffer_bytes.get(level).unwrap_or(0);
+        let limit = profile.buffers.get(level).unwrap_or(0);
+        if needed > limit {
+            return Err(LowerError::Capacity {
+                op: program.op.clone(),
+                buffer,
+                needed,
+                device: profile.name.clone(),
+                limit,
+                detail: if level == MemLevel::Ub {
+                    lowering.ub_detail()
+                } else {
+                    format!("{} tiles", POOLS[plan::level_index(level)].0)
+                },
+            });
+        }
     }
 
     let grid = program.grid as u32;
@@ -308,6 +322,15 @@ impl Code {
     }
 }
 
+/// The `TBuf` of each level's pool ([`plan::level_index`]) and its position.
+const POOLS: [(&str, &str); 5] = [
+    ("calcBuf", "VECCALC"),
+    ("l1Buf", "A1"),
+    ("l0aBuf", "A2"),
+    ("l0bBuf", "B2"),
+    ("l0cBuf", "CO1"),
+];
+
 /// A `TQue` member of the kernel class.
 struct Queue {
     name: String,
@@ -328,6 +351,8 @@ struct Lowering<'p> {
     freed: Vec<bool>,
     /// The queue tiles defined in each open scope, innermost last.
     scopes: Vec<Vec<TileId>>,
+    /// Whether the kernel uses the cube (and needs its copy helpers).
+    uses_cube: bool,
 }
 
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
@@ -394,39 +419,15 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    fn check_levels(&mut self) -> Result<(), LowerError> {
-        let mut first = None;
-        visit(&self.program.body, &mut 0, &mut |at, inst| {
-            if first.is_none()
-                && plan::def(inst)
-                    .is_some_and(|d| self.program.tiles[d.0 as usize].level != MemLevel::Ub)
-            {
-                first = Some((at, inst.mnemonic()));
-            }
-        });
-        if let Some((at, mnemonic)) = first {
-            return Err(LowerError::Unsupported {
-                op: self.program.op.clone(),
-                inst: at,
-                mnemonic: mnemonic.to_owned(),
-                soc: self.soc,
-                arch: self.soc.arch(),
-                message: "cube tiles (L1, L0A, L0B, L0C) are not lowered by this version: \
-                          only vector kernels"
-                    .to_owned(),
-            });
-        }
-        Ok(())
-    }
-
     fn buffer_bytes(&self) -> PerBuffer {
         let queues: u64 = self.queues.iter().map(|q| q.bytes * q.depth as u64).sum();
+        let pools = &self.plan.pool_bytes;
         PerBuffer {
-            ub: queues + self.plan.pool_bytes + self.plan.reduce_work_bytes,
-            l1: 0,
-            l0a: 0,
-            l0b: 0,
-            l0c: 0,
+            ub: queues + pools[0] + self.plan.reduce_work_bytes,
+            l1: pools[1],
+            l0a: pools[2],
+            l0b: pools[3],
+            l0c: pools[4],
         }
     }
 
@@ -436,7 +437,7 @@ impl Lowering<'_> {
             .iter()
             .map(|q| format!("{} {}x{}", q.name, q.depth, q.bytes))
             .collect();
-        parts.push(format!("calcBuf {}", self.plan.pool_bytes));
+        parts.push(format!("calcBuf {}", self.plan.pool_bytes[0]));
         if self.plan.reduce_work_bytes > 0 {
             parts.push(format!("reduceWorkBuf {}", self.plan.reduce_work_bytes));
         }
@@ -476,11 +477,14 @@ impl Lowering<'_> {
             Storage::Pool(offset) => {
                 let count = if ty.dtype == DType::Bool {
                     g.bytes as usize
-                } else {
+                } else if ty.level == MemLevel::Ub {
                     g.elems()
+                } else {
+                    g.bytes as usize / ty.dtype.size_bytes()
                 };
+                let buf = POOLS[plan::level_index(ty.level)].0;
                 self.code.line(format!(
-                    "LocalTensor<{ctype}> {name} = calcBuf.GetWithOffset<{ctype}>({count}, {offset});"
+                    "LocalTensor<{ctype}> {name} = {buf}.GetWithOffset<{ctype}>({count}, {offset});"
                 ));
             }
             Storage::OutQueue => {
@@ -598,18 +602,14 @@ impl Lowering<'_> {
             } => self.select(inst, *dst, *cond, on_true, on_false),
             Inst::Cast { dst, src } => self.cast(inst, *dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(inst, *dst, *op, *src, *axis),
-            Inst::Move { dst, src } => {
-                self.declare(*dst);
-                let g = Geom::of(self.ty(*dst));
-                self.code.line(format!(
-                    "DataCopy({}, {}, {});",
-                    Lowering::name(*dst),
-                    Lowering::name(*src),
-                    g.elems()
-                ));
-                Ok(())
-            }
-            Inst::Matmul { .. } => Err(self.unsupported(inst, "the cube path is not lowered")),
+            Inst::Move { dst, src } => self.move_tile(inst, *dst, *src),
+            Inst::Matmul {
+                dst,
+                a,
+                b,
+                acc,
+                transpose_b: _,
+            } => self.matmul(inst, *dst, *a, *b, *acc),
             Inst::Loop {
                 var,
                 count,
@@ -619,8 +619,22 @@ impl Lowering<'_> {
                 yields,
                 results,
             } => {
+                let start = self.position;
                 for (p, i) in params.iter().zip(init) {
                     self.declare(*p);
+                    if self.ty(*p).level != MemLevel::Ub {
+                        // The loop carries the initial tile's storage (an accumulator).
+                        if self.plan.last_use[i.0 as usize] != start {
+                            return Err(self.unsupported(
+                                inst,
+                                format!(
+                                    "{i} carried into the loop in {} is used after it",
+                                    self.ty(*p).level
+                                ),
+                            ));
+                        }
+                        continue;
+                    }
                     let g = Geom::of(self.ty(*p));
                     self.code.line(format!(
                         "DataCopy({}, {}, {});",
@@ -636,6 +650,19 @@ impl Lowering<'_> {
                 self.position += 1;
                 self.body(body)?;
                 for (p, y) in params.iter().zip(yields) {
+                    if self.ty(*p).level != MemLevel::Ub {
+                        if plan::root(&self.plan.storage, *p) != plan::root(&self.plan.storage, *y)
+                        {
+                            return Err(self.unsupported(
+                                inst,
+                                format!(
+                                    "{y} yielded for {p} in {} is not accumulated in place",
+                                    self.ty(*p).level
+                                ),
+                            ));
+                        }
+                        continue;
+                    }
                     if p != y {
                         let g = Geom::of(self.ty(*p));
                         self.code.line(format!(
@@ -671,6 +698,9 @@ impl Lowering<'_> {
         let g = Geom::of(&ty);
         let name = Lowering::name(dst);
         let ctype = c_type(ty.dtype);
+        if ty.level != MemLevel::Ub {
+            return self.load_l1(dst, global, offsets, pad);
+        }
         let queue = format!("inQueue_{name}");
         let depth = if self.scopes.len() > 1 { 2 } else { 1 };
         self.queues.push(Queue {
@@ -707,6 +737,205 @@ impl Lowering<'_> {
         self.code.line(format!("{queue}.EnQue({name});"));
         self.code
             .line(format!("{name} = {queue}.DeQue<{ctype}>();"));
+        Ok(())
+    }
+
+    /// GM -> L1 in the Nz fractal layout of the cube (`DataCopy` with `Nd2NzParams`).
+    fn load_l1(
+        &mut self,
+        dst: TileId,
+        global: usize,
+        offsets: &[Index],
+        pad: f64,
+    ) -> Result<(), LowerError> {
+        self.uses_cube = true;
+        self.declare(dst);
+        let ty = self.ty(dst).clone();
+        let g = Geom::of(&ty);
+        let name = Lowering::name(dst);
+        let gname = self.global_name(global);
+        self.code.open("");
+        self.code.line(format!(
+            "const int64_t offsets[2] = {{{}}};",
+            offsets_list(offsets)
+        ));
+        self.code.line(format!(
+            "CopyInTileNz<{}>({name}, {gname}Gm, {gname}Dims, offsets, {}, {}, {});",
+            c_type(ty.dtype),
+            g.rows,
+            g.pitch,
+            scalar(pad, ty.dtype)
+        ));
+        self.code.close();
+        self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+        Ok(())
+    }
+
+    /// How many instructions (and loop yields) read tile `t`.
+    fn readers(&self, t: TileId) -> usize {
+        let mut count = 0;
+        visit(&self.program.body, &mut 0, &mut |_, inst| {
+            count += plan::uses(inst).iter().filter(|u| **u == t).count();
+            if let Inst::Loop { yields, .. } = inst {
+                count += yields.iter().filter(|y| **y == t).count();
+            }
+        });
+        count
+    }
+
+    /// Whether the matmul reading L0B tile `b` wants it transposed.
+    fn transposed(&self, b: TileId) -> bool {
+        let mut found = false;
+        visit(&self.program.body, &mut 0, &mut |_, inst| {
+            if let Inst::Matmul {
+                b: used,
+                transpose_b: true,
+                ..
+            } = inst
+                && *used == b
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    fn move_tile(&mut self, inst: &Inst, dst: TileId, src: TileId) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let sg = Geom::of(&from);
+        let dg = Geom::of(&to);
+        let ctype = c_type(to.dtype);
+        self.declare(dst);
+        match (from.level, to.level) {
+            (MemLevel::Ub, MemLevel::Ub) => {
+                self.code
+                    .line(format!("DataCopy({d}, {s}, {});", copy_elems(&to, &dg)));
+            }
+            (MemLevel::L1, MemLevel::L0A) => {
+                self.code.line(format!(
+                    "LoadTileL0A<{ctype}>({d}, {s}, {}, {});",
+                    sg.rows, sg.pitch
+                ));
+                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+            }
+            (MemLevel::L1, MemLevel::L0B) => {
+                if self.transposed(dst) {
+                    if to.dtype.size_bytes() != 2 {
+                        return Err(self.unsupported(
+                            inst,
+                            format!(
+                                "a transposed {} operand of the cube: LoadData transposes \
+                                 16-bit fractals only",
+                                to.dtype
+                            ),
+                        ));
+                    }
+                    self.code.line(format!(
+                        "LoadTileL0BTransposed<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                } else {
+                    self.code.line(format!(
+                        "LoadTileL0B<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                }
+                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+            }
+            (MemLevel::L0C, MemLevel::Ub) => {
+                let quant = match to.dtype {
+                    DType::F32 => "NoQuant",
+                    DType::F16 => "F322F16",
+                    DType::BF16 => "F322BF16",
+                    other => {
+                        return Err(self.unsupported(inst, format!("L0C out to {other}")));
+                    }
+                };
+                self.code.open("");
+                self.code.line("FixpipeParamsV220 params;");
+                self.code.line(format!("params.mSize = {};", sg.rows));
+                self.code.line(format!("params.nSize = {};", sg.cols));
+                self.code.line(format!("params.srcStride = {};", sg.rows));
+                self.code.line(format!("params.dstStride = {};", dg.pitch));
+                self.code
+                    .line(format!("params.quantPre = QuantMode_t::{quant};"));
+                self.code.line(format!(
+                    "Fixpipe<{ctype}, {}>({d}, {s}, params);",
+                    c_type(from.dtype)
+                ));
+                self.code.close();
+                self.code.line("SetFlag<HardEvent::FIX_V>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::FIX_V>(EVENT_ID0);");
+            }
+            (MemLevel::Ub, MemLevel::L1) => {
+                self.code.open("");
+                self.code.line("Nd2NzParams params;");
+                self.code.line("params.ndNum = 1;");
+                self.code.line(format!("params.nValue = {};", sg.rows));
+                self.code.line(format!("params.dValue = {};", sg.cols));
+                self.code.line("params.srcNdMatrixStride = 0;");
+                self.code.line(format!("params.srcDValue = {};", sg.pitch));
+                self.code
+                    .line(format!("params.dstNzC0Stride = {};", dg.rows));
+                self.code.line("params.dstNzNStride = 1;");
+                self.code.line("params.dstNzMatrixStride = 0;");
+                self.code.line(format!("DataCopy({d}, {s}, params);"));
+                self.code.close();
+                self.code.line("SetFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
+            }
+            (a, b) => {
+                return Err(self.unsupported(inst, format!("a move from {a} to {b}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn matmul(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        a: TileId,
+        b: TileId,
+        acc: Option<TileId>,
+    ) -> Result<(), LowerError> {
+        if let Some(acc) = acc
+            && self.readers(acc) != 1
+        {
+            return Err(self.unsupported(
+                inst,
+                format!("the accumulator {acc} is used after Mmad accumulates into it"),
+            ));
+        }
+        self.declare(dst);
+        let ga = Geom::of(self.ty(a));
+        let gb = Geom::of(self.ty(b));
+        let gd = Geom::of(self.ty(dst));
+        let k = ga.pitch;
+        self.code.open("");
+        self.code.line("MmadParams params;");
+        self.code.line(format!("params.m = {};", gd.rows));
+        self.code.line(format!("params.n = {};", gd.pitch));
+        self.code.line(format!("params.k = {k};"));
+        self.code.line(format!(
+            "params.cmatrixInitVal = {};",
+            if acc.is_none() { "true" } else { "false" }
+        ));
+        self.code.line(format!(
+            "Mmad({}, {}, {}, params);",
+            Lowering::name(dst),
+            Lowering::name(a),
+            Lowering::name(b)
+        ));
+        self.code.close();
+        let _ = gb;
+        self.code.line("SetFlag<HardEvent::M_FIX>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::M_FIX>(EVENT_ID0);");
         Ok(())
     }
 
@@ -1262,6 +1491,9 @@ impl Lowering<'_> {
              #ifndef PTO_INST\n#define PTO_INST(index, text)\n#endif\n"
         );
         out.push_str(HELPERS);
+        if self.uses_cube {
+            out.push_str(CUBE_HELPERS);
+        }
         let globals = &self.program.globals;
         let params: Vec<String> = globals
             .iter()
@@ -1306,11 +1538,13 @@ impl Lowering<'_> {
                 q.name, q.depth, q.bytes
             ));
         }
-        if self.plan.pool_bytes > 0 {
-            c.line(format!(
-                "pipe.InitBuffer(calcBuf, {});",
-                self.plan.pool_bytes
-            ));
+        for (i, (name, _)) in POOLS.iter().enumerate() {
+            if self.plan.pool_bytes[i] > 0 {
+                c.line(format!(
+                    "pipe.InitBuffer({name}, {});",
+                    self.plan.pool_bytes[i]
+                ));
+            }
         }
         if self.plan.reduce_work_bytes > 0 {
             c.line(format!(
@@ -1355,8 +1589,10 @@ impl Lowering<'_> {
                 q.position, q.depth, q.name
             ));
         }
-        if self.plan.pool_bytes > 0 {
-            c.line("TBuf<TPosition::VECCALC> calcBuf;");
+        for (i, (name, position)) in POOLS.iter().enumerate() {
+            if self.plan.pool_bytes[i] > 0 {
+                c.line(format!("TBuf<TPosition::{position}> {name};"));
+            }
         }
         if self.plan.reduce_work_bytes > 0 {
             c.line("TBuf<TPosition::VECCALC> reduceWorkBuf;");
@@ -1689,6 +1925,90 @@ __aicore__ inline void CopyOutTile(const GlobalTensor<T>& dst, const int64_t* di
             DataCopyPad(dst[slab.gmOffset], src[slab.ubOffset], params);
         }
     });
+}
+
+}  // namespace
+
+"#;
+
+/// The cube's copy helpers: GM -> L1 (Nz), L1 -> L0A / L0B (fractals).
+const CUBE_HELPERS: &str = r#"namespace {
+
+// GM -> L1: the [tileRows, tileCols] tile at `offsets` of a matrix, in the Nz fractal
+// layout (Nd2Nz), `pad` where it leaves the matrix (InitConstValue first).
+template <typename T>
+__aicore__ inline void CopyInTileNz(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const int64_t* dims,
+                                    const int64_t* offsets, int64_t tileRows, int64_t tileCols, T pad)
+{
+    const int64_t rows = MinIndex(tileRows, dims[0] - offsets[0]);
+    const int64_t cols = MinIndex(tileCols, dims[1] - offsets[1]);
+    if (rows < tileRows || cols < tileCols) {
+        InitConstValueParams<T> init;
+        init.repeatTimes = 1;
+        init.blockNum = static_cast<uint16_t>(tileRows * tileCols * sizeof(T) / 32);
+        init.dstGap = 0;
+        init.initValue = pad;
+        InitConstValue(dst, init);
+        PipeBarrier<PIPE_MTE2>();
+    }
+    if (rows <= 0 || cols <= 0) {
+        return;
+    }
+    Nd2NzParams params;
+    params.ndNum = 1;
+    params.nValue = static_cast<uint16_t>(rows);
+    params.dValue = static_cast<uint16_t>(cols);
+    params.srcNdMatrixStride = 0;
+    params.srcDValue = static_cast<uint16_t>(dims[1]);
+    params.dstNzC0Stride = static_cast<uint16_t>(tileRows);
+    params.dstNzNStride = 1;
+    params.dstNzMatrixStride = 0;
+    DataCopy(dst, src[offsets[0] * dims[1] + offsets[1]], params);
+}
+
+// L1 (Nz) -> L0A: the [m, k] left operand as rows of fractals, one LoadData per 16 rows.
+template <typename T>
+__aicore__ inline void LoadTileL0A(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k)
+{
+    const uint32_t c0 = 32 / sizeof(T);
+    for (uint32_t rb = 0; rb < m / 16; ++rb) {
+        LoadData2DParams params;
+        params.startIndex = static_cast<uint16_t>(rb);
+        params.repeatTimes = static_cast<uint8_t>(k / c0);
+        params.srcStride = static_cast<uint16_t>(m / 16);
+        params.ifTranspose = false;
+        LoadData(dst[rb * (k / c0) * 16 * c0], src, params);
+    }
+}
+
+// L1 (Nz) -> L0B: the [k, n] right operand as rows of fractals, one LoadData per 16 rows.
+template <typename T>
+__aicore__ inline void LoadTileL0B(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t k, uint32_t n)
+{
+    const uint32_t c0 = 32 / sizeof(T);
+    for (uint32_t kb = 0; kb < k / 16; ++kb) {
+        LoadData2DParams params;
+        params.startIndex = static_cast<uint16_t>(kb);
+        params.repeatTimes = static_cast<uint8_t>(n / c0);
+        params.srcStride = static_cast<uint16_t>(k / 16);
+        params.ifTranspose = false;
+        LoadData(dst[kb * (n / c0) * 16 * c0], src, params);
+    }
+}
+
+// L1 (Nz of the [n, k] operand) -> L0B as [k, n]: each 16 x 16 fractal transposed.
+template <typename T>
+__aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
+                                             uint32_t k)
+{
+    for (uint32_t kb = 0; kb < k / 16; ++kb) {
+        LoadData2DParams params;
+        params.startIndex = static_cast<uint16_t>(kb * (n / 16));
+        params.repeatTimes = static_cast<uint8_t>(n / 16);
+        params.srcStride = 1;
+        params.ifTranspose = true;
+        LoadData(dst[kb * (n / 16) * 256], src, params);
+    }
 }
 
 }  // namespace

@@ -45,6 +45,17 @@ impl Geom {
             None => (1, 1),
             Some((&cols, lead)) => (lead.iter().product(), cols),
         };
+        if ty.level != MemLevel::Ub {
+            // Cube buffers hold whole 16 x 16 fractals (512 bytes of f16).
+            let rows = rows.next_multiple_of(16);
+            let pitch = cols.next_multiple_of(16);
+            return Geom {
+                rows,
+                cols,
+                pitch,
+                bytes: ((rows * pitch * ty.dtype.size_bytes()) as u64).next_multiple_of(512),
+            };
+        }
         let pitch = cols.next_multiple_of(ROW_ALIGN_ELEMS);
         let elems = (rows * pitch) as u64;
         let raw = match ty.dtype {
@@ -89,10 +100,35 @@ pub(crate) struct Plan {
     pub end: Vec<usize>,
     /// Byte offsets in the pool of the temporaries of the instruction at a position.
     pub temps: HashMap<usize, Vec<u64>>,
-    /// Bytes of the shared `VECCALC` buffer.
-    pub pool_bytes: u64,
+    /// Bytes of the shared buffer of each level, by [`level_index`]: `VECCALC` (UB), then
+    /// one `TBuf` of L1, L0A, L0B and L0C.
+    pub pool_bytes: [u64; 5],
+    /// The position of each tile's last use before aliasing.
+    pub last_use: Vec<usize>,
     /// Bytes of the reductions' shared work buffer.
     pub reduce_work_bytes: u64,
+}
+
+/// The index of a level's pool: UB, L1, L0A, L0B, L0C (GM: UB, unused).
+pub(crate) fn level_index(level: MemLevel) -> usize {
+    match level {
+        MemLevel::Ub | MemLevel::Gm => 0,
+        MemLevel::L1 => 1,
+        MemLevel::L0A => 2,
+        MemLevel::L0B => 3,
+        MemLevel::L0C => 4,
+    }
+}
+
+/// Byte alignment of tiles in each level's pool.
+const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
+
+/// The tile whose storage `t` uses, following aliases.
+pub(crate) fn root(storage: &[Storage], mut t: TileId) -> TileId {
+    while let Some(Storage::Alias(next)) = storage.get(t.0 as usize) {
+        t = *next;
+    }
+    t
 }
 
 /// The number of positions `body` takes (a loop: start, body, end).
@@ -332,11 +368,11 @@ fn walk(
 }
 
 /// The first-fit allocator of the shared buffer.
-#[derive(Default)]
 struct Pool {
     /// Allocated (offset, bytes), sorted by offset.
     used: Vec<(u64, u64)>,
     high: u64,
+    align: u64,
 }
 
 impl Pool {
@@ -347,7 +383,7 @@ impl Pool {
             if start >= offset + bytes {
                 break;
             }
-            offset = (start + size).next_multiple_of(UB_ALIGN);
+            offset = (start + size).next_multiple_of(self.align);
             index = i + 1;
         }
         self.used.insert(index, (offset, bytes));
@@ -376,53 +412,65 @@ pub(crate) fn plan(program: &Program) -> Plan {
         &mut reduce_work_bytes,
     );
 
-    // Pool intervals: (start, end, tile or temp).
+    // Pool intervals: (start, end, bytes, level, tile or temp).
     enum Item {
         Tile(usize),
         Temp(usize, usize),
     }
-    let mut intervals: Vec<(usize, usize, u64, Item)> = Vec::new();
+    let mut intervals: Vec<(usize, usize, u64, usize, Item)> = Vec::new();
     let mut end = live.end.clone();
-    // Loop results extend their carried tiles' storage.
-    for (t, kind) in storage.iter().enumerate() {
-        if let Storage::Alias(target) = kind {
-            let target = target.0 as usize;
-            end[target] = end[target].max(live.end[t]);
-        }
-    }
+    // Aliases (loop results, accumulators) extend the storage they use.
     for t in 0..n {
-        if storage[t] == Storage::Pool(0)
+        let r = root(&storage, TileId(t as u32)).0 as usize;
+        end[r] = end[r].max(live.end[t]);
+    }
+    for (t, kind) in storage.iter().enumerate() {
+        if *kind == Storage::Pool(0)
             && let Some(d) = live.def[t]
         {
-            intervals.push((d, end[t], Geom::of(&program.tiles[t]).bytes, Item::Tile(t)));
+            let ty = &program.tiles[t];
+            intervals.push((
+                d,
+                end[t],
+                Geom::of(ty).bytes,
+                level_index(ty.level),
+                Item::Tile(t),
+            ));
         }
     }
     let mut temps_at: Vec<(usize, Vec<u64>)> = Vec::new();
     collect_temps(program, &program.body, 0, &mut temps_at);
     for (at, temps) in &temps_at {
         for (k, bytes) in temps.iter().enumerate() {
-            intervals.push((*at, *at, *bytes, Item::Temp(*at, k)));
+            intervals.push((*at, *at, *bytes, 0, Item::Temp(*at, k)));
         }
     }
     // Allocate in order of start; at one position allocate everything before freeing.
-    intervals.sort_by_key(|(start, end, _, _)| (*start, *end));
-    let mut pool = Pool::default();
+    intervals.sort_by_key(|(start, end, _, _, _)| (*start, *end));
+    let mut pools: Vec<Pool> = POOL_ALIGN
+        .iter()
+        .map(|&align| Pool {
+            used: Vec::new(),
+            high: 0,
+            align,
+        })
+        .collect();
     let mut temps: HashMap<usize, Vec<u64>> = temps_at
         .iter()
         .map(|(at, t)| (*at, vec![0; t.len()]))
         .collect();
-    let mut live_now: Vec<(usize, u64)> = Vec::new(); // (end, offset)
-    for (start, stop, bytes, item) in intervals {
-        live_now.retain(|&(e, offset)| {
+    let mut live_now: Vec<(usize, usize, u64)> = Vec::new(); // (end, level, offset)
+    for (start, stop, bytes, level, item) in intervals {
+        live_now.retain(|&(e, l, offset)| {
             if e < start {
-                pool.free(offset);
+                pools[l].free(offset);
                 false
             } else {
                 true
             }
         });
-        let offset = pool.alloc(bytes);
-        live_now.push((stop, offset));
+        let offset = pools[level].alloc(bytes);
+        live_now.push((stop, level, offset));
         match item {
             Item::Tile(t) => storage[t] = Storage::Pool(offset),
             Item::Temp(at, k) => {
@@ -432,11 +480,16 @@ pub(crate) fn plan(program: &Program) -> Plan {
             }
         }
     }
+    let mut pool_bytes = [0; 5];
+    for (i, pool) in pools.iter().enumerate() {
+        pool_bytes[i] = pool.high.next_multiple_of(POOL_ALIGN[i]);
+    }
     Plan {
         storage,
         end,
+        last_use: live.end,
         temps,
-        pool_bytes: pool.high.next_multiple_of(UB_ALIGN),
+        pool_bytes,
         reduce_work_bytes,
     }
 }
@@ -481,24 +534,33 @@ fn classify(
     for inst in body {
         match inst {
             Inst::Loop {
+                init,
                 params,
                 results,
                 body,
                 ..
             } => {
-                for p in params {
-                    if in_ub(*p) {
-                        storage[p.0 as usize] = Storage::Pool(0);
-                    }
+                for (p, i) in params.iter().zip(init) {
+                    // UB tiles are copied in; cube tiles (an L0C accumulator) cannot be,
+                    // so the loop carries the initial tile's storage.
+                    storage[p.0 as usize] = if in_ub(*p) {
+                        Storage::Pool(0)
+                    } else {
+                        Storage::Alias(*i)
+                    };
                 }
                 for (r, p) in results.iter().zip(params) {
-                    if in_ub(*r) {
-                        storage[r.0 as usize] = Storage::Alias(*p);
-                    }
+                    storage[r.0 as usize] = Storage::Alias(*p);
                 }
                 classify(program, body, live, storage, reduce_work_bytes);
             }
             Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.0 as usize] = Storage::InQueue,
+            // Mmad accumulates in place: the result is the accumulator's storage.
+            Inst::Matmul {
+                dst,
+                acc: Some(acc),
+                ..
+            } => storage[dst.0 as usize] = Storage::Alias(*acc),
             _ => {
                 if let Inst::Reduce { src, .. } = inst
                     && let Some(ty) = program.tile(*src)
@@ -508,8 +570,10 @@ fn classify(
                         .max(((g.pitch * ty.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN));
                 }
                 if let Some(d) = def(inst)
-                    && in_ub(d)
+                    && !in_ub(d)
                 {
+                    storage[d.0 as usize] = Storage::Pool(0);
+                } else if let Some(d) = def(inst) {
                     let only_stored = stored.get(&d) == Some(&1)
                         && live.uses[d.0 as usize] == 1
                         && program.tile(d).is_some_and(|t| t.dtype != DType::Bool);
