@@ -1,11 +1,14 @@
-//! The `ascendc-host` target: std ops' kernels lowered to Ascend C, compiled and run on the
-//! host, against their references.
+//! The `ascendc-host` target and the host implementation of the Ascend C API: a wrong
+//! lowering fails parity with a readable report, and generated code that breaks a rule of
+//! the device stops with the rule named.
 #![cfg(feature = "device")]
 
-use pto_backends::ascendc::AscendcHost;
+use pto_backends::ascendc::{AscendcHost, HostError, Soc, lower, lower_with_profile};
 use pto_backends::cpu::Cpu;
 use pto_op::parity::{ParityCase, check_parity};
-use pto_op::{Attributes, DType, OpDef, Shape, TensorType, ops};
+use pto_op::{
+    Attributes, DType, DeviceProfile, Executor, OpDef, OpError, Shape, Tensor, TensorType, ops,
+};
 
 fn ty(dtype: DType, dims: &[usize]) -> TensorType {
     TensorType {
@@ -14,29 +17,177 @@ fn ty(dtype: DType, dims: &[usize]) -> TensorType {
     }
 }
 
-fn run(def: &'static OpDef, shapes: &[&[usize]], dtype: DType) -> String {
-    let host = AscendcHost::from_env();
-    let case = ParityCase {
+fn profile() -> DeviceProfile {
+    DeviceProfile::builtin("kirin9030").expect("built-in profile")
+}
+
+/// The `ascendc-host` target with an edit applied to every generated kernel source.
+struct Edited {
+    host: AscendcHost,
+    name: String,
+    edit: fn(&str) -> String,
+}
+
+impl Executor for Edited {
+    fn target(&self) -> &str {
+        &self.name
+    }
+
+    fn execute(
+        &self,
+        op: &'static OpDef,
+        inputs: &[&Tensor],
+        attrs: &Attributes,
+    ) -> Result<Vec<Tensor>, OpError> {
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|t| TensorType {
+                shape: t.shape(),
+                dtype: t.dtype(),
+            })
+            .collect();
+        let fail = |e: HostError| e.into_op_error(op.name);
+        let mut kernel = lower_with_profile(op, &types, attrs, Soc::Kirin9030, &profile())
+            .map_err(|e| fail(e.into()))?;
+        kernel.kernel_source = (self.edit)(&kernel.kernel_source);
+        let build = self.host.compile(kernel, &profile()).map_err(fail)?;
+        self.host.run(&build, inputs).map_err(fail)
+    }
+}
+
+fn edited(name: &str, edit: fn(&str) -> String) -> Edited {
+    Edited {
+        host: AscendcHost::from_env(),
+        name: name.to_owned(),
+        edit,
+    }
+}
+
+fn case(shapes: &[&[usize]], dtype: DType) -> ParityCase {
+    ParityCase {
         inputs: shapes.iter().map(|d| ty(dtype, d)).collect(),
         attrs: Attributes::new(),
         seed: 3,
         tolerance: None,
-    };
-    match check_parity(def, &case, &Cpu, &host) {
-        Ok(report) => report.to_string(),
-        Err(e) => format!("ERROR {e}"),
     }
 }
 
 #[test]
-fn smoke() {
-    for dtype in [DType::F32, DType::F16] {
-        println!("{}", run(ops::add::def(), &[&[13, 100], &[13, 100]], dtype));
-        println!("{}", run(ops::add::def(), &[&[13, 100], &[100]], dtype));
-        println!("{}", run(ops::softmax::def(), &[&[13, 100]], dtype));
-        println!(
-            "{}",
-            run(ops::matmul::def(), &[&[100, 70], &[70, 50]], dtype)
-        );
+fn the_unedited_kernel_passes_and_a_flipped_instruction_fails_with_a_readable_report() {
+    let add = ops::add::def();
+    let case = case(&[&[13, 100], &[13, 100]], DType::F32);
+    let same = edited("ascendc-host", str::to_owned);
+    let report = check_parity(add, &case, &Cpu, &same).expect("runs");
+    assert!(report.passed(), "{report}");
+
+    let flipped = edited("ascendc-host, Add flipped to Sub", |source| {
+        assert!(source.contains("Add(t"), "no Add in:\n{source}");
+        source.replacen("Add(t", "Sub(t", 1)
+    });
+    let report = check_parity(add, &case, &Cpu, &flipped).expect("runs");
+    assert!(!report.passed(), "{report}");
+    let text = report.to_string();
+    for part in [
+        "parity of `std.add` (ascendc-host, Add flipped to Sub vs cpu) failed for \
+         a=f32[13, 100], b=f32[13, 100], seed 3: output `y`: ",
+        "elements differ",
+        "first at [0, 0]: actual ",
+    ] {
+        assert!(text.contains(part), "{part:?} not in: {text}");
     }
+}
+
+/// An edit of a generated kernel source.
+type Edit = fn(&str) -> String;
+
+/// Runs softmax f32[13, 100] with `edit` applied to its kernel and returns the failure.
+fn broken(edit: fn(&str) -> String, rule: &str) -> String {
+    let host = edited("ascendc-host, edited", edit);
+    let x = Tensor::random([13, 100], DType::F32, 1);
+    match host.execute(ops::softmax::def(), &[&x], &Attributes::new()) {
+        Ok(_) => panic!("the kernel edited to break {rule:?} ran"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `source` with `line` inserted after the first instruction marker of the block.
+fn after_first_instruction(source: &str, line: &str) -> String {
+    let at = source.find("PTO_INST(0, ").expect("an instruction");
+    let end = at + source[at..].find('\n').expect("a line end") + 1;
+    format!("{}{line}\n{}", &source[..end], &source[end..])
+}
+
+#[test]
+fn the_host_implementation_stops_at_broken_device_rules() {
+    let cases: [(Edit, &str); 6] = [
+        (
+            |s| s.replacen("inQueue_t0.FreeTensor(t0);", "", 1),
+            "TQue: queue discipline: a tensor of the VECIN queue at UB address 0 was not \
+             freed (FreeTensor) before the kernel ended",
+        ),
+        (
+            |s| s.replacen("inQueue_t0.EnQue(t0);", "", 1),
+            "TQue::DeQue: queue discipline: DeQue of an empty VECIN queue (EnQue first)",
+        ),
+        (
+            |s| {
+                let at = s.find("pipe.InitBuffer(calcBuf, ").expect("a calcBuf");
+                let end = at + s[at..].find(')').expect("a call");
+                format!("{}pipe.InitBuffer(calcBuf, 200000{}", &s[..at], &s[end..])
+            },
+            "TPipe::InitBuffer: buffer capacity: VECCALC needs 200000 bytes after",
+        ),
+        (
+            |s| {
+                after_first_instruction(
+                    s,
+                    "{ LocalTensor<float> probe = calcBuf.Get<float>(); DataCopy(probe, probe[64], 7); }",
+                )
+            },
+            "DataCopy: 32-byte alignment: 7 elements of 4 bytes are 28 bytes, not a multiple of 32",
+        ),
+        (
+            |s| {
+                after_first_instruction(
+                    s,
+                    "{ LocalTensor<float> probe = calcBuf.Get<float>(); \
+                     Adds(probe, probe, 1.0f, 64, 300, UnaryRepeatParams{}); }",
+                )
+            },
+            "Adds: repeat limit: repeatTimes 300 is not in 0..255",
+        ),
+        (
+            |s| s.replacen("SetFlag<HardEvent::V_S>(EVENT_ID0);", "", 1),
+            "WaitFlag: synchronisation: WaitFlag of event",
+        ),
+    ];
+    for (edit, rule) in cases {
+        let message = broken(edit, rule);
+        assert!(message.contains("ascendc-host: block 0: "), "{message}");
+        assert!(message.contains(rule), "{rule:?} not in: {message}");
+    }
+}
+
+#[test]
+fn bf16_is_a_lowering_error_on_kirin_and_lowers_for_the_910b() {
+    let a = ty(DType::BF16, &[32, 64]);
+    let b = ty(DType::BF16, &[64, 32]);
+    let add = ops::matmul::def();
+    let error = lower(
+        add,
+        &[a.clone(), b.clone()],
+        &Attributes::new(),
+        Soc::Kirin9030,
+    )
+    .expect_err("Kirin has no bf16");
+    assert!(error.is_unsupported_dtype(), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("dtype bf16 of `a` is not supported on kirin9030 (dav-l311)"),
+        "{error}"
+    );
+    let kernel = lower(add, &[a, b], &Attributes::new(), Soc::Ascend910B).expect("lowers");
+    assert!(kernel.kernel_source.contains("Mmad("));
+    assert!(kernel.kernel_source.contains("bfloat16_t"));
 }

@@ -312,7 +312,12 @@ impl Code {
     }
 
     fn open(&mut self, line: impl AsRef<str>) {
-        self.line(format!("{} {{", line.as_ref()));
+        let line = line.as_ref();
+        self.line(if line.is_empty() {
+            "{".to_owned()
+        } else {
+            format!("{line} {{")
+        });
         self.indent += 1;
     }
 
@@ -1117,7 +1122,7 @@ impl Lowering<'_> {
             Operand::Tile(t) => *t,
         };
         let ty = self.ty(t).clone();
-        if ty.shape == dst_shape {
+        if plan::same_layout(&ty.shape, dst_shape) {
             return Ok(Arg::Tile(Lowering::name(t)));
         }
         let full_ty = TileType {
@@ -1315,7 +1320,7 @@ impl Lowering<'_> {
     ) -> Result<(), LowerError> {
         self.declare(dst);
         let ty = self.ty(dst).clone();
-        if self.ty(cond).shape != ty.shape {
+        if !plan::same_layout(&self.ty(cond).shape, &ty.shape) {
             return Err(self.unsupported(
                 inst,
                 format!(

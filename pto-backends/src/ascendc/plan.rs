@@ -141,6 +141,15 @@ pub(crate) fn span(body: &[Inst]) -> usize {
         .sum()
 }
 
+/// Whether tiles of shapes `a` and `b` have one UB layout (they differ by leading 1s).
+pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
+    let split = |s: &[usize]| match s.split_last() {
+        None => (1, 1),
+        Some((&cols, lead)) => (lead.iter().product::<usize>(), cols),
+    };
+    split(a) == split(b)
+}
+
 /// The tiles an instruction reads (a loop: its inits; its yields are read at its end).
 pub(crate) fn uses(inst: &Inst) -> Vec<TileId> {
     let operand = |o: &Operand| match o {
@@ -197,7 +206,12 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     let geom = |t: TileId| ty(t).map(Geom::of);
     let broadcast = |o: &Operand, dst: TileId| -> Option<u64> {
         match o {
-            Operand::Tile(t) if ty(*t).map(|x| &x.shape) != ty(dst).map(|x| &x.shape) => {
+            Operand::Tile(t)
+                if !same_layout(
+                    ty(*t).map_or(&[][..], |x| &x.shape),
+                    ty(dst).map_or(&[][..], |x| &x.shape),
+                ) =>
+            {
                 let dst_ty = ty(dst)?;
                 let src_ty = ty(*t)?;
                 Some(
@@ -245,7 +259,10 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             .bytes;
             [lhs, rhs]
                 .into_iter()
-                .filter(|o| matches!(o, Operand::Tile(t) if ty(*t).map(|x| &x.shape) != Some(&dst_ty.shape)))
+                .filter(|o| {
+                    matches!(o, Operand::Tile(t)
+                        if !same_layout(ty(*t).map_or(&[][..], |x| &x.shape), &dst_ty.shape))
+                })
                 .map(|_| full)
                 .collect()
         }
