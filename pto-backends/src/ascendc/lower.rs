@@ -640,6 +640,10 @@ impl Lowering<'_> {
                         }
                         continue;
                     }
+                    if self.plan.storage[p.0 as usize] == self.plan.storage[i.0 as usize] {
+                        // The carried tile took the initial value's place.
+                        continue;
+                    }
                     let g = Geom::of(self.ty(*p));
                     self.code.line(format!(
                         "DataCopy({}, {}, {});",
@@ -1194,6 +1198,10 @@ impl Lowering<'_> {
         let g = Geom::of(&ty);
         let n = g.elems();
         let d = Lowering::name(dst);
+        if let Some((stat_left, stat, full)) = plan::row_statistic(self.program, dst, lhs, rhs) {
+            self.row_binary(op, dst, stat_left, stat, full);
+            return Ok(());
+        }
         let mut temp = 0;
         let a = self.full_arg(inst, lhs, &ty.shape, &mut temp)?;
         let b = self.full_arg(inst, rhs, &ty.shape, &mut temp)?;
@@ -1245,6 +1253,77 @@ impl Lowering<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `dst = full op stat` (or `stat op full`) row by row, the statistic of each row read
+    /// as a scalar.
+    fn row_binary(
+        &mut self,
+        op: BinaryOp,
+        dst: TileId,
+        stat_left: bool,
+        stat: TileId,
+        full: TileId,
+    ) {
+        let ty = self.ty(dst).clone();
+        let g = Geom::of(&ty);
+        let sg = Geom::of(self.ty(stat));
+        let ctype = c_type(ty.dtype);
+        let (d, a, st) = (
+            Lowering::name(dst),
+            Lowering::name(full),
+            Lowering::name(stat),
+        );
+        let (p, cols) = (g.pitch, g.cols);
+        let row = (op == BinaryOp::Div).then(|| {
+            let one_row = Geom {
+                rows: 1,
+                cols: g.pitch,
+                pitch: g.pitch,
+                bytes: 0,
+            };
+            self.temp(0, ty.dtype, &one_row)
+        });
+        self.code.line("SetFlag<HardEvent::V_S>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::V_S>(EVENT_ID0);");
+        if let Some(row) = &row {
+            self.code
+                .line(format!("LocalTensor<{ctype}> statRow = {row};"));
+        }
+        self.code
+            .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
+        self.code.line(format!(
+            "const {ctype} s = {st}.GetValue(r * {});",
+            sg.pitch
+        ));
+        let lines: Vec<String> = match (op, stat_left) {
+            (BinaryOp::Add, _) => vec![format!("Adds({d}[r * {p}], {a}[r * {p}], s, {cols});")],
+            (BinaryOp::Mul, _) => vec![format!("Muls({d}[r * {p}], {a}[r * {p}], s, {cols});")],
+            (BinaryOp::Max, _) => vec![format!("Maxs({d}[r * {p}], {a}[r * {p}], s, {cols});")],
+            (BinaryOp::Min, _) => vec![format!("Mins({d}[r * {p}], {a}[r * {p}], s, {cols});")],
+            (BinaryOp::Sub, false) => vec![format!(
+                "Adds({d}[r * {p}], {a}[r * {p}], static_cast<{ctype}>(-static_cast<float>(s)), {cols});"
+            )],
+            (BinaryOp::Sub, true) => vec![
+                format!(
+                    "Muls({d}[r * {p}], {a}[r * {p}], {}, {cols});",
+                    scalar(-1.0, ty.dtype)
+                ),
+                format!("Adds({d}[r * {p}], {d}[r * {p}], s, {cols});"),
+            ],
+            (BinaryOp::Div, false) => vec![
+                format!("Duplicate(statRow, s, {cols});"),
+                format!("Div({d}[r * {p}], {a}[r * {p}], statRow, {cols});"),
+            ],
+            (BinaryOp::Div, true) => vec![
+                format!("Duplicate(statRow, s, {cols});"),
+                format!("Div({d}[r * {p}], statRow, {a}[r * {p}], {cols});"),
+            ],
+        };
+        for line in lines {
+            self.code.line(line);
+        }
+        self.code.close();
     }
 
     fn compare(

@@ -150,6 +150,40 @@ pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
     split(a) == split(b)
 }
 
+/// For `dst = lhs op rhs` where one operand is a statistic per row of the other (`[.., r, 1]`
+/// against `[.., r, c]`): whether the statistic is the left operand, the statistic and the
+/// full operand. Such ops run row by row with the statistic as a scalar.
+pub(crate) fn row_statistic(
+    program: &Program,
+    dst: TileId,
+    lhs: &Operand,
+    rhs: &Operand,
+) -> Option<(bool, TileId, TileId)> {
+    let (Operand::Tile(a), Operand::Tile(b)) = (lhs, rhs) else {
+        return None;
+    };
+    let dst_ty = program.tile(dst)?;
+    let is_full = |t: TileId| {
+        program
+            .tile(t)
+            .is_some_and(|x| same_layout(&x.shape, &dst_ty.shape))
+    };
+    let is_stat = |t: TileId| {
+        program.tile(t).is_some_and(|x| {
+            let g = Geom::of(x);
+            let d = Geom::of(dst_ty);
+            x.shape.len() <= dst_ty.shape.len() && g.cols == 1 && d.cols > 1 && g.rows == d.rows
+        })
+    };
+    if is_full(*a) && is_stat(*b) {
+        Some((false, *b, *a))
+    } else if is_stat(*a) && is_full(*b) {
+        Some((true, *a, *b))
+    } else {
+        None
+    }
+}
+
 /// The tiles an instruction reads (a loop: its inits; its yields are read at its end).
 pub(crate) fn uses(inst: &Inst) -> Vec<TileId> {
     let operand = |o: &Operand| match o {
@@ -227,6 +261,17 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
         }
     };
     match inst {
+        Inst::Binary { dst, op, lhs, rhs }
+            if let Some(_) = row_statistic(program, *dst, lhs, rhs) =>
+        {
+            // Row by row with the statistic as a scalar; a division needs it as a row.
+            match (op, geom(*dst), ty(*dst)) {
+                (pto_op::kernel::ir::BinaryOp::Div, Some(g), Some(t)) => {
+                    vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
+                }
+                _ => Vec::new(),
+            }
+        }
         Inst::Binary { dst, op, lhs, rhs } => {
             let mut temps: Vec<u64> = [broadcast(lhs, *dst), broadcast(rhs, *dst)]
                 .into_iter()
@@ -476,9 +521,12 @@ pub(crate) fn plan(program: &Program) -> Plan {
         .iter()
         .map(|(at, t)| (*at, vec![0; t.len()]))
         .collect();
-    let mut live_now: Vec<(usize, usize, u64)> = Vec::new(); // (end, level, offset)
+    let mut in_place: HashMap<usize, Vec<TileId>> = HashMap::new();
+    collect_in_place(program, &program.body, &mut in_place);
+    // (end, level, offset, bytes, tile)
+    let mut live_now: Vec<(usize, usize, u64, u64, Option<usize>)> = Vec::new();
     for (start, stop, bytes, level, item) in intervals {
-        live_now.retain(|&(e, l, offset)| {
+        live_now.retain(|&(e, l, offset, _, _)| {
             if e < start {
                 pools[l].free(offset);
                 false
@@ -486,8 +534,30 @@ pub(crate) fn plan(program: &Program) -> Plan {
                 true
             }
         });
-        let offset = pools[level].alloc(bytes);
-        live_now.push((stop, level, offset));
+        // An element-wise result may take the place of an operand that dies here.
+        let reused = match item {
+            Item::Tile(t) => in_place.get(&t).and_then(|operands| {
+                live_now.iter().position(|&(e, l, _, b, tile)| {
+                    e == start
+                        && l == level
+                        && b >= bytes
+                        && tile.is_some_and(|u| operands.contains(&TileId(u as u32)))
+                })
+            }),
+            Item::Temp(..) => None,
+        };
+        let (offset, kept) = match reused {
+            Some(index) => {
+                let (_, _, offset, held, _) = live_now.remove(index);
+                (offset, held)
+            }
+            None => (pools[level].alloc(bytes), bytes),
+        };
+        let tile = match item {
+            Item::Tile(t) => Some(t),
+            Item::Temp(..) => None,
+        };
+        live_now.push((stop, level, offset, kept, tile));
         match item {
             Item::Tile(t) => storage[t] = Storage::Pool(offset),
             Item::Temp(at, k) => {
@@ -508,6 +578,63 @@ pub(crate) fn plan(program: &Program) -> Plan {
         temps,
         pool_bytes,
         reduce_work_bytes,
+    }
+}
+
+/// The operands each element-wise result may overwrite (by result tile): the instructions
+/// whose lowering reads each element of its operands before writing that element of the
+/// result, and never reads an operand after writing the result.
+fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, Vec<TileId>>) {
+    let same_size = |a: TileId, b: TileId| match (program.tile(a), program.tile(b)) {
+        (Some(x), Some(y)) => {
+            x.level == MemLevel::Ub
+                && y.level == MemLevel::Ub
+                && x.dtype.size_bytes() == y.dtype.size_bytes()
+                && x.dtype != DType::Bool
+                && y.dtype != DType::Bool
+                && same_layout(&x.shape, &y.shape)
+        }
+        _ => false,
+    };
+    for inst in body {
+        let (dst, operands): (TileId, Vec<TileId>) = match inst {
+            Inst::Loop {
+                body, init, params, ..
+            } => {
+                // A carried tile may take its initial value's place (no copy then).
+                for (p, i) in params.iter().zip(init) {
+                    if same_size(*i, *p)
+                        && program.tile(*p).is_some_and(|t| {
+                            t.dtype == program.tile(*i).map_or(t.dtype, |x| x.dtype)
+                        })
+                    {
+                        out.insert(p.0 as usize, vec![*i]);
+                    }
+                }
+                collect_in_place(program, body, out);
+                continue;
+            }
+            Inst::Unary { dst, op, src } => match op {
+                pto_op::kernel::ir::UnaryOp::Silu | pto_op::kernel::ir::UnaryOp::Gelu => continue,
+                _ => (*dst, vec![*src]),
+            },
+            Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
+                *dst,
+                uses(inst)
+                    .into_iter()
+                    .filter(|u| program.tile(*u).is_some_and(|t| t.dtype != DType::Bool))
+                    .collect(),
+            ),
+            Inst::Cast { dst, src } => (*dst, vec![*src]),
+            _ => continue,
+        };
+        let operands: Vec<TileId> = operands
+            .into_iter()
+            .filter(|u| same_size(*u, dst))
+            .collect();
+        if !operands.is_empty() {
+            out.insert(dst.0 as usize, operands);
+        }
     }
 }
 
