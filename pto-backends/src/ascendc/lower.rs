@@ -672,7 +672,20 @@ impl Lowering<'_> {
                         }
                         continue;
                     }
-                    if p != y {
+                    let (ps, ys) = (
+                        &self.plan.storage[p.0 as usize],
+                        &self.plan.storage[plan::root(&self.plan.storage, *y).0 as usize],
+                    );
+                    if params
+                        .iter()
+                        .any(|q| q != p && self.plan.storage[q.0 as usize] == *ys)
+                    {
+                        return Err(self.unsupported(
+                            inst,
+                            format!("{y}, yielded for {p}, lives where another carried tile does"),
+                        ));
+                    }
+                    if p != y && ps != ys {
                         let g = Geom::of(self.ty(*p));
                         self.code.line(format!(
                             "DataCopy({}, {}, {});",
@@ -768,8 +781,15 @@ impl Lowering<'_> {
             "const int64_t offsets[2] = {{{}}};",
             offsets_list(offsets)
         ));
+        // A 32-bit operand the cube reads transposed is laid out as rows of fractals (zZ),
+        // so that LoadDataWithTranspose finds each 16 x 16 block in two adjacent fractals.
+        let helper = if self.transposed_32bit(dst) {
+            "CopyInTileZz"
+        } else {
+            "CopyInTileNz"
+        };
         self.code.line(format!(
-            "CopyInTileNz<{}>({name}, {gname}Gm, {gname}Dims, offsets, {}, {}, {});",
+            "{helper}<{}>({name}, {gname}Gm, {gname}Dims, offsets, {}, {}, {});",
             c_type(ty.dtype),
             g.rows,
             g.pitch,
@@ -791,6 +811,24 @@ impl Lowering<'_> {
             }
         });
         count
+    }
+
+    /// Whether L1 tile `t` is moved to L0B for a matmul that reads it transposed, in a
+    /// 32-bit dtype.
+    fn transposed_32bit(&self, t: TileId) -> bool {
+        if self.ty(t).dtype.size_bytes() != 4 {
+            return false;
+        }
+        let mut moved = Vec::new();
+        visit(&self.program.body, &mut 0, &mut |_, inst| {
+            if let Inst::Move { dst, src } = inst
+                && *src == t
+                && self.program.tiles[dst.0 as usize].level == MemLevel::L0B
+            {
+                moved.push(*dst);
+            }
+        });
+        moved.into_iter().any(|b| self.transposed(b))
     }
 
     /// Whether the matmul reading L0B tile `b` wants it transposed.
@@ -832,15 +870,16 @@ impl Lowering<'_> {
                 self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
             }
             (MemLevel::L1, MemLevel::L0B) => {
-                if self.transposed(dst) {
+                if self.transposed(dst) && to.dtype.size_bytes() == 4 {
+                    self.code.line(format!(
+                        "LoadTileL0BTransposed32<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                } else if self.transposed(dst) {
                     if to.dtype.size_bytes() != 2 {
                         return Err(self.unsupported(
                             inst,
-                            format!(
-                                "a transposed {} operand of the cube: LoadData transposes \
-                                 16-bit fractals only",
-                                to.dtype
-                            ),
+                            format!("a transposed {} operand of the cube", to.dtype),
                         ));
                     }
                     self.code.line(format!(
@@ -964,8 +1003,9 @@ impl Lowering<'_> {
         let name = Lowering::name(src);
         let gname = self.global_name(global);
         let rank = ty.shape.len();
-        let (queue, out) = if self.plan.storage[src.0 as usize] == Storage::OutQueue {
-            (format!("outQueue_{name}"), name.clone())
+        let root = plan::root(&self.plan.storage, src);
+        let (queue, out) = if self.plan.storage[root.0 as usize] == Storage::OutQueue {
+            (format!("outQueue_{}", Lowering::name(root)), name.clone())
         } else {
             let queue = format!("outQueue_store{}", self.position);
             self.queues.push(Queue {
@@ -1445,10 +1485,12 @@ impl Lowering<'_> {
         let d = Lowering::name(dst);
         let s = Lowering::name(src);
         if from == to.dtype {
-            self.code.line(format!(
-                "DataCopy({d}, {s}, {});",
-                copy_elems(&to, &Geom::of(&to))
-            ));
+            if self.plan.storage[dst.0 as usize] != Storage::Alias(src) {
+                self.code.line(format!(
+                    "DataCopy({d}, {s}, {});",
+                    copy_elems(&to, &Geom::of(&to))
+                ));
+            }
             return Ok(());
         }
         let round = match (from, to.dtype) {
@@ -2048,6 +2090,54 @@ __aicore__ inline void CopyInTileNz(const LocalTensor<T>& dst, const GlobalTenso
     params.dstNzNStride = 1;
     params.dstNzMatrixStride = 0;
     DataCopy(dst, src[offsets[0] * dims[1] + offsets[1]], params);
+}
+
+// GM -> L1 for a 32-bit operand the cube reads transposed: rows of fractals (zZ), one
+// Nd2Nz per 16 rows, so each 16 x 16 block is two adjacent fractals.
+template <typename T>
+__aicore__ inline void CopyInTileZz(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const int64_t* dims,
+                                    const int64_t* offsets, int64_t tileRows, int64_t tileCols, T pad)
+{
+    const int64_t rows = MinIndex(tileRows, dims[0] - offsets[0]);
+    const int64_t cols = MinIndex(tileCols, dims[1] - offsets[1]);
+    if (rows < tileRows || cols < tileCols) {
+        InitConstValueParams<T> init;
+        init.repeatTimes = 1;
+        init.blockNum = static_cast<uint16_t>(tileRows * tileCols * sizeof(T) / 32);
+        init.dstGap = 0;
+        init.initValue = pad;
+        InitConstValue(dst, init);
+        PipeBarrier<PIPE_MTE2>();
+    }
+    for (int64_t rb = 0; rb * 16 < rows && cols > 0; ++rb) {
+        Nd2NzParams params;
+        params.ndNum = 1;
+        params.nValue = static_cast<uint16_t>(MinIndex(16, rows - rb * 16));
+        params.dValue = static_cast<uint16_t>(cols);
+        params.srcNdMatrixStride = 0;
+        params.srcDValue = static_cast<uint16_t>(dims[1]);
+        params.dstNzC0Stride = 16;
+        params.dstNzNStride = 1;
+        params.dstNzMatrixStride = 0;
+        DataCopy(dst[rb * 16 * tileCols], src[(offsets[0] + rb * 16) * dims[1] + offsets[1]], params);
+    }
+}
+
+// L1 (zZ of the [n, k] operand, 32-bit) -> L0B as [k, n]: each 16 x 16 block of two
+// fractals transposed.
+template <typename T>
+__aicore__ inline void LoadTileL0BTransposed32(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
+                                               uint32_t k)
+{
+    for (uint32_t kb = 0; kb < k / 16; ++kb) {
+        LoadData2dTransposeParams params;
+        params.startIndex = static_cast<uint16_t>(2 * kb);
+        params.repeatTimes = static_cast<uint8_t>(n / 16);
+        params.srcStride = static_cast<uint16_t>(k / 8);
+        params.dstGap = 0;
+        params.dstFracGap = 0;
+        LoadDataWithTranspose(dst[kb * (n / 8) * 128], src, params);
+    }
 }
 
 // L1 (Nz) -> L0A: the [m, k] left operand as rows of fractals, one LoadData per 16 rows.

@@ -334,8 +334,10 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
 struct Liveness {
     def: Vec<Option<usize>>,
     end: Vec<usize>,
-    /// Each use, by position of the using instruction's top-level ancestor in the tile's
-    /// defining scope is not needed: queue frees are decided at emission from `end`.
+    /// The last instruction that reads the tile (`end` without a carried tile's storage
+    /// being kept to its loop's end).
+    read_end: Vec<usize>,
+    /// How many instructions read the tile.
     uses: Vec<usize>,
 }
 
@@ -344,6 +346,7 @@ fn liveness(program: &Program) -> Liveness {
     let mut live = Liveness {
         def: vec![None; n],
         end: vec![0; n],
+        read_end: vec![0; n],
         uses: vec![0; n],
     };
     let mut depth_of = vec![0usize; n];
@@ -378,6 +381,7 @@ fn use_at(live: &mut Liveness, depth_of: &[usize], loop_ends: &[usize], t: TileI
         at
     };
     live.end[i] = live.end[i].max(effective);
+    live.read_end[i] = live.read_end[i].max(effective);
     live.uses[i] += 1;
 }
 
@@ -402,9 +406,13 @@ fn walk(
                 ..
             } => {
                 let end = at + 1 + span(body);
+                // Carried tiles are values of one iteration; their storage is kept to the
+                // iteration's end, where the yields are copied in.
                 for p in params {
-                    define(live, depth_of, *p, at, depth);
-                    use_at(live, depth_of, loop_ends, *p, end);
+                    define(live, depth_of, *p, at, depth + 1);
+                    if let Some(e) = live.end.get_mut(p.0 as usize) {
+                        *e = (*e).max(end);
+                    }
                 }
                 loop_ends.push(end);
                 let after = walk(body, at + 1, loop_ends, depth_of, live);
@@ -521,6 +529,15 @@ pub(crate) fn plan(program: &Program) -> Plan {
         .iter()
         .map(|(at, t)| (*at, vec![0; t.len()]))
         .collect();
+    // Tiles whose storage others use (loop results, accumulators), and carried tiles.
+    let mut aliased = vec![false; n];
+    for kind in &storage {
+        if let Storage::Alias(target) = kind {
+            aliased[target.0 as usize] = true;
+        }
+    }
+    let mut carried = vec![false; n];
+    mark_carried(&program.body, &mut carried);
     let mut in_place: HashMap<usize, Vec<TileId>> = HashMap::new();
     collect_in_place(program, &program.body, &mut in_place);
     // (end, level, offset, bytes, tile)
@@ -535,10 +552,12 @@ pub(crate) fn plan(program: &Program) -> Plan {
             }
         });
         // An element-wise result may take the place of an operand that dies here.
+        let shared = |u: usize| aliased[u] && !carried[u];
         let reused = match item {
             Item::Tile(t) => in_place.get(&t).and_then(|operands| {
                 live_now.iter().position(|&(e, l, _, b, tile)| {
-                    e == start
+                    e >= start
+                        && tile.is_some_and(|u| live.read_end[u] == start && !shared(u))
                         && l == level
                         && b >= bytes
                         && tile.is_some_and(|u| operands.contains(&TileId(u as u32)))
@@ -546,13 +565,17 @@ pub(crate) fn plan(program: &Program) -> Plan {
             }),
             Item::Temp(..) => None,
         };
-        let (offset, kept) = match reused {
+        let (offset, kept, stop) = match reused {
+            // The result keeps the storage as long as the operand's was kept.
             Some(index) => {
-                let (_, _, offset, held, _) = live_now.remove(index);
-                (offset, held)
+                let (e, _, offset, held, _) = live_now.remove(index);
+                (offset, held, stop.max(e))
             }
-            None => (pools[level].alloc(bytes), bytes),
+            None => (pools[level].alloc(bytes), bytes, stop),
         };
+        if let Item::Tile(t) = item {
+            end[t] = stop;
+        }
         let tile = match item {
             Item::Tile(t) => Some(t),
             Item::Temp(..) => None,
@@ -578,6 +601,17 @@ pub(crate) fn plan(program: &Program) -> Plan {
         temps,
         pool_bytes,
         reduce_work_bytes,
+    }
+}
+
+fn mark_carried(body: &[Inst], carried: &mut [bool]) {
+    for inst in body {
+        if let Inst::Loop { params, body, .. } = inst {
+            for p in params {
+                carried[p.0 as usize] = true;
+            }
+            mark_carried(body, carried);
+        }
     }
 }
 
@@ -674,6 +708,18 @@ fn classify(
             *stored.entry(*src).or_default() += 1;
         }
     }
+    // Casts to the tile's own dtype: their result can be their operand's storage.
+    let mut identity: HashMap<TileId, TileId> = HashMap::new();
+    for inst in body {
+        if let Inst::Cast { dst, src } = inst
+            && let (Some(a), Some(b)) = (program.tile(*src), program.tile(*dst))
+            && a.dtype == b.dtype
+            && a.level == b.level
+            && same_layout(&a.shape, &b.shape)
+        {
+            identity.insert(*src, *dst);
+        }
+    }
     let in_ub = |t: TileId| program.tile(t).is_some_and(|ty| ty.level == MemLevel::Ub);
     for inst in body {
         match inst {
@@ -718,10 +764,22 @@ fn classify(
                 {
                     storage[d.0 as usize] = Storage::Pool(0);
                 } else if let Some(d) = def(inst) {
-                    let only_stored = stored.get(&d) == Some(&1)
-                        && live.uses[d.0 as usize] == 1
-                        && program.tile(d).is_some_and(|t| t.dtype != DType::Bool);
-                    storage[d.0 as usize] = if only_stored {
+                    if matches!(storage[d.0 as usize], Storage::Alias(_)) {
+                        continue;
+                    }
+                    let only_stored = |t: TileId| {
+                        stored.get(&t) == Some(&1)
+                            && live.uses[t.0 as usize] == 1
+                            && program.tile(t).is_some_and(|t| t.dtype != DType::Bool)
+                    };
+                    // Computed straight into the store's queue, through an identity cast.
+                    let cast_then_stored = identity
+                        .get(&d)
+                        .filter(|y| live.uses[d.0 as usize] == 1 && only_stored(**y));
+                    storage[d.0 as usize] = if only_stored(d) {
+                        Storage::OutQueue
+                    } else if let Some(y) = cast_then_stored {
+                        storage[y.0 as usize] = Storage::Alias(d);
                         Storage::OutQueue
                     } else {
                         Storage::Pool(0)

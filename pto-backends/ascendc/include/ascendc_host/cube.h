@@ -192,6 +192,60 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     }
 }
 
+struct LoadData2dTransposeParams {
+    uint16_t startIndex = 0;  // first source fractal
+    uint8_t repeatTimes = 0;  // blocks
+    uint16_t srcStride = 0;   // fractals between the sources of consecutive blocks
+    uint16_t dstGap = 0;      // fractals between destination blocks
+    uint16_t dstFracGap = 0;  // 32-bit: fractals between the two halves of a destination block
+    uint8_t addrMode = 0;
+};
+
+// L1 -> L0B with transposition. 16-bit types: one 16 x 16 fractal per repeat. 32-bit types:
+// one 16 x 16 block per repeat, read from two adjacent 16 x 8 source fractals (columns 0-7,
+// 8-15) and written transposed as two 16 x 8 fractals (the block's rows 0-7, 8-15 become
+// their columns).
+template <typename T>
+inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                  const LoadData2dTransposeParams& p)
+{
+    const char* api = "LoadDataWithTranspose";
+    host::CheckBuffer(api, src, host::Buffer::L1, "src");
+    host::CheckBuffer(api, dst, host::Buffer::L0B, "dst");
+    if (dst.Address() % 512 != 0) {
+        host::Fail(api, "512-byte alignment", "L0B address " + std::to_string(dst.Address()) +
+                                                  " is not on a fractal boundary");
+    }
+    const uint64_t fractal = 512 / sizeof(T);
+    if (sizeof(T) == 2) {
+        LoadData2DParams q;
+        q.startIndex = p.startIndex;
+        q.repeatTimes = p.repeatTimes;
+        q.srcStride = p.srcStride;
+        q.dstGap = p.dstGap;
+        q.ifTranspose = true;
+        LoadData(dst, src, q);
+        return;
+    }
+    if (sizeof(T) != 4) {
+        host::Fail(api, "dtype", "16- and 32-bit types only");
+    }
+    for (uint64_t i = 0; i < p.repeatTimes; ++i) {
+        const uint64_t s = (p.startIndex + i * p.srcStride) * fractal;
+        const uint64_t d0 = i * (2 + p.dstGap + p.dstFracGap) * fractal;
+        const uint64_t d1 = d0 + (1 + p.dstFracGap) * fractal;
+        src.Check(api, s, 2 * fractal);
+        dst.Check(api, d0, fractal);
+        dst.Check(api, d1, fractal);
+        for (uint64_t r = 0; r < 16; ++r) {
+            for (uint64_t c = 0; c < 16; ++c) {
+                const T v = src.Data()[s + (c / 8) * fractal + r * 8 + c % 8];
+                dst.Data()[(r / 8 == 0 ? d0 : d1) + c * 8 + r % 8] = v;
+            }
+        }
+    }
+}
+
 // L0C[m, n] (+)= L0A[m, k] L0B[k, n], in f32.
 template <typename D, typename A, typename B>
 inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<A>& fm, const LocalTensor<B>& filter, const MmadParams& p)
