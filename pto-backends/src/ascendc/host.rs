@@ -3,13 +3,15 @@
 //! (`pto-backends/ascendc/include/`), and run as a subprocess, every block of the grid in
 //! turn.
 //!
-//! - The SoC and buffer sizes come from the device profile named by `PTO_DEVICE` (default
-//!   `kirin9030`, like `sim`); the profile must be one of a known SoC ([`Soc`]).
-//! - The compiler is `CXX`, else `g++`, run as `-std=c++17 -O1`.
-//! - Builds are cached on disk by a hash of every source and flag, under
-//!   `PTO_ASCENDC_CACHE`, else `ascendc-host/` beside the running binary's cargo target
-//!   directory (`target/debug/ascendc-host`), else the system temp directory; each build
-//!   directory appears by an atomic rename, so concurrent test processes share it safely.
+//! - The SoC and buffer sizes come from the target configuration's device profile (default
+//!   `kirin9030`, like `sim`: `--target ascendc-host --device ascend910b` chooses another);
+//!   the profile must be one of a known SoC ([`Soc`]).
+//! - The compiler is `CXX`, else `g++`, run as `-std=c++17 -O1` (`CXX` is the one variable
+//!   read here: the conventional name of the C++ compiler, as build tools read it).
+//! - Builds are cached on disk by a hash of every source and flag, under `ascendc-host/`
+//!   beside the running binary's cargo target directory (`target/debug/ascendc-host`), else
+//!   the system temp directory ([`AscendcHost::new`] takes another); each build directory
+//!   appears by an atomic rename, so concurrent test processes share it safely.
 //! - Inputs and outputs go through files in a fresh directory per call.
 
 use std::collections::HashMap;
@@ -21,7 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pto_op::__private::linkme;
 use pto_op::target::TargetDef;
 use pto_op::{
-    Attributes, DeviceProfile, Executor, Lowering, OpDef, OpError, Tensor, TensorError, TensorType,
+    Attributes, DeviceProfile, Execution, Executor, Lowering, OpDef, OpError, Tensor, TensorError,
+    TensorType,
 };
 
 use super::{LowerError, LoweredKernel, Soc, lower_with_profile};
@@ -62,8 +65,10 @@ pub const DEFAULT_DEVICE: &str = "kirin9030";
 static ASCENDC_HOST_TARGET: TargetDef = TargetDef {
     name: "ascendc-host",
     description: "each op's #[kernel] lowered to Ascend C and run on the host against the \
-                  host implementation of the Ascend C API (PTO_DEVICE, default kirin9030; CXX)",
-    make: || Box::new(AscendcHost::from_env()),
+                  host implementation of the Ascend C API (default kirin9030; compiler CXX, \
+                  else g++)",
+    make: |device| Box::new(AscendcHost::on(device)),
+    source: pto_op::source_location!(),
 };
 
 /// An error of the `ascendc-host` target.
@@ -174,10 +179,10 @@ pub struct HostBuild {
 /// ```no_run
 /// use pto_backends::ascendc::AscendcHost;
 /// use pto_op::{DType, Executor, Tensor};
-/// let host = AscendcHost::from_env();
+/// let host = AscendcHost::on(None);
 /// let x = Tensor::random([4, 64], DType::F32, 1);
 /// let y = host.execute(pto_op::ops::add::def(), &[&x, &x], &Default::default()).unwrap();
-/// assert_eq!(y[0].dims(), &[4, 64]);
+/// assert_eq!(y.outputs[0].dims(), &[4, 64]);
 /// ```
 #[derive(Debug)]
 pub struct AscendcHost {
@@ -193,29 +198,27 @@ type BuildKey = (String, Vec<TensorType>, String);
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 impl AscendcHost {
-    /// The target on the profile named (or the file given) by `PTO_DEVICE`, else
-    /// [`DEFAULT_DEVICE`]; the compiler `CXX`, else `g++`; the cache `PTO_ASCENDC_CACHE`,
-    /// else beside the cargo target directory.
-    pub fn from_env() -> AscendcHost {
-        let name = std::env::var("PTO_DEVICE").unwrap_or_else(|_| DEFAULT_DEVICE.to_owned());
-        let device = DeviceProfile::resolve(&name)
-            .map_err(|e| format!("PTO_DEVICE: {e}"))
-            .and_then(|profile| match Soc::from_profile_name(&profile.name) {
-                Some(soc) => Ok((profile, soc)),
-                None => Err(format!(
-                    "profile `{}` is of no SoC the lowering knows (kirin9030, kirinx90, \
-                     ascend910b)",
-                    profile.name
-                )),
-            });
-        let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
-        let cache_dir = std::env::var_os("PTO_ASCENDC_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(default_cache_dir);
+    /// The target on `device`, else on the built-in [`DEFAULT_DEVICE`]: what the
+    /// `ascendc-host` target of a [`pto_op::target::TargetConfig`] makes. The compiler is
+    /// `CXX`, else `g++`; builds are cached beside the cargo target directory. Should the
+    /// profile be of no known SoC, every call fails with that error.
+    pub fn on(device: Option<&DeviceProfile>) -> AscendcHost {
+        let profile = match device {
+            Some(profile) => Ok(profile.clone()),
+            None => DeviceProfile::builtin(DEFAULT_DEVICE).map_err(|e| e.to_string()),
+        };
+        let device = profile.and_then(|profile| match Soc::from_profile_name(&profile.name) {
+            Some(soc) => Ok((profile, soc)),
+            None => Err(format!(
+                "profile `{}` is of no SoC the lowering knows (kirin9030, kirinx90, \
+                 ascend910b)",
+                profile.name
+            )),
+        });
         AscendcHost {
             device,
-            compiler,
-            cache_dir,
+            compiler: std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned()),
+            cache_dir: default_cache_dir(),
             builds: Mutex::new(HashMap::new()),
         }
     }
@@ -455,7 +458,7 @@ impl Executor for AscendcHost {
         op: &'static OpDef,
         inputs: &[&Tensor],
         attrs: &Attributes,
-    ) -> Result<Vec<Tensor>, OpError> {
+    ) -> Result<Execution, OpError> {
         let types: Vec<TensorType> = inputs
             .iter()
             .map(|t| TensorType {
@@ -471,7 +474,7 @@ impl Executor for AscendcHost {
             .run(&build, inputs)
             .map_err(|e| e.into_op_error(op.name))?;
         op.check_outputs("kernel", &expected, &outputs)?;
-        Ok(outputs)
+        Ok(Execution::untimed(outputs))
     }
 
     /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one, or
