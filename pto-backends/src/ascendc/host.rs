@@ -28,6 +28,7 @@ use pto_op::{
 };
 
 use super::{LowerError, LoweredKernel, Soc, lower_with_profile};
+use crate::cpu::Cpu;
 
 /// The headers of the host implementation, by path under `include/`.
 const HEADERS: [(&str, &str); 6] = [
@@ -496,6 +497,11 @@ impl Executor for AscendcHost {
             Err(HostError::Lower(e)) if e.is_unsupported_dtype() => Ok(Lowering::NoKernel),
             Err(e) => Err(e.into_op_error(op.name)),
         }
+    }
+
+    /// The CPU reference runs the ops without a kernel, as on `sim`.
+    fn fallback(&self) -> Option<&dyn Executor> {
+        Some(&Cpu)
     }
 }
 
