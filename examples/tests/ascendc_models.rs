@@ -15,11 +15,15 @@ fn agrees_on_ascendc_host(name: &str) {
     let model = (def.build)().expect("builds");
     let start = Instant::now();
     let parity = check_model_parity(&model, "ascendc-host", "cpu", None, 7).expect("runs");
+    let host = start.elapsed();
+    let start = Instant::now();
+    let sim = check_model_parity(&model, "sim", "cpu", None, 7).expect("runs");
     println!(
-        "{parity}\n({name}: {:.2?} on ascendc-host vs cpu)",
+        "{parity}\n({name}: {host:.2?} on ascendc-host vs cpu, {:.2?} on sim vs cpu)",
         start.elapsed()
     );
     assert!(parity.passed(), "{parity}");
+    assert!(sim.passed(), "{sim}");
 }
 
 #[test]
