@@ -195,3 +195,86 @@ fn bf16_is_a_lowering_error_on_kirin_and_lowers_for_the_910b() {
     assert!(kernel.kernel_source.contains("Mmad("));
     assert!(kernel.kernel_source.contains("bfloat16_t"));
 }
+
+#[test]
+fn every_soc_runs_its_profile_and_bf16_runs_on_the_910b() {
+    for soc in Soc::ALL {
+        let profile = DeviceProfile::builtin(soc.profile_name()).expect("built-in profile");
+        let host = AscendcHost::on(Some(&profile));
+        assert_eq!(host.soc().expect("a SoC"), soc);
+        let mut dtypes = vec![DType::F32, DType::F16];
+        if soc.supports(DType::BF16) {
+            dtypes.push(DType::BF16);
+        }
+        for dtype in dtypes {
+            let rms = case(&[&[13, 100], &[100]], dtype);
+            let report = check_parity(ops::rms_norm::def(), &rms, &Cpu, &host).expect("runs");
+            assert!(report.passed(), "{soc}: {report}");
+            let mm = case(&[&[33, 40], &[40, 17]], dtype);
+            let report = check_parity(ops::matmul::def(), &mm, &Cpu, &host).expect("runs");
+            assert!(report.passed(), "{soc}: {report}");
+        }
+    }
+}
+
+#[test]
+fn a_kernel_over_the_unified_buffer_is_a_lowering_error_naming_the_buffers() {
+    let mut profile = profile();
+    profile.buffers.ub = 16 * 1024;
+    let x = ty(DType::F32, &[32, 256]);
+    let error = lower_with_profile(
+        ops::softmax::def(),
+        &[x],
+        &Attributes::new(),
+        Soc::Kirin9030,
+        &profile,
+    )
+    .expect_err("over the UB");
+    let text = error.to_string();
+    for part in [
+        "op `std.softmax`: the kernel reserves ",
+        " bytes of UB (inQueue_t0 1x",
+        "calcBuf ",
+        "the kirin9030 profile has 16384",
+    ] {
+        assert!(text.contains(part), "{part:?} not in: {text}");
+    }
+}
+
+#[test]
+fn a_lowered_kernel_has_the_entry_tiling_and_pipe_of_an_ascend_c_kernel() {
+    let x = ty(DType::F16, &[37, 100]);
+    let kernel = lower(ops::gelu::def(), &[x], &Attributes::new(), Soc::Kirin9030).expect("lowers");
+    assert_eq!(
+        (kernel.entry.as_str(), kernel.grid),
+        ("std_gelu", kernel.block_dim.max(1))
+    );
+    assert_eq!(kernel.tiling_struct, "StdGeluTilingData");
+    assert!(kernel.tiling_header.contains(
+        "struct StdGeluTilingData {\n    uint32_t grid;\n    uint32_t x_dim0;\n    uint32_t x_dim1;"
+    ));
+    let source = &kernel.kernel_source;
+    for part in [
+        "// op `std.gelu`, instance x=f16[37, 100]",
+        "// SoC kirin9030 (dav-l311, __NPU_ARCH__ 3101), Ascend C API of CANN 9.0.0",
+        "#include \"kernel_operator.h\"",
+        "#include \"std_gelu_tiling.h\"",
+        "extern \"C\" __global__ __aicore__ void std_gelu(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling)",
+        "GET_TILING_DATA_WITH_STRUCT(StdGeluTilingData, tilingData, tiling);",
+        "for (int64_t pid = GetBlockIdx(); pid < static_cast<int64_t>(grid); pid += GetBlockNum())",
+        "TPipe pipe;",
+        "TQue<TPosition::VECIN, 1> inQueue_t0;",
+        "TQue<TPosition::VECOUT, 1>",
+        "LocalTensor<half> t0 = inQueue_t0.AllocTensor<half>();",
+        "inQueue_t0.EnQue(t0);",
+        "t0 = inQueue_t0.DeQue<half>();",
+        "inQueue_t0.FreeTensor(t0);",
+        "Cast(t1, t0, RoundMode::CAST_NONE, ",
+        "RoundMode::CAST_RINT",
+        "DataCopyPad(",
+    ] {
+        assert!(source.contains(part), "{part:?} not in:\n{source}");
+    }
+    assert_eq!(kernel.buffer_bytes.l0c, 0);
+    assert!(kernel.buffer_bytes.ub > 0);
+}
