@@ -962,7 +962,6 @@ impl Lowering<'_> {
         }
         self.declare(dst);
         let ga = Geom::of(self.ty(a));
-        let gb = Geom::of(self.ty(b));
         let gd = Geom::of(self.ty(dst));
         let k = ga.pitch;
         self.code.open("");
@@ -981,7 +980,6 @@ impl Lowering<'_> {
             Lowering::name(b)
         ));
         self.code.close();
-        let _ = gb;
         self.code.line("SetFlag<HardEvent::M_FIX>(EVENT_ID0);");
         self.code.line("WaitFlag<HardEvent::M_FIX>(EVENT_ID0);");
         Ok(())

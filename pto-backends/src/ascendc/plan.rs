@@ -789,3 +789,97 @@ fn classify(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_op::kernel::ir::{BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, UnaryOp};
+
+    fn ub(shape: &[usize], dtype: DType) -> TileType {
+        TileType {
+            shape: shape.to_vec(),
+            dtype,
+            level: MemLevel::Ub,
+        }
+    }
+
+    #[test]
+    fn rows_are_padded_to_32_bytes_of_every_dtype_and_cube_tiles_to_fractals() {
+        let g = Geom::of(&ub(&[2, 7, 33], DType::F32));
+        assert_eq!(
+            (g.rows, g.cols, g.pitch, g.bytes),
+            (14, 33, 48, 14 * 48 * 4)
+        );
+        let g = Geom::of(&ub(&[13, 100], DType::Bool));
+        assert_eq!(
+            (g.pitch, g.bytes),
+            (112, (13 * 112 / 8_u64).next_multiple_of(32))
+        );
+        let l1 = TileType {
+            level: MemLevel::L1,
+            ..ub(&[40, 70], DType::F16)
+        };
+        let g = Geom::of(&l1);
+        assert_eq!((g.rows, g.pitch, g.bytes), (48, 80, 48 * 80 * 2));
+        assert!(same_layout(&[1, 64, 20], &[64, 20]));
+        assert!(!same_layout(&[64, 1], &[64, 20]));
+    }
+
+    /// x -> exp -> (+ 1) -> store: each result may overwrite its dying operand, so the
+    /// pool holds one tile; the stored result is computed into the VECOUT queue.
+    #[test]
+    fn element_wise_chains_run_in_place_and_the_stored_tile_lives_in_its_queue() {
+        let global = |name: &str, role| GlobalDecl {
+            name: name.into(),
+            shape: vec![8, 64],
+            dtype: DType::F32,
+            role,
+        };
+        let t = ub(&[8, 64], DType::F32);
+        let program = Program {
+            op: "test.chain".into(),
+            grid: 1,
+            globals: vec![
+                global("x", GlobalRole::Input),
+                global("y", GlobalRole::Output),
+            ],
+            tiles: vec![t.clone(), t.clone(), t.clone(), t],
+            vars: 0,
+            body: vec![
+                Inst::Load {
+                    dst: TileId(0),
+                    src: GlobalId(0),
+                    offsets: vec![Index::Const(0), Index::Const(0)],
+                    pad: 0.0,
+                },
+                Inst::Unary {
+                    dst: TileId(1),
+                    op: UnaryOp::Exp,
+                    src: TileId(0),
+                },
+                Inst::Unary {
+                    dst: TileId(2),
+                    op: UnaryOp::Abs,
+                    src: TileId(1),
+                },
+                Inst::Binary {
+                    dst: TileId(3),
+                    op: BinaryOp::Add,
+                    lhs: Operand::Tile(TileId(2)),
+                    rhs: Operand::Scalar(1.0),
+                },
+                Inst::Store {
+                    dst: GlobalId(1),
+                    offsets: vec![Index::Const(0), Index::Const(0)],
+                    src: TileId(3),
+                },
+            ],
+        };
+        let plan = plan(&program);
+        assert_eq!(plan.storage[0], Storage::InQueue);
+        assert_eq!(plan.storage[1], Storage::Pool(0));
+        assert_eq!(plan.storage[2], Storage::Pool(0));
+        assert_eq!(plan.storage[3], Storage::OutQueue);
+        assert_eq!(plan.pool_bytes[0], 8 * 64 * 4);
+    }
+}
