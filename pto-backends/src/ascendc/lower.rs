@@ -85,44 +85,14 @@ pub fn lower_program(
     let entry = c_identifier(&program.op);
     let class = camel(&program.op);
     let tiling_struct = format!("{class}TilingData");
-    let mut lowering = Lowering {
-        program,
-        soc,
-        plan: plan::plan(program),
-        code: Code::default(),
-        queues: Vec::new(),
-        position: 0,
-        freed: vec![false; program.tiles.len()],
-        scopes: Vec::new(),
-        uses_cube: false,
-    };
-    lowering.check_dtypes()?;
-    lowering.block()?;
-    let buffer_bytes = lowering.buffer_bytes();
-    for (buffer, level) in [
-        ("UB", MemLevel::Ub),
-        ("L1", MemLevel::L1),
-        ("L0A", MemLevel::L0A),
-        ("L0B", MemLevel::L0B),
-        ("L0C", MemLevel::L0C),
-    ] {
-        let needed = buffer_bytes.get(level).unwrap_or(0);
-        let limit = profile.buffers.get(level).unwrap_or(0);
-        if needed > limit {
-            return Err(LowerError::Capacity {
-                op: program.op.clone(),
-                buffer,
-                needed,
-                device: profile.name.clone(),
-                limit,
-                detail: if level == MemLevel::Ub {
-                    lowering.ub_detail()
-                } else {
-                    format!("{} tiles", POOLS[plan::level_index(level)].0)
-                },
-            });
+    // Loads inside loops are double-buffered (queue depth 2) where both buffers fit.
+    let lowering = match lower_block(program, soc, profile, true) {
+        Err(LowerError::Capacity { buffer: "UB", .. }) => {
+            lower_block(program, soc, profile, false)?
         }
-    }
+        other => other?,
+    };
+    let buffer_bytes = lowering.buffer_bytes();
 
     let grid = program.grid as u32;
     let block_dim = grid.min(profile.ai_cores.max(1));
@@ -176,6 +146,55 @@ pub fn lower_program(
         outputs: kernel(GlobalRole::Output),
         buffer_bytes,
     })
+}
+
+/// The kernel body of `program` with its buffers checked against `profile`.
+fn lower_block<'p>(
+    program: &'p Program,
+    soc: Soc,
+    profile: &DeviceProfile,
+    double_buffer: bool,
+) -> Result<Lowering<'p>, LowerError> {
+    let mut lowering = Lowering {
+        program,
+        soc,
+        plan: plan::plan(program),
+        code: Code::default(),
+        queues: Vec::new(),
+        position: 0,
+        freed: vec![false; program.tiles.len()],
+        scopes: Vec::new(),
+        uses_cube: false,
+        double_buffer,
+    };
+    lowering.check_dtypes()?;
+    lowering.block()?;
+    let buffer_bytes = lowering.buffer_bytes();
+    for (buffer, level) in [
+        ("UB", MemLevel::Ub),
+        ("L1", MemLevel::L1),
+        ("L0A", MemLevel::L0A),
+        ("L0B", MemLevel::L0B),
+        ("L0C", MemLevel::L0C),
+    ] {
+        let needed = buffer_bytes.get(level).unwrap_or(0);
+        let limit = profile.buffers.get(level).unwrap_or(0);
+        if needed > limit {
+            return Err(LowerError::Capacity {
+                op: program.op.clone(),
+                buffer,
+                needed,
+                device: profile.name.clone(),
+                limit,
+                detail: if level == MemLevel::Ub {
+                    lowering.ub_detail()
+                } else {
+                    format!("{} tiles", POOLS[plan::level_index(level)].0)
+                },
+            });
+        }
+    }
+    Ok(lowering)
 }
 
 fn tiling_header(header: &str, entry: &str, name: &str, fields: &[TilingField]) -> String {
@@ -358,6 +377,8 @@ struct Lowering<'p> {
     scopes: Vec<Vec<TileId>>,
     /// Whether the kernel uses the cube (and needs its copy helpers).
     uses_cube: bool,
+    /// Whether loads inside loops get two queue buffers.
+    double_buffer: bool,
 }
 
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
@@ -724,7 +745,11 @@ impl Lowering<'_> {
             return self.load_l1(dst, global, offsets, pad);
         }
         let queue = format!("inQueue_{name}");
-        let depth = if self.scopes.len() > 1 { 2 } else { 1 };
+        let depth = if self.double_buffer && self.scopes.len() > 1 {
+            2
+        } else {
+            1
+        };
         self.queues.push(Queue {
             name: queue.clone(),
             position: "VECIN",
