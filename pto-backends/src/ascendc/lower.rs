@@ -8,6 +8,7 @@
 use core::fmt::Write as _;
 
 use pto_op::device::PerBuffer;
+use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{
     BinaryOp, CmpOp, GlobalRole, Index, Inst, MemLevel, Operand, Program, ReduceOp, TileId,
     TileType, UnaryOp,
@@ -71,17 +72,19 @@ pub fn lower_with_profile(
     lower_program(&program, &instance, soc, profile)
 }
 
-/// Lowers a traced `program` for `soc`; `instance` describes the call in the header comment.
+/// Lowers a traced and validated `program` for `soc`; `instance` describes the call in the
+/// header comment.
 ///
 /// # Errors
 ///
 /// As [`lower()`], without the trace.
 pub fn lower_program(
-    program: &Program,
+    program: &ValidProgram,
     instance: &str,
     soc: Soc,
     profile: &DeviceProfile,
 ) -> Result<LoweredKernel, LowerError> {
+    let program = program.program();
     let entry = c_identifier(&program.op);
     let class = camel(&program.op);
     let tiling_struct = format!("{class}TilingData");
@@ -166,6 +169,8 @@ fn lower_block<'p>(
         scopes: Vec::new(),
         uses_cube: false,
         double_buffer,
+        number: 0,
+        next_number: 0,
     };
     lowering.check_dtypes()?;
     lowering.block()?;
@@ -369,7 +374,8 @@ struct Lowering<'p> {
     plan: Plan,
     code: Code,
     queues: Vec<Queue>,
-    /// The position of the instruction being lowered.
+    /// The position of the instruction being lowered in the plan's numbering (a loop takes
+    /// two: its start and the end of its iteration).
     position: usize,
     /// Queue tiles already freed.
     freed: Vec<bool>,
@@ -379,6 +385,11 @@ struct Lowering<'p> {
     uses_cube: bool,
     /// Whether loads inside loops get two queue buffers.
     double_buffer: bool,
+    /// The number of the instruction being lowered in messages (depth first, a loop before
+    /// its body: [`Inst::count`]'s order).
+    number: usize,
+    /// The number of the next instruction.
+    next_number: usize,
 }
 
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
@@ -391,7 +402,7 @@ impl Lowering<'_> {
     fn unsupported(&self, inst: &Inst, message: impl Into<String>) -> LowerError {
         LowerError::Unsupported {
             op: self.program.op.clone(),
-            inst: self.position,
+            inst: self.number,
             mnemonic: inst.mnemonic().to_owned(),
             soc: self.soc,
             arch: self.soc.arch(),
@@ -425,9 +436,9 @@ impl Lowering<'_> {
             if first.is_some() {
                 return;
             }
-            if let Some(d) = plan::def(inst) {
+            for d in inst.defs() {
                 let dtype = self.program.tiles[d.0 as usize].dtype;
-                if !self.soc.supports(dtype) {
+                if first.is_none() && !self.soc.supports(dtype) {
                     first = Some((at, inst.mnemonic(), dtype, d));
                 }
             }
@@ -546,6 +557,8 @@ impl Lowering<'_> {
     fn body(&mut self, body: &[Inst]) -> Result<(), LowerError> {
         for inst in body {
             let start = self.position;
+            self.number = self.next_number;
+            self.next_number += 1;
             self.inst(inst)?;
             let last = match inst {
                 Inst::Loop { body, .. } => start + 1 + plan::span(body),
@@ -588,7 +601,7 @@ impl Lowering<'_> {
         self.code.line(format!("// {text}"));
         let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
         self.code
-            .line(format!("PTO_INST({}, \"{escaped}\");", self.position));
+            .line(format!("PTO_INST({}, \"{escaped}\");", self.number));
     }
 
     fn inst(&mut self, inst: &Inst) -> Result<(), LowerError> {
@@ -678,7 +691,9 @@ impl Lowering<'_> {
                     .open(format!("for (int64_t {v} = 0; {v} < {count}; ++{v})"));
                 self.scopes.push(Vec::new());
                 self.position += 1;
+                let own = self.number;
                 self.body(body)?;
+                self.number = own;
                 for (p, y) in params.iter().zip(yields) {
                     if self.ty(*p).level != MemLevel::Ub {
                         if plan::root(&self.plan.storage, *p) != plan::root(&self.plan.storage, *y)
@@ -830,10 +845,7 @@ impl Lowering<'_> {
     fn readers(&self, t: TileId) -> usize {
         let mut count = 0;
         visit(&self.program.body, &mut 0, &mut |_, inst| {
-            count += plan::uses(inst).iter().filter(|u| **u == t).count();
-            if let Inst::Loop { yields, .. } = inst {
-                count += yields.iter().filter(|y| **y == t).count();
-            }
+            count += inst.uses().iter().filter(|u| **u == t).count();
         });
         count
     }
@@ -1812,14 +1824,13 @@ fn shape_list(shape: &[usize]) -> String {
         .join(", ")
 }
 
-/// Calls `f` with each instruction and its position.
+/// Calls `f` with each instruction and its number (depth first, as messages number them).
 fn visit(body: &[Inst], at: &mut usize, f: &mut dyn FnMut(usize, &Inst)) {
     for inst in body {
         f(*at, inst);
         *at += 1;
         if let Inst::Loop { body, .. } = inst {
             visit(body, at, f);
-            *at += 1;
         }
     }
 }

@@ -184,53 +184,12 @@ pub(crate) fn row_statistic(
     }
 }
 
-/// The tiles an instruction reads (a loop: its inits; its yields are read at its end).
-pub(crate) fn uses(inst: &Inst) -> Vec<TileId> {
-    let operand = |o: &Operand| match o {
-        Operand::Tile(t) => Some(*t),
-        Operand::Scalar(_) => None,
-    };
+/// The tile a non-loop instruction defines (a loop's params and results are handled by
+/// the loop's own rules).
+fn def(inst: &Inst) -> Option<TileId> {
     match inst {
-        Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Vec::new(),
-        Inst::Store { src, .. } => vec![*src],
-        Inst::Unary { src, .. } | Inst::Cast { src, .. } | Inst::Reduce { src, .. } => {
-            vec![*src]
-        }
-        Inst::Move { src, .. } => vec![*src],
-        Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
-            [operand(lhs), operand(rhs)].into_iter().flatten().collect()
-        }
-        Inst::Select {
-            cond,
-            on_true,
-            on_false,
-            ..
-        } => [Some(*cond), operand(on_true), operand(on_false)]
-            .into_iter()
-            .flatten()
-            .collect(),
-        Inst::Matmul { a, b, acc, .. } => {
-            [Some(*a), Some(*b), *acc].into_iter().flatten().collect()
-        }
-        Inst::Loop { init, .. } => init.clone(),
-    }
-}
-
-/// The tile an instruction defines (not a loop's params or results).
-pub(crate) fn def(inst: &Inst) -> Option<TileId> {
-    match inst {
-        Inst::Load { dst, .. }
-        | Inst::Full { dst, .. }
-        | Inst::Iota { dst, .. }
-        | Inst::Unary { dst, .. }
-        | Inst::Binary { dst, .. }
-        | Inst::Compare { dst, .. }
-        | Inst::Select { dst, .. }
-        | Inst::Cast { dst, .. }
-        | Inst::Reduce { dst, .. }
-        | Inst::Move { dst, .. }
-        | Inst::Matmul { dst, .. } => Some(*dst),
-        Inst::Store { .. } | Inst::Loop { .. } => None,
+        Inst::Loop { .. } => None,
+        _ => inst.defs().first().copied(),
     }
 }
 
@@ -394,7 +353,12 @@ fn walk(
 ) -> usize {
     for inst in body {
         let depth = loop_ends.len();
-        for t in uses(inst) {
+        // A loop reads its inits where it starts; its yields are read at its end, below.
+        let read = match inst {
+            Inst::Loop { init, .. } => init.clone(),
+            _ => inst.uses(),
+        };
+        for t in read {
             use_at(live, depth_of, loop_ends, t, at);
         }
         match inst {
@@ -654,7 +618,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
             },
             Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
                 *dst,
-                uses(inst)
+                inst.uses()
                     .into_iter()
                     .filter(|u| program.tile(*u).is_some_and(|t| t.dtype != DType::Bool))
                     .collect(),
