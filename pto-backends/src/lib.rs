@@ -8,6 +8,8 @@
 //! - [`parity`]: one model on two targets, every output compared.
 //! - [`buffers`], [`compat`]: activation memory planning; how linked ops changed since a
 //!   model was built.
+//! - `kirin` (feature `device`): a Kirin or Ascend NPU through its vendor runtime, loaded at
+//!   run time.
 
 #[cfg(feature = "device")]
 pub mod ascendc;
@@ -15,6 +17,8 @@ pub mod buffers;
 pub mod compat;
 pub mod compiler;
 pub mod cpu;
+#[cfg(feature = "device")]
+pub mod kirin;
 pub mod parity;
 pub mod sim;
 
