@@ -108,7 +108,7 @@ fn mistakes_are_named() {
     let err = run(["pto", "compile", "pipeline", "--target", "gpu"]).unwrap_err();
     // With the feature `device`, the device targets are linked too.
     let linked = if cfg!(feature = "device") {
-        "ascendc-host, cpu, sim"
+        "ascendc-host, cpu, kirin, sim"
     } else {
         "cpu, sim"
     };

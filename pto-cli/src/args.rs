@@ -143,6 +143,32 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write the custom-op package of a model's custom ops for a SoC (msopgen layout:
+    /// op_host, op_kernel, op_graph, ONNX plug-in, CMake files, build.sh, manifest), or check
+    /// a package against a model (`--check DIR`).
+    #[cfg(feature = "device")]
+    Package {
+        /// A model file or a built-in model's name.
+        model: String,
+        /// The SoC: kirin9030, kirinx90 or ascend910b (default kirin9030; with `--check`,
+        /// the package must be for it when given).
+        #[arg(long)]
+        device: Option<String>,
+        /// The package directory to write (atomically: a failure leaves a previous package).
+        #[arg(short, long, value_name = "DIR", required_unless_present = "check")]
+        output: Option<PathBuf>,
+        /// Check the package in DIR against the model instead: every custom op present, with
+        /// the model's fingerprint and instances.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "build"])]
+        check: Option<PathBuf>,
+        /// Then build it with its build.sh, where a CANN toolkit is present
+        /// (ASCEND_HOME_PATH).
+        #[arg(long)]
+        build: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Where a model runs: the target and its device.

@@ -72,3 +72,10 @@ pub fn target_config(
         None => config,
     })
 }
+
+/// The CANN toolkit's directory, from `ASCEND_HOME_PATH` (what `pto package --build` builds
+/// with); `None` when unset.
+#[cfg(feature = "device")]
+pub fn toolkit() -> Option<std::path::PathBuf> {
+    std::env::var_os(pto_backends::ascendc::package::TOOLKIT_ENV).map(std::path::PathBuf::from)
+}

@@ -69,6 +69,19 @@ pub enum CliError {
     /// Estimating failed.
     #[error(transparent)]
     Estimate(#[from] pto_estimator::EstimateError),
+    /// A package could not be written, checked or built.
+    #[cfg(feature = "device")]
+    #[error(transparent)]
+    Package(#[from] pto_backends::ascendc::package::PackageError),
+    /// No SoC of that name.
+    #[cfg(feature = "device")]
+    #[error("no SoC `{name}`; known: {known}")]
+    UnknownSoc {
+        /// The name asked for.
+        name: String,
+        /// The SoCs known.
+        known: String,
+    },
     /// A report could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),

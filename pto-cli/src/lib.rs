@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
-//! `estimators`, `accuracy`, `calibrate`, `inspect`; `--json` on every report. A MODEL
+//! `estimators`, `accuracy`, `calibrate`, `inspect`, and with the feature `device` `package`;
+//! `--json` on every report. A MODEL
 //! argument is an ONNX or model file (`pto export` writes both), else the name of a
 //! built-in model (see [`pto_op::models`]). The target is `--target`, else
 //! `PTO_TARGET`, else `cpu`; the device `--device`, else `PTO_DEVICE`, else the target's
@@ -35,6 +36,8 @@ mod exec;
 mod listing;
 mod load;
 mod model;
+#[cfg(feature = "device")]
+mod package;
 mod perf;
 pub mod tensor_file;
 
@@ -140,6 +143,22 @@ where
             output,
             json,
         } => perf::calibrate_report(device.device.as_deref(), output.as_deref(), json),
+        #[cfg(feature = "device")]
+        Command::Package {
+            model,
+            device,
+            output,
+            check,
+            build,
+            json,
+        } => package::package(
+            &model,
+            device.as_deref(),
+            output.as_deref(),
+            check.as_deref(),
+            build.then(edge::toolkit),
+            json,
+        ),
     }
 }
 

@@ -48,7 +48,8 @@ pub const MANIFEST_FILE: &str = "pto_package.json";
 /// The manifest format written (and the only one read).
 pub const MANIFEST_FORMAT: u32 = 1;
 
-/// The environment variable of the CANN toolkit's install directory (`set_env.sh` sets it).
+/// The environment variable of the CANN toolkit's install directory (`set_env.sh` sets it);
+/// read by the program's edge (the `pto` command line), passed to [`build_package`].
 pub const TOOLKIT_ENV: &str = "ASCEND_HOME_PATH";
 
 /// An error of writing, checking or building a package. Messages name the op, the file or
@@ -844,47 +845,43 @@ pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError
     Ok(manifest)
 }
 
-/// The CANN toolkit directory from [`TOOLKIT_ENV`], if set to an existing directory.
+/// The CANN toolkit directory: `toolkit` (the value of [`TOOLKIT_ENV`], which the caller
+/// reads), if it names an existing directory.
 ///
 /// # Errors
 ///
 /// [`PackageError::ToolkitAbsent`] naming `dir` (the package whose sources stay unbuilt).
-pub fn toolkit(dir: &Path) -> Result<PathBuf, PackageError> {
+pub fn toolkit(dir: &Path, toolkit: Option<&Path>) -> Result<PathBuf, PackageError> {
     let absent = |state: String| PackageError::ToolkitAbsent {
         dir: dir.to_path_buf(),
         state,
     };
-    match std::env::var_os(TOOLKIT_ENV) {
+    match toolkit {
         None => Err(absent("not set".to_owned())),
-        Some(value) if value.is_empty() => Err(absent("empty".to_owned())),
-        Some(value) => {
-            let path = PathBuf::from(value);
-            if path.is_dir() {
-                Ok(path)
-            } else {
-                Err(absent(format!(
-                    "`{}`, which is not a directory",
-                    path.display()
-                )))
-            }
-        }
+        Some(path) if path.as_os_str().is_empty() => Err(absent("empty".to_owned())),
+        Some(path) if path.is_dir() => Ok(path.to_path_buf()),
+        Some(path) => Err(absent(format!(
+            "`{}`, which is not a directory",
+            path.display()
+        ))),
     }
 }
 
 /// Builds the package in `dir` with its `build.sh`, where a CANN toolkit is present
-/// ([`TOOLKIT_ENV`]); returns the build's output. Not run on this project's machines, which
-/// have no toolkit.
+/// (`toolkit`, the value of [`TOOLKIT_ENV`]); returns the build's output. Not run on this
+/// project's machines, which have no toolkit.
 ///
 /// # Errors
 ///
 /// [`PackageError::ToolkitAbsent`] when there is no toolkit (the sources stay as written),
 /// [`PackageError::BuildFailed`] with the end of the output when the build fails.
-pub fn build_package(dir: &Path) -> Result<String, PackageError> {
-    toolkit(dir)?;
+pub fn build_package(dir: &Path, toolkit_dir: Option<&Path>) -> Result<String, PackageError> {
+    let toolkit_dir = toolkit(dir, toolkit_dir)?;
     let script = dir.join("build.sh");
     let output = Command::new("bash")
         .arg(&script)
         .current_dir(dir)
+        .env(TOOLKIT_ENV, &toolkit_dir)
         .output()
         .map_err(|source| PackageError::Io {
             action: "running",
@@ -937,6 +934,22 @@ fn attrs_text(attrs: &Attributes) -> String {
 mod tests {
     use super::*;
     use pto_op::AttrValue;
+
+    #[test]
+    fn no_toolkit_is_said_and_named() {
+        let dir = Path::new("pkg");
+        let err = toolkit(dir, None).expect_err("unset");
+        assert!(
+            err.to_string().contains("ASCEND_HOME_PATH` is not set"),
+            "{err}"
+        );
+        let missing = Path::new("/nonexistent/ascend");
+        let err = toolkit(dir, Some(missing)).expect_err("no such directory");
+        assert!(err.to_string().contains("/nonexistent/ascend"), "{err}");
+        assert!(err.to_string().contains("pkg/build.sh"), "{err}");
+        let here = std::env::temp_dir();
+        assert_eq!(toolkit(dir, Some(&here)).expect("a directory"), here);
+    }
 
     #[test]
     fn names_follow_the_op() {

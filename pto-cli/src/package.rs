@@ -1,0 +1,75 @@
+//! `pto package` (feature `device`): write a model's custom-op package and build it where a
+//! CANN toolkit is present, or check a package against a model.
+
+use std::path::{Path, PathBuf};
+
+use pto_backends::ascendc::Soc;
+use pto_backends::ascendc::package::{PackageError, build_package, check_package, write_package};
+
+use crate::error::CliError;
+use crate::load::load_model;
+
+/// `pto package MODEL [--device SOC] (-o DIR [--build] | --check DIR)`. `toolkit` is
+/// `Some` with `--build`: the toolkit directory the edge read, itself `None` when unset.
+pub(crate) fn package(
+    model: &str,
+    device: Option<&str>,
+    output: Option<&Path>,
+    check: Option<&Path>,
+    toolkit: Option<Option<PathBuf>>,
+    json: bool,
+) -> Result<String, CliError> {
+    let soc = device
+        .map(|name| {
+            Soc::from_profile_name(name).ok_or_else(|| CliError::UnknownSoc {
+                name: name.to_owned(),
+                known: Soc::ALL.map(Soc::profile_name).join(", "),
+            })
+        })
+        .transpose()?;
+    let model = load_model(model)?;
+    if let Some(dir) = check {
+        let manifest = check_package(&model, dir)?;
+        if let Some(soc) = soc
+            && manifest.soc != soc.profile_name()
+        {
+            return Err(PackageError::SocMismatch {
+                dir: dir.to_path_buf(),
+                asked: soc.profile_name().to_owned(),
+                package: manifest.soc,
+            }
+            .into());
+        }
+        return if json {
+            Ok(serde_json::to_string_pretty(&manifest)?)
+        } else {
+            Ok(format!(
+                "the package in `{}` matches model `{}`\n{manifest}",
+                dir.display(),
+                model.name
+            ))
+        };
+    }
+    let Some(dir) = output else {
+        return Err(CliError::Usage(clap::Error::raw(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "pto package needs -o DIR (or --check DIR)\n",
+        )));
+    };
+    let manifest = write_package(&model, soc.unwrap_or(Soc::Kirin9030), dir)?;
+    let built = match toolkit {
+        Some(toolkit) => Some(build_package(dir, toolkit.as_deref())?),
+        None => None,
+    };
+    if json {
+        return Ok(serde_json::to_string_pretty(&manifest)?);
+    }
+    let next = match built {
+        Some(output) => format!("built with build.sh:\n{}", output.trim_end()),
+        None => format!(
+            "next: `{}/build.sh` with a CANN toolkit (or `pto package --build`)",
+            dir.display()
+        ),
+    };
+    Ok(format!("wrote `{}`\n{manifest}\n{next}", dir.display()))
+}
