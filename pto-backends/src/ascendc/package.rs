@@ -936,6 +936,37 @@ mod tests {
     use pto_op::AttrValue;
 
     #[test]
+    fn a_failed_rename_puts_the_previous_package_back() {
+        let root = std::env::temp_dir().join(format!("pto-replace-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let dir = root.join("pkg");
+        write_file(&dir.join(MANIFEST_FILE), "previous").expect("written");
+        // A staging directory that vanished: the second rename fails.
+        let err = replace_dir(&root.join(".pkg.tmp-gone"), &dir).expect_err("nothing to rename");
+        assert!(matches!(err, PackageError::Io { .. }), "{err}");
+        assert_eq!(
+            fs::read_to_string(dir.join(MANIFEST_FILE)).expect("still there"),
+            "previous"
+        );
+        let siblings: Vec<_> = fs::read_dir(&root)
+            .expect("readable")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(siblings, [std::ffi::OsString::from("pkg")]);
+        // A finished staging directory replaces it whole.
+        let staging = sibling(&dir, "tmp").expect("a fresh name");
+        write_file(&staging.join(MANIFEST_FILE), "next").expect("written");
+        replace_dir(&staging, &dir).expect("replaced");
+        assert_eq!(
+            fs::read_to_string(dir.join(MANIFEST_FILE)).expect("read"),
+            "next"
+        );
+        assert_eq!(fs::read_dir(&root).expect("readable").count(), 1);
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+
+    #[test]
     fn no_toolkit_is_said_and_named() {
         let dir = Path::new("pkg");
         let err = toolkit(dir, None).expect_err("unset");
