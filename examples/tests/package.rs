@@ -2,11 +2,8 @@
 //! the atomic rewrite, the fingerprint check, and the `pto package` verb without a CANN
 //! toolkit.
 //!
-//! The packaged models are `pipeline` (gelu_affine -> rms_norm -> softmax) and the decoder
-//! block in f16: the built-in decoder block is f32, and the lowering does not yet transpose an
-//! f32 cube operand (flash attention's K), so its package is refused with that reason;
-//! `the_f32_decoder_block_is_refused_with_the_lowerings_reason` pins the refusal. When the
-//! lowering takes it, package `decoder-block` itself in that test instead.
+//! The packaged models are the built-in decoder block (f32), the same block in f16, and
+//! `pipeline` (gelu_affine -> rms_norm -> softmax).
 
 #![cfg(feature = "device")]
 
@@ -31,10 +28,10 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// The model packaged by these tests.
-const MODEL: &str = "pipeline";
+const MODEL: &str = "decoder-block";
 
 fn packaged_model() -> Model {
-    pto_examples::models::pipeline::build().expect("the pipeline builds")
+    pto_examples::models::decoder_block::build().expect("the decoder block builds")
 }
 
 /// `demo.rms_norm` alone over `[rows, 64]` of `dtype`.
@@ -51,7 +48,7 @@ fn rms_norm_model(dtype: DType, rows: usize) -> Model {
 }
 
 /// The decoder block of `pto_examples::models::decoder_block` in f16 (the built-in one is
-/// f32, whose transposed K operand the cube lowering does not take yet), weights seeded.
+/// f32), weights seeded.
 fn decoder_block_f16() -> Model {
     use pto_examples::{flash_attention, rms_norm, swiglu};
     use pto_op::ops::{add, matmul};
@@ -132,7 +129,10 @@ fn the_package_has_the_msopgen_layout() {
     let dir = scratch("layout").join("decoder");
     let manifest = write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("written");
     let ops: Vec<&str> = manifest.ops.iter().map(|o| o.op.as_str()).collect();
-    assert_eq!(ops, ["demo.gelu_affine", "demo.rms_norm", "demo.softmax"]);
+    assert_eq!(
+        ops,
+        ["demo.rms_norm", "demo.flash_attention", "demo.swiglu"]
+    );
     assert_eq!(manifest.soc, "kirin9030");
     assert_eq!(manifest.soc_version, "Kirin9030");
     assert_eq!(manifest.cann_version, pto_backends::ascendc::CANN_VERSION);
@@ -193,8 +193,8 @@ fn the_package_has_the_msopgen_layout() {
     }
     // The ONNX export's domain and op type: `demo.rms_norm` is op_type `rms_norm` of domain
     // `demo`, opset 1.
-    assert_eq!(manifest.ops[1].origin_op_type, "demo::1::rms_norm");
-    assert_eq!(manifest.ops[1].op_type, "DemoRmsNorm");
+    assert_eq!(manifest.ops[0].origin_op_type, "demo::1::rms_norm");
+    assert_eq!(manifest.ops[0].op_type, "DemoRmsNorm");
     // Kirin has no bf16: no dtype list offers it.
     for op in &manifest.ops {
         let host = read(&dir, &format!("op_host/{}.cpp", op.stem));
@@ -211,9 +211,19 @@ fn the_package_has_the_msopgen_layout() {
 }
 
 #[test]
-fn every_generated_kernel_compiles_on_the_host() {
+fn every_generated_kernel_of_the_decoder_block_compiles_on_the_host() {
     let dir = scratch("compile").join("pkg");
     let manifest = write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("written");
+    compile_kernels(&dir, &manifest);
+}
+
+#[test]
+fn the_pipelines_kernels_compile_on_the_host() {
+    let dir = scratch("compile-pipeline").join("pkg");
+    let pipeline = pto_examples::models::pipeline::build().expect("the pipeline builds");
+    let manifest = write_package(&pipeline, Soc::Kirin9030, &dir).expect("written");
+    let ops: Vec<&str> = manifest.ops.iter().map(|o| o.op.as_str()).collect();
+    assert_eq!(ops, ["demo.gelu_affine", "demo.rms_norm", "demo.softmax"]);
     compile_kernels(&dir, &manifest);
 }
 
@@ -269,9 +279,11 @@ fn op_host_and_the_prototypes_compile_against_stand_ins_of_the_cann_headers() {
     // not that CANN accepts it.
     let root = scratch("op-host");
     let mut manifests = Vec::new();
+    let pipeline = pto_examples::models::pipeline::build().expect("the pipeline builds");
     for (name, model) in [
-        ("pipeline", packaged_model()),
-        ("block", decoder_block_f16()),
+        ("block", packaged_model()),
+        ("block-f16", decoder_block_f16()),
+        ("pipeline", pipeline),
     ] {
         let dir = root.join(name);
         manifests.push((
@@ -362,15 +374,15 @@ fn the_package_refuses_a_model_whose_ops_changed() {
         .graph
         .nodes
         .iter_mut()
-        .find(|n| n.op == "demo.softmax")
-        .expect("the pipeline uses softmax");
+        .find(|n| n.op == "demo.swiglu")
+        .expect("the block uses swiglu");
     node.fingerprint = Fingerprint(node.fingerprint.0 ^ 1);
     let err = check_package(&changed, &dir).expect_err("fingerprints differ");
     assert!(
         matches!(err, PackageError::FingerprintMismatch { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("demo.softmax"), "{err}");
+    assert!(err.to_string().contains("demo.swiglu"), "{err}");
 
     // Another shape than packaged.
     let err =
@@ -411,7 +423,7 @@ fn pto_package_writes_checks_and_says_when_it_cannot_build() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("matches model `pipeline`"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("matches model `decoder-block`"));
 
     let out = Command::new(pto)
         .args(["package", MODEL, "--device", "kirinx90", "--check"])
@@ -424,20 +436,6 @@ fn pto_package_writes_checks_and_says_when_it_cannot_build() {
         stderr.contains("is for kirin9030, not kirinx90"),
         "{stderr}"
     );
-}
-
-#[test]
-fn the_f32_decoder_block_is_refused_with_the_lowerings_reason() {
-    let dir = scratch("decoder").join("pkg");
-    let block = pto_examples::models::decoder_block::build().expect("the block builds");
-    let err = write_package(&block, Soc::Kirin9030, &dir)
-        .expect_err("f32 transposed cube operands do not lower yet");
-    let message = err.to_string();
-    assert!(matches!(err, PackageError::Lower { .. }), "{message}");
-    assert!(message.contains("demo.flash_attention"), "{message}");
-    assert!(message.contains("kirin9030"), "{message}");
-    assert!(!dir.exists(), "nothing written");
-    assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
 }
 
 #[test]
