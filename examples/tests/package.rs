@@ -273,10 +273,10 @@ fn compile_kernels(dir: &Path, manifest: &Manifest) {
 }
 
 #[test]
-fn op_host_and_the_prototypes_compile_against_stand_ins_of_the_cann_headers() {
-    // `package_stubs/` declares the documented op_host and REG_OP names (not CANN's
-    // headers): this checks the generated C++ is well-formed and names the API as documented,
-    // not that CANN accepts it.
+fn op_host_prototypes_and_plugins_compile_against_stand_ins_of_the_cann_headers() {
+    // `package_stubs/` declares the documented op_host, REG_OP, plug-in registration and
+    // nlohmann::json names (not those libraries' headers): this checks the generated C++ is
+    // well-formed and names the API as documented, not that CANN accepts it.
     let root = scratch("op-host");
     let mut manifests = Vec::new();
     let pipeline = pto_examples::models::pipeline::build().expect("the pipeline builds");
@@ -300,6 +300,7 @@ fn op_host_and_the_prototypes_compile_against_stand_ins_of_the_cann_headers() {
         for source in [
             format!("op_host/{}.cpp", op.stem),
             format!("op_graph/{}_proto.h", op.stem),
+            format!("framework/onnx_plugin/{}_plugin.cc", op.stem),
         ] {
             let output = Command::new(&compiler)
                 .args([
@@ -314,6 +315,8 @@ fn op_host_and_the_prototypes_compile_against_stand_ins_of_the_cann_headers() {
                 .arg(&stubs)
                 .arg("-I")
                 .arg(dir.join("op_host"))
+                .arg("-I")
+                .arg(dir.join("framework/onnx_plugin"))
                 .arg(dir.join(&source))
                 .output()
                 .unwrap_or_else(|e| panic!("running {compiler}: {e}"));
