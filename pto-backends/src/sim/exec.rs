@@ -5,6 +5,11 @@
 //! 1), so an f16 kernel sees f16 precision as f16 hardware would. Integer values beyond
 //! 2^24 lose precision in the f32 carrier. Every instruction is a whole-array ndarray
 //! operation; index expressions are evaluated once per executed instruction.
+//!
+//! Math functions evaluate in f32 (`erf` in f64, [`pto_op::ops::math::erf`]) and then
+//! round to the dtype. `rem` is truncated (`a - trunc(a / b) * b`, the sign of `a`, f32's
+//! `%`), `mod` floored (`a - floor(a / b) * b`, the sign of `b`); an integer `rem` or `mod`
+//! by 0 gives NaN in the carrier, which rounds to 0.
 
 use std::rc::Rc;
 
@@ -299,6 +304,9 @@ impl Machine<'_> {
                     BinaryOp::Div => zip2(shape, &a, &b, |x, y| x / y),
                     BinaryOp::Max => zip2(shape, &a, &b, f32::max),
                     BinaryOp::Min => zip2(shape, &a, &b, f32::min),
+                    BinaryOp::Pow => zip2(shape, &a, &b, f32::powf),
+                    BinaryOp::Rem => zip2(shape, &a, &b, |x, y| x % y),
+                    BinaryOp::Mod => zip2(shape, &a, &b, pto_op::ops::math::floor_mod),
                 };
                 self.define(*dst, data, dst_ty.dtype);
             }
@@ -489,6 +497,13 @@ fn unary(op: UnaryOp, x: &ArrayD<f32>) -> ArrayD<f32> {
             0.5 * v * (1.0 + (SQRT_2_OVER_PI * (v + 0.044_715 * v * v * v)).tanh())
         }),
         UnaryOp::Silu => x.mapv(|v| v / (1.0 + (-v).exp())),
+        UnaryOp::Sin => x.mapv(f32::sin),
+        UnaryOp::Cos => x.mapv(f32::cos),
+        UnaryOp::Floor => x.mapv(f32::floor),
+        UnaryOp::Ceil => x.mapv(f32::ceil),
+        UnaryOp::Erf => x.mapv(|v| pto_op::ops::math::erf(f64::from(v)) as f32),
+        UnaryOp::Exp2 => x.mapv(f32::exp2),
+        UnaryOp::Log2 => x.mapv(f32::log2),
     }
 }
 

@@ -297,11 +297,25 @@ pub enum UnaryOp {
     Gelu,
     /// `x * sigmoid(x)`
     Silu,
+    /// `sin x`, radians.
+    Sin,
+    /// `cos x`, radians.
+    Cos,
+    /// The largest integer not above `x` (the dtype stays a float).
+    Floor,
+    /// The smallest integer not below `x` (the dtype stays a float).
+    Ceil,
+    /// The error function, `2/sqrt(pi) * integral_0^x e^(-t^2) dt`.
+    Erf,
+    /// `2^x`
+    Exp2,
+    /// `log2 x`
+    Log2,
 }
 
 impl UnaryOp {
     /// Every variant, in declaration order.
-    pub const ALL: [UnaryOp; 13] = [
+    pub const ALL: [UnaryOp; 20] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -315,6 +329,13 @@ impl UnaryOp {
         UnaryOp::Sigmoid,
         UnaryOp::Gelu,
         UnaryOp::Silu,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Erf,
+        UnaryOp::Exp2,
+        UnaryOp::Log2,
     ];
 
     /// The lowercase name used in the text form and messages.
@@ -333,6 +354,13 @@ impl UnaryOp {
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Gelu => "gelu",
             UnaryOp::Silu => "silu",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Exp2 => "exp2",
+            UnaryOp::Log2 => "log2",
         }
     }
 }
@@ -353,17 +381,28 @@ pub enum BinaryOp {
     Max,
     /// `min(a, b)`
     Min,
+    /// `a ^ b` (floats).
+    Pow,
+    /// The remainder of division truncated toward zero: `a - trunc(a / b) * b`, with the
+    /// sign of `a` (Rust's `%`, C's `fmod`, `torch.fmod`).
+    Rem,
+    /// The remainder of floor division: `a - floor(a / b) * b`, with the sign of `b`
+    /// (Python's `%`, `numpy.mod`, `torch.remainder`).
+    Mod,
 }
 
 impl BinaryOp {
     /// Every variant, in declaration order.
-    pub const ALL: [BinaryOp; 6] = [
+    pub const ALL: [BinaryOp; 9] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
         BinaryOp::Div,
         BinaryOp::Max,
         BinaryOp::Min,
+        BinaryOp::Pow,
+        BinaryOp::Rem,
+        BinaryOp::Mod,
     ];
 
     /// The lowercase name used in the text form and messages.
@@ -375,6 +414,9 @@ impl BinaryOp {
             BinaryOp::Div => "div",
             BinaryOp::Max => "max",
             BinaryOp::Min => "min",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Rem => "rem",
+            BinaryOp::Mod => "mod",
         }
     }
 }
@@ -729,13 +771,19 @@ impl Inst {
     }
 
     /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
-    /// cost `reduce`, exp, ln, roots, reciprocals, activations and division
-    /// `transcendental`, the rest `simple`. The simulator and the estimator share it.
+    /// cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
+    /// and division, pow, rem and mod `transcendental`; the rest (floor and ceil among
+    /// them) `simple`. The simulator and the estimator share it.
     pub fn cycles_per_repeat(&self, costs: &crate::device::VectorCosts) -> f64 {
         match self {
             Inst::Reduce { .. } => costs.reduce,
             Inst::Unary { op, .. } => match op {
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu => costs.simple,
+                UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Square
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::Ceil => costs.simple,
                 UnaryOp::Exp
                 | UnaryOp::Ln
                 | UnaryOp::Sqrt
@@ -744,10 +792,16 @@ impl Inst {
                 | UnaryOp::Tanh
                 | UnaryOp::Sigmoid
                 | UnaryOp::Gelu
-                | UnaryOp::Silu => costs.transcendental,
+                | UnaryOp::Silu
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Erf
+                | UnaryOp::Exp2
+                | UnaryOp::Log2 => costs.transcendental,
             },
             Inst::Binary {
-                op: BinaryOp::Div, ..
+                op: BinaryOp::Div | BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod,
+                ..
             } => costs.transcendental,
             _ => costs.simple,
         }

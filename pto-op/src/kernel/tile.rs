@@ -1,6 +1,6 @@
 //! `Tile`: a typed value of a kernel being traced, and the vector-unit instructions on it.
 
-use core::ops::{Add, Div, Mul, Neg, Sub};
+use core::ops::{Add, Div, Mul, Neg, Rem, Sub};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -374,6 +374,72 @@ impl Tile {
         self.unary(UnaryOp::Silu)
     }
 
+    /// `sin x`, radians (float).
+    pub fn sin(&self) -> Tile {
+        self.unary(UnaryOp::Sin)
+    }
+
+    /// `cos x`, radians (float).
+    pub fn cos(&self) -> Tile {
+        self.unary(UnaryOp::Cos)
+    }
+
+    /// The largest integer not above `x`, in the tile's float dtype (no cast needed).
+    pub fn floor(&self) -> Tile {
+        self.unary(UnaryOp::Floor)
+    }
+
+    /// The smallest integer not below `x`, in the tile's float dtype.
+    pub fn ceil(&self) -> Tile {
+        self.unary(UnaryOp::Ceil)
+    }
+
+    /// The error function `erf x` (float).
+    pub fn erf(&self) -> Tile {
+        self.unary(UnaryOp::Erf)
+    }
+
+    /// `2^x` (float).
+    pub fn exp2(&self) -> Tile {
+        self.unary(UnaryOp::Exp2)
+    }
+
+    /// `log2 x` (float).
+    pub fn log2(&self) -> Tile {
+        self.unary(UnaryOp::Log2)
+    }
+
+    /// `x ^ exponent`, a tile or a scalar, broadcasting (float). A negative base with a
+    /// non-integer exponent gives NaN.
+    pub fn pow(&self, exponent: impl IntoOperand) -> Tile {
+        self.binary(BinaryOp::Pow, exponent)
+    }
+
+    /// `base ^ x`: a scalar raised to each element (float), e.g. RoPE's
+    /// `theta ^ (-2i / d)`.
+    pub fn exp_base(&self, base: impl IntoScalar) -> Tile {
+        Tile::binary_of(
+            self,
+            BinaryOp::Pow,
+            TileOrScalar::Scalar(base.into_f64()),
+            TileOrScalar::Tile(self.clone()),
+        )
+    }
+
+    /// The remainder of division truncated toward zero, with the sign of `x` (Rust's `%`,
+    /// C's `fmod`, `torch.fmod`): `-7 rem 3 = -1`. Integers and floats; also the `%`
+    /// operator.
+    pub fn rem(&self, divisor: impl IntoOperand) -> Tile {
+        self.binary(BinaryOp::Rem, divisor)
+    }
+
+    /// The remainder of floor division, with the sign of the divisor (Python's `%`,
+    /// `numpy.mod`, `torch.remainder`): `-7 mod 3 = 2`, `7 mod -3 = -2`. Integers and
+    /// floats.
+    pub fn modulo(&self, divisor: impl IntoOperand) -> Tile {
+        self.binary(BinaryOp::Mod, divisor)
+    }
+
     /// The tile converted to `dtype` (in UB).
     pub fn cast(&self, dtype: DType) -> Tile {
         let src = self.id;
@@ -569,6 +635,7 @@ tile_operator!(Add, add, BinaryOp::Add);
 tile_operator!(Sub, sub, BinaryOp::Sub);
 tile_operator!(Mul, mul, BinaryOp::Mul);
 tile_operator!(Div, div, BinaryOp::Div);
+tile_operator!(Rem, rem, BinaryOp::Rem);
 
 impl Neg for &Tile {
     type Output = Tile;

@@ -14,8 +14,9 @@
 //!   L0C to an output global of the same dtype and rank; offsets have the global's rank;
 //! - vector instructions (`full`, `iota`, `unary`, `binary`, `compare`, `select`, `cast`,
 //!   `reduce`) read and write UB; element-wise operands have one dtype and shapes that
-//!   broadcast (numpy rules) to the result's shape; transcendental functions and `mean`
-//!   need a float dtype; arithmetic is not defined on bool;
+//!   broadcast (numpy rules) to the result's shape; transcendental functions (also sin,
+//!   cos, erf, exp2, log2), `floor`, `ceil`, `pow` and `mean` need a float dtype; `rem`
+//!   and `mod` take integers and floats; arithmetic is not defined on bool;
 //! - moves: L1 -> L0A, L1 -> L0B, UB -> L1, L0C -> UB (may convert to a float dtype),
 //!   L0C -> L1, with the same shape;
 //! - matmul: `a` f16/bf16/f32 `[m, k]` in L0A, `b` of the same dtype `[k, n]` (`[n, k]`
@@ -1077,7 +1078,8 @@ fn ub(shape: Vec<usize>, dtype: DType) -> TileType {
     }
 }
 
-/// Whether a unary function is only defined on floats.
+/// Whether a unary function is only defined on floats: all but neg, abs, square and relu
+/// (`floor` and `ceil` of an integer would be a copy).
 fn float_only(op: UnaryOp) -> bool {
     !matches!(
         op,
@@ -1193,7 +1195,14 @@ pub(crate) fn binary(op: BinaryOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileTyp
             function: op.name(),
         });
     }
-    Ok(ub(shape, dtype))
+    let ty = ub(shape, dtype);
+    if op == BinaryOp::Pow && !dtype.is_float() {
+        return Err(Rule::FloatOnly {
+            function: op.name(),
+            ty,
+        });
+    }
+    Ok(ty)
 }
 
 pub(crate) fn compare(_op: CmpOp, lhs: Arg<'_>, rhs: Arg<'_>) -> Result<TileType, Rule> {

@@ -70,3 +70,36 @@ pub fn erfc(x: f64) -> f64 {
         2.0 - erfc_nonnegative(-x)
     }
 }
+
+/// The error function, `1 - erfc(x)` with [`erfc`] (absolute error below 1.2e-7); what
+/// the tile language's `erf()` computes on the simulator.
+///
+/// ```
+/// use pto_op::ops::math::erf;
+/// assert_eq!(erf(0.0), 0.0);
+/// assert!((erf(0.5) - 0.520_499_9).abs() < 2e-7);
+/// assert!((erf(-2.0) + 0.995_322_3).abs() < 2e-7);
+/// ```
+pub fn erf(x: f64) -> f64 {
+    if x == 0.0 { x } else { 1.0 - erfc(x) }
+}
+
+/// The remainder of floor division, `a - floor(a / b) * b`, with the sign of `b` (Python's
+/// `%`, `numpy.mod`); what the tile language's `mod` computes. Rust's `%` is the
+/// truncated remainder, the tile language's `rem`.
+///
+/// ```
+/// use pto_op::ops::math::floor_mod;
+/// assert_eq!(floor_mod(-7.0, 3.0), 2.0);
+/// assert_eq!(floor_mod(7.0, -3.0), -2.0);
+/// assert_eq!(floor_mod(-7.5, -2.0), -1.5);
+/// assert_eq!(-7.0f32 % 3.0, -1.0);
+/// ```
+pub fn floor_mod(a: f32, b: f32) -> f32 {
+    let r = a % b;
+    if r != 0.0 && (r < 0.0) != (b < 0.0) {
+        r + b
+    } else {
+        r
+    }
+}

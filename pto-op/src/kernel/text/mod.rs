@@ -51,6 +51,10 @@
 //! term      = atom {("*" | "/" | "%") atom}                    (floor division, remainder)
 //! atom      = INT | "pid" | VAR | "min(" index "," index ")" | "max(" index "," index ")"
 //!           | "(" index ")"
+//! UNARY: neg abs exp ln sqrt rsqrt recip square relu tanh sigmoid gelu silu sin cos
+//!        floor ceil erf exp2 log2
+//! BINARY: add sub mul div max min pow rem mod    (rem: sign of the dividend, as C fmod;
+//!         mod: sign of the divisor, as Python %)
 //! TILE = "%"INT   VAR = "i"INT   INT: decimal, negative allowed in indices
 //! SCALAR: an f64 as Rust prints it with `{:?}` (`1e-6`, `-inf`, `NaN`), so it reads back
 //!         exactly
