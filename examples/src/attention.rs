@@ -175,7 +175,7 @@ pub mod flash_attention {
         let q0 = kernel.program_id() * bq;
         // Padding columns of d are zero in q, k and v, so they add nothing to the scores
         // and give zero output columns, which the store drops.
-        let q_tile = kernel.load_l1(q, (q0.clone(), 0), [bq, d_tile])?;
+        let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?;
 
         // The last key each row may see: its own index when causal, and never a padding
         // key beyond s_kv. Keys at or below it are kept.
@@ -183,7 +183,7 @@ pub mod flash_attention {
         let limit = match (p.causal, s_kv % bk != 0) {
             (true, _) => Some(
                 kernel
-                    .iota([bq, 1], 0, q0.clone(), DType::F32)
+                    .iota([bq, 1], 0, q0, DType::F32)
                     .min(last_key),
             ),
             (false, true) => Some(kernel.full([bq, 1], DType::F32, last_key)),
@@ -200,8 +200,8 @@ pub mod flash_attention {
                 return Err(OpError::invalid("the fold carries (max, sum, acc)"));
             };
             let kv0 = block * bk;
-            let k_tile = kernel.load_l1(k, (kv0.clone(), 0), [bk, d_tile])?;
-            let v_tile = kernel.load_l1(v, (kv0.clone(), 0), [bk, d_tile])?;
+            let k_tile = kernel.load_l1(k, (kv0, 0), [bk, d_tile])?;
+            let v_tile = kernel.load_l1(v, (kv0, 0), [bk, d_tile])?;
             let mut scores = kernel
                 .matmul(&q_tile, &k_tile, None, true)?
                 .to_ub(DType::F32)

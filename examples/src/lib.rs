@@ -9,6 +9,9 @@
 //!   units working together.
 //! - [`swiglu`]: a transformer's SwiGLU feed-forward block, fused: two projections, the
 //!   gate and the down projection in one kernel.
+//! - [`rope`]: rotary position embedding with the tile language's `sin`, `cos`, `floor` and
+//!   `pow`; [`unary_math`] and [`binary_math`] apply one math function (sin, cos, floor,
+//!   ceil, erf, exp2, log2; pow, rem, mod) element-wise, on a grid of the device's cores.
 //!
 //! [`models`] traces example models from these ops (and team B's, [`pto_team_b`]) and
 //! registers them for the `pto` command line.
@@ -19,6 +22,7 @@
 mod attention;
 mod elementwise;
 mod linalg;
+mod math;
 mod mlp;
 pub mod models;
 mod normalization;
@@ -27,6 +31,7 @@ mod reduction;
 pub use attention::flash_attention;
 pub use elementwise::gelu_affine;
 pub use linalg::matmul;
+pub use math::{binary_math, rope, unary_math};
 pub use mlp::swiglu;
 pub use normalization::{moments, rms_norm};
 pub use reduction::softmax;

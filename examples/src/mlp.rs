@@ -132,15 +132,15 @@ pub mod swiglu {
         let r0 = kernel.program_id() * bm;
         // Padding (columns of d beyond d, hidden units beyond f) loads as zero: zero gate
         // and up give a zero hidden unit, which adds nothing to y.
-        let x_tile = kernel.load_l1(x, (r0.clone(), 0), [bm, d_tile])?;
+        let x_tile = kernel.load_l1(x, (r0, 0), [bm, d_tile])?;
         let init = [kernel.full([bm, d_tile], DType::F32, 0.0)];
         let last = kernel.fold(f.div_ceil(bf), &init, |kernel, block, carried| {
             let [acc] = carried else {
                 return Err(OpError::invalid("the fold carries the accumulator"));
             };
             let f0 = block * bf;
-            let gate_w = kernel.load_l1(w_gate, (0, f0.clone()), [d_tile, bf])?;
-            let up_w = kernel.load_l1(w_up, (0, f0.clone()), [d_tile, bf])?;
+            let gate_w = kernel.load_l1(w_gate, (0, f0), [d_tile, bf])?;
+            let up_w = kernel.load_l1(w_up, (0, f0), [d_tile, bf])?;
             let down_w = kernel.load_l1(w_down, (f0, 0), [bf, d_tile])?;
             let gate = kernel
                 .matmul(&x_tile, &gate_w, None, false)?

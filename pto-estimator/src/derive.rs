@@ -51,7 +51,7 @@ pub fn default_properties(
     if def.kernel.is_none() {
         return fallback("no #[kernel]".to_owned());
     }
-    match def.trace_kernel(&info.inputs, &info.attrs) {
+    match def.trace_kernel_on(&info.inputs, &info.attrs, device.ai_cores as usize) {
         Ok(program) => {
             let pipeline = crate::pipes::pipeline_seconds(&program, device);
             Derived {

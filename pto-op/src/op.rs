@@ -215,18 +215,31 @@ impl OpDef {
 
     /// Traces the op's kernel for one call: the `#[kernel]` function runs with a fresh
     /// [`Kernel`] whose globals are the op's inputs then outputs, named after them, and
-    /// the result is the validated program. Errors name the op.
+    /// the result is the validated program. Errors name the op. No device is known, so
+    /// [`Kernel::core_count`] is [`UNKNOWN_DEVICE_CORES`](crate::kernel::UNKNOWN_DEVICE_CORES);
+    /// [`OpDef::trace_kernel_on`] traces for a device.
     pub fn trace_kernel(
         &self,
         inputs: &[TensorType],
         attrs: &Attributes,
+    ) -> Result<ValidProgram, OpError> {
+        self.trace_kernel_on(inputs, attrs, crate::kernel::UNKNOWN_DEVICE_CORES)
+    }
+
+    /// [`OpDef::trace_kernel`] for a device of `cores` AI cores (a profile's `ai_cores`):
+    /// what the kernel's [`Kernel::core_count`] returns.
+    pub fn trace_kernel_on(
+        &self,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        cores: usize,
     ) -> Result<ValidProgram, OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
         })?;
         let outputs = self.infer(inputs, attrs)?;
-        let mut builder = Kernel::new(self.name);
+        let mut builder = Kernel::new(self.name).with_core_count(cores);
         let ins: Vec<Global> = self
             .inputs
             .iter()

@@ -376,7 +376,14 @@ impl Sim {
         if let Some(program) = cache().get(&key) {
             return Ok(Arc::clone(program));
         }
-        let program = Arc::new(op.trace_kernel(types, attrs)?);
+        // Traced for the profile's cores (`Kernel::core_count`); without a profile, for one.
+        let cores = self
+            .simulator
+            .as_ref()
+            .map_or(pto_op::kernel::UNKNOWN_DEVICE_CORES, |s| {
+                s.profile.ai_cores as usize
+            });
+        let program = Arc::new(op.trace_kernel_on(types, attrs, cores)?);
         cache().insert(key, Arc::clone(&program));
         Ok(program)
     }

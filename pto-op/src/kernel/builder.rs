@@ -152,7 +152,7 @@ impl State {
 /// let y = k.output("y", Shape::from([32, 64]), DType::F16);
 /// k.grid(4).unwrap();
 /// let r0 = k.program_id() * 8;
-/// let xt = k.load(&x, (r0.clone(), 0), [8, 64]).unwrap().cast(DType::F32);
+/// let xt = k.load(&x, (r0, 0), [8, 64]).unwrap().cast(DType::F32);
 /// let yt = (2.0 * (xt * 2.0 + 1.0) - 0.5f32).cast(DType::F16);
 /// assert_eq!((yt.shape(), yt.level()), (&[8, 64][..], MemLevel::Ub));
 /// k.store(&y, (r0, 0), &yt).unwrap();
@@ -163,7 +163,12 @@ impl State {
 pub struct Kernel {
     op: String,
     state: Rc<RefCell<State>>,
+    cores: usize,
 }
+
+/// What [`Kernel::core_count`] returns when the kernel is traced without a device
+/// ([`Kernel::new`], `OpDef::trace_kernel`, exports): one core, which every device has.
+pub const UNKNOWN_DEVICE_CORES: usize = 1;
 
 impl Kernel {
     /// A fresh builder for tracing the kernel of op `op`, without globals.
@@ -183,7 +188,29 @@ impl Kernel {
                 error: None,
             })),
             op,
+            cores: UNKNOWN_DEVICE_CORES,
         }
+    }
+
+    /// The builder, traced for a device of `cores` AI cores (at least 1): what
+    /// [`Kernel::core_count`] returns. `OpDef::trace_kernel_on` sets the device profile's
+    /// `ai_cores`; the simulator and the estimator trace that way.
+    pub fn with_core_count(mut self, cores: usize) -> Kernel {
+        self.cores = cores.max(1);
+        self
+    }
+
+    /// The number of AI cores of the device the kernel is traced for, to size its grid
+    /// (e.g. `k.grid(k.core_count().min(tiles))` and a loop over each program's share).
+    /// Traced without a device it is [`UNKNOWN_DEVICE_CORES`] (1).
+    ///
+    /// ```
+    /// use pto_op::Kernel;
+    /// assert_eq!(Kernel::new("doc.cores").core_count(), 1);
+    /// assert_eq!(Kernel::new("doc.cores").with_core_count(24).core_count(), 24);
+    /// ```
+    pub fn core_count(&self) -> usize {
+        self.cores
     }
 
     /// The op being traced.

@@ -1,12 +1,19 @@
 //! `Idx`: the symbolic integers a kernel computes offsets with.
 
 use core::ops::{Add, Div, Mul, Rem, Sub};
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::ir::Index;
 
 /// A symbolic integer over the program id and loop variables: offsets into global tensors
 /// and `iota` starts. Arithmetic with `+ - * / %` (floor division and remainder) against
 /// other `Idx` values and integers builds an [`Index`] tree; constants fold.
+///
+/// `Idx` is `Copy`: it refers to its expression, interned once per process (equal
+/// expressions share one node, so `==` and hashing compare expressions). An interned
+/// expression is never freed; tracing keeps few distinct ones (offsets of a kernel per
+/// shape), so the memory this holds is bounded by the distinct kernels traced.
 ///
 /// ```
 /// use pto_op::kernel::{Idx, ir::Index};
@@ -18,29 +25,45 @@ use super::ir::Index;
 /// assert_eq!((Idx::program_id() * 1 + 0).index(), &Index::ProgramId);
 /// assert_eq!((Idx::program_id() % 1).as_const(), Some(0));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Idx(Index);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Idx(&'static Index);
+
+/// The interned expression equal to `index`, added on first use.
+fn intern(index: Index) -> Idx {
+    static INTERNED: OnceLock<Mutex<HashSet<&'static Index>>> = OnceLock::new();
+    let mut set = INTERNED
+        .get_or_init(Mutex::default)
+        .lock()
+        // The set is only ever inserted into whole nodes: a panic elsewhere leaves it valid.
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(existing) = set.get(&index) {
+        return Idx(existing);
+    }
+    let leaked: &'static Index = Box::leak(Box::new(index));
+    set.insert(leaked);
+    Idx(leaked)
+}
 
 impl Idx {
     /// The index of the block program in the grid (also [`super::Kernel::program_id`]).
     pub fn program_id() -> Idx {
-        Idx(Index::ProgramId)
+        intern(Index::ProgramId)
     }
 
     /// The index expression.
     pub fn index(&self) -> &Index {
-        &self.0
+        self.0
     }
 
     /// The index expression, by value.
     pub fn into_index(self) -> Index {
-        self.0
+        self.0.clone()
     }
 
     /// The value, when it does not depend on the program id or a loop variable.
     pub fn as_const(&self) -> Option<i64> {
         match self.0 {
-            Index::Const(c) => Some(c),
+            Index::Const(c) => Some(*c),
             _ => None,
         }
     }
@@ -69,12 +92,15 @@ fn combine(
     node: fn(Box<Index>, Box<Index>) -> Index,
     fold: fn(i64, i64) -> Option<i64>,
 ) -> Idx {
-    if let (Index::Const(x), Index::Const(y)) = (&a.0, &b.0)
+    if let (Index::Const(x), Index::Const(y)) = (a.0, b.0)
         && let Some(v) = fold(*x, *y)
     {
-        return Idx(Index::Const(v));
+        return intern(Index::Const(v));
     }
-    Idx(simplify(node(Box::new(a.0), Box::new(b.0))))
+    intern(simplify(node(
+        Box::new(a.into_index()),
+        Box::new(b.into_index()),
+    )))
 }
 
 /// Removes identities (`x + 0`, `x * 1`, `x / 1`, `x % 1`, `x * 0`), so traced offsets and
@@ -96,44 +122,44 @@ fn simplify(index: Index) -> Index {
 
 impl From<Index> for Idx {
     fn from(index: Index) -> Idx {
-        Idx(index)
+        intern(index)
     }
 }
 
 impl From<Idx> for Index {
     fn from(idx: Idx) -> Index {
-        idx.0
+        idx.into_index()
     }
 }
 
 impl From<&Idx> for Idx {
     fn from(idx: &Idx) -> Idx {
-        idx.clone()
+        *idx
     }
 }
 
 impl From<i64> for Idx {
     fn from(c: i64) -> Idx {
-        Idx(Index::Const(c))
+        intern(Index::Const(c))
     }
 }
 
 impl From<i32> for Idx {
     fn from(c: i32) -> Idx {
-        Idx(Index::Const(c.into()))
+        intern(Index::Const(c.into()))
     }
 }
 
 impl From<u32> for Idx {
     fn from(c: u32) -> Idx {
-        Idx(Index::Const(c.into()))
+        intern(Index::Const(c.into()))
     }
 }
 
 impl From<usize> for Idx {
     /// Sizes beyond `i64::MAX` do not occur in tensors; they saturate.
     fn from(c: usize) -> Idx {
-        Idx(Index::Const(i64::try_from(c).unwrap_or(i64::MAX)))
+        intern(Index::Const(i64::try_from(c).unwrap_or(i64::MAX)))
     }
 }
 
@@ -149,7 +175,7 @@ macro_rules! index_operator {
         impl<T: Into<Idx>> $Trait<T> for &Idx {
             type Output = Idx;
             fn $method(self, rhs: T) -> Idx {
-                combine(self.clone(), rhs.into(), $node, $fold)
+                combine(*self, rhs.into(), $node, $fold)
             }
         }
 
@@ -168,7 +194,7 @@ macro_rules! index_operator {
             impl $Trait<&Idx> for $int {
                 type Output = Idx;
                 fn $method(self, rhs: &Idx) -> Idx {
-                    combine(Idx::from(self), rhs.clone(), $node, $fold)
+                    combine(Idx::from(self), *rhs, $node, $fold)
                 }
             }
         )*
@@ -191,8 +217,8 @@ index_operator!(Rem, rem, Index::Rem, |a: i64, b: i64| {
 /// ```
 /// use pto_op::kernel::{Idx, IntoOffsets};
 /// let r0 = Idx::program_id() * 8;
-/// assert_eq!((r0.clone(), 0).into_offsets(), vec![r0.clone(), Idx::from(0)]);
-/// assert_eq!([r0.clone(), 0.into()].into_offsets().len(), 2);
+/// assert_eq!((r0, 0).into_offsets(), vec![r0, Idx::from(0)]);
+/// assert_eq!([r0, 0.into()].into_offsets().len(), 2);
 /// assert_eq!([0, 16].into_offsets()[1].as_const(), Some(16));
 /// ```
 pub trait IntoOffsets {
@@ -245,7 +271,7 @@ mod tests {
         let pid = Idx::program_id();
         assert_eq!((Idx::from(3) * 4 + 1).as_const(), Some(13));
         assert_eq!((Idx::from(-7) % 2).as_const(), Some(1));
-        assert_eq!((2 * pid.clone()).eval(5, &[]), 10);
+        assert_eq!((2 * pid).eval(5, &[]), 10);
         assert_eq!(
             (Idx::from(1) / 0).index(),
             &Index::Div(Box::new(Index::Const(1)), Box::new(Index::Const(0)))

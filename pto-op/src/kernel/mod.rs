@@ -18,7 +18,7 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{Global, Kernel};
+pub use builder::{Global, Kernel, UNKNOWN_DEVICE_CORES};
 pub use idx::{Idx, IntoOffsets};
 pub use tile::{IntoOperand, IntoScalar, Tile, TileOrScalar};
 pub use validate::ValidProgram;

@@ -62,10 +62,10 @@ pub fn row_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
 
     // pid -> (outer index, block): the outer index is decomposed over the outer axes.
     let pid = k.program_id();
-    let mut outer_index = pid.clone() / blocks;
+    let mut outer_index = pid / blocks;
     let mut offsets: Vec<Idx> = Vec::with_capacity(dims.len());
     for &size in outer.iter().rev() {
-        offsets.push(outer_index.clone() % size);
+        offsets.push(outer_index % size);
         outer_index = outer_index / size;
     }
     offsets.reverse();

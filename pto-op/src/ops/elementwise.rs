@@ -146,7 +146,7 @@ fn load_broadcast(k: &mut Kernel, x: &Global, tiles: &RowTiles) -> Result<Tile, 
         .map(|(axis, &dim)| match dim {
             1 => (Idx::from(0), 1),
             _ => (
-                tiles.offsets[skipped + axis].clone(),
+                tiles.offsets[skipped + axis],
                 tiles.shape[skipped + axis],
             ),
         })

@@ -205,7 +205,7 @@ fn nested_folds_trace_into_nested_loops() -> Result<(), OpError> {
     let rows = k.fold(4, &[], |k, r, _| {
         let zero = k.full([16, 1], DType::F32, 0.0);
         let total = k.fold(4, &[zero], |k, c, acc| {
-            let t = k.load(&x, (r.clone() * 16, c * 16), [16, 16])?;
+            let t = k.load(&x, (r * 16, c * 16), [16, 16])?;
             Ok(vec![&acc[0] + t.sum(-1)])
         })?;
         k.store(&y, (r * 16, 0), &total[0])?;
