@@ -181,11 +181,7 @@ pub mod flash_attention {
         // key beyond s_kv. Keys at or below it are kept.
         let last_key = s_kv.saturating_sub(1) as f64;
         let limit = match (p.causal, s_kv % bk != 0) {
-            (true, _) => Some(
-                kernel
-                    .iota([bq, 1], 0, q0, DType::F32)
-                    .min(last_key),
-            ),
+            (true, _) => Some(kernel.iota([bq, 1], 0, q0, DType::F32).min(last_key)),
             (false, true) => Some(kernel.full([bq, 1], DType::F32, last_key)),
             (false, false) => None,
         };

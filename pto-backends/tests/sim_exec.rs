@@ -279,6 +279,97 @@ fn unary_ops_and_integer_casts() {
 }
 
 #[test]
+fn math_functions_against_hand_computed_values() {
+    let xs = [-1.5f32, -0.25, 0.0, 2.0];
+    let cases: [(UnaryOp, [f32; 4]); 6] = [
+        (UnaryOp::Floor, [-2.0, -1.0, 0.0, 2.0]),
+        (UnaryOp::Ceil, [-1.0, -0.0, 0.0, 2.0]),
+        (UnaryOp::Exp2, [0.353_553_38, 0.840_896_4, 1.0, 4.0]),
+        (UnaryOp::Sin, [-0.997_495, -0.247_404, 0.0, 0.909_297_4]),
+        (UnaryOp::Cos, [0.070_737_2, 0.968_912_4, 1.0, -0.416_146_84]),
+        (UnaryOp::Erf, [-0.966_105_1, -0.276_326_4, 0.0, 0.995_322_3]),
+    ];
+    for (op, expected) in cases {
+        let mut b = Builder::new("t.math", 1);
+        let x = b.input("x", &[4], DType::F32);
+        let y = b.output("y", &[4], DType::F32);
+        let t = b.tile(&[4], DType::F32, MemLevel::Ub);
+        let r = b.tile(&[4], DType::F32, MemLevel::Ub);
+        b.push(load(t, x, vec![c(0)], 0.0));
+        b.push(Inst::Unary { dst: r, op, src: t });
+        b.push(store(y, vec![c(0)], r));
+        let got = out(&b.finish(), &[&f32s(&[4], &xs)]);
+        for (g, e) in got.iter().zip(expected) {
+            assert!(
+                (g - e).abs() <= 3e-7,
+                "{op:?}: got {got:?}, expected {expected:?}"
+            );
+        }
+    }
+    // log2 and pow of a tile by a scalar, both ways round.
+    let mut b = Builder::new("t.pow", 1);
+    let x = b.input("x", &[3], DType::F32);
+    let y = b.output("y", &[3], DType::F32);
+    let t = b.tile(&[3], DType::F32, MemLevel::Ub);
+    let (p, q, l, s) = (
+        b.tile(&[3], DType::F32, MemLevel::Ub),
+        b.tile(&[3], DType::F32, MemLevel::Ub),
+        b.tile(&[3], DType::F32, MemLevel::Ub),
+        b.tile(&[3], DType::F32, MemLevel::Ub),
+    );
+    b.push(load(t, x, vec![c(0)], 0.0));
+    b.push(binary(p, BinaryOp::Pow, tile(t), scalar(2.0)));
+    b.push(binary(q, BinaryOp::Pow, scalar(2.0), tile(t)));
+    b.push(Inst::Unary {
+        dst: l,
+        op: UnaryOp::Log2,
+        src: q,
+    });
+    b.push(binary(s, BinaryOp::Add, tile(p), tile(l)));
+    b.push(store(y, vec![c(0)], s));
+    // x^2 + log2(2^x) = x^2 + x.
+    assert_eq!(
+        out(&b.finish(), &[&f32s(&[3], &[0.5, 3.0, -2.0])]),
+        vec![0.75, 12.0, 2.0]
+    );
+}
+
+#[test]
+fn rem_takes_the_sign_of_the_dividend_and_mod_that_of_the_divisor() {
+    let a = [7.0f32, -7.0, 7.0, -7.0, 6.0, 5.0];
+    let d = [3.0f32, 3.0, -3.0, -3.0, 3.0, 0.0];
+    for dtype in [DType::I32, DType::F32] {
+        for (op, expected) in [
+            (BinaryOp::Rem, [1.0f32, -1.0, 1.0, -1.0, 0.0, f32::NAN]),
+            (BinaryOp::Mod, [1.0f32, 2.0, -2.0, -1.0, 0.0, f32::NAN]),
+        ] {
+            let mut b = Builder::new("t.rem", 1);
+            let x = b.input("x", &[6], dtype);
+            let y = b.input("y", &[6], dtype);
+            let z = b.output("z", &[6], dtype);
+            let (tx, ty, tz) = (
+                b.tile(&[6], dtype, MemLevel::Ub),
+                b.tile(&[6], dtype, MemLevel::Ub),
+                b.tile(&[6], dtype, MemLevel::Ub),
+            );
+            b.push(load(tx, x, vec![c(0)], 0.0));
+            b.push(load(ty, y, vec![c(0)], 0.0));
+            b.push(binary(tz, op, tile(tx), tile(ty)));
+            b.push(store(z, vec![c(0)], tz));
+            let inputs = [f32s(&[6], &a).cast(dtype), f32s(&[6], &d).cast(dtype)];
+            let got = out(&b.finish(), &[&inputs[0], &inputs[1]]);
+            assert_eq!(got[..5], expected[..5], "{op:?} on {dtype}");
+            // By zero: NaN for floats, which an integer dtype rounds to 0.
+            if dtype == DType::I32 {
+                assert_eq!(got[5], 0.0, "{op:?} on {dtype}");
+            } else {
+                assert!(got[5].is_nan(), "{op:?} on {dtype}: {}", got[5]);
+            }
+        }
+    }
+}
+
+#[test]
 fn inputs_that_do_not_match_the_globals_are_named() {
     let mut b = Builder::new("t.inputs", 1);
     let x = b.input("x", &[4], DType::F16);

@@ -65,9 +65,10 @@ pub struct CopyRates {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VectorCosts {
-    /// Add, mul, max, compare, select, cast, fill.
+    /// Add, mul, max, compare, select, cast, fill, floor, ceil.
     pub simple: f64,
-    /// Exp, ln, sqrt, rsqrt, tanh, sigmoid, gelu, silu, division.
+    /// Exp, exp2, ln, log2, sqrt, rsqrt, tanh, sigmoid, gelu, silu, sin, cos, erf,
+    /// division, pow, rem, mod.
     pub transcendental: f64,
     /// Reductions, per repeat of the input.
     pub reduce: f64,

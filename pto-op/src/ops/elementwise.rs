@@ -145,10 +145,7 @@ fn load_broadcast(k: &mut Kernel, x: &Global, tiles: &RowTiles) -> Result<Tile, 
         .enumerate()
         .map(|(axis, &dim)| match dim {
             1 => (Idx::from(0), 1),
-            _ => (
-                tiles.offsets[skipped + axis],
-                tiles.shape[skipped + axis],
-            ),
+            _ => (tiles.offsets[skipped + axis], tiles.shape[skipped + axis]),
         })
         .unzip();
     k.load(x, offsets, shape)

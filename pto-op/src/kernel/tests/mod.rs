@@ -3,6 +3,7 @@
 
 mod builder;
 mod generate;
+mod math;
 mod text;
 mod validate;
 
@@ -23,7 +24,7 @@ pub(super) fn rms_norm() -> Result<ValidProgram, OpError> {
     let tr = 8;
     k.grid(rows.div_ceil(tr))?;
     let r0 = k.program_id() * tr;
-    let xt = k.load(&x, (r0.clone(), 0), [tr, cols])?.cast(DType::F32);
+    let xt = k.load(&x, (r0, 0), [tr, cols])?.cast(DType::F32);
     let inv = (xt.square().mean(-1) + 1e-6).rsqrt();
     let g = k.load(&gamma, [0], [cols])?.cast(DType::F32);
     k.store(&y, (r0, 0), &(xt * inv * g).cast(y.dtype()))?;
