@@ -45,7 +45,7 @@ pub mod wrong_kernel {
         let (rows, cols) = x.dims2()?;
         k.grid(rows.div_ceil(8))?;
         let r0 = k.program_id() * 8;
-        let t = k.load(x, (r0.clone(), 0), [8, cols])?;
+        let t = k.load(x, (r0, 0), [8, cols])?;
         k.store(y, (r0, 0), &(t * 2.02))
     }
 }

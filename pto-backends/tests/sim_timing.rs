@@ -338,7 +338,7 @@ pub mod scale {
         let (rows, cols) = x.dims2()?;
         k.grid(rows.div_ceil(8))?;
         let r0 = k.program_id() * 8;
-        let tile = k.load(x, (r0.clone(), 0), [8, cols])?;
+        let tile = k.load(x, (r0, 0), [8, cols])?;
         k.store(y, (r0, 0), &(tile * 2.0))
     }
 }

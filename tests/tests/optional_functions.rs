@@ -31,7 +31,7 @@ pub mod full {
         let tr = p.block_rows as usize;
         k.grid(rows.div_ceil(tr))?;
         let r0 = k.program_id() * tr;
-        let xt = k.load(x, (r0.clone(), 0), [tr, cols])?.cast(DType::F32);
+        let xt = k.load(x, (r0, 0), [tr, cols])?.cast(DType::F32);
         k.store(y, (r0, 0), &(xt + 1.0).cast(y.dtype()))
     }
 

@@ -61,7 +61,7 @@ pub mod scaled_tanh {
         let block = 16.min(*rows);
         k.grid(rows.div_ceil(block))?;
         let r0 = k.program_id() * block;
-        let xt = k.load(x, (r0.clone(), 0), [block, *cols])?.cast(DType::F32);
+        let xt = k.load(x, (r0, 0), [block, *cols])?.cast(DType::F32);
         let y_tile = ((xt * (1.0 / p.alpha)).tanh() * p.alpha).cast(y.dtype());
         k.store(y, (r0, 0), &y_tile)
     }

@@ -47,19 +47,19 @@ pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Resul
     let col_tiles = n.div_ceil(tn);
     k.grid(m.div_ceil(tm) * col_tiles)?;
     let pid = k.program_id();
-    let r0 = (pid.clone() / col_tiles) * tm;
+    let r0 = (pid / col_tiles) * tm;
     let c0 = (pid % col_tiles) * tn;
 
     // The first K step starts the L0C accumulator (there is no zero-filled L0C tile); the
     // fold carries it through the rest.
-    let a0 = k.load_l1(a, (r0.clone(), 0), [tm, tk])?;
-    let b0 = k.load_l1(b, (0, c0.clone()), [tk, tn])?;
+    let a0 = k.load_l1(a, (r0, 0), [tm, tk])?;
+    let b0 = k.load_l1(b, (0, c0), [tk, tn])?;
     let first = k.matmul(&a0, &b0, None, false)?;
     let k_steps = depth.div_ceil(tk).max(1);
     let acc = k.fold(k_steps - 1, &[first], |k, step, carried| {
         let k0 = (step + 1) * tk;
-        let at = k.load_l1(a, (r0.clone(), k0.clone()), [tm, tk])?;
-        let bt = k.load_l1(b, (k0, c0.clone()), [tk, tn])?;
+        let at = k.load_l1(a, (r0, k0), [tm, tk])?;
+        let bt = k.load_l1(b, (k0, c0), [tk, tn])?;
         Ok(vec![k.matmul(&at, &bt, Some(&carried[0]), false)?])
     })?;
     k.store(y, (r0, c0), &acc[0].to_ub(y.dtype()))

@@ -62,7 +62,10 @@ fn every_function_traces_prints_and_parses_back() -> Result<(), OpError> {
             "kernel t grid 1\n%0: f32[4]@ub = full 1.0\n%1: f32[4]@ub = unary {} %0\n",
             op.name()
         );
-        let Inst::Unary { op: parsed, .. } = parse(&line).expect(op.name()).body[1] else {
+        let Inst::Unary { op: parsed, .. } = parse(&line)
+            .unwrap_or_else(|e| panic!("{}: {e}", op.name()))
+            .body[1]
+        else {
             panic!("not a unary: {line}")
         };
         assert_eq!(parsed, op);
@@ -72,7 +75,10 @@ fn every_function_traces_prints_and_parses_back() -> Result<(), OpError> {
             "kernel t grid 1\n%0: f32[4]@ub = full 1.0\n%1: f32[4]@ub = binary {} %0, 2.0\n",
             op.name()
         );
-        let Inst::Binary { op: parsed, .. } = parse(&line).expect(op.name()).body[1] else {
+        let Inst::Binary { op: parsed, .. } = parse(&line)
+            .unwrap_or_else(|e| panic!("{}: {e}", op.name()))
+            .body[1]
+        else {
             panic!("not a binary: {line}")
         };
         assert_eq!(parsed, op);

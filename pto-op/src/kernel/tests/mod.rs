@@ -40,12 +40,12 @@ pub(super) fn matmul_k_loop() -> Result<ValidProgram, OpError> {
     let (tm, tk) = (32, 32);
     k.grid(2)?;
     let m0 = k.program_id() * tm;
-    let a0 = k.load_l1(&a, (m0.clone(), 0), [tm, tk])?;
+    let a0 = k.load_l1(&a, (m0, 0), [tm, tk])?;
     let b0 = k.load_l1(&b, [0, 0], [tk, 32])?;
     let first = k.matmul(&a0, &b0, None, false)?;
     let sum = k.fold(128 / tk - 1, &[first], |k, i, acc| {
         let k0 = (i + 1) * tk;
-        let at = k.load_l1(&a, (m0.clone(), k0.clone()), [tm, tk])?;
+        let at = k.load_l1(&a, (m0, k0), [tm, tk])?;
         let bt = k.load_l1(&b, (k0, 0), [tk, 32])?;
         Ok(vec![k.matmul(&at, &bt, Some(&acc[0]), false)?])
     })?;
@@ -64,7 +64,7 @@ pub(super) fn causal_attention() -> Result<ValidProgram, OpError> {
     let (tq, tk, d) = (16, 32, 32);
     k.grid(64 / tq)?;
     let q0 = k.program_id() * tq;
-    let qt = k.load_l1(&q, (q0.clone(), 0), [tq, d])?;
+    let qt = k.load_l1(&q, (q0, 0), [tq, d])?;
     let m = k.full([tq, 1], DType::F32, f64::NEG_INFINITY);
     let l = k.full([tq, 1], DType::F32, 0.0);
     let acc = k.full([tq, d], DType::F32, 0.0);
@@ -72,10 +72,10 @@ pub(super) fn causal_attention() -> Result<ValidProgram, OpError> {
     let carried = k.fold(64 / tk, &[m, l, acc], |k, i, c| {
         let (m, l, acc) = (&c[0], &c[1], &c[2]);
         let k0 = i * tk;
-        let kt = k.load_l1(&keys, (k0.clone(), 0), [tk, d])?;
+        let kt = k.load_l1(&keys, (k0, 0), [tk, d])?;
         let s = k.matmul(&qt, &kt, None, true)?.to_ub(DType::F32) * scale;
-        let rows = k.iota([tq, tk], 0, q0.clone(), DType::I32);
-        let cols = k.iota([tq, tk], -1, k0.clone(), DType::I32);
+        let rows = k.iota([tq, tk], 0, q0, DType::I32);
+        let cols = k.iota([tq, tk], -1, k0, DType::I32);
         let s = Tile::select(&cols.le(&rows), &s, f64::NEG_INFINITY);
         let m_new = m.max(s.max_axis(-1));
         let p = (&s - &m_new).exp();
