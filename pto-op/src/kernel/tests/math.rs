@@ -107,13 +107,8 @@ fn float_functions_reject_integers_and_rem_mod_take_them() {
         assert_eq!(
             message(k.finish()),
             format!(
-                "op `t.int`: {what}: {name} needs a float dtype, got i32{}: \
-                 cast with `.cast(DType::F32)` first",
-                if what.starts_with("unary") {
-                    "[8]@ub"
-                } else {
-                    ""
-                }
+                "op `t.int`: {what}: {name} needs a float dtype, got i32[8]@ub: \
+                 cast with `.cast(DType::F32)` first"
             )
         );
     }
