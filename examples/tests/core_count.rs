@@ -60,7 +60,7 @@ fn the_estimator_times_the_kernel_traced_for_its_device() {
     let one_core = def
         .trace_kernel(&[x_type()], &Attributes::default())
         .expect("traces");
-    let single = pto_estimator::pipes::pipeline_seconds(&one_core, &device);
+    let single = pto_estimator::pipes::pipeline_seconds(&one_core, &device).expect("a pipe model");
     assert!(
         on_device * 4.0 < single,
         "24 cores ({on_device} s) should beat one ({single} s) by far"

@@ -26,7 +26,7 @@ fn every_function() -> Result<Program, OpError> {
     let unary = t.sin() + t.cos() + t.floor() + t.ceil() + t.erf() + t.exp2() + t.abs().log2();
     let binary = t.pow(2.0) + t.exp_base(10.0) + t.rem(0.75) + t.modulo(&t) + &t % 3.0;
     k.store(&y, [0, 0], &(unary + binary))?;
-    k.finish()
+    Ok(k.finish()?.into_program())
 }
 
 fn all_insts(program: &Program) -> Vec<&Inst> {
