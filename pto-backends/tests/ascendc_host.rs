@@ -321,3 +321,39 @@ fn a_vector_loop_double_buffers_its_loads_and_matches_the_simulator() {
         .expect("comparable");
     assert!(comparison.passed(), "{comparison}");
 }
+
+#[test]
+fn math_functions_the_lowering_lacks_are_refused_by_name() {
+    use pto_op::{Kernel, Tile};
+
+    type Make = fn(&Tile) -> Tile;
+    let functions: [(&str, &str, Make); 10] = [
+        ("sin", "unary", Tile::sin),
+        ("cos", "unary", Tile::cos),
+        ("floor", "unary", Tile::floor),
+        ("ceil", "unary", Tile::ceil),
+        ("erf", "unary", Tile::erf),
+        ("exp2", "unary", Tile::exp2),
+        ("log2", "unary", Tile::log2),
+        ("pow", "binary", |t| t.pow(2.0)),
+        ("rem", "binary", |t| t % 3.0),
+        ("mod", "binary", |t| t.modulo(3.0)),
+    ];
+    for (name, mnemonic, make) in functions {
+        let mut k = Kernel::new("test.math");
+        let x = k.input("x", Shape::from([8, 64]), DType::F32);
+        let y = k.output("y", Shape::from([8, 64]), DType::F32);
+        let t = k.load(&x, [0, 0], [8, 64]).expect("loads");
+        k.store(&y, [0, 0], &make(&t)).expect("stores");
+        let program = k.finish().expect("a program");
+        let err = pto_backends::ascendc::lower_program(&program, "x", Soc::Kirin9030, &profile())
+            .expect_err(name);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "op `test.math`: inst 1 ({mnemonic}): {name} is not lowered to Ascend C yet \
+                 (the simulator and the CPU reference run it) on kirin9030 (dav-l311)"
+            )
+        );
+    }
+}
