@@ -2255,6 +2255,7 @@ __aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const Lo
 /// Ascend C host subset has no call for it.
 fn not_lowered_yet(function: &str) -> String {
     format!(
-        "{function} is not lowered to Ascend C yet (the simulator and the CPU reference run it)"
+        "{}: {function} (the simulator and the CPU reference run it)",
+        super::NOT_LOWERED_YET
     )
 }
