@@ -68,7 +68,7 @@ pub fn execute(program: &ValidProgram, inputs: &[&Tensor]) -> Result<Vec<Tensor>
     for program_id in 0..program.grid {
         machine.program_id = program_id as i64;
         machine.env.iter_mut().for_each(|slot| *slot = None);
-        machine.run_body(&program.body);
+        machine.run_body(&program.body)?;
     }
     Ok(program
         .globals
@@ -187,10 +187,11 @@ enum Arg<'a> {
 }
 
 impl Machine<'_> {
-    fn run_body(&mut self, body: &[Inst]) {
+    fn run_body(&mut self, body: &[Inst]) -> Result<(), SimError> {
         for inst in body {
-            self.run(inst);
+            self.run(inst)?;
         }
+        Ok(())
     }
 
     /// The value of `tile`: a valid program defines every tile before it reads it.
@@ -224,11 +225,18 @@ impl Machine<'_> {
         }
     }
 
-    fn offsets(&self, offsets: &[Index]) -> Vec<i64> {
-        offsets
-            .iter()
-            .map(|i| i.eval(self.program_id, &self.vars))
-            .collect()
+    fn offsets(&self, offsets: &[Index]) -> Result<Vec<i64>, SimError> {
+        offsets.iter().map(|i| self.eval(i)).collect()
+    }
+
+    /// The value of an index here, checked.
+    fn eval(&self, index: &Index) -> Result<i64, SimError> {
+        index
+            .eval(self.program_id, &self.vars)
+            .map_err(|source| SimError::IndexOverflow {
+                op: self.program.op.clone(),
+                source,
+            })
     }
 
     /// Gives `tile` an already rounded value (loop params and results).
@@ -241,7 +249,7 @@ impl Machine<'_> {
         self.env[tile.0 as usize] = Some(Rc::new(data));
     }
 
-    fn run(&mut self, inst: &Inst) {
+    fn run(&mut self, inst: &Inst) -> Result<(), SimError> {
         let program = self.program;
         let ty = |t: TileId| program.tile_type(t);
         match inst {
@@ -252,7 +260,7 @@ impl Machine<'_> {
                 pad,
             } => {
                 let dst_ty = ty(*dst);
-                let offsets = self.offsets(offsets);
+                let offsets = self.offsets(offsets)?;
                 let global = &self.globals[src.0 as usize];
                 let data = load(
                     global,
@@ -269,7 +277,7 @@ impl Machine<'_> {
                 }
             }
             Inst::Store { dst, offsets, src } => {
-                let offsets = self.offsets(offsets);
+                let offsets = self.offsets(offsets)?;
                 let value = self.shared(*src);
                 store(&mut self.globals[dst.0 as usize], &offsets, &value)
             }
@@ -281,7 +289,7 @@ impl Machine<'_> {
             }
             Inst::Iota { dst, axis, start } => {
                 let dst_ty = ty(*dst);
-                let start = start.eval(self.program_id, &self.vars) as f32;
+                let start = self.eval(start)? as f32;
                 let axis = *axis;
                 let data = ArrayD::from_shape_fn(IxDyn(&dst_ty.shape), |i| start + i[axis] as f32);
                 let dtype = dst_ty.dtype;
@@ -393,7 +401,7 @@ impl Machine<'_> {
                     for (param, value) in params.iter().zip(carried.drain(..)) {
                         self.bind(*param, value);
                     }
-                    self.run_body(body);
+                    self.run_body(body)?;
                     carried = yields.iter().map(|t| self.shared(*t)).collect();
                 }
                 for (result, value) in results.iter().zip(carried) {
@@ -401,6 +409,7 @@ impl Machine<'_> {
                 }
             }
         }
+        Ok(())
     }
 
     /// `a @ b (+ acc)`: a valid program gives matrices whose inner dimensions agree and an

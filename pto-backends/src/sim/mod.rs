@@ -70,6 +70,16 @@ pub enum SimError {
         /// What is unsupported, with the instruction where there is one.
         message: String,
     },
+    /// An index of the program does not fit in an `i64` when it runs (a validated program
+    /// never overflows; this guards the arithmetic all the same).
+    #[error("op `{op}`: {source}")]
+    IndexOverflow {
+        /// The op.
+        op: String,
+        /// The overflowing step.
+        #[source]
+        source: pto_op::kernel::ir::IndexOverflow,
+    },
     /// A trace could not be written.
     #[error("writing {path}: {message}")]
     Io {

@@ -19,7 +19,7 @@ use super::ir::Index;
 /// use pto_op::kernel::{Idx, ir::Index};
 /// let pid = Idx::program_id();
 /// let row = pid * 8 + 2;
-/// assert_eq!(row.eval(3, &[]), 26);
+/// assert_eq!(row.eval(3, &[]), Ok(26));
 /// assert_eq!((Idx::from(7) / 2).index(), &Index::Const(3));
 /// assert_eq!(Idx::from(10).min(4).max(Idx::from(5)).as_const(), Some(5));
 /// assert_eq!((Idx::program_id() * 1 + 0).index(), &Index::ProgramId);
@@ -69,7 +69,11 @@ impl Idx {
     }
 
     /// The value for one program id and loop-variable values (see [`Index::eval`]).
-    pub fn eval(&self, program_id: i64, vars: &[i64]) -> i64 {
+    ///
+    /// # Errors
+    ///
+    /// [`IndexOverflow`](super::ir::IndexOverflow) when a step does not fit in an `i64`.
+    pub fn eval(&self, program_id: i64, vars: &[i64]) -> Result<i64, super::ir::IndexOverflow> {
         self.0.eval(program_id, vars)
     }
 
@@ -271,12 +275,12 @@ mod tests {
         let pid = Idx::program_id();
         assert_eq!((Idx::from(3) * 4 + 1).as_const(), Some(13));
         assert_eq!((Idx::from(-7) % 2).as_const(), Some(1));
-        assert_eq!((2 * pid).eval(5, &[]), 10);
+        assert_eq!((2 * pid).eval(5, &[]), Ok(10));
         assert_eq!(
             (Idx::from(1) / 0).index(),
             &Index::Div(Box::new(Index::Const(1)), Box::new(Index::Const(0)))
         );
         assert_eq!((Idx::from(i64::MAX) + 1).as_const(), None);
-        assert_eq!((&pid - 1usize).eval(0, &[]), -1);
+        assert_eq!((&pid - 1usize).eval(0, &[]), Ok(-1));
     }
 }

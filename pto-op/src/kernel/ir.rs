@@ -167,43 +167,55 @@ pub enum Index {
     Max(Box<Index>, Box<Index>),
 }
 
+/// An index whose value does not fit in an `i64` (see [`Index::eval`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("index arithmetic overflows: {lhs} {op} {rhs} does not fit in an i64")]
+pub struct IndexOverflow {
+    /// The operation (`+`, `-`, `*`, `/`, `%`).
+    pub op: &'static str,
+    /// The left operand's value.
+    pub lhs: i64,
+    /// The right operand's value.
+    pub rhs: i64,
+}
+
 impl Index {
     /// The value for one program id and loop-variable values (`vars[v]` for `VarId(v)`).
-    /// Division by zero gives 0: a validated program never divides by zero.
-    pub fn eval(&self, program_id: i64, vars: &[i64]) -> i64 {
-        let bin = |a: &Index, b: &Index| (a.eval(program_id, vars), b.eval(program_id, vars));
+    /// Division by zero gives 0: a validated program never divides by the constant 0.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexOverflow`] when a step does not fit in an `i64` (`i64::MIN / -1`, a product
+    /// past 2^63). Validation refuses programs whose indices can overflow for any program
+    /// id and loop-variable values they run with, so a validated program never sees this.
+    pub fn eval(&self, program_id: i64, vars: &[i64]) -> Result<i64, IndexOverflow> {
+        let checked = |op: &'static str, a: &Index, b: &Index, f: fn(i64, i64) -> Option<i64>| {
+            let (lhs, rhs) = (a.eval(program_id, vars)?, b.eval(program_id, vars)?);
+            f(lhs, rhs).ok_or(IndexOverflow { op, lhs, rhs })
+        };
         match self {
-            Index::Const(c) => *c,
-            Index::ProgramId => program_id,
-            Index::Var(v) => vars.get(v.0 as usize).copied().unwrap_or(0),
-            Index::Add(a, b) => {
-                let (a, b) = bin(a, b);
-                a.wrapping_add(b)
-            }
-            Index::Sub(a, b) => {
-                let (a, b) = bin(a, b);
-                a.wrapping_sub(b)
-            }
-            Index::Mul(a, b) => {
-                let (a, b) = bin(a, b);
-                a.wrapping_mul(b)
-            }
-            Index::Div(a, b) => {
-                let (a, b) = bin(a, b);
-                if b == 0 { 0 } else { a.div_euclid(b) }
-            }
-            Index::Rem(a, b) => {
-                let (a, b) = bin(a, b);
-                if b == 0 { 0 } else { a.rem_euclid(b) }
-            }
-            Index::Min(a, b) => {
-                let (a, b) = bin(a, b);
-                a.min(b)
-            }
-            Index::Max(a, b) => {
-                let (a, b) = bin(a, b);
-                a.max(b)
-            }
+            Index::Const(c) => Ok(*c),
+            Index::ProgramId => Ok(program_id),
+            Index::Var(v) => Ok(vars.get(v.0 as usize).copied().unwrap_or(0)),
+            Index::Add(a, b) => checked("+", a, b, i64::checked_add),
+            Index::Sub(a, b) => checked("-", a, b, i64::checked_sub),
+            Index::Mul(a, b) => checked("*", a, b, i64::checked_mul),
+            Index::Div(a, b) => checked("/", a, b, |a, b| {
+                if b == 0 {
+                    Some(0)
+                } else {
+                    a.checked_div_euclid(b)
+                }
+            }),
+            Index::Rem(a, b) => checked("%", a, b, |a, b| {
+                if b == 0 {
+                    Some(0)
+                } else {
+                    a.checked_rem_euclid(b)
+                }
+            }),
+            Index::Min(a, b) => checked("min", a, b, |a, b| Some(a.min(b))),
+            Index::Max(a, b) => checked("max", a, b, |a, b| Some(a.max(b))),
         }
     }
 }
@@ -850,11 +862,20 @@ mod tests {
             )),
             Box::new(Index::Var(VarId(1))),
         );
-        assert_eq!(i.eval(3, &[0, 5]), 29);
+        assert_eq!(i.eval(3, &[0, 5]), Ok(29));
         let d = Index::Div(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
-        assert_eq!(d.eval(0, &[]), -4);
+        assert_eq!(d.eval(0, &[]), Ok(-4));
         let r = Index::Rem(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
-        assert_eq!(r.eval(0, &[]), 1);
+        assert_eq!(r.eval(0, &[]), Ok(1));
+        let c = |v| Box::new(Index::Const(v));
+        let overflow = Index::Div(c(i64::MIN), c(-1));
+        assert_eq!(
+            overflow.eval(0, &[]).unwrap_err().to_string(),
+            "index arithmetic overflows: -9223372036854775808 / -1 does not fit in an i64"
+        );
+        assert!(Index::Rem(c(i64::MIN), c(-1)).eval(0, &[]).is_err());
+        assert!(Index::Mul(c(1 << 40), c(1 << 40)).eval(0, &[]).is_err());
+        assert!(Index::Sub(c(i64::MIN), c(1)).eval(0, &[]).is_err());
     }
 
     #[test]

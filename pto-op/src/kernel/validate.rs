@@ -23,7 +23,12 @@
 //!   when `transpose_b`) in L0B, result and accumulator f32 `[m, n]` in L0C;
 //! - L0A/L0B/L0C tiles are rank 2 with dims that are multiples of 16 (the cube fractal);
 //! - every tile has dims of at least 1; index divisions by the constant 0 are errors (a
-//!   symbolic divisor is allowed; where it is 0, [`Index::eval`] gives 0).
+//!   symbolic divisor is allowed; where it is 0, [`Index::eval`] gives 0);
+//! - limits that keep hostile programs from crashing the tools: loops nest at most
+//!   [`MAX_LOOP_DEPTH`] deep, index expressions at most [`MAX_INDEX_DEPTH`] deep, no index
+//!   can overflow an `i64` for any program id in `0..grid` and loop-variable values in
+//!   `0..count` (checked with interval arithmetic), a tile holds at most [`MAX_TILE_BYTES`]
+//!   and a global's byte size fits in an `isize`; `vars` is at most the number of loops.
 
 use core::fmt;
 
@@ -37,6 +42,18 @@ use super::ir::{
 
 /// The side of a cube fractal: L0 tiles have dims that are multiples of it.
 pub const CUBE_FRACTAL: usize = 16;
+
+/// How deep loops may nest (real kernels nest a handful; the limit keeps every recursive
+/// pass over a program within its stack).
+pub const MAX_LOOP_DEPTH: usize = 16;
+
+/// How deep an index expression may nest, counting each operation and parenthesis (a flat
+/// sum of `n` terms is `n - 1` deep).
+pub const MAX_INDEX_DEPTH: usize = 64;
+
+/// The largest tile, in bytes: far above any on-core buffer, small enough that its size
+/// arithmetic cannot overflow.
+pub const MAX_TILE_BYTES: u64 = 1 << 32;
 
 /// A program that breaks a rule of the tile language.
 ///
@@ -86,6 +103,55 @@ pub enum Rule {
         var: u32,
         /// The program's `vars`.
         vars: u32,
+    },
+    /// More loop variables than loops.
+    #[error("vars = {vars}, but the program has only {loops} loop(s) to define them")]
+    TooManyVars {
+        /// The program's `vars`.
+        vars: u32,
+        /// How many loops the program has.
+        loops: usize,
+    },
+    /// Loops nested deeper than [`MAX_LOOP_DEPTH`].
+    #[error("loops nest {depth} deep: at most {MAX_LOOP_DEPTH} are allowed")]
+    LoopTooDeep {
+        /// The depth reached.
+        depth: usize,
+    },
+    /// An index expression nested deeper than [`MAX_INDEX_DEPTH`].
+    #[error("an index expression nests more than {MAX_INDEX_DEPTH} deep")]
+    IndexTooDeep,
+    /// An index step whose value can leave the `i64` range.
+    #[error(
+        "index arithmetic can overflow: `{op}` of a value in [{}, {}] and one in [{}, {}] \
+         does not fit in an i64",
+        lhs.0, lhs.1, rhs.0, rhs.1
+    )]
+    IndexOverflow {
+        /// The operation (`+`, `-`, `*`, `/`, `%`).
+        op: &'static str,
+        /// The range of the left operand's values.
+        lhs: (i64, i64),
+        /// The range of the right operand's values.
+        rhs: (i64, i64),
+    },
+    /// A tile whose byte size exceeds [`MAX_TILE_BYTES`].
+    #[error("{ty}: the tile is larger than {MAX_TILE_BYTES} bytes")]
+    TileTooLarge {
+        /// The type.
+        ty: TileType,
+    },
+    /// A global whose byte size does not fit in an `isize`.
+    #[error("global @{global} `{name}`: {dtype}{shape:?} is too large to address")]
+    GlobalTooLarge {
+        /// The global's id.
+        global: usize,
+        /// Its name.
+        name: String,
+        /// Its dtype.
+        dtype: DType,
+        /// Its shape.
+        shape: Vec<usize>,
     },
     /// An instruction names a tile without a type.
     #[error("{tile} has no type (the program has {tiles} tiles)")]
@@ -663,12 +729,41 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
     if program.grid == 0 {
         return Err(program_error(Rule::EmptyGrid));
     }
+    for (i, global) in program.globals.iter().enumerate() {
+        if byte_size(&global.shape, global.dtype).is_none_or(|b| b > isize::MAX as u64) {
+            return Err(program_error(Rule::GlobalTooLarge {
+                global: i,
+                name: global.name.clone(),
+                dtype: global.dtype,
+                shape: global.shape.clone(),
+            }));
+        }
+    }
+    // Counted without recursion, before `vars` sizes anything.
+    let (mut loops, mut blocks) = (0usize, vec![program.body.as_slice()]);
+    while let Some(block) = blocks.pop() {
+        for inst in block {
+            if let Inst::Loop { body, .. } = inst {
+                loops += 1;
+                blocks.push(body);
+            }
+        }
+    }
+    if program.vars as usize > loops {
+        return Err(program_error(Rule::TooManyVars {
+            vars: program.vars,
+            loops,
+        }));
+    }
+    let grid = i128::try_from(program.grid).unwrap_or(i128::MAX);
     let mut checker = Checker {
         program,
         defined: vec![false; program.tiles.len()],
         visible: vec![false; program.tiles.len()],
         var_defined: vec![false; program.vars as usize],
         var_live: vec![false; program.vars as usize],
+        var_range: vec![(0, 0); program.vars as usize],
+        pid_range: (0, grid.saturating_sub(1).min(i64::MAX as i128)),
         path: Vec::new(),
     };
     checker.block(&program.body)?;
@@ -690,6 +785,10 @@ struct Checker<'p> {
     visible: Vec<bool>,
     var_defined: Vec<bool>,
     var_live: Vec<bool>,
+    /// The values each loop variable takes (its loop's `0..count`, as a closed range).
+    var_range: Vec<(i128, i128)>,
+    /// The program ids, `0..grid` as a closed range.
+    pid_range: (i128, i128),
     path: Vec<usize>,
 }
 
@@ -787,7 +886,8 @@ impl<'p> Checker<'p> {
     }
 
     fn index(&self, index: &Index) -> Result<(), Rule> {
-        check_index(index, &self.var_live)
+        check_index(index, &self.var_live)?;
+        index_range(index, self.pid_range, &self.var_range).map(|_| ())
     }
 
     fn offsets(&self, offsets: &[Index]) -> Result<(), Rule> {
@@ -878,13 +978,26 @@ impl<'p> Checker<'p> {
             }
             Inst::Loop {
                 var,
-                count: _,
+                count,
                 init,
                 params,
                 body,
                 yields,
                 results,
-            } => self.loop_inst(*var, [init, params, yields, results], body, defined),
+            } => {
+                // `path` holds one index per enclosing block: this loop's depth.
+                let depth = self.path.len();
+                if depth > MAX_LOOP_DEPTH {
+                    return Err(Failure::Here(Rule::LoopTooDeep { depth }));
+                }
+                if let Some(range) = self.var_range.get_mut(var.0 as usize) {
+                    let last = i128::try_from(*count)
+                        .unwrap_or(i128::MAX)
+                        .saturating_sub(1);
+                    *range = (0, last.clamp(0, i64::MAX as i128));
+                }
+                self.loop_inst(*var, [init, params, yields, results], body, defined)
+            }
         }
     }
 
@@ -984,9 +1097,17 @@ pub(crate) enum Arg<'a> {
     Scalar,
 }
 
-/// Checks that an index uses only the loop variables live here (`live[v]`) and does not
-/// divide by the constant 0.
+/// Checks that an index uses only the loop variables live here (`live[v]`), does not
+/// divide by the constant 0 and nests at most [`MAX_INDEX_DEPTH`] deep.
 pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), Rule> {
+    check_index_at(index, live, 0)
+}
+
+/// [`check_index`] for a subexpression `depth` deep: the recursion stops at the limit.
+fn check_index_at(index: &Index, live: &[bool], depth: usize) -> Result<(), Rule> {
+    if depth > MAX_INDEX_DEPTH {
+        return Err(Rule::IndexTooDeep);
+    }
     match index {
         Index::Const(_) | Index::ProgramId => Ok(()),
         Index::Var(v) => match live.get(v.0 as usize) {
@@ -1005,10 +1126,99 @@ pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), Rule> {
         | Index::Rem(a, b)
         | Index::Min(a, b)
         | Index::Max(a, b) => {
-            check_index(a, live)?;
-            check_index(b, live)
+            check_index_at(a, live, depth + 1)?;
+            check_index_at(b, live, depth + 1)
         }
     }
+}
+
+/// The closed range of values `index` takes for program ids in `pid` and loop variables in
+/// `vars[v]`, or the first step whose values can leave the `i64` range. Computed in `i128`
+/// (every operand range fits in an `i64`, so no `i128` step overflows); `index` has passed
+/// [`check_index`], so the recursion is at most [`MAX_INDEX_DEPTH`] deep.
+fn index_range(
+    index: &Index,
+    pid: (i128, i128),
+    vars: &[(i128, i128)],
+) -> Result<(i128, i128), Rule> {
+    let fits = |v: i128| i64::try_from(v).is_ok();
+    let narrow = |r: (i128, i128)| (r.0 as i64, r.1 as i64);
+    let (a, b, op) = match index {
+        Index::Const(c) => return Ok((*c as i128, *c as i128)),
+        Index::ProgramId => return Ok(pid),
+        Index::Var(v) => return Ok(vars.get(v.0 as usize).copied().unwrap_or((0, 0))),
+        Index::Add(a, b) => (a, b, "+"),
+        Index::Sub(a, b) => (a, b, "-"),
+        Index::Mul(a, b) => (a, b, "*"),
+        Index::Div(a, b) => (a, b, "/"),
+        Index::Rem(a, b) => (a, b, "%"),
+        Index::Min(a, b) => (a, b, "min"),
+        Index::Max(a, b) => (a, b, "max"),
+    };
+    let (a, b) = (index_range(a, pid, vars)?, index_range(b, pid, vars)?);
+    let hull = |values: &[i128]| {
+        let lo = values.iter().copied().min().unwrap_or(0);
+        let hi = values.iter().copied().max().unwrap_or(0);
+        (lo, hi)
+    };
+    let corners =
+        |f: fn(i128, i128) -> i128| hull(&[f(a.0, b.0), f(a.0, b.1), f(a.1, b.0), f(a.1, b.1)]);
+    let overflow = || Rule::IndexOverflow {
+        op,
+        lhs: narrow(a),
+        rhs: narrow(b),
+    };
+    let result = match index {
+        Index::Add(..) => (a.0 + b.0, a.1 + b.1),
+        Index::Sub(..) => (a.0 - b.1, a.1 - b.0),
+        Index::Mul(..) => corners(|x, y| x * y),
+        Index::Min(..) => (a.0.min(b.0), a.1.min(b.1)),
+        Index::Max(..) => (a.0.max(b.0), a.1.max(b.1)),
+        Index::Div(..) => {
+            // Euclidean division is floor division for a positive divisor and its negation
+            // by `|b|` for a negative one; both are monotone, so the corners of each sign's
+            // part of the divisor range bound it. A zero divisor gives 0.
+            let mut values = Vec::with_capacity(9);
+            if b.0 <= 0 && b.1 >= 0 {
+                values.push(0);
+            }
+            if b.1 >= 1 {
+                let lo = b.0.max(1);
+                for (x, y) in [(a.0, lo), (a.0, b.1), (a.1, lo), (a.1, b.1)] {
+                    values.push(x.div_euclid(y));
+                }
+            }
+            if b.0 <= -1 {
+                let hi = b.1.min(-1);
+                for (x, y) in [(a.0, b.0), (a.0, hi), (a.1, b.0), (a.1, hi)] {
+                    values.push(-x.div_euclid(-y));
+                }
+            }
+            hull(&values)
+        }
+        Index::Rem(..) => {
+            // `i64::MIN % -1` overflows in `i64` although its value, 0, fits.
+            if a.0 == i64::MIN as i128 && b.0 <= -1 && b.1 >= -1 {
+                return Err(overflow());
+            }
+            (0, (b.0.abs().max(b.1.abs()) - 1).max(0))
+        }
+        Index::Const(_) | Index::ProgramId | Index::Var(_) => unreachable!("returned above"),
+    };
+    if fits(result.0) && fits(result.1) {
+        Ok(result)
+    } else {
+        Err(overflow())
+    }
+}
+
+/// The byte size of a `dtype` array of `shape`, when it fits in a `u64`.
+fn byte_size(shape: &[usize], dtype: DType) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(dtype.size_bytes() as u64, |bytes, &d| {
+            bytes.checked_mul(d as u64)
+        })
 }
 
 /// Checks a tile type on its own: non-empty dims, an on-core level, cube-fractal shapes in
@@ -1018,6 +1228,8 @@ pub(crate) fn check_tile(ty: &TileType) -> Result<(), Rule> {
         Rule::TileInGm { ty: ty.clone() }
     } else if ty.shape.contains(&0) {
         Rule::EmptyDim { ty: ty.clone() }
+    } else if byte_size(&ty.shape, ty.dtype).is_none_or(|b| b > MAX_TILE_BYTES) {
+        Rule::TileTooLarge { ty: ty.clone() }
     } else if !matches!(ty.level, MemLevel::L0A | MemLevel::L0B | MemLevel::L0C) {
         return Ok(());
     } else if ty.shape.len() != 2 {

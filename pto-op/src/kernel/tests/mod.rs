@@ -3,6 +3,7 @@
 
 mod builder;
 mod generate;
+mod hostile;
 mod math;
 mod text;
 mod validate;

@@ -102,8 +102,13 @@ fn index_expressions_keep_their_tree() {
             "i0 - (i0 - -3)",
         ),
         (
-            Index::Mul(Box::new(Index::Add(var(0), c(1))), c(i64::MIN)),
-            "(i0 + 1) * -9223372036854775808",
+            // (i0 + 1) * i64::MIN would overflow for i0 = 1, which validation refuses.
+            Index::Mul(Box::new(Index::Add(var(0), c(1))), c(i64::MIN / 2)),
+            "(i0 + 1) * -4611686018427387904",
+        ),
+        (
+            Index::Max(var(0), c(i64::MIN)),
+            "max(i0, -9223372036854775808)",
         ),
         (
             Index::Div(var(0), Box::new(Index::Rem(var(0), c(4)))),

@@ -1,5 +1,6 @@
 //! The parser of the text form: [`parse`] and its [`ParseError`].
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use crate::dtype::DType;
@@ -8,7 +9,7 @@ use super::super::ir::{
     BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Operand, Program,
     ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
-use super::super::validate::{ValidProgram, ValidationError};
+use super::super::validate::{MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, ValidProgram, ValidationError};
 
 /// Why a kernel text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,16 +56,27 @@ pub enum ParseError {
 /// );
 /// ```
 pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with("//")
+        })
+        .collect();
+    // Every tile is defined once, after a `%`, and every loop variable by one `loop` line:
+    // ids past these counts cannot be dense, so they are refused before anything is sized
+    // by them.
+    let max_tiles = text.bytes().filter(|b| *b == b'%').count();
+    let max_vars = lines
+        .iter()
+        .filter(|(_, l)| l.trim_start().starts_with("loop"))
+        .count();
     let mut parser = Parser {
-        lines: text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i + 1, l))
-            .filter(|(_, l)| {
-                let t = l.trim();
-                !t.is_empty() && !t.starts_with("//")
-            })
-            .collect(),
+        lines,
+        max_tiles,
+        max_vars,
         next: 0,
         types: Vec::new(),
         first_use: HashMap::new(),
@@ -86,6 +98,10 @@ pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
 struct Parser<'t> {
     /// Non-blank, non-comment lines with their 1-based numbers.
     lines: Vec<(usize, &'t str)>,
+    /// An upper bound of the number of tiles the text defines (its `%` count).
+    max_tiles: usize,
+    /// An upper bound of the number of loop variables (its `loop` lines).
+    max_vars: usize,
     next: usize,
     /// The type of each tile id and where it was defined.
     types: Vec<Option<(TileType, usize)>>,
@@ -102,7 +118,7 @@ impl<'t> Parser<'t> {
     fn next_line(&mut self) -> Option<Cursor<'t>> {
         let (line, text) = *self.lines.get(self.next)?;
         self.next += 1;
-        Some(Cursor { line, text, pos: 0 })
+        Some(Cursor::new(line, text))
     }
 
     fn end_error(&self, what: &str) -> ParseError {
@@ -180,19 +196,14 @@ impl<'t> Parser<'t> {
 
     /// The tile types by id, once every id `0..N` is defined.
     fn tiles(&mut self) -> Result<Vec<TileType>, ParseError> {
-        let used = self
-            .first_use
-            .keys()
-            .max()
-            .map_or(0, |max| *max as usize + 1);
-        if used > self.types.len() {
-            self.types.resize(used, None);
-        }
-        let undefined = |id: usize| self.types[id].is_none();
+        let undefined = |id: usize| self.types.get(id).is_none_or(Option::is_none);
         // A use of an undefined tile is the likelier typo, so it is reported before a gap.
-        let used_undefined = (0..used)
-            .filter(|id| undefined(*id))
-            .filter_map(|id| Some((self.first_use.get(&(id as u32))?, id)))
+        // (Uses are looked up, never sized by: a use of `%4294967295` allocates nothing.)
+        let used_undefined = self
+            .first_use
+            .iter()
+            .map(|(id, at)| (at, *id as usize))
+            .filter(|(_, id)| undefined(*id))
             .min();
         if let Some((&(line, column), id)) = used_undefined {
             return Err(ParseError::Syntax {
@@ -223,6 +234,25 @@ impl<'t> Parser<'t> {
         Ok(id)
     }
 
+    /// A tile id being defined, refused when the text is too short to define every tile
+    /// up to it (so that no table is sized by it).
+    fn new_tile_id(&mut self, c: &mut Cursor<'t>) -> Result<TileId, ParseError> {
+        c.skip_ws();
+        let col = c.column();
+        let id = c.tile_id()?;
+        if id.0 as usize >= self.max_tiles {
+            return Err(c.error_at(
+                col,
+                format!(
+                    "tile {id} is out of range: tile ids run from %0 without gaps, and this \
+                     text has room for at most {} tiles",
+                    self.max_tiles
+                ),
+            ));
+        }
+        Ok(id)
+    }
+
     fn define(
         &mut self,
         c: &Cursor<'t>,
@@ -246,7 +276,7 @@ impl<'t> Parser<'t> {
     fn typed_def(&mut self, c: &mut Cursor<'t>) -> Result<TileId, ParseError> {
         c.skip_ws();
         let col = c.column();
-        let id = c.tile_id()?;
+        let id = self.new_tile_id(c)?;
         c.punct(":")?;
         let ty = c.tile_type()?;
         self.define(c, col, id, ty)?;
@@ -335,7 +365,7 @@ impl<'t> Parser<'t> {
                 c.keyword("axis")?;
                 let axis = c.uint()?;
                 c.keyword("start")?;
-                let start = c.index()?;
+                let start = c.index(0)?.0;
                 Inst::Iota { dst, axis, start }
             }
             "unary" => {
@@ -435,9 +465,27 @@ impl<'t> Parser<'t> {
         c.skip_ws();
         let col = c.column();
         let var = c.var_id()?;
-        let Some(next) = var.0.checked_add(1) else {
-            return Err(c.error_at(col, format!("loop variable {var} is out of range")));
-        };
+        if self.path.len() > MAX_LOOP_DEPTH {
+            return Err(c.error_at(
+                1,
+                format!(
+                    "loops nest {} deep: at most {MAX_LOOP_DEPTH} are allowed",
+                    self.path.len()
+                ),
+            ));
+        }
+        let next = var.0 as usize + 1;
+        if next > self.max_vars {
+            return Err(c.error_at(
+                col,
+                format!(
+                    "loop variable {var} is out of range: variables run from i0 without gaps, \
+                     and this text has {} loop(s)",
+                    self.max_vars
+                ),
+            ));
+        }
+        let next = next as u32;
         self.vars = self.vars.max(next);
         c.keyword("in")?;
         c.punct("0..")?;
@@ -489,15 +537,33 @@ struct Cursor<'t> {
     text: &'t str,
     /// Byte offset.
     pos: usize,
+    /// A byte offset and its column, from which [`Cursor::column`] counts on, so that
+    /// columns cost time proportional to the distance moved, not to the line's length.
+    known_column: Cell<(usize, usize)>,
 }
 
 impl<'t> Cursor<'t> {
+    fn new(line: usize, text: &'t str) -> Cursor<'t> {
+        Cursor {
+            line,
+            text,
+            pos: 0,
+            known_column: Cell::new((0, 1)),
+        }
+    }
+
     fn rest(&self) -> &'t str {
         &self.text[self.pos..]
     }
 
     fn column(&self) -> usize {
-        self.text[..self.pos].chars().count() + 1
+        let (mut from, mut column) = self.known_column.get();
+        if from > self.pos {
+            (from, column) = (0, 1);
+        }
+        let column = column + self.text[from..self.pos].chars().count();
+        self.known_column.set((self.pos, column));
+        column
     }
 
     fn error_at(&self, column: usize, message: impl Into<String>) -> ParseError {
@@ -794,7 +860,7 @@ impl<'t> Cursor<'t> {
         let mut offsets = Vec::new();
         if !self.eat("]") {
             loop {
-                offsets.push(self.index()?);
+                offsets.push(self.index(0)?.0);
                 if !self.eat(",") {
                     break;
                 }
@@ -804,23 +870,30 @@ impl<'t> Cursor<'t> {
         Ok(offsets)
     }
 
-    fn index(&mut self) -> Result<Index, ParseError> {
-        let mut lhs = self.term()?;
+    /// An index expression `nesting` parentheses and calls deep, with its depth (the
+    /// larger of nesting and tree height), both limited to [`MAX_INDEX_DEPTH`] so that
+    /// neither this recursion nor any pass over the tree can exhaust the stack.
+    fn index(&mut self, nesting: usize) -> Result<(Index, usize), ParseError> {
+        let (mut lhs, mut depth) = self.term(nesting)?;
         loop {
+            let col = self.column();
             let node: fn(Box<Index>, Box<Index>) -> Index = if self.eat("+") {
                 Index::Add
             } else if self.eat("-") {
                 Index::Sub
             } else {
-                return Ok(lhs);
+                return Ok((lhs, depth));
             };
-            lhs = node(Box::new(lhs), Box::new(self.term()?));
+            let (rhs, rhs_depth) = self.term(nesting)?;
+            depth = self.deeper(col, depth.max(rhs_depth))?;
+            lhs = node(Box::new(lhs), Box::new(rhs));
         }
     }
 
-    fn term(&mut self) -> Result<Index, ParseError> {
-        let mut lhs = self.atom()?;
+    fn term(&mut self, nesting: usize) -> Result<(Index, usize), ParseError> {
+        let (mut lhs, mut depth) = self.atom(nesting)?;
         loop {
+            let col = self.column();
             let node: fn(Box<Index>, Box<Index>) -> Index = if self.eat("*") {
                 Index::Mul
             } else if self.eat("/") {
@@ -828,21 +901,35 @@ impl<'t> Cursor<'t> {
             } else if self.eat("%") {
                 Index::Rem
             } else {
-                return Ok(lhs);
+                return Ok((lhs, depth));
             };
-            lhs = node(Box::new(lhs), Box::new(self.atom()?));
+            let (rhs, rhs_depth) = self.atom(nesting)?;
+            depth = self.deeper(col, depth.max(rhs_depth))?;
+            lhs = node(Box::new(lhs), Box::new(rhs));
         }
     }
 
-    fn atom(&mut self) -> Result<Index, ParseError> {
+    /// One level below `depth`, refused past [`MAX_INDEX_DEPTH`] at `col`.
+    fn deeper(&self, col: usize, depth: usize) -> Result<usize, ParseError> {
+        if depth >= MAX_INDEX_DEPTH {
+            return Err(self.error_at(
+                col,
+                format!("the index expression nests more than {MAX_INDEX_DEPTH} deep"),
+            ));
+        }
+        Ok(depth + 1)
+    }
+
+    fn atom(&mut self, nesting: usize) -> Result<(Index, usize), ParseError> {
         let Some(next) = self.peek_char() else {
             return Err(self.expected("an index"));
         };
         if next == '(' {
+            let nesting = self.deeper(self.column(), nesting)?;
             self.pos += 1;
-            let inner = self.index()?;
+            let (inner, depth) = self.index(nesting)?;
             self.punct(")")?;
-            return Ok(inner);
+            return Ok((inner, depth.max(nesting)));
         }
         if next == '-' || next.is_ascii_digit() {
             let col = self.column();
@@ -853,28 +940,30 @@ impl<'t> Cursor<'t> {
             } else {
                 digits.to_owned()
             };
-            return literal.parse().map(Index::Const).map_err(|_| {
+            return literal.parse().map(|c| (Index::Const(c), 0)).map_err(|_| {
                 self.error_at(col, format!("index constant `{literal}` is out of range"))
             });
         }
         let (col, word) = self.word().map_err(|_| self.expected("an index"))?;
         match word {
-            "pid" => Ok(Index::ProgramId),
+            "pid" => Ok((Index::ProgramId, 0)),
             "min" | "max" => {
+                let nesting = self.deeper(col, nesting)?;
                 self.punct("(")?;
-                let a = self.index()?;
+                let (a, a_depth) = self.index(nesting)?;
                 self.punct(",")?;
-                let b = self.index()?;
+                let (b, b_depth) = self.index(nesting)?;
                 self.punct(")")?;
                 let node = if word == "min" {
                     Index::Min
                 } else {
                     Index::Max
                 };
-                Ok(node(Box::new(a), Box::new(b)))
+                let depth = self.deeper(col, a_depth.max(b_depth).max(nesting))?;
+                Ok((node(Box::new(a), Box::new(b)), depth))
             }
             _ => match word.strip_prefix('i').map(str::parse::<u32>) {
-                Some(Ok(v)) => Ok(Index::Var(VarId(v))),
+                Some(Ok(v)) => Ok((Index::Var(VarId(v)), 0)),
                 _ => Err(self.error_at(
                     col,
                     format!(

@@ -1,0 +1,326 @@
+//! Hostile kernel texts: each is refused with a clear error, without a crash, a stack
+//! overflow, an allocation sized by an id, or time quadratic in a line's length.
+
+use std::time::{Duration, Instant};
+
+use super::super::ir::{GlobalDecl, GlobalRole, Index, Inst, MemLevel, Program, TileType};
+use super::super::text::{ParseError, parse};
+use super::super::validate::{MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, Rule};
+use crate::dtype::DType;
+
+/// The header and one copied block, with `OFFSET` as the load's row offset.
+const COPY: &str = "kernel t grid 2
+global @0 x: f32[4, 8] input
+global @1 y: f32[4, 8] output
+%0: f32[4, 8]@ub = load @0[OFFSET, 0] pad 0.0
+store @1[0, 0], %0
+";
+
+fn refused(text: &str) -> String {
+    match parse(text) {
+        Ok(program) => panic!("accepted a hostile text:\n{program}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn with_offset(offset: &str) -> String {
+    COPY.replace("OFFSET", offset)
+}
+
+#[test]
+fn huge_tile_ids_are_refused_without_allocating() {
+    // Defining a tile past the text's `%` count is refused at its column.
+    let defined = with_offset("0").replace("%0: f32", "%4294967295: f32");
+    assert_eq!(
+        refused(&defined),
+        "line 4, column 1: tile %4294967295 is out of range: tile ids run from %0 without \
+         gaps, and this text has room for at most 2 tiles"
+    );
+    // A use is looked up, never sized by.
+    let used = with_offset("0").replace("], %0", "], %4294967295");
+    assert_eq!(
+        refused(&used),
+        "line 5, column 17: tile %4294967295 is used but never defined"
+    );
+    // A tile id past u32 is a range error.
+    let wide = with_offset("0").replace("%0: f32", "%99999999999: f32");
+    assert_eq!(
+        refused(&wide),
+        "line 4, column 2: a tile `%N` `99999999999` is out of range"
+    );
+}
+
+#[test]
+fn huge_loop_variables_are_refused() {
+    let text = "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+                loop i4294967294 in 0..2 {\n\
+                %0: f32[4]@ub = full 1.0\n\
+                store @0[0], %0\n\
+                }\n";
+    assert_eq!(
+        refused(text),
+        "line 3, column 6: loop variable i4294967294 is out of range: variables run from i0 \
+         without gaps, and this text has 1 loop(s)"
+    );
+    // A program value with more variables than loops is refused before anything is sized
+    // by `vars`.
+    let program = Program {
+        op: "t".into(),
+        grid: 1,
+        globals: vec![],
+        tiles: vec![],
+        vars: u32::MAX,
+        body: vec![],
+    };
+    let error = program.validate().unwrap_err();
+    assert_eq!(
+        *error.rule,
+        Rule::TooManyVars {
+            vars: u32::MAX,
+            loops: 0
+        }
+    );
+}
+
+#[test]
+fn deep_parentheses_are_refused_at_the_limit() {
+    let deep = format!("{}0{}", "(".repeat(10_000), ")".repeat(10_000));
+    let message = refused(&with_offset(&deep));
+    assert_eq!(
+        message,
+        format!(
+            "line 4, column {}: the index expression nests more than {MAX_INDEX_DEPTH} deep",
+            28 + MAX_INDEX_DEPTH
+        )
+    );
+    // min/max calls nest the same way.
+    let calls = format!("{}0{}", "min(0, ".repeat(5_000), ")".repeat(5_000));
+    assert!(
+        refused(&with_offset(&calls)).contains("nests more than"),
+        "{calls}"
+    );
+    // Just under the limit is fine.
+    let fine = format!(
+        "{}0{}",
+        "(".repeat(MAX_INDEX_DEPTH),
+        ")".repeat(MAX_INDEX_DEPTH)
+    );
+    assert!(parse(&with_offset(&fine)).is_ok());
+}
+
+#[test]
+fn long_flat_sums_are_refused_at_the_limit() {
+    let flat = format!("0{}", "+1".repeat(20_000));
+    let message = refused(&with_offset(&flat));
+    assert!(
+        message.starts_with("line 4, column ")
+            && message.ends_with(&format!("nests more than {MAX_INDEX_DEPTH} deep")),
+        "{message}"
+    );
+    // The longest sum allowed parses and evaluates.
+    let longest = format!("0{}", "+0".repeat(MAX_INDEX_DEPTH));
+    assert!(parse(&with_offset(&longest)).is_ok());
+}
+
+#[test]
+fn deep_loops_are_refused_at_the_limit() {
+    let nest = |depth: usize| {
+        let mut text = String::from("kernel t grid 1\nglobal @0 y: f32[4] output\n");
+        for i in 0..depth {
+            text += &format!("loop i{i} in 0..1 {{\n");
+        }
+        text += "%0: f32[4]@ub = full 1.0\nstore @0[0], %0\n";
+        text += &"}\n".repeat(depth);
+        text
+    };
+    assert_eq!(
+        refused(&nest(700)),
+        format!(
+            "line {}, column 1: loops nest {} deep: at most {MAX_LOOP_DEPTH} are allowed",
+            MAX_LOOP_DEPTH + 3,
+            MAX_LOOP_DEPTH + 1
+        )
+    );
+    assert!(parse(&nest(MAX_LOOP_DEPTH)).is_ok());
+}
+
+/// A program with one output and a store at `offset`, built as a value (not parsed).
+fn store_at(offset: Index, body_around: impl FnOnce(Inst) -> Vec<Inst>, vars: u32) -> Program {
+    let tile = TileType {
+        shape: vec![4],
+        dtype: DType::F32,
+        level: MemLevel::Ub,
+    };
+    let store = Inst::Store {
+        dst: super::super::ir::GlobalId(0),
+        offsets: vec![offset],
+        src: super::super::ir::TileId(0),
+    };
+    let mut body = vec![Inst::Full {
+        dst: super::super::ir::TileId(0),
+        value: 1.0,
+    }];
+    body.extend(body_around(store));
+    Program {
+        op: "t".into(),
+        grid: 1,
+        globals: vec![GlobalDecl {
+            name: "y".into(),
+            shape: vec![4],
+            dtype: DType::F32,
+            role: GlobalRole::Output,
+        }],
+        tiles: vec![tile],
+        vars,
+        body,
+    }
+}
+
+#[test]
+fn validation_of_deep_values_uses_bounded_stack() {
+    // A 20k-term flat sum and 700 nested loops built as values (not parsed): validation
+    // refuses them on a thread with a small stack. The values themselves are built and
+    // dropped (recursively, by the compiler's drop glue) on a thread with a large one.
+    let outer = std::thread::Builder::new().stack_size(256 << 20);
+    let handle = outer
+        .spawn(|| {
+            let mut sum = Index::Const(0);
+            for _ in 0..20_000 {
+                sum = Index::Add(Box::new(sum), Box::new(Index::Const(1)));
+            }
+            let flat = store_at(sum, |s| vec![s], 0);
+            let mut nested = vec![Inst::Full {
+                dst: super::super::ir::TileId(0),
+                value: 1.0,
+            }];
+            for var in (0..700).rev() {
+                nested = vec![Inst::Loop {
+                    var: super::super::ir::VarId(var),
+                    count: 1,
+                    init: vec![],
+                    params: vec![],
+                    body: nested,
+                    yields: vec![],
+                    results: vec![],
+                }];
+            }
+            let deep = store_at(Index::Const(0), |s| [nested, vec![s]].concat(), 700);
+            let rules = std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .stack_size(2 << 20)
+                    .spawn_scoped(scope, || {
+                        [&flat, &deep]
+                            .map(|p| *super::super::validate::validate(p).unwrap_err().rule)
+                    })
+                    .expect("spawn")
+                    .join()
+                    .expect("validation overflowed a 2 MiB stack")
+            });
+            assert_eq!(rules[0], Rule::IndexTooDeep);
+            assert_eq!(
+                rules[1],
+                Rule::LoopTooDeep {
+                    depth: MAX_LOOP_DEPTH + 1
+                }
+            );
+        })
+        .expect("spawn");
+    handle.join().expect("the deep values were handled");
+}
+
+#[test]
+fn index_overflow_is_refused_in_validation() {
+    let cases = [
+        (
+            "-9223372036854775808 / -1",
+            "`/` of a value in [-9223372036854775808, -9223372036854775808] and one in [-1, -1]",
+        ),
+        (
+            "-9223372036854775808 % -1",
+            "`%` of a value in [-9223372036854775808, -9223372036854775808] and one in [-1, -1]",
+        ),
+        // grid 2: pid is 0 or 1.
+        (
+            "9223372036854775807 + pid",
+            "`+` of a value in [9223372036854775807, 9223372036854775807] and one in [0, 1]",
+        ),
+        (
+            "pid * 4611686018427387904 * 2",
+            "`*` of a value in [0, 4611686018427387904] and one in [2, 2]",
+        ),
+        (
+            "-9223372036854775807 - 2",
+            "`-` of a value in [-9223372036854775807, -9223372036854775807] and one in [2, 2]",
+        ),
+        (
+            "(-9223372036854775807 - 1) / (pid - 1)",
+            "`/` of a value in [-9223372036854775808, -9223372036854775808] and one in [-1, 0]",
+        ),
+    ];
+    for (offset, what) in cases {
+        let message = refused(&with_offset(offset));
+        assert_eq!(
+            message,
+            format!(
+                "line 4: op `t`: inst 0 (load): index arithmetic can overflow: {what} does not \
+                 fit in an i64"
+            ),
+            "{offset}"
+        );
+    }
+    // Loop variables range over their loop's count.
+    let looped = "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+                  %0: f32[4]@ub = full 1.0\n\
+                  loop i0 in 0..3 {\n\
+                  store @0[i0 * 4611686018427387904], %0\n\
+                  }\n";
+    assert!(
+        refused(looped).contains("`*` of a value in [0, 2] and one in [4611686018427387904"),
+        "{}",
+        refused(looped)
+    );
+    // Large values that stay in range are fine.
+    assert!(
+        parse(&with_offset(
+            "pid * 4611686018427387903 / 2 - 4611686018427387903"
+        ))
+        .is_ok()
+    );
+    assert!(parse(&with_offset("(-9223372036854775807 - 1) / (pid + 1)")).is_ok());
+}
+
+#[test]
+fn huge_tiles_and_globals_are_refused() {
+    let tile = with_offset("0").replace("%0: f32[4, 8]@ub", "%0: f32[4294967296, 4294967296]@ub");
+    assert_eq!(
+        refused(&tile),
+        "line 4: op `t`: inst 0 (load): tile %0 f32[4294967296, 4294967296]@ub: the tile is \
+         larger than 4294967296 bytes"
+    );
+    let global = with_offset("0").replace("y: f32[4, 8]", "y: f32[4611686018427387905, 16]");
+    assert_eq!(
+        refused(&global),
+        "line 1: op `t`: global @1 `y`: f32[4611686018427387905, 16] is too large to address"
+    );
+}
+
+#[test]
+fn a_one_megabyte_line_parses_in_linear_time() {
+    // 350k dims of 1: every token asks for its column.
+    let dims = vec!["1"; 350_000].join(", ");
+    let text = format!("kernel t grid 1\nglobal @0 x: f32[{dims}] input\n");
+    assert!(text.len() > 1 << 20);
+    let start = Instant::now();
+    let parsed = parse(&text);
+    let elapsed = start.elapsed();
+    assert!(parsed.is_ok(), "{parsed:?}");
+    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    // An error at the end of such a line still names its column.
+    let bad = text.replace("] input", "] inptu");
+    match parse(&bad) {
+        Err(ParseError::Syntax { line, column, .. }) => {
+            assert_eq!((line, column), (2, dims.len() + 20))
+        }
+        other => panic!("{other:?}"),
+    }
+}
