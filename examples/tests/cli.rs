@@ -105,6 +105,21 @@ fn mistakes_are_named() {
             names.join(", ")
         )
     );
+    let dir = std::env::temp_dir().join(format!("pto-cli-dir-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_name = dir.to_str().expect("utf-8 temp dir").to_owned();
+    for verb in ["run", "estimate", "inspect"] {
+        let err = run(["pto", verb, dir_name.as_str()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{dir_name}` is a directory, not a model: give a model file in it or a \
+                 built-in model's name"
+            ),
+            "{verb}"
+        );
+    }
+    std::fs::remove_dir(&dir).expect("temp dir removed");
     let err = run(["pto", "compile", "pipeline", "--target", "gpu"]).unwrap_err();
     // With the feature `device`, the device targets are linked too.
     let linked = if cfg!(feature = "device") {

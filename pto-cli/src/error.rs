@@ -18,6 +18,15 @@ pub enum CliError {
     /// Two built-in models share a name.
     #[error(transparent)]
     DuplicateModel(#[from] Box<pto_op::registration::DuplicateRegistration>),
+    /// A MODEL argument that is a directory.
+    #[error(
+        "`{path}` is a directory, not a model: give a model file in it or a built-in \
+         model's name"
+    )]
+    ModelIsDirectory {
+        /// The path given.
+        path: String,
+    },
     /// No model file or built-in model of that name.
     #[error("no model file `{name}` and no built-in model of that name; built-in models: {known}")]
     UnknownModel {

@@ -152,11 +152,19 @@ impl core::fmt::Display for RunSummary {
             self.model, self.target, self.inputs
         )?;
         for o in &self.outputs {
-            writeln!(
+            write!(
                 f,
                 "output `{}` {}: min {:.4}, max {:.4}, mean {:.4}, first {:?}",
                 o.name, o.ty, o.min, o.max, o.mean, o.first
             )?;
+            if o.nan > 0 {
+                write!(
+                    f,
+                    " ({} of {} values are NaN: min and max are of the others)",
+                    o.nan, o.count
+                )?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
@@ -170,8 +178,13 @@ struct OutputSummary {
     ty: TensorType,
     min: f64,
     max: f64,
+    /// The mean of all values: NaN when any is.
     mean: f64,
     first: Vec<f64>,
+    /// How many values there are.
+    count: usize,
+    /// How many are NaN (which `min` and `max` skip).
+    nan: usize,
 }
 
 impl OutputSummary {
@@ -189,6 +202,8 @@ impl OutputSummary {
                 .take(4)
                 .map(|v| (v * 1e4).round() / 1e4)
                 .collect(),
+            count: values.len(),
+            nan: values.iter().filter(|v| v.is_nan()).count(),
         }
     }
 }
@@ -196,6 +211,34 @@ impl OutputSummary {
 #[cfg(test)]
 mod tests {
     use super::progress_bar;
+
+    #[test]
+    fn the_summary_says_when_values_are_nan() {
+        use pto_op::{DType, Shape, Tensor};
+        let tensor = Tensor::from_vec([4], vec![1.0f32, f32::NAN, -2.0, f32::NAN]).unwrap();
+        let info = super::ValueInfo {
+            name: "y".to_owned(),
+            ty: pto_op::TensorType {
+                shape: Shape::from([4]),
+                dtype: DType::F32,
+            },
+        };
+        let summary = super::RunSummary {
+            model: "m".to_owned(),
+            target: "cpu".to_owned(),
+            inputs: "random".to_owned(),
+            outputs: vec![super::OutputSummary::of(info, &tensor)],
+            node_times: vec![],
+        };
+        let text = summary.to_string();
+        assert!(
+            text.contains(
+                "min -2.0000, max 1.0000, mean NaN, first [1.0, NaN, -2.0, NaN] (2 of 4 \
+                 values are NaN: min and max are of the others)"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_progress_bar_fills_with_the_nodes_done() {

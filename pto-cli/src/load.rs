@@ -17,6 +17,11 @@ pub(crate) fn is_onnx(path: &Path) -> bool {
 /// else a built-in model.
 pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
     let path = Path::new(name);
+    if path.is_dir() {
+        return Err(CliError::ModelIsDirectory {
+            path: name.to_owned(),
+        });
+    }
     if path.is_file() {
         return Ok(if is_onnx(path) {
             Model::load_onnx(path)?

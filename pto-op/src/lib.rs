@@ -86,7 +86,7 @@ pub use perf::{
 pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
-pub use shape::Shape;
+pub use shape::{MAX_TENSOR_BYTES, Shape};
 pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tolerance::Tolerance;
 

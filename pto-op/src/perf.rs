@@ -18,7 +18,8 @@ use crate::op::{EstimatorFn, PropertiesFn, SourceLocation, TensorType};
 impl TensorType {
     /// The bytes this tensor occupies.
     pub fn bytes(&self) -> u64 {
-        (self.shape.numel() * self.dtype.size_bytes()) as u64
+        // Saturating: a traced graph's values have checked sizes, so this is exact there.
+        (self.shape.numel() as u64).saturating_mul(self.dtype.size_bytes() as u64)
     }
 }
 

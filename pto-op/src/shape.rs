@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::OpError;
 
+/// The most bytes one tensor may have (16 TiB): far above any real tensor, and small enough
+/// that the sizes of a million tensors sum without overflow.
+pub const MAX_TENSOR_BYTES: u64 = 1 << 44;
+
 /// The dimensions of a tensor, outermost first.
 ///
 /// ```
@@ -41,9 +45,49 @@ impl Shape {
         self.0.len()
     }
 
-    /// The number of elements (1 for a scalar).
+    /// The number of elements (1 for a scalar), saturating at `usize::MAX` when it does not
+    /// fit. Every value of a traced graph has a checked size (see [`Shape::checked_bytes`]),
+    /// so its count is exact; for a shape from elsewhere use [`Shape::checked_numel`].
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        self.0
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The number of elements, or an error naming the shape when it does not fit a `usize`.
+    ///
+    /// ```
+    /// use pto_op::Shape;
+    /// assert_eq!(Shape::from([2, 3]).checked_numel().unwrap(), 6);
+    /// assert!(Shape::from([1 << 62, 16]).checked_numel().is_err());
+    /// ```
+    pub fn checked_numel(&self) -> Result<usize, OpError> {
+        self.0
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| OpError::invalid(format!("shape {self} has too many elements to count")))
+    }
+
+    /// The bytes of a `dtype` tensor of this shape, or an error naming the shape when they
+    /// exceed [`MAX_TENSOR_BYTES`] (so that sums of many tensors' sizes cannot overflow).
+    ///
+    /// ```
+    /// use pto_op::{DType, Shape};
+    /// assert_eq!(Shape::from([2, 3]).checked_bytes(DType::F32).unwrap(), 24);
+    /// assert!(Shape::from([1 << 30, 1 << 20]).checked_bytes(DType::F32).is_err());
+    /// ```
+    pub fn checked_bytes(&self, dtype: crate::dtype::DType) -> Result<u64, OpError> {
+        self.0
+            .iter()
+            .try_fold(dtype.size_bytes() as u64, |n, &d| n.checked_mul(d as u64))
+            .filter(|&bytes| bytes <= MAX_TENSOR_BYTES)
+            .ok_or_else(|| {
+                OpError::invalid(format!(
+                    "a {dtype} tensor of shape {self} is larger than the {MAX_TENSOR_BYTES} \
+                     bytes a tensor may have"
+                ))
+            })
     }
 
     /// The normalized index of `axis`; negative axes count from the end (-1 is the last).

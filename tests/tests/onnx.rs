@@ -244,3 +244,166 @@ fn the_importer_never_panics_on_flipped_or_truncated_bytes() {
     );
     assert!(failed > 0 && ok > 0, "{ok} ok, {failed} failed");
 }
+
+/// A tiny standard-ONNX model: `y = Reshape(x: f32[4, 4], shape)` with `shape` an int64
+/// initializer.
+fn reshape_model(shape: &[i64]) -> Vec<u8> {
+    use pto_op::onnx::proto::{
+        Dimension, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto,
+        TypeProto, ValueInfoProto,
+    };
+    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: name.to_owned(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: 1,
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: Some(d),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+        ..Default::default()
+    };
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            node: vec![NodeProto {
+                input: vec!["x".to_owned(), "shape".to_owned()],
+                output: vec!["y".to_owned()],
+                name: "reshape".to_owned(),
+                op_type: "Reshape".to_owned(),
+                ..Default::default()
+            }],
+            name: "g".to_owned(),
+            initializer: vec![TensorProto {
+                dims: vec![shape.len() as i64],
+                data_type: 7,
+                int64_data: shape.to_vec(),
+                name: "shape".to_owned(),
+                ..Default::default()
+            }],
+            input: vec![value("x", &[4, 4])],
+            output: vec![ValueInfoProto {
+                name: "y".to_owned(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn reshapes_to_huge_shapes_are_refused_with_a_clear_error() {
+    if let Err(e) = from_onnx(&reshape_model(&[2, 8])) {
+        panic!("{e}");
+    }
+    let cases: [(&[i64], &str); 4] = [
+        (
+            &[(1 << 62) + 1, 16],
+            "the dims' product does not fit in a usize",
+        ),
+        (
+            &[1 << 40, 1 << 40],
+            "the dims' product does not fit in a usize",
+        ),
+        (
+            &[-1, 1 << 62, 1 << 62],
+            "the dims' product does not fit in a usize",
+        ),
+        (
+            &[1 << 40, 4],
+            "means shape [1099511627776, 4] of 4398046511104 elements",
+        ),
+    ];
+    for (shape, expected) in cases {
+        let bytes = reshape_model(shape);
+        assert!(bytes.len() < 200, "{}", bytes.len());
+        let error = from_onnx(&bytes).unwrap_err().to_string();
+        assert!(
+            error.contains(expected) && error.contains("std.reshape"),
+            "{shape:?}: {error}"
+        );
+    }
+}
+
+#[test]
+fn element_types_and_opsets_are_named_in_refusals() {
+    let bytes = to_onnx(&custom_model().unwrap()).unwrap();
+    let int16 = import_edited(&bytes, |g| {
+        if let Some(t) = g.input[0]
+            .r#type
+            .as_mut()
+            .and_then(|t| t.tensor_type.as_mut())
+        {
+            t.elem_type = 5;
+        }
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        int16.contains(
+            "element type int16 is not one of pto-op's dtypes (float, float16, bfloat16, \
+             int32, int64, int8, uint8, bool)"
+        ),
+        "{int16}"
+    );
+    let unknown = import_edited(&bytes, |g| g.initializer[0].data_type = 99)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown.contains("data type code 99 (unknown to pto-op) is not one of"),
+        "{unknown}"
+    );
+    // int32_data of an int8 initializer is read as signed: 200 does not fit.
+    let mut proto = ModelProto::decode(reshape_model(&[2, 8]).as_slice()).unwrap();
+    let graph = proto.graph.as_mut().unwrap();
+    let shape = &mut graph.initializer[0];
+    shape.data_type = 3;
+    shape.int64_data.clear();
+    shape.int32_data = vec![200, -1];
+    let int8 = from_onnx(&proto.encode_to_vec()).unwrap_err().to_string();
+    assert!(
+        int8.contains("int32_data value 200 does not fit a i8 element"),
+        "{int8}"
+    );
+    // An opset older than the form pto-op imports names the one that works.
+    let mut proto = ModelProto::decode(reshape_model(&[2, 8]).as_slice()).unwrap();
+    proto.opset_import[0].version = 1;
+    let old = from_onnx(&proto.encode_to_vec()).unwrap_err().to_string();
+    assert!(
+        old.contains(
+            "but the model imports opset 1 of the default domain: export the model \
+                      with opset"
+        ) && old.contains("or later"),
+        "{old}"
+    );
+}
+
+#[test]
+fn values_too_large_to_address_are_refused_when_traced() {
+    let g = Graph::new();
+    let a = g.input("a", Shape::from([1 << 31, 1]), DType::F32);
+    let b = g.input("b", Shape::from([1, 1 << 31]), DType::F32);
+    let error = pto_op::ops::add::apply(&a, &b, &Default::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "op `std.add`: output `y` would be f32[2147483648, 2147483648], larger than the \
+         17592186044416 bytes a tensor may have"
+    );
+    // Just below the limit is a value (estimated, not run, so nothing is allocated).
+    let c = g.input("c", Shape::from([1, 1 << 10]), DType::F32);
+    let big = pto_op::ops::add::apply(&a, &c, &Default::default()).unwrap();
+    assert_eq!(big.ty().shape.numel(), 1 << 41);
+}

@@ -498,7 +498,7 @@ fn unary(op: UnaryOp, x: &ArrayD<f32>) -> ArrayD<f32> {
         UnaryOp::Rsqrt => x.mapv(|v| 1.0 / v.sqrt()),
         UnaryOp::Recip => x.mapv(|v| 1.0 / v),
         UnaryOp::Square => x.mapv(|v| v * v),
-        UnaryOp::Relu => x.mapv(|v| v.max(0.0)),
+        UnaryOp::Relu => x.mapv(|v| if v < 0.0 { 0.0 } else { v }), // NaN stays NaN
         UnaryOp::Tanh => x.mapv(f32::tanh),
         UnaryOp::Sigmoid => x.mapv(|v| 1.0 / (1.0 + (-v).exp())),
         UnaryOp::Gelu => x.mapv(|v| {

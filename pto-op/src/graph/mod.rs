@@ -224,6 +224,19 @@ impl Graph {
         }
         let types: Vec<TensorType> = inputs.iter().map(|v| v.ty.clone()).collect();
         let out_types = op.infer(&types, &attrs)?;
+        // Every value's size is checked once here, so that the element counts and byte
+        // sizes computed from it later (buffer plans, estimates, runs) cannot overflow.
+        for (name, ty) in op.outputs.iter().zip(&out_types) {
+            if ty.shape.checked_bytes(ty.dtype).is_err() {
+                return Err(OpError::invalid(format!(
+                    "output `{name}` would be {}{}, larger than the {} bytes a tensor may have",
+                    ty.dtype,
+                    ty.shape,
+                    crate::shape::MAX_TENSOR_BYTES
+                ))
+                .with_op(op.name));
+            }
+        }
         let node_index = graph.data.borrow().def.nodes.len();
         let outputs: Vec<Value> = op
             .outputs

@@ -102,7 +102,7 @@ impl Model {
     pub fn weight_bytes(&self) -> u64 {
         self.weights
             .values()
-            .map(|t| (t.numel() * t.dtype().size_bytes()) as u64)
-            .sum()
+            .map(|t| (t.numel() as u64).saturating_mul(t.dtype().size_bytes() as u64))
+            .fold(0, u64::saturating_add)
     }
 }

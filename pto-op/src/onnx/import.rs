@@ -358,7 +358,8 @@ impl Importer {
                     node: label.to_owned(),
                     problem: format!(
                         "{} is imported in its form of opset {opset}, but the model imports \
-                         opset {} of the default domain",
+                         opset {} of the default domain: export the model with opset {opset} \
+                         or later",
                         node.op_type,
                         declared.map_or_else(|| "none".to_owned(), |v| v.to_string())
                     ),
@@ -635,6 +636,44 @@ fn check_required(def: &OpDef, attrs: &Attributes, label: &str) -> Result<(), On
     }
 }
 
+/// The ONNX element types pto-op reads, by their ONNX names.
+const SUPPORTED: &str = "float, float16, bfloat16, int32, int64, int8, uint8, bool";
+
+/// An ONNX `TensorProto.DataType` code by its ONNX name (`int8`), with the code for one
+/// this version of ONNX does not name.
+fn element_type_name(code: i32) -> String {
+    const NAMES: [&str; 24] = [
+        "undefined",
+        "float",
+        "uint8",
+        "int8",
+        "uint16",
+        "int16",
+        "int32",
+        "int64",
+        "string",
+        "bool",
+        "float16",
+        "double",
+        "uint32",
+        "uint64",
+        "complex64",
+        "complex128",
+        "bfloat16",
+        "float8e4m3fn",
+        "float8e4m3fnuz",
+        "float8e5m2",
+        "float8e5m2fnuz",
+        "uint4",
+        "int4",
+        "float4e2m1",
+    ];
+    match usize::try_from(code).ok().and_then(|i| NAMES.get(i)) {
+        Some(name) => (*name).to_owned(),
+        None => format!("code {code} (unknown to pto-op)"),
+    }
+}
+
 fn type_name(code: i32) -> String {
     AttributeType::try_from(code).map_or_else(
         |_| format!("type code {code}"),
@@ -690,8 +729,9 @@ fn double_scalar(tensor: Option<&TensorProto>) -> Result<f64, String> {
     let tensor = tensor.ok_or_else(|| "the TENSOR attribute holds no tensor".to_owned())?;
     if tensor.data_type != data_type::DOUBLE || tensor.dims.iter().any(|&d| d != 1) {
         return Err(format!(
-            "an f64 param is a TENSOR of one DOUBLE, got data type {} of dims {:?}",
-            tensor.data_type, tensor.dims
+            "an f64 param is a TENSOR of one DOUBLE, got {} of dims {:?}",
+            element_type_name(tensor.data_type),
+            tensor.dims
         ));
     }
     match (tensor.raw_data.as_slice(), tensor.double_data.as_slice()) {
@@ -738,8 +778,8 @@ fn value_type(info: &ValueInfoProto) -> Result<TensorType, OnnxError> {
         .ok_or_else(|| problem("has no tensor type".to_owned()))?;
     let dtype = DType::from_onnx_code(tensor.elem_type).ok_or_else(|| {
         problem(format!(
-            "element type {} is not one of pto-op's dtypes",
-            tensor.elem_type
+            "element type {} is not one of pto-op's dtypes ({SUPPORTED})",
+            element_type_name(tensor.elem_type)
         ))
     })?;
     let shape = tensor
@@ -757,8 +797,8 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
     }
     let dtype = DType::from_onnx_code(proto.data_type).ok_or_else(|| {
         format!(
-            "data type {} is not one of pto-op's dtypes",
-            proto.data_type
+            "data type {} is not one of pto-op's dtypes ({SUPPORTED})",
+            element_type_name(proto.data_type)
         )
     })?;
     let shape = dims(proto.dims.iter().map(|&d| Some(d)))?;
@@ -788,9 +828,13 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
             .for_each(|v| bytes.extend(v.to_le_bytes())),
         _ => {
             for &v in &proto.int32_data {
-                let fits = match dtype.size_bytes() {
-                    1 => i8::try_from(v).is_ok() || u8::try_from(v).is_ok(),
-                    2 => u16::try_from(v).is_ok(),
+                // Each type's own range: int8 is signed, uint8 and bool unsigned, and the
+                // 16-bit floats are their bits as an unsigned 16-bit integer.
+                let fits = match dtype {
+                    DType::I8 => i8::try_from(v).is_ok(),
+                    DType::U8 => u8::try_from(v).is_ok(),
+                    DType::Bool => v == 0 || v == 1,
+                    DType::F16 | DType::BF16 => u16::try_from(v).is_ok(),
                     _ => true,
                 };
                 if !fits {

@@ -340,7 +340,8 @@ pub mod relu {
 
     #[reference]
     fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| v.max(0.0)))
+        // Not `v.max(0.0)`, which gives 0 for NaN: ONNX Relu propagates NaN.
+        Ok(activation_reference(x, |v| if v < 0.0 { 0.0 } else { v }))
     }
 
     #[kernel]

@@ -86,7 +86,11 @@ fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
             d => d as usize,
         });
     }
-    let known: usize = dims.iter().product();
+    let known = Shape::new(dims.clone()).checked_numel().map_err(|_| {
+        bad(format!(
+            "{shape:?}: the dims' product does not fit in a usize"
+        ))
+    })?;
     if let Some(i) = inferred {
         if known == 0 || !x.numel().is_multiple_of(known) {
             return Err(bad(format!(
@@ -98,7 +102,7 @@ fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
         dims[i] = x.numel() / known;
     }
     let out = Shape::new(dims);
-    if out.numel() != x.numel() {
+    if out.checked_numel().ok() != Some(x.numel()) {
         return Err(bad(format!(
             "{shape:?} means shape {out} of {} elements, but x of shape {x} has {}",
             out.numel(),

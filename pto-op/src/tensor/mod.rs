@@ -270,8 +270,8 @@ impl Tensor {
 
     /// The tensor converted to `dtype` element by element, like an `as` cast: floats round
     /// to nearest-even (f16 and bf16 too), floats to integers truncate toward zero and
-    /// saturate (NaN gives 0), integers to narrower integers saturate, anything to bool is
-    /// `!= 0`, bool is 0 or 1.
+    /// saturate (NaN gives 0), integers to narrower integers wrap (keep the low bits, as
+    /// ONNX Cast and onnxruntime do), anything to bool is `!= 0`, bool is 0 or 1.
     ///
     /// ```
     /// use pto_op::{DType, Tensor};
@@ -279,6 +279,9 @@ impl Tensor {
     /// assert_eq!(t.cast(DType::I32).to_vec::<i32>().unwrap(), vec![1, -1, 300, 0]);
     /// assert_eq!(t.cast(DType::U8).to_vec::<u8>().unwrap(), vec![1, 0, 255, 0]);
     /// assert_eq!(t.cast(DType::Bool).to_vec::<bool>().unwrap(), vec![true, true, true, true]);
+    /// let i = Tensor::from_vec([3], vec![300i32, -1, 128]).unwrap();
+    /// assert_eq!(i.cast(DType::U8).to_vec::<u8>().unwrap(), vec![44, 255, 128]);
+    /// assert_eq!(i.cast(DType::I8).to_vec::<i8>().unwrap(), vec![44, -1, -128]);
     /// // 1 + 2^-11 is halfway between two f16 values; the tie goes to the even one.
     /// let h = Tensor::scalar(1.0f32 + 2f32.powi(-11)).cast(DType::F16);
     /// assert_eq!(h.to_f64_vec(), vec![1.0]);
@@ -288,7 +291,29 @@ impl Tensor {
             // Also keeps i64 beyond ±2^53 exact, which the f64 route would not.
             return self.clone();
         }
+        if let Some(wide) = self.integers() {
+            // Integer to integer: exact in i64, then the low bits (two's complement).
+            let data = match dtype {
+                DType::I64 => TensorData::I64(wide),
+                DType::I32 => TensorData::I32(wide.mapv(|v| v as i32)),
+                DType::I8 => TensorData::I8(wide.mapv(|v| v as i8)),
+                DType::U8 => TensorData::U8(wide.mapv(|v| v as u8)),
+                _ => return with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) }),
+            };
+            return Tensor { data };
+        }
         with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) })
+    }
+
+    /// The elements as i64, when the dtype is an integer type.
+    fn integers(&self) -> Option<ArrayD<i64>> {
+        match &self.data {
+            TensorData::I64(a) => Some(a.clone()),
+            TensorData::I32(a) => Some(a.mapv(i64::from)),
+            TensorData::I8(a) => Some(a.mapv(i64::from)),
+            TensorData::U8(a) => Some(a.mapv(i64::from)),
+            _ => None,
+        }
     }
 
     /// The same elements in shape `shape`, which must have as many elements.

@@ -194,11 +194,13 @@ fn casts_saturate_and_truncate() {
         Ok(vec![true, true, true, true, true, true])
     );
     let big = Tensor::from_vec([3], vec![i64::MAX, i64::MIN, 300]).expect("fits");
-    assert_eq!(
-        big.cast(DType::I32).to_vec::<i32>(),
-        Ok(vec![i32::MAX, i32::MIN, 300])
-    );
-    assert_eq!(big.cast(DType::I8).to_vec::<i8>(), Ok(vec![127, -128, 127]));
+    // Integer to integer wraps, as ONNX Cast and onnxruntime do.
+    assert_eq!(big.cast(DType::I32).to_vec::<i32>(), Ok(vec![-1, 0, 300]));
+    assert_eq!(big.cast(DType::I8).to_vec::<i8>(), Ok(vec![-1, 0, 44]));
+    assert_eq!(big.cast(DType::U8).to_vec::<u8>(), Ok(vec![255, 0, 44]));
+    let small = Tensor::from_vec([2], vec![-1i8, -128]).expect("fits");
+    assert_eq!(small.cast(DType::U8).to_vec::<u8>(), Ok(vec![255, 128]));
+    assert_eq!(small.cast(DType::I64).to_vec::<i64>(), Ok(vec![-1, -128]));
     assert_eq!(big.cast(DType::I64), big);
     let b = Tensor::from_vec([2], vec![true, false]).expect("fits");
     assert_eq!(b.cast(DType::F32).to_vec::<f32>(), Ok(vec![1.0, 0.0]));
