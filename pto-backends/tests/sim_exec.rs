@@ -414,3 +414,22 @@ fn a_program_reading_an_undefined_tile_never_reaches_the_simulator() {
         "op `t.undefined`: inst 0 (store): %0 is used before it is defined"
     );
 }
+
+#[test]
+fn relu_propagates_nan() {
+    let mut b = Builder::new("t.relu_nan", 1);
+    let x = b.input("x", &[3], DType::F32);
+    let y = b.output("y", &[3], DType::F32);
+    let t = b.tile(&[3], DType::F32, MemLevel::Ub);
+    let r = b.tile(&[3], DType::F32, MemLevel::Ub);
+    b.push(load(t, x, vec![c(0)], 0.0));
+    b.push(Inst::Unary {
+        dst: r,
+        op: UnaryOp::Relu,
+        src: t,
+    });
+    b.push(store(y, vec![c(0)], r));
+    let y = out(&b.finish(), &[&f32s(&[3], &[f32::NAN, -1.0, 2.0])]);
+    assert!(y[0].is_nan(), "{y:?}");
+    assert_eq!(&y[1..], &[0.0, 2.0]);
+}

@@ -268,7 +268,6 @@ fn reshape_model(shape: &[i64]) -> Vec<u8> {
                 }),
             }),
         }),
-        ..Default::default()
     };
     ModelProto {
         ir_version: 8,

@@ -123,6 +123,10 @@ fn activations() {
         &[4],
         &[0.0, 0.0, 1.0, 2.0],
     );
+    // Relu propagates NaN, as ONNX and onnxruntime do.
+    let nan = run(ops::relu::def(), &[&f32s(&[2], &[f32::NAN, -1.0])], &[]);
+    let nan = nan.to_f64_vec();
+    assert!(nan[0].is_nan() && nan[1] == 0.0, "{nan:?}");
     assert_close(
         &run(ops::sigmoid::def(), &[&x], &[]),
         &[4],
