@@ -870,9 +870,9 @@ impl<'t> Cursor<'t> {
         Ok(offsets)
     }
 
-    /// An index expression `nesting` parentheses and calls deep, with its depth (the
-    /// larger of nesting and tree height), both limited to [`MAX_INDEX_DEPTH`] so that
-    /// neither this recursion nor any pass over the tree can exhaust the stack.
+    /// An index expression `nesting` parentheses and calls deep, with its tree's height;
+    /// both are limited to [`MAX_INDEX_DEPTH`] (the height as validation limits it), so
+    /// that neither this recursion nor any pass over the tree can exhaust the stack.
     fn index(&mut self, nesting: usize) -> Result<(Index, usize), ParseError> {
         let (mut lhs, mut depth) = self.term(nesting)?;
         loop {
@@ -929,7 +929,7 @@ impl<'t> Cursor<'t> {
             self.pos += 1;
             let (inner, depth) = self.index(nesting)?;
             self.punct(")")?;
-            return Ok((inner, depth.max(nesting)));
+            return Ok((inner, depth));
         }
         if next == '-' || next.is_ascii_digit() {
             let col = self.column();
@@ -959,7 +959,7 @@ impl<'t> Cursor<'t> {
                 } else {
                     Index::Max
                 };
-                let depth = self.deeper(col, a_depth.max(b_depth).max(nesting))?;
+                let depth = self.deeper(col, a_depth.max(b_depth))?;
                 Ok((node(Box::new(a), Box::new(b)), depth))
             }
             _ => match word.strip_prefix('i').map(str::parse::<u32>) {
