@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pto_op::registry::RegistryError;
+use pto_op::table::column_width;
 use pto_op::target::{TargetConfig, TargetError};
 use pto_op::{
     Executor, Lowering, Model, NodeDef, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind,
@@ -278,19 +279,22 @@ impl fmt::Display for CompileReport {
                 ),
             }
         )?;
+        let runs: Vec<String> = self.nodes.iter().map(|n| n.runs.to_string()).collect();
+        let op_w = column_width("op", self.nodes.iter().map(|n| n.op.as_str()));
+        let runs_w = column_width("runs", runs.iter().map(String::as_str));
         writeln!(
             f,
-            "{:>4}  {:<22} {:<32} {:>10}  outputs",
+            "{:>4}  {:<op_w$} {:<runs_w$} {:>10}  outputs",
             "node", "op", "runs", "live"
         )?;
-        for node in &self.nodes {
+        for (node, runs) in self.nodes.iter().zip(&runs) {
             let outputs: Vec<String> = node.outputs.iter().map(ToString::to_string).collect();
             writeln!(
                 f,
-                "{:>4}  {:<22} {:<32} {:>10}  {}",
+                "{:>4}  {:<op_w$} {:<runs_w$} {:>10}  {}",
                 node.node,
                 node.op,
-                node.runs.to_string(),
+                runs,
                 human_bytes(node.live_bytes),
                 outputs.join(", ")
             )?;
@@ -675,13 +679,14 @@ pub struct RunResult {
 impl RunResult {
     /// The per-node timing table: node, op, time, kind, cycles, and the total per kind.
     pub fn timing_table(&self) -> String {
+        let op_w = column_width("op", self.node_times.iter().map(|t| t.op.as_str()));
         let mut table = format!(
-            "{:>4}  {:<22} {:>12}  {:<9} {:>12}\n",
+            "{:>4}  {:<op_w$} {:>12}  {:<9} {:>12}\n",
             "node", "op", "time", "kind", "cycles"
         );
         for t in &self.node_times {
             table.push_str(&format!(
-                "{:>4}  {:<22} {:>12}  {:<9} {:>12}\n",
+                "{:>4}  {:<op_w$} {:>12}  {:<9} {:>12}\n",
                 t.node,
                 t.op,
                 human_seconds(t.seconds),

@@ -34,7 +34,7 @@ pub(crate) enum Command {
     /// Write a model to an ONNX file (`.onnx`) or a model file (any other name: one
     /// safetensors file of weights, graph and op schemas).
     Export {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         /// The file to write (atomically).
         #[arg(short, long, value_name = "FILE")]
@@ -46,7 +46,7 @@ pub(crate) enum Command {
     /// Compile a model for a target and print the compile report: nodes, what runs each,
     /// kernels and fallbacks, peak activation and weight memory.
     Compile {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         #[command(flatten)]
         target: TargetArgs,
@@ -56,7 +56,7 @@ pub(crate) enum Command {
     },
     /// Run a model: a summary of each output and the per-node timing table.
     Run {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         #[command(flatten)]
         target: TargetArgs,
@@ -66,10 +66,10 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run a model on a target and on a reference target with the same inputs and compare
-    /// every output.
+    /// Run a model (an ONNX file, a model file or a built-in model) on a target and on a
+    /// reference target with the same inputs and compare every output.
     Parity {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         /// The target checked.
         #[arg(long, default_value = "sim")]
@@ -88,7 +88,7 @@ pub(crate) enum Command {
     /// Estimate a model's time on a device: per-op table (time, share, bound, source),
     /// totals, weight and peak activation memory.
     Estimate {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         #[command(flatten)]
         device: DeviceArg,
@@ -137,7 +137,7 @@ pub(crate) enum Command {
     },
     /// Show a model: inputs, weights, outputs, nodes with their shapes and dtypes, memory.
     Inspect {
-        /// A model file or a built-in model's name.
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
         model: String,
         /// Print JSON.
         #[arg(long)]

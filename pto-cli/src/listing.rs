@@ -1,6 +1,7 @@
 //! The verbs that list what is linked: `ops`, `models`, `estimators`.
 
 use pto_op::models::builtin_models;
+use pto_op::table::column_width;
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -12,6 +13,7 @@ pub(crate) fn ops(json: bool) -> Result<String, CliError> {
         let schemas: Vec<pto_op::OpSchema> = ops.iter().map(|op| op.schema()).collect();
         return Ok(serde_json::to_string_pretty(&schemas)?);
     }
+    let name_w = column_width("", ops.iter().map(|op| op.name));
     let mut out = format!("{} linked op(s)\n", ops.len());
     for op in ops {
         let params: Vec<String> = op
@@ -20,7 +22,7 @@ pub(crate) fn ops(json: bool) -> Result<String, CliError> {
             .map(|p| format!("{}: {}", p.name, p.ty))
             .collect();
         out.push_str(&format!(
-            "{:<22} v{}  ({}) -> ({})  params({})  {}\n",
+            "{:<name_w$} v{}  ({}) -> ({})  params({})  {}\n",
             op.name,
             op.version,
             op.inputs.join(", "),
@@ -53,9 +55,10 @@ pub(crate) fn models(json: bool) -> Result<String, CliError> {
     if json {
         return Ok(serde_json::to_string_pretty(&all)?);
     }
+    let name_w = column_width("", all.iter().map(|m| m.name));
     let mut out = format!("built-in models ({})", all.len());
     for m in all {
-        out.push_str(&format!("\n{:<16} {}", m.name, m.description));
+        out.push_str(&format!("\n{:<name_w$} {}", m.name, m.description));
     }
     Ok(out)
 }
@@ -66,8 +69,19 @@ pub(crate) fn estimators(json: bool) -> Result<String, CliError> {
     if json {
         return Ok(serde_json::to_string_pretty(&all)?);
     }
+    // Level and kind are rendered first: their `Display` ignores a width.
+    let devices: Vec<&str> = all
+        .iter()
+        .map(|r| r.device.as_deref().unwrap_or("all"))
+        .collect();
+    let levels: Vec<String> = all.iter().map(|r| r.level.to_string()).collect();
+    let kinds: Vec<String> = all.iter().map(|r| r.kind.to_string()).collect();
+    let op_w = column_width("op", all.iter().map(|r| r.op.as_str()));
+    let device_w = column_width("device", devices.iter().copied());
+    let level_w = column_width("level", levels.iter().map(String::as_str));
+    let kind_w = column_width("kind", kinds.iter().map(String::as_str));
     let mut out = format!(
-        "{} registration(s)\n{:<22} {:<11} {:<8} {:<11} {:<9} {:<9} source",
+        "{} registration(s)\n{:<op_w$} {:<device_w$} {:<level_w$} {:<kind_w$} {:<9} {:<9} source",
         all.len(),
         "op",
         "device",
@@ -76,13 +90,13 @@ pub(crate) fn estimators(json: bool) -> Result<String, CliError> {
         "override",
         "in force"
     );
-    for r in all {
+    for (i, r) in all.iter().enumerate() {
         out.push_str(&format!(
-            "\n{:<22} {:<11} {:<8} {:<11} {:<9} {:<9} {}",
+            "\n{:<op_w$} {:<device_w$} {:<level_w$} {:<kind_w$} {:<9} {:<9} {}",
             r.op,
-            r.device.as_deref().unwrap_or("all"),
-            r.level,
-            r.kind,
+            devices[i],
+            levels[i],
+            kinds[i],
             if r.overrides { "yes" } else { "no" },
             if r.in_force { "yes" } else { "NO" },
             r.source

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use pto_backends::buffers::{BufferPlan, human_bytes};
 use pto_backends::compiler::ValueInfo;
+use pto_op::table::column_width;
 use pto_op::{AttrValue, Model};
 use serde::Serialize;
 
@@ -129,6 +130,7 @@ impl core::fmt::Display for Inspection {
         writeln!(f, "inputs:  {}", list(&self.inputs))?;
         writeln!(f, "weights: {}", list(&self.weights))?;
         writeln!(f, "outputs: {}", list(&self.outputs))?;
+        let op_w = column_width("", self.nodes.iter().map(|n| n.op.as_str()));
         for node in &self.nodes {
             let attrs: Vec<String> = node.attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let names = |values: &[ValueInfo]| {
@@ -140,7 +142,7 @@ impl core::fmt::Display for Inspection {
             };
             writeln!(
                 f,
-                "{:>4}  {:<22} ({}) -> {}  [{}]  live {}",
+                "{:>4}  {:<op_w$} ({}) -> {}  [{}]  live {}",
                 node.node,
                 node.op,
                 names(&node.inputs),

@@ -20,6 +20,7 @@
 //! assert!(report.median_error.unwrap() > 0.0);
 //! ```
 
+use pto_op::table::column_width;
 use pto_op::{Attributes, TensorType, registry};
 use serde::Serialize;
 
@@ -258,9 +259,10 @@ impl core::fmt::Display for AccuracyReport {
             self.cases.len(),
             percent(self.median_error)
         )?;
+        let op_w = column_width("overall", self.ops.iter().map(|op| op.op.as_str()));
         writeln!(
             f,
-            "{:<22} {:>5} {:>8} {:>8}  source",
+            "{:<op_w$} {:>5} {:>8} {:>8}  source",
             "op", "cases", "median", "max"
         )?;
         for op in &self.ops {
@@ -271,7 +273,7 @@ impl core::fmt::Display for AccuracyReport {
             };
             writeln!(
                 f,
-                "{:<22} {:>5} {:>8} {:>8}  {}{skipped}",
+                "{:<op_w$} {:>5} {:>8} {:>8}  {}{skipped}",
                 op.op,
                 op.cases,
                 percent(op.median_error),
@@ -281,7 +283,7 @@ impl core::fmt::Display for AccuracyReport {
         }
         write!(
             f,
-            "{:<22} {:>5} {:>8}",
+            "{:<op_w$} {:>5} {:>8}",
             "overall",
             self.cases.len(),
             percent(self.median_error)
@@ -302,13 +304,15 @@ impl core::fmt::Display for AccuracyReport {
 impl AccuracyReport {
     /// Every case as a table: shapes, reference and estimated time, error.
     pub fn case_table(&self) -> String {
+        let op_w = column_width("op", self.cases.iter().map(|c| c.op.as_str()));
+        let shapes_w = column_width("shapes", self.cases.iter().map(|c| c.shapes.as_str()));
         let mut out = format!(
-            "{:<22} {:<36} {:>12} {:>12} {:>8}",
+            "{:<op_w$} {:<shapes_w$} {:>12} {:>12} {:>8}",
             "op", "shapes", "ref (us)", "est (us)", "error"
         );
         for c in &self.cases {
             out.push_str(&format!(
-                "\n{:<22} {:<36} {:>12} {:>12.3} {:>8}",
+                "\n{:<op_w$} {:<shapes_w$} {:>12} {:>12.3} {:>8}",
                 c.op,
                 c.shapes,
                 c.reference_seconds

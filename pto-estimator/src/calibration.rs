@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use pto_op::table::column_width;
 use pto_op::{DeviceProfile, OpCalibration};
 use serde::Serialize;
 
@@ -129,16 +130,17 @@ impl core::fmt::Display for CalibrationReport {
             f,
             "held-out error, before -> after calibration (t = exp(a) * t_est^b):"
         )?;
+        let op_w = column_width("overall", self.before.ops.iter().map(|op| op.op.as_str()));
         writeln!(
             f,
-            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+            "{:<op_w$} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
             "op", "cases", "median", "max", "median'", "max'", "a", "b"
         )?;
         for (before, after) in self.before.ops.iter().zip(&self.after.ops) {
             let fitted = self.calibration.get(&before.op);
             writeln!(
                 f,
-                "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+                "{:<op_w$} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
                 before.op,
                 before.cases,
                 percent(before.median_error),
@@ -151,7 +153,7 @@ impl core::fmt::Display for CalibrationReport {
         }
         write!(
             f,
-            "{:<22} {:>5} {:>8} {:>8} {:>8}",
+            "{:<op_w$} {:>5} {:>8} {:>8} {:>8}",
             "overall",
             self.before.cases.len(),
             percent(self.before.median_error),

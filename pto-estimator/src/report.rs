@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pto_op::chrome_trace::{ChromeTrace, CompleteEvent, DisplayTimeUnit, TraceEvent};
+use pto_op::table::column_width;
 use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
@@ -262,15 +263,16 @@ impl core::fmt::Display for ModelReport {
             self.ops.len(),
             self.total_seconds * 1e3
         )?;
+        let op_w = column_width("op", self.ops.iter().map(|row| row.op.as_str()));
         writeln!(
             f,
-            "{:>5}  {:<22} {:>12} {:>7}  {:<8} source",
+            "{:>5}  {:<op_w$} {:>12} {:>7}  {:<8} source",
             "node", "op", "time (us)", "share", "bound"
         )?;
         for row in &self.ops {
             writeln!(
                 f,
-                "{:>5}  {:<22} {:>12.3} {:>6.2}%  {:<8} {}",
+                "{:>5}  {:<op_w$} {:>12.3} {:>6.2}%  {:<8} {}",
                 row.node,
                 row.op,
                 row.seconds * 1e6,

@@ -66,6 +66,7 @@ pub mod registry;
 pub mod schema;
 pub mod shape;
 pub mod sweep;
+pub mod table;
 pub mod target;
 pub mod tensor;
 pub mod tolerance;

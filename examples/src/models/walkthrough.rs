@@ -7,6 +7,7 @@ use std::path::Path;
 use pto_backends::compiler::compile;
 use pto_backends::parity::compare_compiled;
 use pto_op::Model;
+use pto_op::table::column_width;
 
 /// Runs `model` end to end, writing its exported files into `dir`:
 ///
@@ -19,6 +20,7 @@ use pto_op::Model;
 /// Returns the printed text; fails if the outputs differ.
 pub fn walkthrough(model: &Model, dir: &Path) -> Result<String, Box<dyn Error>> {
     let mut out = format!("== 1. describe: model `{}`\n", model.name);
+    let op_w = column_width("", model.graph.nodes.iter().map(|n| n.op.as_str()));
     for (index, node) in model.graph.nodes.iter().enumerate() {
         let types: Vec<String> = node
             .outputs
@@ -27,7 +29,7 @@ pub fn walkthrough(model: &Model, dir: &Path) -> Result<String, Box<dyn Error>> 
             .map(|v| format!("{} {}", v.name, v.ty))
             .collect();
         out.push_str(&format!(
-            "{index:>4}  {:<22} -> {}\n",
+            "{index:>4}  {:<op_w$} -> {}\n",
             node.op,
             types.join(", ")
         ));
