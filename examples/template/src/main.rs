@@ -3,5 +3,5 @@
 use my_ops as _; // link the crate: its ops and models register themselves
 
 fn main() -> std::process::ExitCode {
-    pto_backends::cli::main()
+    pto_cli::main()
 }

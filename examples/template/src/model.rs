@@ -1,7 +1,7 @@
 //! A model built from this crate's op and a standard op, registered by name for the `pto`
 //! command line.
 
-use pto_backends::models::ModelDef;
+use pto_op::models::ModelDef;
 use pto_op::ops::matmul;
 use pto_op::{DType, Graph, Model, OpError, Shape, Tensor};
 
@@ -18,7 +18,7 @@ pub fn build() -> Result<Model, OpError> {
     graph.to_model("my-ops-demo")
 }
 
-pto_backends::register_model!(
+pto_op::register_model!(
     MY_OPS_DEMO,
     ModelDef {
         name: "my-ops-demo",
