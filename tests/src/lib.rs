@@ -34,4 +34,7 @@ pub mod docs {
 
     #[doc = include_str!("../../docs/estimating.md")]
     pub mod estimating {}
+
+    #[doc = include_str!("../../docs/deploying.md")]
+    pub mod deploying {}
 }
