@@ -479,8 +479,7 @@ impl Executor for AscendcHost {
     }
 
     /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one, or
-    /// whose instance uses a dtype the SoC cannot hold (bf16 on Kirin) or a function the
-    /// lowering lacks (`LowerError::is_not_lowered_yet`).
+    /// whose instance uses a dtype the SoC cannot hold (bf16 on Kirin).
     fn prepare(
         &self,
         op: &'static OpDef,
@@ -495,9 +494,7 @@ impl Executor for AscendcHost {
             Ok(build) => Ok(Lowering::Kernel {
                 grid: build.kernel.grid as usize,
             }),
-            Err(HostError::Lower(e)) if e.is_unsupported_dtype() || e.is_not_lowered_yet() => {
-                Ok(Lowering::NoKernel)
-            }
+            Err(HostError::Lower(e)) if e.is_unsupported_dtype() => Ok(Lowering::NoKernel),
             Err(e) => Err(e.into_op_error(op.name)),
         }
     }

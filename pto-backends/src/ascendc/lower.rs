@@ -1129,27 +1129,30 @@ impl Lowering<'_> {
         op: UnaryOp,
         src: TileId,
     ) -> Result<(), LowerError> {
-        if matches!(
-            op,
-            UnaryOp::Sin
-                | UnaryOp::Cos
-                | UnaryOp::Floor
-                | UnaryOp::Ceil
-                | UnaryOp::Erf
-                | UnaryOp::Exp2
-                | UnaryOp::Log2
-        ) {
-            return Err(self.unsupported(inst, not_lowered_yet(op.name())));
-        }
         self.declare(dst);
         let ty = self.ty(dst).clone();
         if !matches!(ty.dtype, DType::F32 | DType::F16 | DType::BF16) {
             return Err(self.unsupported(inst, format!("{} of {}", op.name(), ty.dtype)));
         }
         let n = Geom::of(&ty).elems();
+        if plan::unary_takes_tmp(op) && ty.dtype == DType::BF16 {
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "{} of {} (the Ascend C math API takes half and float)",
+                    op.name(),
+                    ty.dtype
+                ),
+            ));
+        }
         let d = Lowering::name(dst);
         let x = Lowering::name(src);
         let s = |v: f64| scalar(v, ty.dtype);
+        let tmp = plan::unary_takes_tmp(op).then(|| self.tmp_buffer(0, n));
+        let math = |api: &str| {
+            let tmp = tmp.as_deref().unwrap_or_default();
+            vec![format!("{api}({d}, {x}, {tmp}, {n});")]
+        };
         let lines: Vec<String> = match op {
             UnaryOp::Neg => vec![format!("Muls({d}, {x}, {}, {n});", s(-1.0))],
             UnaryOp::Abs => vec![format!("Abs({d}, {x}, {n});")],
@@ -1175,13 +1178,21 @@ impl Lowering<'_> {
                 format!("Adds({d}, {d}, {}, {n});", s(1.0)),
                 format!("Div({d}, {x}, {d}, {n});"),
             ],
-            UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Floor
-            | UnaryOp::Ceil
-            | UnaryOp::Erf
-            | UnaryOp::Exp2
-            | UnaryOp::Log2 => unreachable!("refused above: {}", op.name()),
+            UnaryOp::Sin => math("Sin"),
+            UnaryOp::Cos => math("Cos"),
+            UnaryOp::Floor => math("Floor"),
+            UnaryOp::Ceil => math("Ceil"),
+            UnaryOp::Erf => math("Erf"),
+            UnaryOp::Exp2 => vec![
+                "// exp2(x) = exp(x ln 2)".to_owned(),
+                format!("Muls({d}, {x}, {}, {n});", s(std::f64::consts::LN_2)),
+                format!("Exp({d}, {d}, {n});"),
+            ],
+            UnaryOp::Log2 => vec![
+                "// log2(x) = ln(x) / ln 2".to_owned(),
+                format!("Ln({d}, {x}, {n});"),
+                format!("Muls({d}, {d}, {}, {n});", s(std::f64::consts::LOG2_E)),
+            ],
             UnaryOp::Gelu => {
                 let mut lines = vec![
                     "// gelu(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))".to_owned(),
@@ -1287,8 +1298,8 @@ impl Lowering<'_> {
         lhs: &Operand,
         rhs: &Operand,
     ) -> Result<(), LowerError> {
-        if matches!(op, BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod) {
-            return Err(self.unsupported(inst, not_lowered_yet(op.name())));
+        if plan::binary_is_math(op) {
+            return self.binary_math(inst, dst, op, lhs, rhs);
         }
         self.declare(dst);
         let ty = self.ty(dst).clone();
@@ -1311,7 +1322,7 @@ impl Lowering<'_> {
             BinaryOp::Max => "Max",
             BinaryOp::Min => "Min",
             BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod => {
-                unreachable!("refused above: {}", op.name())
+                unreachable!("{} lowers in `binary_math`", op.name())
             }
         };
         let scalar_op = match op {
@@ -1353,6 +1364,112 @@ impl Lowering<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `pow`, `rem` and `mod` through the Ascend C math API (`Power`, `Fmod`), float tiles
+    /// only; a scalar operand is duplicated into a tile. `mod` is `Fmod` with the sign of
+    /// a nonzero remainder fixed to that of the divisor: where `r` and `b` differ in sign,
+    /// `r + b`.
+    fn binary_math(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        op: BinaryOp,
+        lhs: &Operand,
+        rhs: &Operand,
+    ) -> Result<(), LowerError> {
+        self.declare(dst);
+        let ty = self.ty(dst).clone();
+        if !matches!(ty.dtype, DType::F32 | DType::F16) {
+            // Integers would go through f32, exact only below 2^24: refused rather than
+            // rounded.
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "{} of {} (the Ascend C math API takes half and float)",
+                    op.name(),
+                    ty.dtype
+                ),
+            ));
+        }
+        let g = Geom::of(&ty);
+        let n = g.elems();
+        let d = Lowering::name(dst);
+        let mut temp = 0;
+        let a = self.full_arg(inst, lhs, &ty.shape, &mut temp)?;
+        let b = self.full_arg(inst, rhs, &ty.shape, &mut temp)?;
+        let mut tile = |arg: Arg, this: &mut Self| match arg {
+            Arg::Tile(t) => t,
+            Arg::Scalar(v) => {
+                let t = this.temp(temp, ty.dtype, &g);
+                temp += 1;
+                this.code
+                    .line(format!("Duplicate({t}, {}, {n});", scalar(v, ty.dtype)));
+                t
+            }
+        };
+        if matches!((&a, &b), (Arg::Scalar(_), Arg::Scalar(_))) {
+            return Err(self.unsupported(inst, "both operands are scalars"));
+        }
+        let a = tile(a, self);
+        let b = tile(b, self);
+        let tmp = self.tmp_buffer(temp, n);
+        temp += 1;
+        let api = if op == BinaryOp::Pow { "Power" } else { "Fmod" };
+        self.code.line(format!("{api}({d}, {a}, {b}, {tmp}, {n});"));
+        if op == BinaryOp::Mod {
+            let ctype = c_type(ty.dtype);
+            let fixed = format!("mod{}", self.position);
+            let mask = format!("modMask{}", self.position);
+            // The bit mask, addressed by bytes like a declared bool tile.
+            let bits = Geom::of(&TileType {
+                shape: ty.shape.clone(),
+                dtype: DType::Bool,
+                level: MemLevel::Ub,
+            })
+            .bytes as usize;
+            let bytes = Geom {
+                rows: 1,
+                cols: bits,
+                pitch: bits,
+                bytes: bits as u64,
+            };
+            let fixed_expr = self.temp(temp, ty.dtype, &g);
+            let mask_expr = self.temp(temp + 1, DType::Bool, &bytes);
+            let zero = scalar(0.0, ty.dtype);
+            for line in [
+                "// mod: the remainder with the sign of the divisor, r + b where they differ"
+                    .to_owned(),
+                format!("LocalTensor<{ctype}> {fixed} = {fixed_expr};"),
+                format!("LocalTensor<uint8_t> {mask} = {mask_expr};"),
+                format!("CompareScalar({mask}, {b}, {zero}, CMPMODE::LT, {n});"),
+                format!("Muls({fixed}, {d}, {}, {n});", scalar(-1.0, ty.dtype)),
+                format!(
+                    "Select({fixed}, {mask}, {fixed}, {d}, SELMODE::VSEL_TENSOR_TENSOR_MODE, {n});"
+                ),
+                format!("CompareScalar({mask}, {fixed}, {zero}, CMPMODE::LT, {n});"),
+                format!("Add({fixed}, {d}, {b}, {n});"),
+                format!(
+                    "Select({d}, {mask}, {fixed}, {d}, SELMODE::VSEL_TENSOR_TENSOR_MODE, {n});"
+                ),
+            ] {
+                self.code.line(line);
+            }
+        }
+        Ok(())
+    }
+
+    /// Temporary `k` of the instruction as the `sharedTmpBuffer` of a math function over
+    /// `elems` elements ([`plan::math_tmp_bytes`]).
+    fn tmp_buffer(&self, k: usize, elems: usize) -> String {
+        let bytes = plan::math_tmp_bytes(elems) as usize;
+        let like = Geom {
+            rows: 1,
+            cols: bytes,
+            pitch: bytes,
+            bytes: bytes as u64,
+        };
+        self.temp(k, DType::U8, &like)
     }
 
     /// `dst = full op stat` (or `stat op full`) row by row, the statistic of each row read
@@ -1420,7 +1537,7 @@ impl Lowering<'_> {
                 format!("Div({d}[r * {p}], statRow, {a}[r * {p}], {cols});"),
             ],
             (BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod, _) => {
-                unreachable!("`binary` refuses {} before row statistics", op.name())
+                unreachable!("`binary` lowers {} in `binary_math`", op.name())
             }
         };
         for line in lines {
@@ -2250,12 +2367,3 @@ __aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const Lo
 }  // namespace
 
 "#;
-
-/// Why a tile-language math function does not lower yet: the simulator runs it, the
-/// Ascend C host subset has no call for it.
-fn not_lowered_yet(function: &str) -> String {
-    format!(
-        "{}: {function} (the simulator and the CPU reference run it)",
-        super::NOT_LOWERED_YET
-    )
-}

@@ -156,18 +156,7 @@ impl LowerError {
     pub fn is_unsupported_dtype(&self) -> bool {
         matches!(self, LowerError::Unsupported { message, .. } if message.starts_with(UNSUPPORTED_DTYPE))
     }
-
-    /// True when the kernel uses a tile-language function the lowering has no Ascend C
-    /// for yet (sin, cos, floor, ceil, erf, exp2, log2, pow, rem, mod): like an unsupported
-    /// dtype, the instance is not deployable here, rather than wrongly lowered.
-    pub fn is_not_lowered_yet(&self) -> bool {
-        matches!(self, LowerError::Unsupported { message, .. } if message.starts_with(NOT_LOWERED_YET))
-    }
 }
-
-/// The start of the message of a [`LowerError::Unsupported`] about a function the lowering
-/// lacks.
-pub(crate) const NOT_LOWERED_YET: &str = "not lowered to Ascend C yet";
 
 /// The start of the message of a [`LowerError::Unsupported`] about a dtype.
 pub(crate) const UNSUPPORTED_DTYPE: &str = "dtype";

@@ -193,6 +193,31 @@ fn def(inst: &Inst) -> Option<TileId> {
     }
 }
 
+/// Whether the lowering of unary `op` calls an Ascend C math function that takes a
+/// `sharedTmpBuffer` (`Sin`, `Cos`, `Erf`, `Floor`, `Ceil`).
+pub(crate) fn unary_takes_tmp(op: pto_op::kernel::ir::UnaryOp) -> bool {
+    use pto_op::kernel::ir::UnaryOp;
+    matches!(
+        op,
+        UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Floor | UnaryOp::Ceil
+    )
+}
+
+/// Whether binary `op` lowers to an Ascend C math function with a `sharedTmpBuffer`
+/// (`Power`, `Fmod`) rather than to a basic vector instruction.
+pub(crate) fn binary_is_math(op: pto_op::kernel::ir::BinaryOp) -> bool {
+    use pto_op::kernel::ir::BinaryOp;
+    matches!(op, BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod)
+}
+
+/// Bytes of the `sharedTmpBuffer` the lowering gives a math function over `elems`
+/// elements: one f32 per element, what the host implementation requires
+/// (`ascendc_host/vector.h`, `host::CheckTmp`). A device build sizes it the same way; the
+/// vendor's `Get<Name>MaxMinTmpSize` is not consulted.
+pub(crate) fn math_tmp_bytes(elems: usize) -> u64 {
+    ((elems * 4) as u64).next_multiple_of(UB_ALIGN)
+}
+
 /// Bytes of each temporary the lowering of `inst` needs in UB.
 pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     let ty = |t: TileId| program.tile(t);
@@ -220,6 +245,40 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
         }
     };
     match inst {
+        Inst::Unary { dst, op, .. } if unary_takes_tmp(*op) => geom(*dst)
+            .map(|g| math_tmp_bytes(g.elems()))
+            .into_iter()
+            .collect(),
+        Inst::Binary { dst, op, lhs, rhs } if binary_is_math(*op) => {
+            // Broadcasts, a scalar operand duplicated into a tile, the math function's
+            // `sharedTmpBuffer`, and for `mod` the sign fix's tile and bit mask.
+            let Some(g) = geom(*dst) else {
+                return Vec::new();
+            };
+            let mut temps: Vec<u64> = [broadcast(lhs, *dst), broadcast(rhs, *dst)]
+                .into_iter()
+                .flatten()
+                .collect();
+            for operand in [lhs, rhs] {
+                if matches!(operand, Operand::Scalar(_)) {
+                    temps.push(g.bytes);
+                }
+            }
+            temps.push(math_tmp_bytes(g.elems()));
+            if matches!(op, pto_op::kernel::ir::BinaryOp::Mod) {
+                let mask = ty(*dst).map(|t| {
+                    Geom::of(&TileType {
+                        shape: t.shape.clone(),
+                        dtype: DType::Bool,
+                        level: MemLevel::Ub,
+                    })
+                    .bytes
+                });
+                temps.push(g.bytes);
+                temps.extend(mask);
+            }
+            temps
+        }
         Inst::Binary { dst, op, lhs, rhs }
             if let Some(_) = row_statistic(program, *dst, lhs, rhs) =>
         {

@@ -12,6 +12,18 @@ pub const CANN_VERSION: &str = "9.0.0";
 /// dtypes a kernel may use. Buffer sizes are not a SoC fact here: they come from the
 /// device profile the kernel is planned for.
 ///
+/// The Ascend C calls the lowering emits, per SoC (from the API docs' per-product support
+/// lines):
+///
+/// | Calls | Ascend 910B | Kirin 9030 / X90 |
+/// |---|---|---|
+/// | `Add`, `Sub`, `Mul`, `Div`, `Max`, `Min`, `Adds`, `Muls`, `Maxs`, `Mins`, `Exp`, `Ln`, `Sqrt`, `Rsqrt`, `Reciprocal`, `Relu`, `Abs`, `Duplicate`, `Cast`, `Compare`, `Select`, `ReduceSum`/`Max`/`Min` | yes | yes |
+/// | `DataCopyPad` | yes | not listed; used in practice |
+/// | Math library: `Sin`, `Cos`, `Erf`, `Floor`, `Ceil`, `Power`, `Fmod` (with a `sharedTmpBuffer`) | yes | **not listed**: lowered anyway (the `ascendc-host` target runs them), unverified on a Kirin toolkit |
+///
+/// `exp2` and `log2` use `Exp`/`Ln` with `Muls`, and `mod` adds `CompareScalar`, `Select`
+/// and `Add` to `Fmod`, so only the math-library calls above are in doubt on Kirin.
+///
 /// ```
 /// use pto_backends::ascendc::Soc;
 /// let soc = Soc::from_profile_name("kirin9030").unwrap();

@@ -212,6 +212,63 @@ ASCENDC_HOST_UNARY(Relu, a > 0 ? a : 0 * a)
 
 #undef ASCENDC_HOST_UNARY
 
+// The math library's element-wise functions (Sin, Cos, Erf, Floor, Ceil, Power, Fmod):
+// float and half, with a caller-provided `sharedTmpBuffer` in UB. The host requires room
+// for one float per element in it, what the lowering reserves.
+namespace host {
+
+template <typename T>
+inline void CheckMath(const char* api, const LocalTensor<T>& dst, const LocalTensor<uint8_t>& tmp, uint32_t count)
+{
+    if (!std::is_same<T, float>::value && !std::is_same<T, half>::value) {
+        Fail(api, "dtype", "the math API takes half and float");
+    }
+    CheckVector(api, tmp, 0, "sharedTmpBuffer");
+    const uint64_t need = static_cast<uint64_t>(count) * sizeof(float);
+    if (tmp.GetSize() < need) {
+        Fail(api, "sharedTmpBuffer",
+             "sharedTmpBuffer has " + std::to_string(tmp.GetSize()) + " bytes, " + std::to_string(count) +
+                 " elements need " + std::to_string(need));
+    }
+}
+
+}  // namespace host
+
+#define ASCENDC_HOST_MATH_UNARY(Name, expr)                                                                 \
+    template <typename T, bool isReuseSource = false>                                                       \
+    inline void Name(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                      \
+                     const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount)                  \
+    {                                                                                                       \
+        host::CheckMath(#Name, dstTensor, sharedTmpBuffer, calCount);                                       \
+        host::Map1(#Name, dstTensor, srcTensor, static_cast<int32_t>(calCount),                             \
+                   [](host::Acc<T> a) { return (expr); });                                                  \
+    }
+
+ASCENDC_HOST_MATH_UNARY(Sin, std::sin(a))
+ASCENDC_HOST_MATH_UNARY(Cos, std::cos(a))
+ASCENDC_HOST_MATH_UNARY(Erf, std::erf(a))
+ASCENDC_HOST_MATH_UNARY(Floor, std::floor(a))
+ASCENDC_HOST_MATH_UNARY(Ceil, std::ceil(a))
+
+#undef ASCENDC_HOST_MATH_UNARY
+
+#define ASCENDC_HOST_MATH_BINARY(Name, expr)                                                                \
+    template <typename T, bool isReuseSource = false>                                                       \
+    inline void Name(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor,                     \
+                     const LocalTensor<T>& src1Tensor, const LocalTensor<uint8_t>& sharedTmpBuffer,         \
+                     const uint32_t calCount)                                                               \
+    {                                                                                                       \
+        host::CheckMath(#Name, dstTensor, sharedTmpBuffer, calCount);                                       \
+        host::Map2(#Name, dstTensor, src0Tensor, src1Tensor, static_cast<int32_t>(calCount),                \
+                   [](host::Acc<T> a, host::Acc<T> b) { return (expr); });                                  \
+    }
+
+// Power: a to the b; Fmod: the remainder truncated toward zero, the sign of a.
+ASCENDC_HOST_MATH_BINARY(Power, std::pow(a, b))
+ASCENDC_HOST_MATH_BINARY(Fmod, std::fmod(a, b))
+
+#undef ASCENDC_HOST_MATH_BINARY
+
 template <typename T>
 inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount)
 {
