@@ -113,7 +113,9 @@ pub mod rope {
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
         let (tokens, d) = x.dims2()?;
         let half = d / 2;
-        let bt = rows_per_tile(tokens, half);
+        // Sized by whole rows: the two halves, their sin and cos and the products are
+        // live together, and must fit the Ascend C UB plan as well as the simulator's.
+        let bt = rows_per_tile(tokens, d);
         let seq_len = p.seq_len as f32;
         for_each_row_tile(k, tokens, bt, |k, r0| {
             // Positions: the token index, wrapped per sequence with floor (no casts).
