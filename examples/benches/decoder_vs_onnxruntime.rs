@@ -1,14 +1,22 @@
-//! The decoder block on our CPU runtime against the same ONNX file in ONNX Runtime (Python,
-//! one thread), side by side in one run.
+//! Models on our CPU runtime against the same ONNX file in ONNX Runtime (Python, one
+//! thread), side by side in one run.
 //!
 //! `cargo bench -p pto-examples --bench decoder_vs_onnxruntime` (needs `python3` with the
 //! packages of `requirements-test.txt`; `scripts/test` installs them).
 //!
-//! The model is `decoder-block-std`, the decoder block written with standard ops only, so
-//! that ONNX Runtime can run its export (it knows no `demo.*` op). Our side is the compiled
-//! model on the `cpu` target (each op's reference); ONNX Runtime's side is timed by
-//! `scripts/ort_bench.py` inside its own process (the sum of `iters` runs after a warm-up),
-//! so process start-up is not counted.
+//! The models are written with standard ops only, so that ONNX Runtime can run their export
+//! (it knows no `demo.*` op):
+//!
+//! - `decoder-block-std`, the 64x64 decoder block;
+//! - a decoder layer at a real width: 128 tokens, width 2048 in 16 heads, 5632 hidden;
+//! - the MLP block of a LLaMA-7B layer: 32 tokens, 4096 -> 11008 -> 4096.
+//!
+//! All f32. `PTO_BENCH_SIZE=small` shrinks the two large models (width / 8, fewer tokens)
+//! for a quick or CI run; the default, `full`, is the sizes above.
+//!
+//! Our side is the compiled model on the `cpu` target (each op's reference); ONNX Runtime's
+//! side is timed by `scripts/ort_bench.py` inside its own process (the sum of `iters` runs
+//! after a warm-up), so process start-up is not counted.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -18,7 +26,8 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::npy_bytes;
-use pto_examples as _;
+use pto_examples::models::decoder_block::{StdBlockSize, build_mlp_std, build_std_sized};
+use pto_op::Model;
 use pto_op::models::find_builtin;
 
 fn repo_root() -> PathBuf {
@@ -45,18 +54,25 @@ fn onnxruntime_time(model: &Path, inputs: &Path, iters: u64) -> Duration {
     Duration::from_secs_f64(total_ms / 1e3)
 }
 
-fn decoder_block(c: &mut Criterion) {
-    let def = find_builtin("decoder-block-std")
-        .expect("unique model names")
-        .expect("registered by pto-examples");
-    let model = (def.build)().expect("the model builds");
-    let compiled = compile(&model, "cpu").expect("compiles for cpu");
+/// Whether `PTO_BENCH_SIZE=small` asks for the shrunk models.
+fn small() -> bool {
+    match std::env::var("PTO_BENCH_SIZE").as_deref() {
+        Ok("small") => true,
+        Ok("full") | Err(_) => false,
+        Ok(other) => panic!("PTO_BENCH_SIZE is `small` or `full`, got `{other}`"),
+    }
+}
+
+/// Benchmarks `model` on our cpu target and in ONNX Runtime, in group `group`, `samples`
+/// samples each.
+fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
+    let compiled = compile(model, "cpu").expect("compiles for cpu");
     let inputs = compiled.random_inputs(0);
 
-    let dir = std::env::temp_dir().join(format!("pto-bench-decoder-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("pto-bench-{group}-{}", std::process::id()));
     let inputs_dir = dir.join("inputs");
     std::fs::create_dir_all(&inputs_dir).expect("writable temp dir");
-    let onnx = dir.join("decoder-block-std.onnx");
+    let onnx = dir.join(format!("{}.onnx", model.name));
     model.save_onnx(&onnx).expect("exports");
     for (&id, tensor) in model.graph.inputs.iter().zip(&inputs) {
         let name = &model.graph.values[id].name;
@@ -64,8 +80,8 @@ fn decoder_block(c: &mut Criterion) {
         std::fs::write(inputs_dir.join(format!("{name}.npy")), bytes).expect("writable");
     }
 
-    let mut group = c.benchmark_group("decoder_block_std_64x64_f32");
-    group.sample_size(20);
+    let mut group = c.benchmark_group(group);
+    group.sample_size(samples);
     group.bench_function("pto_cpu", |b| {
         b.iter(|| black_box(compiled.run(&inputs).expect("runs")))
     });
@@ -73,7 +89,43 @@ fn decoder_block(c: &mut Criterion) {
         b.iter_custom(|iters| onnxruntime_time(&onnx, &inputs_dir, iters))
     });
     group.finish();
+    // The large models' ONNX files are hundreds of MB: do not leave them behind.
+    std::fs::remove_dir_all(&dir).expect("removable temp dir");
 }
 
-criterion_group!(benches, decoder_block);
+fn decoder_block(c: &mut Criterion) {
+    let def = find_builtin("decoder-block-std")
+        .expect("unique model names")
+        .expect("registered by pto-examples");
+    let model = (def.build)().expect("the model builds");
+    side_by_side(c, "decoder_block_std_64x64_f32", &model, 20);
+}
+
+fn decoder_layer_wide(c: &mut Criterion) {
+    let (size, group) = if small() {
+        let size = StdBlockSize {
+            seq: 32,
+            d_model: 256,
+            heads: 4,
+            d_hidden: 704,
+        };
+        (size, "decoder_layer_small_256_f32")
+    } else {
+        (StdBlockSize::WIDE, "decoder_layer_2048x16h_seq128_f32")
+    };
+    let model = build_std_sized(size, "decoder-layer-std").expect("the model builds");
+    side_by_side(c, group, &model, 10);
+}
+
+fn mlp_block_7b(c: &mut Criterion) {
+    let ((seq, d_model, d_hidden), group) = if small() {
+        ((8, 512, 1376), "mlp_block_small_512_f32")
+    } else {
+        ((32, 4096, 11008), "mlp_block_4096x11008_seq32_f32")
+    };
+    let model = build_mlp_std(seq, d_model, d_hidden).expect("the model builds");
+    side_by_side(c, group, &model, 10);
+}
+
+criterion_group!(benches, decoder_block, decoder_layer_wide, mlp_block_7b);
 criterion_main!(benches);

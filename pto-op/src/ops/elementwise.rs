@@ -105,10 +105,14 @@ fn zip_broadcast<T: Copy, U>(
 fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpError> {
     let dtype = a.dtype();
     if dtype.is_float() {
-        let y = zip_broadcast(a.to_f32_array().view(), b.to_f32_array().view(), |x, y| {
-            Ok(op.float(x, y))
-        })?;
-        return Ok(Tensor::from_array(y).cast(dtype));
+        let (mut a32, b32) = (a.to_f32_array(), b.to_f32_array());
+        if broadcast_shapes(&a.shape(), &b.shape())? == a.shape() {
+            // `b` broadcasts to `a`: compute in place in `a`'s copy, no third array.
+            a32.zip_mut_with(&b32, |x, &y| *x = op.float(*x, y));
+            return Ok(Tensor::from_f32_array(a32, dtype));
+        }
+        let y = zip_broadcast(a32.view(), b32.view(), |x, y| Ok(op.float(x, y)))?;
+        return Ok(Tensor::from_f32_array(y, dtype));
     }
     let (a64, b64) = (a.cast(DType::I64), b.cast(DType::I64));
     let fits = |v: i64| dtype == DType::I64 || i32::try_from(v).is_ok();
@@ -306,7 +310,9 @@ pub mod div {
 
 /// The reference of a float activation: `f` on each element in f32.
 fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor {
-    Tensor::from_array(x.to_f32_array().mapv(f)).cast(x.dtype())
+    let mut y = x.to_f32_array();
+    y.mapv_inplace(f);
+    Tensor::from_f32_array(y, x.dtype())
 }
 
 /// The kernel of a float activation: row tiles, `f` on each tile in f32.

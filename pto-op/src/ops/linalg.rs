@@ -1,6 +1,6 @@
 //! Linear algebra: the matrix product on the cube unit.
 
-use ndarray::{Array2, Ix2};
+use ndarray::{ArrayD, ArrayView2, IxDyn};
 
 use super::expect_dtype_of;
 use crate::prelude::*;
@@ -59,18 +59,18 @@ pub mod matmul {
                 format!("expected rank 2, got shape {}", b.shape()),
             ));
         };
-        let rows = leading.iter().product();
-        let matrix = |name: &str, t: &Tensor, dims: [usize; 2]| -> Result<Array2<f32>, OpError> {
-            t.to_f32_array()
-                .into_shape_with_order(dims.to_vec())
-                .and_then(|m| m.into_dimensionality::<Ix2>())
-                .map_err(|e| OpError::input(name, format!("shape {}: {e}", t.shape())))
-        };
-        let product = matrix("a", a, [rows, depth])?.dot(&matrix("b", b, [depth, *n])?);
-        let y = Tensor::from_array(product.into_dyn())
-            .reshape(a.shape().with_dim(-1, *n)?)?
-            .cast(a.dtype());
-        Ok(y)
+        let rows: usize = leading.iter().product();
+        // f32 operands are read in place; f16/bf16 are widened once (in bulk).
+        let (a_wide, b_wide) = (widened(a), widened(b));
+        let a2 = matrix("a", a, a_wide.as_ref(), (rows, depth))?;
+        let b2 = matrix("b", b, b_wide.as_ref(), (depth, *n))?;
+        let out = a.shape().with_dim(-1, *n)?;
+        let product = a2
+            .dot(&b2)
+            .into_dyn()
+            .into_shape_with_order(IxDyn(out.dims()))
+            .map_err(|e| OpError::invalid(format!("matmul result of shape {out}: {e}")))?;
+        Ok(Tensor::from_f32_array(product, a.dtype()))
     }
 
     #[kernel]
@@ -87,6 +87,28 @@ pub mod matmul {
         })?;
         crate::kernel::cube::tiled_matmul(k, a, b, y)
     }
+}
+
+/// `t` converted to f32 unless it already is f32 (then it is read in place).
+fn widened(t: &Tensor) -> Option<ArrayD<f32>> {
+    (t.dtype() != DType::F32).then(|| t.to_f32_array())
+}
+
+/// The f32 elements of `t` (or of its widened copy `wide`) as a `dims` matrix; an error
+/// naming input `name` if they do not fit.
+fn matrix<'a>(
+    name: &str,
+    t: &'a Tensor,
+    wide: Option<&'a ArrayD<f32>>,
+    dims: (usize, usize),
+) -> Result<ArrayView2<'a, f32>, OpError> {
+    let elements = match wide {
+        Some(wide) => wide.view(),
+        None => t.view::<f32>()?,
+    };
+    elements
+        .into_shape_with_order(dims)
+        .map_err(|e| OpError::input(name, format!("shape {}: {e}", t.shape())))
 }
 
 crate::register_sweep!(

@@ -37,6 +37,8 @@
 #![allow(unsafe_code)]
 
 mod elementwise;
+#[cfg(test)]
+mod fast_path_tests;
 mod linalg;
 pub mod math;
 mod normalization;

@@ -6,6 +6,27 @@ use super::{expect_dtype_of, expect_float};
 use crate::kernel::rows::row_tiles;
 use crate::prelude::*;
 
+/// A per-column param (`[cols]`, checked by `row_shapes`) in f32, as a vector.
+fn row_param(name: &str, t: &Tensor) -> Result<ndarray::Array1<f32>, OpError> {
+    t.to_f32_array()
+        .into_dimensionality::<ndarray::Ix1>()
+        .map_err(|e| {
+            OpError::input(
+                name,
+                format!("expected rank 1, got shape {}: {e}", t.shape()),
+            )
+        })
+}
+
+/// The sum of `values`, gathered in `scratch` (reused across rows) and summed the way
+/// ndarray's `sum_axis` sums one contiguous lane, so a row gives the same f32 bits as the
+/// whole-array form.
+fn row_sum(scratch: &mut Vec<f32>, values: impl Iterator<Item = f32>) -> f32 {
+    scratch.clear();
+    scratch.extend(values);
+    ndarray::ArrayView1::from(scratch.as_slice()).sum()
+}
+
 /// Checks `x` has rank >= 1 with non-empty rows, and that each of `params` (named inputs
 /// of one row's size) has shape `[last]`.
 fn row_shapes(x: &Shape, params: &[(&str, &Shape)]) -> Result<Shape, OpError> {
@@ -53,15 +74,24 @@ pub mod layer_norm {
 
     #[reference]
     fn reference(x: &Tensor, gamma: &Tensor, beta: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        let x32 = x.to_f32_array();
-        let axis = Axis(x32.ndim() - 1);
-        let n = x32.len_of(axis) as f32;
-        let mean = x32.sum_axis(axis).insert_axis(axis) / n;
-        let centered = &x32 - &mean;
-        let variance = centered.mapv(|v| v * v).sum_axis(axis).insert_axis(axis) / n;
-        let inv = variance.mapv(|v| 1.0 / (v + p.eps).sqrt());
-        let y = &centered * &inv * &gamma.to_f32_array() + &beta.to_f32_array();
-        Ok(Tensor::from_array(y).cast(x.dtype()))
+        // One pass per row, in place, in the order of the whole-array form
+        // `centered = x - mean; centered * inv * gamma + beta` (see `row_sum`).
+        let mut y = x.to_f32_array();
+        let axis = Axis(y.ndim() - 1);
+        let n = y.len_of(axis) as f32;
+        let (gamma, beta) = (row_param("gamma", gamma)?, row_param("beta", beta)?);
+        let mut squares = Vec::with_capacity(y.len_of(axis));
+        for mut row in y.lanes_mut(axis) {
+            let mean = row.sum() / n;
+            row.mapv_inplace(|v| v - mean);
+            let variance = row_sum(&mut squares, row.iter().map(|v| v * v)) / n;
+            let inv = 1.0 / (variance + p.eps).sqrt();
+            ndarray::Zip::from(&mut row)
+                .and(&gamma)
+                .and(&beta)
+                .for_each(|v, &g, &b| *v = *v * inv * g + b);
+        }
+        Ok(Tensor::from_f32_array(y, x.dtype()))
     }
 
     #[kernel]
@@ -106,13 +136,21 @@ pub mod rms_norm {
 
     #[reference]
     fn reference(x: &Tensor, gamma: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        let x32 = x.to_f32_array();
-        let axis = Axis(x32.ndim() - 1);
-        let n = x32.len_of(axis) as f32;
-        let mean_square = x32.mapv(|v| v * v).sum_axis(axis).insert_axis(axis) / n;
-        let inv = mean_square.mapv(|m| 1.0 / (m + p.eps).sqrt());
-        let y = &x32 * &inv * &gamma.to_f32_array();
-        Ok(Tensor::from_array(y).cast(x.dtype()))
+        // One pass per row, in place, in the order of the whole-array form
+        // `x * inv * gamma` (see `row_sum`).
+        let mut y = x.to_f32_array();
+        let axis = Axis(y.ndim() - 1);
+        let n = y.len_of(axis) as f32;
+        let gamma = row_param("gamma", gamma)?;
+        let mut squares = Vec::with_capacity(y.len_of(axis));
+        for mut row in y.lanes_mut(axis) {
+            let mean_square = row_sum(&mut squares, row.iter().map(|v| v * v)) / n;
+            let inv = 1.0 / (mean_square + p.eps).sqrt();
+            ndarray::Zip::from(&mut row)
+                .and(&gamma)
+                .for_each(|v, &g| *v = *v * inv * g);
+        }
+        Ok(Tensor::from_f32_array(y, x.dtype()))
     }
 
     #[kernel]

@@ -28,12 +28,18 @@ pub mod softmax {
 
     #[reference]
     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        let x32 = x.to_f32_array();
-        let axis = Axis(normalize_axis(NAME, "axis", p.axis, x32.ndim())?);
-        let max = x32.fold_axis(axis, f32::NEG_INFINITY, |m, v| m.max(*v));
-        let e = (&x32 - &max.insert_axis(axis)).mapv(f32::exp);
-        let sum = e.sum_axis(axis).insert_axis(axis);
-        Ok(Tensor::from_array(&e / &sum).cast(x.dtype()))
+        // One pass per lane, in place: the same operations in the same order as
+        // `e = exp(x - max); e / sum(e)` over whole arrays (`lane.sum()` is what
+        // `sum_axis` runs per lane), without a temporary array per step.
+        let mut y = x.to_f32_array();
+        let axis = Axis(normalize_axis(NAME, "axis", p.axis, y.ndim())?);
+        for mut lane in y.lanes_mut(axis) {
+            let max = lane.fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+            lane.mapv_inplace(|v| (v - max).exp());
+            let sum = lane.sum();
+            lane.mapv_inplace(|v| v / sum);
+        }
+        Ok(Tensor::from_f32_array(y, x.dtype()))
     }
 
     #[kernel]
@@ -157,7 +163,7 @@ pub mod reduce_sum {
         let axes = reduced_axes(NAME, &p.axes, x.dims().len())?;
         if x.dtype().is_float() {
             let y = sum_axes(x.to_f32_array(), &axes, p.keepdims, 0.0, |a, b| a + b);
-            return Ok(Tensor::from_array(y).cast(x.dtype()));
+            return Ok(Tensor::from_f32_array(y, x.dtype()));
         }
         let fits = |v: i64| x.dtype() == DType::I64 || i32::try_from(v).is_ok();
         let sums = sum_axes(
@@ -202,7 +208,7 @@ pub mod reduce_mean {
         let axes = reduced_axes(NAME, &p.axes, x.dims().len())?;
         let count = reduced_count(x, &axes) as f32;
         let sums = sum_axes(x.to_f32_array(), &axes, p.keepdims, 0.0, |a, b| a + b);
-        Ok(Tensor::from_array(sums / count).cast(x.dtype()))
+        Ok(Tensor::from_f32_array(sums / count, x.dtype()))
     }
 }
 

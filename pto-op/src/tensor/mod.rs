@@ -250,8 +250,42 @@ impl Tensor {
     }
 
     /// The elements converted to f32, whatever the dtype.
+    ///
+    /// f32 is copied as is and f16/bf16 are widened in bulk (`half`'s slice conversions);
+    /// both give exactly the element-wise conversion.
     pub fn to_f32_array(&self) -> ArrayD<f32> {
-        self.convert::<f32>()
+        match &self.data {
+            TensorData::F32(a) => a.clone(),
+            TensorData::F16(a) => widen(a).unwrap_or_else(|| self.convert::<f32>()),
+            TensorData::BF16(a) => widen(a).unwrap_or_else(|| self.convert::<f32>()),
+            _ => self.convert::<f32>(),
+        }
+    }
+
+    /// `array`, computed in f32, as a tensor of `dtype`: kept as is for f32 (no copy),
+    /// narrowed in bulk for f16/bf16, else [`cast`](Tensor::cast). The same elements as
+    /// `Tensor::from_array(array).cast(dtype)`.
+    pub fn from_f32_array(array: ArrayD<f32>, dtype: DType) -> Tensor {
+        let array = if array.is_standard_layout() {
+            array
+        } else {
+            array.as_standard_layout().into_owned()
+        };
+        match dtype {
+            DType::F32 => Tensor {
+                data: TensorData::F32(array),
+            },
+            DType::F16 => Tensor {
+                data: TensorData::F16(narrow(&array)),
+            },
+            DType::BF16 => Tensor {
+                data: TensorData::BF16(narrow(&array)),
+            },
+            _ => Tensor {
+                data: TensorData::F32(array),
+            }
+            .cast(dtype),
+        }
     }
 
     /// The elements of a rank-2 tensor converted to f32, as a matrix; an error naming
@@ -291,6 +325,17 @@ impl Tensor {
             // Also keeps i64 beyond ±2^53 exact, which the f64 route would not.
             return self.clone();
         }
+        match (&self.data, dtype) {
+            (TensorData::F32(a), DType::F16 | DType::BF16) => {
+                return Tensor::from_f32_array(a.clone(), dtype);
+            }
+            (TensorData::F16(_) | TensorData::BF16(_), DType::F32) => {
+                return Tensor {
+                    data: TensorData::F32(self.to_f32_array()),
+                };
+            }
+            _ => {}
+        }
         if let Some(wide) = self.integers() {
             // Integer to integer: exact in i64, then the low bits (two's complement).
             let data = match dtype {
@@ -325,7 +370,10 @@ impl Tensor {
                 to: shape,
             });
         }
-        dispatch!(&self.data, a => Tensor::from_vec(shape, a.iter().copied().collect()))
+        dispatch!(&self.data, a => Tensor::from_vec(shape, match a.as_slice() {
+            Some(elements) => elements.to_vec(),
+            None => a.iter().copied().collect(),
+        }))
     }
 
     /// The elements in row-major order, little endian; bool as one byte, 0 or 1.
@@ -374,6 +422,45 @@ impl Tensor {
             TensorData::I64(a) => a.mapv(|x| T::from_f64(i64_to_f64_round_odd(x))),
             data => dispatch!(data, a => a.mapv(|x| T::from_f64(x.to_f64()))),
         }
+    }
+}
+
+/// f16 and bf16: the element types `half` converts to and from f32 a slice at a time.
+trait HalfElement: Element + Default
+where
+    [Self]: half::slice::HalfFloatSliceExt,
+{
+}
+impl HalfElement for half::f16 {}
+impl HalfElement for half::bf16 {}
+
+/// `a` widened to f32 in bulk, or `None` if it is not contiguous in standard layout.
+fn widen<E: HalfElement>(a: &ArrayD<E>) -> Option<ArrayD<f32>>
+where
+    [E]: half::slice::HalfFloatSliceExt,
+{
+    use half::slice::HalfFloatSliceExt as _;
+    let elements = a.as_slice()?;
+    let mut out = vec![0.0f32; elements.len()];
+    elements.convert_to_f32_slice(&mut out);
+    ArrayD::from_shape_vec(a.raw_dim(), out).ok()
+}
+
+/// `a` (standard layout) narrowed to f16 or bf16 in bulk, rounding to nearest-even like
+/// `f16::from_f32`.
+fn narrow<E: HalfElement>(a: &ArrayD<f32>) -> ArrayD<E>
+where
+    [E]: half::slice::HalfFloatSliceExt,
+{
+    use half::slice::HalfFloatSliceExt as _;
+    match a.as_slice() {
+        Some(elements) => {
+            let mut out = vec![E::default(); elements.len()];
+            out.convert_from_f32_slice(elements);
+            ArrayD::from_shape_vec(a.raw_dim(), out)
+                .unwrap_or_else(|_| a.mapv(|x| E::from_f64(f64::from(x))))
+        }
+        None => a.mapv(|x| E::from_f64(f64::from(x))),
     }
 }
 

@@ -410,3 +410,91 @@ fn zeros_scalar_and_accessors() {
         Ok(vec![0, 0])
     );
 }
+
+/// f32 values over every exponent: every 65,521st bit pattern, plus ties and edges.
+fn f32_samples() -> Vec<f32> {
+    let mut values: Vec<f32> = (0..=u32::MAX).step_by(65_521).map(f32::from_bits).collect();
+    values.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        65_504.0,
+        65_520.0,
+        1.0 + f32::EPSILON,
+        // Halfway between two f16 (and two bf16) neighbours: ties round to even.
+        f32::from_bits(0x3F80_1000),
+        f32::from_bits(0x3F80_3000),
+        f32::from_bits(0x3F80_8000),
+        f32::from_bits(0x3F81_8000),
+    ]);
+    values
+}
+
+/// Bits of `x`, with every NaN the same (payloads are not part of a conversion's contract).
+fn bits_or_nan(x: f32) -> Option<u32> {
+    (!x.is_nan()).then(|| x.to_bits())
+}
+
+#[test]
+fn bulk_f16_and_bf16_conversions_match_the_element_wise_ones() {
+    let values = f32_samples();
+    let n = values.len();
+    let array = ArrayD::from_shape_vec(IxDyn(&[n]), values.clone()).expect("1-d");
+    let halves = Tensor::from_f32_array(array.clone(), DType::F16);
+    let brains = Tensor::from_f32_array(array, DType::BF16);
+    let (h, b) = (
+        halves.to_vec::<f16>().expect("f16"),
+        brains.to_vec::<bf16>().expect("bf16"),
+    );
+    let (h_wide, b_wide) = (halves.to_f32_array(), brains.to_f32_array());
+    let h_cast = halves.cast(DType::F32).to_vec::<f32>().expect("f32");
+    for (i, &x) in values.iter().enumerate() {
+        // The element-wise route (through f64, exact for an f32) rounds once, as bulk does.
+        let (h_one, b_one) = (
+            <f16 as Element>::from_f64(f64::from(x)),
+            <bf16 as Element>::from_f64(f64::from(x)),
+        );
+        assert_eq!(h[i].is_nan(), h_one.is_nan(), "{x:e} to f16");
+        assert_eq!(b[i].is_nan(), b_one.is_nan(), "{x:e} to bf16");
+        if !x.is_nan() {
+            assert_eq!(h[i].to_bits(), h_one.to_bits(), "{x:e} to f16");
+            assert_eq!(b[i].to_bits(), b_one.to_bits(), "{x:e} to bf16");
+        }
+        // Widening is exact.
+        assert_eq!(
+            bits_or_nan(h_wide[[i]]),
+            bits_or_nan(h[i].to_f32()),
+            "{}",
+            h[i]
+        );
+        assert_eq!(
+            bits_or_nan(b_wide[[i]]),
+            bits_or_nan(b[i].to_f32()),
+            "{}",
+            b[i]
+        );
+        assert_eq!(bits_or_nan(h_cast[i]), bits_or_nan(h[i].to_f32()));
+    }
+}
+
+#[test]
+fn from_f32_array_keeps_f32_and_casts_to_other_dtypes() {
+    let array =
+        ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![1.5f32, -2.5, 3.0, 300.0]).expect("2x2");
+    let kept = Tensor::from_f32_array(array.clone(), DType::F32);
+    assert_eq!(
+        kept.to_vec::<f32>().expect("f32"),
+        vec![1.5, -2.5, 3.0, 300.0]
+    );
+    // A transposed (non-standard) layout comes out in row-major order.
+    let transposed = Tensor::from_f32_array(array.clone().reversed_axes(), DType::F32);
+    assert_eq!(
+        transposed.to_vec::<f32>().expect("f32"),
+        vec![1.5, 3.0, -2.5, 300.0]
+    );
+    let ints = Tensor::from_f32_array(array, DType::I32);
+    assert_eq!(ints.to_vec::<i32>().expect("i32"), vec![1, -2, 3, 300]);
+}
