@@ -1,6 +1,6 @@
 //! Linear algebra: the matrix product on the cube unit.
 
-use ndarray::{ArrayD, ArrayView2, IxDyn};
+use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 
 use super::expect_dtype_of;
 use crate::prelude::*;
@@ -65,8 +65,7 @@ pub mod matmul {
         let a2 = matrix("a", a, a_wide.as_ref(), (rows, depth))?;
         let b2 = matrix("b", b, b_wide.as_ref(), (depth, *n))?;
         let out = a.shape().with_dim(-1, *n)?;
-        let product = a2
-            .dot(&b2)
+        let product = gemm_f32(a2, b2)
             .into_dyn()
             .into_shape_with_order(IxDyn(out.dims()))
             .map_err(|e| OpError::invalid(format!("matmul result of shape {out}: {e}")))?;
@@ -87,6 +86,50 @@ pub mod matmul {
         })?;
         crate::kernel::cube::tiled_matmul(k, a, b, y)
     }
+}
+
+/// `a @ b` in f32 with the `gemm` crate on one thread: the same sum of products as
+/// `a.dot(&b)`, in another order (its blocking), so equal within f32 rounding.
+#[allow(unsafe_code)]
+fn gemm_f32(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
+    let ((m, depth), n) = (a.dim(), b.ncols());
+    let mut y = Array2::<f32>::zeros((m, n));
+    if m == 0 || n == 0 || depth == 0 || b.nrows() != depth {
+        // Nothing to sum (or a shape the caller never passes; its inputs are checked).
+        return y;
+    }
+    let (a_rows, a_cols) = (a.strides()[0], a.strides()[1]);
+    let (b_rows, b_cols) = (b.strides()[0], b.strides()[1]);
+    let y_rows = n as isize;
+    // SAFETY: `y` is an owned, contiguous m x n row-major array (row stride n, column
+    // stride 1), written only here; `a` (m x depth) and `b` (depth x n) are live views
+    // whose pointers and element strides describe exactly their elements, so every
+    // address gemm reads is inside them. `read_dst = false` with alpha 0 and beta 1
+    // computes y = a @ b without reading `y`; no conjugation (real numbers); one thread.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            depth,
+            y.as_mut_ptr(),
+            1,
+            y_rows,
+            false,
+            a.as_ptr(),
+            a_cols,
+            a_rows,
+            b.as_ptr(),
+            b_cols,
+            b_rows,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+    y
 }
 
 /// `t` converted to f32 unless it already is f32 (then it is read in place).
