@@ -1,12 +1,16 @@
 //! The kernels of the standard ops (`pto_op::ops`) against their references: each case
 //! runs the reference on `cpu` and the kernel on `sim` (kirin9030) on the same seeded
-//! inputs. The std ops live in pto-op, which cannot link the targets, so their parity
-//! cases are this table rather than `#[parity]` attributes.
+//! inputs, and with the feature `device` also on `ascendc-host` (the kernel lowered to
+//! Ascend C, compiled against the host implementation of the API and run). The std ops
+//! live in pto-op, which cannot link the targets, so their parity cases are this table
+//! rather than `#[parity]` attributes.
 
 use pto_backends::cpu::Cpu;
 use pto_backends::sim::Sim;
 use pto_op::parity::{ParityCase, check_parity};
-use pto_op::{AttrValue, Attributes, DType, DeviceProfile, OpDef, Shape, TensorType, ops};
+use pto_op::{
+    AttrValue, Attributes, DType, DeviceProfile, Executor, OpDef, Shape, TensorType, ops,
+};
 
 /// `f32[dims]`, `f16[dims]`, ...
 fn ty(dtype: DType, dims: &[usize]) -> TensorType {
@@ -39,25 +43,16 @@ fn cases(
         .collect()
 }
 
-/// Runs every case, printing each report, and fails listing those that did not pass.
+/// Runs every case on every kernel target, printing each report, and fails listing those
+/// that did not pass.
 fn check_all(table: Vec<(&'static OpDef, ParityCase)>) {
     let profile = DeviceProfile::builtin("kirin9030").expect("built-in profile");
     let sim = Sim::new(profile);
     let mut failures = Vec::new();
     for (def, case) in &table {
-        match check_parity(def, case, &Cpu, &sim) {
-            Ok(report) => {
-                println!("{report}");
-                if !report.passed() {
-                    failures.push(report.to_string());
-                }
-            }
-            Err(e) => failures.push(format!(
-                "{} for {}: {e}",
-                def.name,
-                case.describe(def.inputs)
-            )),
-        }
+        check_one(def, case, &sim, &mut failures);
+        #[cfg(feature = "device")]
+        check_on_host(def, case, &mut failures);
     }
     assert!(
         failures.is_empty(),
@@ -66,6 +61,63 @@ fn check_all(table: Vec<(&'static OpDef, ParityCase)>) {
         table.len(),
         failures.join("\n")
     );
+}
+
+/// Checks `case` with the kernel on `target` against the reference on the CPU.
+fn check_one(
+    def: &'static OpDef,
+    case: &ParityCase,
+    target: &dyn Executor,
+    failures: &mut Vec<String>,
+) {
+    match check_parity(def, case, &Cpu, target) {
+        Ok(report) => {
+            println!("{report}");
+            if !report.passed() {
+                failures.push(report.to_string());
+            }
+        }
+        Err(e) => failures.push(format!(
+            "{} on {} for {}: {e}",
+            def.name,
+            target.target(),
+            case.describe(def.inputs)
+        )),
+    }
+}
+
+/// Checks `case` on `ascendc-host` (kirin9030). An instance the SoC cannot hold (i64 or
+/// bf16 on Kirin) is declined, and only those may be.
+#[cfg(feature = "device")]
+fn check_on_host(def: &'static OpDef, case: &ParityCase, failures: &mut Vec<String>) {
+    use pto_op::Lowering;
+    let host = pto_backends::ascendc::AscendcHost::on(None);
+    match host.prepare(def, &case.inputs, &case.attrs) {
+        Ok(Lowering::NoKernel) => {
+            let declinable = case
+                .inputs
+                .iter()
+                .any(|t| matches!(t.dtype, DType::I64 | DType::BF16));
+            println!(
+                "declined on ascendc-host: {} for {}",
+                def.name,
+                case.describe(def.inputs)
+            );
+            if !declinable {
+                failures.push(format!(
+                    "{} declined on ascendc-host for {}",
+                    def.name,
+                    case.describe(def.inputs)
+                ));
+            }
+        }
+        Ok(_) => check_one(def, case, &host, failures),
+        Err(e) => failures.push(format!(
+            "{} on ascendc-host for {}: {e}",
+            def.name,
+            case.describe(def.inputs)
+        )),
+    }
 }
 
 #[test]
