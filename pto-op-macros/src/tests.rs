@@ -407,3 +407,66 @@ fn a_case_without_seed_is_seeded_by_its_own_text() {
         r#"::pto_op::parity::case_seed("gamma=f16[8],x=f16[8,8]")"#
     );
 }
+
+/// A minimal op with one input `x` (written `_x` in #[infer_dtype]) under `args`.
+fn one_input_op(args: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    custom_op_impl(
+        args,
+        quote!(
+            mod op {
+                #[infer_shape]
+                fn s(x: &Shape) -> Result<Shape, OpError> {
+                    Ok(x.clone())
+                }
+                #[infer_dtype]
+                fn t(_x: DType) -> Result<DType, OpError> {
+                    Ok(DType::F32)
+                }
+                #[reference]
+                fn r(x: &Tensor) -> Result<Tensor, OpError> {
+                    Ok(x.clone())
+                }
+            }
+        ),
+    )
+}
+
+#[test]
+fn op_names_need_a_domain_other_than_ai_onnx() {
+    let out = one_input_op(quote!(name = "Relu"));
+    assert_eq!(error_count(&out), 1, "{out}");
+    assert!(
+        out.to_string().contains(
+            r#"op name \"Relu\" has no domain: write \"<domain>.<name>\", e.g. \"my_ops.relu\""#
+        ),
+        "{out}"
+    );
+
+    let out = one_input_op(quote!(name = "ai.onnx.Relu"));
+    assert_eq!(error_count(&out), 1, "{out}");
+    assert!(
+        out.to_string()
+            .contains("is in the ONNX default domain `ai.onnx`"),
+        "{out}"
+    );
+
+    // A dotted domain is fine: the export takes everything before the last dot.
+    for name in ["com.acme.relu", "ai.onnx_ext.relu", "onnx.relu"] {
+        let out = one_input_op(quote!(name = #name));
+        assert_eq!(error_count(&out), 0, "{name}: {out}");
+    }
+}
+
+#[test]
+fn a_param_named_like_an_input_is_an_error() {
+    let out = one_input_op(quote!(name = "demo.clash", params(alpha: f32 = 1.0, x: f32 = 0.5)));
+    assert_eq!(error_count(&out), 1, "{out}");
+    assert!(
+        out.to_string()
+            .contains("param `x` has the same name as input `x`"),
+        "{out}"
+    );
+
+    let out = one_input_op(quote!(name = "demo.no_clash", params(alpha: f32 = 1.0)));
+    assert_eq!(error_count(&out), 0, "{out}");
+}

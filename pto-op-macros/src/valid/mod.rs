@@ -14,6 +14,7 @@ mod signature;
 mod types;
 
 use proc_macro2::Span;
+use syn::ext::IdentExt;
 use syn::{Ident, ItemMod};
 
 pub(crate) use types::{is_named_params, result_ok_type};
@@ -73,6 +74,9 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
     let inputs = shape.as_ref().map(|(_, inputs, _)| inputs.clone());
     let arity = shape.as_ref().and_then(|(_, _, arity)| *arity);
     let outputs = check_outputs(cx, args, arity);
+    if let Some(inputs) = &inputs {
+        check_param_input_clash(cx, args, inputs);
+    }
 
     let dtype = dtype_fn.and_then(|f| check_io_fn(cx, f, inputs.as_deref(), "DType", false));
     let reference =
@@ -135,7 +139,8 @@ fn single<'a>(cx: &mut Ctxt, role_fns: &'a [RoleFn], role: Role) -> Option<&'a R
     found.first().copied()
 }
 
-/// `name = "domain.op"`: present, and made of letters, digits, `_` and non-empty dotted parts.
+/// `name = "domain.op"`: present, made of letters, digits, `_` and non-empty dotted parts, with a
+/// domain (the part before the last dot, which the ONNX export uses) other than `ai.onnx`.
 fn check_name(cx: &mut Ctxt, args: &OpArgs) -> Option<String> {
     let Some(lit) = &args.name else {
         cx.error_at(
@@ -156,6 +161,30 @@ fn check_name(cx: &mut Ctxt, args: &OpArgs) -> Option<String> {
         Some(format!(
             "the op name `{name}` has an empty part between dots"
         ))
+    } else if !name.contains('.') {
+        // The ONNX export splits the name at its last dot: domain, then op type.
+        cx.error_spanned_by(
+            lit,
+            format!(
+                "op name \"{name}\" has no domain: write \"<domain>.<name>\", e.g. \"my_ops.{}\"; \
+                 the domain (everything before the last dot) becomes the ONNX domain",
+                name.to_ascii_lowercase()
+            ),
+        );
+        return None;
+    } else if name
+        .rsplit_once('.')
+        .is_some_and(|(domain, _)| domain == "ai.onnx")
+    {
+        cx.error_spanned_by(
+            lit,
+            format!(
+                "op name \"{name}\" is in the ONNX default domain `ai.onnx`, which the ONNX export \
+                 refuses for custom ops; use a domain of your own, e.g. \"my_ops.{}\"",
+                name.rsplit_once('.').map_or(name.as_str(), |(_, op)| op)
+            ),
+        );
+        return None;
     } else {
         None
     };
@@ -171,6 +200,24 @@ fn check_name(cx: &mut Ctxt, args: &OpArgs) -> Option<String> {
             None
         }
         None => Some(name),
+    }
+}
+
+/// A param named like an input: the two would share a key in `#[parity(...)]` cases and a name
+/// in the op's schema, so each param needs a name of its own.
+fn check_param_input_clash(cx: &mut Ctxt, args: &OpArgs, inputs: &[Ident]) {
+    for decl in &args.params {
+        let name = decl.name.unraw().to_string();
+        if inputs.iter().any(|input| *input == name) {
+            cx.error_spanned_by(
+                &decl.name,
+                format!(
+                    "param `{name}` has the same name as input `{name}` (from #[infer_shape]); \
+                     inputs and params share one set of names (the op's schema, `#[parity(...)]` \
+                     keys), so rename the param or the input"
+                ),
+            );
+        }
     }
 }
 
