@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use pto_op::{DType, Tensor, TensorError};
-use safetensors::{Dtype, SafeTensors};
+use pto_op::model::file::{self, SafetensorsError};
+use pto_op::{DType, Tensor};
 
 /// An error of reading a tensor file or writing tensor bytes.
 #[derive(Debug, thiserror::Error)]
@@ -19,38 +19,16 @@ pub enum TensorFileError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is no safetensors file.
-    #[error("{path}: not a safetensors file: {source}")]
-    Parse {
+    /// The file is no valid safetensors file of tensors pto-op supports: a header length
+    /// past the file or the limit, offsets out of range or overlapping, a tensor whose byte
+    /// length does not fit its shape, a dtype pto-op lacks (each naming the tensor).
+    #[error("{path}: {source}")]
+    Invalid {
         /// The file.
         path: String,
-        /// The parser's error.
+        /// What is wrong, from the model loader's safetensors checks.
         #[source]
-        source: safetensors::SafeTensorError,
-    },
-    /// A tensor of a dtype pto-op lacks.
-    #[error(
-        "{path}: tensor `{tensor}` has dtype {dtype}, which pto-op does not support \
-         (f32, f16, bf16, i32, i64, i8, u8, bool)"
-    )]
-    DType {
-        /// The file.
-        path: String,
-        /// The tensor.
-        tensor: String,
-        /// Its dtype, as safetensors names it.
-        dtype: String,
-    },
-    /// A tensor whose bytes do not fit its shape and dtype.
-    #[error("{path}: tensor `{tensor}`: {source}")]
-    Tensor {
-        /// The file.
-        path: String,
-        /// The tensor.
-        tensor: String,
-        /// The tensor's error.
-        #[source]
-        source: TensorError,
+        source: SafetensorsError,
     },
     /// A dtype the `.npy` format has no code for.
     #[error("(npy): numpy has no {dtype} dtype: cast the tensor to f32 first")]
@@ -66,54 +44,22 @@ pub enum TensorFileError {
     },
 }
 
-/// Every tensor of the safetensors file at `path`, by name.
+/// Every tensor of the safetensors file at `path`, by name, validated with the model
+/// loader's checks ([`pto_op::model::file::read_safetensors`]).
 ///
 /// # Errors
 ///
-/// When the file cannot be read or parsed, or holds a tensor of a dtype pto-op lacks
-/// (named, with its dtype).
+/// When the file cannot be read, or is no valid safetensors file of tensors pto-op supports
+/// (naming the tensor and what is wrong). Never panics, whatever the bytes.
 pub fn read_safetensors(path: &Path) -> Result<BTreeMap<String, Tensor>, TensorFileError> {
     let file = || path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| TensorFileError::Read {
         path: file(),
         source,
     })?;
-    let tensors = SafeTensors::deserialize(&bytes).map_err(|source| TensorFileError::Parse {
+    file::read_safetensors(&bytes).map_err(|source| TensorFileError::Invalid {
         path: file(),
         source,
-    })?;
-    tensors
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| {
-            let dtype = dtype_of(view.dtype()).ok_or_else(|| TensorFileError::DType {
-                path: file(),
-                tensor: name.clone(),
-                dtype: format!("{:?}", view.dtype()),
-            })?;
-            let tensor = Tensor::from_le_bytes(dtype, view.shape().to_vec(), view.data()).map_err(
-                |source| TensorFileError::Tensor {
-                    path: file(),
-                    tensor: name.clone(),
-                    source,
-                },
-            )?;
-            Ok((name, tensor))
-        })
-        .collect()
-}
-
-fn dtype_of(dtype: Dtype) -> Option<DType> {
-    Some(match dtype {
-        Dtype::F32 => DType::F32,
-        Dtype::F16 => DType::F16,
-        Dtype::BF16 => DType::BF16,
-        Dtype::I32 => DType::I32,
-        Dtype::I64 => DType::I64,
-        Dtype::I8 => DType::I8,
-        Dtype::U8 => DType::U8,
-        Dtype::BOOL => DType::Bool,
-        _ => return None,
     })
 }
 

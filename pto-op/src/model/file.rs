@@ -444,33 +444,7 @@ struct RawTensorInfo {
 }
 
 fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
-    let truncated = |part, expected| ModelFileError::Truncated {
-        file: None,
-        part,
-        expected,
-        actual: bytes.len(),
-    };
-    let length_bytes: [u8; HEADER_LENGTH_BYTES] = bytes
-        .get(..HEADER_LENGTH_BYTES)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| truncated("the 8-byte header length", HEADER_LENGTH_BYTES))?;
-    let header_length = u64::from_le_bytes(length_bytes);
-    let header_end = usize::try_from(header_length)
-        .ok()
-        .filter(|_| header_length <= MAX_HEADER_BYTES)
-        .and_then(|n| n.checked_add(HEADER_LENGTH_BYTES))
-        .ok_or_else(|| ModelFileError::NotAModelFile {
-            file: None,
-            reason: format!(
-                "its first 8 bytes give a header length of {header_length} bytes, more than \
-                 the {MAX_HEADER_BYTES} a safetensors file may have"
-            ),
-        })?;
-    let header_bytes = bytes
-        .get(HEADER_LENGTH_BYTES..header_end)
-        .ok_or_else(|| truncated("the header", header_end))?;
-    let header: RawHeader = serde_json::from_slice(header_bytes)
-        .map_err(|e| ModelFileError::corrupt(format!("the header is not valid: {e}")))?;
+    let (header_end, header) = read_header(bytes).map_err(ModelFileError::from)?;
 
     let metadata = &header.metadata;
     match metadata.get("format") {
@@ -499,43 +473,7 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         }
     }
 
-    let data_length = bytes.len().saturating_sub(header_end);
-    if let Some((name, info)) = header
-        .tensors
-        .iter()
-        .max_by_key(|(_, info)| info.data_offsets.1)
-        .filter(|(_, info)| info.data_offsets.1 > data_length)
-    {
-        return Err(match header_end.checked_add(info.data_offsets.1) {
-            Some(end) => truncated("the tensor data", end),
-            None => ModelFileError::corrupt(format!(
-                "tensor `{name}` ends at data offset {}, beyond any file",
-                info.data_offsets.1
-            )),
-        });
-    }
-    for (name, info) in &header.tensors {
-        let (start, end) = info.data_offsets;
-        let size_bits = info
-            .shape
-            .iter()
-            .try_fold(info.dtype.bitsize(), |acc, &d| acc.checked_mul(d));
-        let size = size_bits.filter(|bits| bits % 8 == 0).map(|bits| bits / 8);
-        if end.checked_sub(start) != size {
-            return Err(ModelFileError::corrupt(format!(
-                "tensor `{name}`: {}{} takes {}, but its data_offsets [{start}, {end}] span {}",
-                info.dtype,
-                Shape::from(info.shape.as_slice()),
-                size.map_or("no whole number of bytes".to_owned(), |n| format!(
-                    "{n} bytes"
-                )),
-                end.checked_sub(start)
-                    .map_or("a negative length".to_owned(), |n| format!("{n} bytes")),
-            )));
-        }
-    }
-    let tensors =
-        SafeTensors::deserialize(bytes).map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+    let tensors = check_tensors(bytes, header_end, &header)?;
 
     let entry = |key: &'static str| {
         metadata.get(key).ok_or_else(|| ModelFileError::BadJson {
@@ -578,6 +516,248 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         weights,
         schemas,
     })
+}
+
+/// An error of the structure of a safetensors file: its header length, header, tensor
+/// extents, layout, dtypes or bytes. What [`read_safetensors`] and the model loader check
+/// before they read any tensor.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SafetensorsError {
+    /// The file ends before what its header describes.
+    #[error("truncated: {part} ends at byte {expected}, but the file has {actual} bytes")]
+    Truncated {
+        /// What is cut off: the header length, the header, or the tensor data.
+        part: &'static str,
+        /// The length the file needs.
+        expected: usize,
+        /// The length it has.
+        actual: usize,
+    },
+    /// The header length in the first 8 bytes is larger than safetensors allows.
+    #[error(
+        "its first 8 bytes give a header length of {length} bytes, more than the {limit} a \
+         safetensors file may have"
+    )]
+    HeaderTooLong {
+        /// The header length the file gives.
+        length: u64,
+        /// The largest header safetensors reads.
+        limit: u64,
+    },
+    /// The header is not the JSON of a safetensors header.
+    #[error("the header is not valid: {source}")]
+    Header {
+        /// The JSON parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tensor's end offset is so large that no file could hold it.
+    #[error("tensor `{tensor}` ends at data offset {end}, beyond any file")]
+    OffsetBeyondAnyFile {
+        /// The tensor.
+        tensor: String,
+        /// Its end offset in the data.
+        end: usize,
+    },
+    /// A tensor's data offsets span another byte length than its dtype and shape take.
+    #[error(
+        "tensor `{tensor}`: {dtype}{shape} takes {takes}, but its data_offsets [{start}, {end}] span {spans}"
+    )]
+    ByteLength {
+        /// The tensor.
+        tensor: String,
+        /// Its dtype, as safetensors names it.
+        dtype: Dtype,
+        /// Its shape.
+        shape: Shape,
+        /// The bytes the dtype and shape take, e.g. `64 bytes`.
+        takes: String,
+        /// The bytes the offsets span, e.g. `60 bytes`.
+        spans: String,
+        /// The start offset.
+        start: usize,
+        /// The end offset.
+        end: usize,
+    },
+    /// The tensors overlap, leave gaps, or do not end where the file does (as `safetensors`
+    /// checks).
+    #[error("invalid tensor layout: {source}")]
+    Layout {
+        /// The error of `safetensors`, naming the tensor.
+        #[source]
+        source: safetensors::SafeTensorError,
+    },
+    /// A tensor of a dtype pto-op does not support.
+    #[error(
+        "tensor `{tensor}` has dtype {dtype}, which pto-op does not support \
+         (f32, f16, bf16, i32, i64, i8, u8, bool)"
+    )]
+    DType {
+        /// The tensor.
+        tensor: String,
+        /// Its dtype, as safetensors names it.
+        dtype: Dtype,
+    },
+    /// A tensor whose bytes do not make a tensor of its dtype and shape.
+    #[error("tensor `{tensor}`: {source}")]
+    Tensor {
+        /// The tensor.
+        tensor: String,
+        /// The tensor's error.
+        #[source]
+        source: crate::tensor::TensorError,
+    },
+}
+
+impl From<SafetensorsError> for ModelFileError {
+    /// The model loader's error of a structural fault, with the messages it always had.
+    fn from(e: SafetensorsError) -> ModelFileError {
+        match e {
+            SafetensorsError::Truncated {
+                part,
+                expected,
+                actual,
+            } => ModelFileError::Truncated {
+                file: None,
+                part,
+                expected,
+                actual,
+            },
+            SafetensorsError::HeaderTooLong { .. } => ModelFileError::NotAModelFile {
+                file: None,
+                reason: e.to_string(),
+            },
+            SafetensorsError::Layout { source } => ModelFileError::corrupt(source.to_string()),
+            other => ModelFileError::corrupt(other.to_string()),
+        }
+    }
+}
+
+/// Every tensor of the safetensors file `bytes`, by name, validated as the model loader
+/// validates its weights: the header length against the limit and the file, the header's
+/// JSON, each tensor's offsets and byte length against its dtype and shape (in checked
+/// arithmetic), the layout, and the dtypes against pto-op's. Nothing is allocated from a
+/// size in the file before it is checked against the file's length.
+///
+/// Never panics: any bytes give the tensors or an error naming the tensor at fault.
+///
+/// ```
+/// use pto_op::model::file::read_safetensors;
+/// let err = read_safetensors(b"\xff\xff\xff\xff\xff\xff\xff\xff").unwrap_err();
+/// assert!(err.to_string().contains("header length of 18446744073709551615 bytes"));
+/// ```
+///
+/// # Errors
+///
+/// A [`SafetensorsError`] saying what is wrong, and with which tensor.
+pub fn read_safetensors(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>, SafetensorsError> {
+    let (header_end, header) = read_header(bytes)?;
+    let tensors = check_tensors(bytes, header_end, &header)?;
+    header
+        .tensors
+        .keys()
+        .map(|name| {
+            let view = tensors
+                .tensor(name)
+                .map_err(|source| SafetensorsError::Layout { source })?;
+            let dtype = pto_dtype(view.dtype()).map_err(|dtype| SafetensorsError::DType {
+                tensor: name.clone(),
+                dtype,
+            })?;
+            let tensor =
+                Tensor::from_le_bytes(dtype, view.shape(), view.data()).map_err(|source| {
+                    SafetensorsError::Tensor {
+                        tensor: name.clone(),
+                        source,
+                    }
+                })?;
+            Ok((name.clone(), tensor))
+        })
+        .collect()
+}
+
+/// The end of the header in `bytes` and the header, its length checked against the limit
+/// and the file before it is read.
+fn read_header(bytes: &[u8]) -> Result<(usize, RawHeader), SafetensorsError> {
+    let truncated = |part, expected| SafetensorsError::Truncated {
+        part,
+        expected,
+        actual: bytes.len(),
+    };
+    let length_bytes: [u8; HEADER_LENGTH_BYTES] = bytes
+        .get(..HEADER_LENGTH_BYTES)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| truncated("the 8-byte header length", HEADER_LENGTH_BYTES))?;
+    let header_length = u64::from_le_bytes(length_bytes);
+    let header_end = usize::try_from(header_length)
+        .ok()
+        .filter(|_| header_length <= MAX_HEADER_BYTES)
+        .and_then(|n| n.checked_add(HEADER_LENGTH_BYTES))
+        .ok_or(SafetensorsError::HeaderTooLong {
+            length: header_length,
+            limit: MAX_HEADER_BYTES,
+        })?;
+    let header_bytes = bytes
+        .get(HEADER_LENGTH_BYTES..header_end)
+        .ok_or_else(|| truncated("the header", header_end))?;
+    let header: RawHeader = serde_json::from_slice(header_bytes)
+        .map_err(|source| SafetensorsError::Header { source })?;
+    Ok((header_end, header))
+}
+
+/// Checks each tensor's extent in `bytes` (checked arithmetic, named tensors), then lets
+/// `safetensors` check the layout.
+fn check_tensors<'a>(
+    bytes: &'a [u8],
+    header_end: usize,
+    header: &RawHeader,
+) -> Result<SafeTensors<'a>, SafetensorsError> {
+    let data_length = bytes.len().saturating_sub(header_end);
+    if let Some((name, info)) = header
+        .tensors
+        .iter()
+        .max_by_key(|(_, info)| info.data_offsets.1)
+        .filter(|(_, info)| info.data_offsets.1 > data_length)
+    {
+        return Err(match header_end.checked_add(info.data_offsets.1) {
+            Some(end) => SafetensorsError::Truncated {
+                part: "the tensor data",
+                expected: end,
+                actual: bytes.len(),
+            },
+            None => SafetensorsError::OffsetBeyondAnyFile {
+                tensor: name.clone(),
+                end: info.data_offsets.1,
+            },
+        });
+    }
+    for (name, info) in &header.tensors {
+        let (start, end) = info.data_offsets;
+        let size_bits = info
+            .shape
+            .iter()
+            .try_fold(info.dtype.bitsize(), |acc, &d| acc.checked_mul(d));
+        let size = size_bits.filter(|bits| bits % 8 == 0).map(|bits| bits / 8);
+        if end.checked_sub(start) != size {
+            return Err(SafetensorsError::ByteLength {
+                tensor: name.clone(),
+                dtype: info.dtype,
+                shape: Shape::from(info.shape.as_slice()),
+                takes: match (size, size_bits) {
+                    (Some(n), _) => format!("{n} bytes"),
+                    (None, Some(_)) => "no whole number of bytes".to_owned(),
+                    (None, None) => "more bytes than memory can address".to_owned(),
+                },
+                spans: end
+                    .checked_sub(start)
+                    .map_or("a negative length".to_owned(), |n| format!("{n} bytes")),
+                start,
+                end,
+            });
+        }
+    }
+    SafeTensors::deserialize(bytes).map_err(|source| SafetensorsError::Layout { source })
 }
 
 /// The graph's weight values by name (after [`check_graph`], every id exists).
