@@ -26,9 +26,9 @@ pub enum TensorFileError {
     Invalid {
         /// The file.
         path: String,
-        /// What is wrong, from the model loader's safetensors checks.
+        /// What is wrong, from the model loader's safetensors checks (boxed: it is large).
         #[source]
-        source: SafetensorsError,
+        source: Box<SafetensorsError>,
     },
     /// A dtype the `.npy` format has no code for.
     #[error("(npy): numpy has no {dtype} dtype: cast the tensor to f32 first")]
@@ -59,7 +59,7 @@ pub fn read_safetensors(path: &Path) -> Result<BTreeMap<String, Tensor>, TensorF
     })?;
     file::read_safetensors(&bytes).map_err(|source| TensorFileError::Invalid {
         path: file(),
-        source,
+        source: Box::new(source),
     })
 }
 

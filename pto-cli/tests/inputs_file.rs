@@ -70,7 +70,7 @@ fn read_error(test: &str, bytes: &[u8]) -> (SafetensorsError, String) {
             let path = file.0.display().to_string();
             assert!(message.starts_with(&format!("{path}: ")), "{message}");
             match err {
-                TensorFileError::Invalid { source, .. } => (source, message),
+                TensorFileError::Invalid { source, .. } => (*source, message),
                 other => panic!("{test}: not an invalid-file error: {other}"),
             }
         }
