@@ -94,12 +94,12 @@ fn a_valid_file_reads_every_tensor() {
 #[test]
 fn huge_shapes_and_offsets_in_a_small_file_are_errors_not_panics() {
     let pad = "p".repeat(560);
-    // An end offset that overflows when added to the header length.
+    // A u8 tensor of usize::MAX bytes: shape and offsets agree, and the end offset overflows
+    // when added to the header length (the panic of `safetensors` 0.8 the old reader hit).
     let bytes = file_bytes(
         &json!({
             "__metadata__": {"pad": pad},
-            "x": {"dtype": "F32", "shape": [4611686018427387904u64, 4],
-                  "data_offsets": [0, u64::MAX]},
+            "x": {"dtype": "U8", "shape": [u64::MAX], "data_offsets": [0, u64::MAX]},
         }),
         &[0; 64],
     );
