@@ -93,6 +93,30 @@ fn a_valid_file_reads_every_tensor() {
 /// The case: a ~700-byte file whose header declares huge shapes and offsets.
 #[test]
 fn huge_shapes_and_offsets_in_a_small_file_are_errors_not_panics() {
+    // Eight contiguous u8 tensors of 2^61 - 1 bytes each, every one valid on its own: their
+    // end, 2^64 - 8, overflows `safetensors` 0.8's length check (`buffer_end + 8 + n`), the
+    // panic the old reader hit.
+    let size = (1u64 << 61) - 1;
+    let header: serde_json::Map<String, serde_json::Value> = (0..8u64)
+        .map(|i| {
+            let offsets = [i * size, (i + 1) * size];
+            let info = json!({"dtype": "U8", "shape": [size], "data_offsets": offsets});
+            (format!("t{i}"), info)
+        })
+        .collect();
+    let bytes = file_bytes(&serde_json::Value::Object(header), &[0; 64]);
+    assert!((600..1000).contains(&bytes.len()), "{}", bytes.len());
+    let (err, message) = read_error("overflowing-end", &bytes);
+    assert!(
+        matches!(&err, SafetensorsError::OffsetBeyondAnyFile { tensor, end }
+            if tensor == "t7" && *end as u64 == 8 * size),
+        "{err:?}"
+    );
+    assert!(
+        message.contains("tensor `t7` ends at data offset 18446744073709551608, beyond any file"),
+        "{message}"
+    );
+
     let pad = "p".repeat(560);
     // A u8 tensor of usize::MAX bytes: shape and offsets agree, and the end offset overflows
     // when added to the header length (the panic of `safetensors` 0.8 the old reader hit).
