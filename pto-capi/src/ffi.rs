@@ -236,6 +236,41 @@ unsafe fn guarded(
     status as i32
 }
 
+/// The body the three inference entry points share: reads the op name, the attributes and
+/// the `num_inputs` input values, lets `rules` turn them into output values, and writes
+/// those back; errors and panics become the status and message.
+///
+/// # Safety
+///
+/// The contract of [`pto_infer`], with `I` and `O` for the input and output descriptors.
+#[allow(clippy::too_many_arguments)]
+unsafe fn infer_entry<I, O: Copy>(
+    op_name: *const c_char,
+    inputs: *const I,
+    num_inputs: usize,
+    attrs_json: *const c_char,
+    outputs: *mut O,
+    output_capacity: usize,
+    num_outputs: *mut usize,
+    error: *mut c_char,
+    error_capacity: usize,
+    rules: impl FnOnce(&str, &[I], &str) -> Result<Vec<O>, CapiError>,
+) -> i32 {
+    let body = || {
+        // SAFETY: NUL-terminated by the contract.
+        let op = unsafe { c_str("op_name", op_name) }?;
+        // SAFETY: null or NUL-terminated by the contract.
+        let attrs = unsafe { optional_c_str("attrs_json", attrs_json) }?;
+        // SAFETY: `inputs` holds `num_inputs` values by the contract.
+        let given = unsafe { input_slice("inputs", inputs, num_inputs) }?;
+        let inferred = rules(op, given, attrs)?;
+        // SAFETY: `outputs` and `num_outputs` as the contract says.
+        unsafe { write_outputs(op, &inferred, outputs, output_capacity, num_outputs) }
+    };
+    // SAFETY: `error` as the contract says.
+    unsafe { guarded(error, error_capacity, body) }
+}
+
 /// `pto_infer` of `pto_capi.h`: the output types of an op, by its own rules.
 ///
 /// # Safety
@@ -257,28 +292,32 @@ pub unsafe extern "C" fn pto_infer(
     error: *mut c_char,
     error_capacity: usize,
 ) -> i32 {
-    let body = || {
-        // SAFETY: NUL-terminated by the contract.
-        let op = unsafe { c_str("op_name", op_name) }?;
-        // SAFETY: null or NUL-terminated by the contract.
-        let attrs = unsafe { optional_c_str("attrs_json", attrs_json) }?;
-        // SAFETY: `inputs` holds `num_inputs` descriptors by the contract.
-        let descs = unsafe { input_slice("inputs", inputs, num_inputs) }?;
-        let types = descs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| d.tensor_type(&format!("op `{op}` input {i}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inferred = infer(op, &types, attrs)?
-            .iter()
-            .enumerate()
-            .map(|(i, ty)| PtoTensorDesc::of(&format!("op `{op}` output {i}"), ty))
-            .collect::<Result<Vec<_>, _>>()?;
-        // SAFETY: `outputs` and `num_outputs` as the contract says.
-        unsafe { write_outputs(op, &inferred, outputs, output_capacity, num_outputs) }
-    };
-    // SAFETY: `error` as the contract says.
-    unsafe { guarded(error, error_capacity, body) }
+    // SAFETY: the contract above is `infer_entry`'s.
+    unsafe {
+        infer_entry(
+            op_name,
+            inputs,
+            num_inputs,
+            attrs_json,
+            outputs,
+            output_capacity,
+            num_outputs,
+            error,
+            error_capacity,
+            |op, descs: &[PtoTensorDesc], attrs| {
+                let types = descs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| d.tensor_type(&format!("op `{op}` input {i}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                infer(op, &types, attrs)?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| PtoTensorDesc::of(&format!("op `{op}` output {i}"), ty))
+                    .collect()
+            },
+        )
+    }
 }
 
 /// `pto_infer_shapes` of `pto_capi.h`: the output shapes of an op, by its own
@@ -299,28 +338,32 @@ pub unsafe extern "C" fn pto_infer_shapes(
     error: *mut c_char,
     error_capacity: usize,
 ) -> i32 {
-    let body = || {
-        // SAFETY: NUL-terminated by the contract.
-        let op = unsafe { c_str("op_name", op_name) }?;
-        // SAFETY: null or NUL-terminated by the contract.
-        let attrs = unsafe { optional_c_str("attrs_json", attrs_json) }?;
-        // SAFETY: `inputs` holds `num_inputs` shapes by the contract.
-        let given = unsafe { input_slice("inputs", inputs, num_inputs) }?;
-        let shapes = given
-            .iter()
-            .enumerate()
-            .map(|(i, s)| s.shape(&format!("op `{op}` input {i}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inferred = infer_shapes(op, &shapes, attrs)?
-            .iter()
-            .enumerate()
-            .map(|(i, s)| PtoShape::of(&format!("op `{op}` output {i}"), s))
-            .collect::<Result<Vec<_>, _>>()?;
-        // SAFETY: `outputs` and `num_outputs` as the contract says.
-        unsafe { write_outputs(op, &inferred, outputs, output_capacity, num_outputs) }
-    };
-    // SAFETY: `error` as the contract says.
-    unsafe { guarded(error, error_capacity, body) }
+    // SAFETY: the contract above is `infer_entry`'s.
+    unsafe {
+        infer_entry(
+            op_name,
+            inputs,
+            num_inputs,
+            attrs_json,
+            outputs,
+            output_capacity,
+            num_outputs,
+            error,
+            error_capacity,
+            |op, given: &[PtoShape], attrs| {
+                let shapes = given
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| s.shape(&format!("op `{op}` input {i}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                infer_shapes(op, &shapes, attrs)?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| PtoShape::of(&format!("op `{op}` output {i}"), s))
+                    .collect()
+            },
+        )
+    }
 }
 
 /// `pto_infer_dtypes` of `pto_capi.h`: the output dtypes (ONNX codes) of an op, by its own
@@ -341,27 +384,31 @@ pub unsafe extern "C" fn pto_infer_dtypes(
     error: *mut c_char,
     error_capacity: usize,
 ) -> i32 {
-    let body = || {
-        // SAFETY: NUL-terminated by the contract.
-        let op = unsafe { c_str("op_name", op_name) }?;
-        // SAFETY: null or NUL-terminated by the contract.
-        let attrs = unsafe { optional_c_str("attrs_json", attrs_json) }?;
-        // SAFETY: `inputs` holds `num_inputs` codes by the contract.
-        let codes = unsafe { input_slice("inputs", inputs, num_inputs) }?;
-        let dtypes = codes
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| dtype(&format!("op `{op}` input {i}"), c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inferred: Vec<i32> = infer_dtypes(op, &dtypes, attrs)?
-            .iter()
-            .map(|d| d.onnx_code())
-            .collect();
-        // SAFETY: `outputs` and `num_outputs` as the contract says.
-        unsafe { write_outputs(op, &inferred, outputs, output_capacity, num_outputs) }
-    };
-    // SAFETY: `error` as the contract says.
-    unsafe { guarded(error, error_capacity, body) }
+    // SAFETY: the contract above is `infer_entry`'s.
+    unsafe {
+        infer_entry(
+            op_name,
+            inputs,
+            num_inputs,
+            attrs_json,
+            outputs,
+            output_capacity,
+            num_outputs,
+            error,
+            error_capacity,
+            |op, codes: &[i32], attrs| {
+                let dtypes = codes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &c)| dtype(&format!("op `{op}` input {i}"), c))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(infer_dtypes(op, &dtypes, attrs)?
+                    .iter()
+                    .map(|d| d.onnx_code())
+                    .collect())
+            },
+        )
+    }
 }
 
 /// `pto_op_fingerprint` of `pto_capi.h`: an op's signature fingerprint.
