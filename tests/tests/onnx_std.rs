@@ -161,6 +161,43 @@ fn mlp_block() -> Result<Case, OpError> {
     })
 }
 
+/// The math of exported transformers: negation, square root, tanh, powers (a scalar and a
+/// broadcast exponent) and a batched matrix product whose batch dims broadcast. Every op
+/// result is a graph output.
+fn transformer_math() -> Result<Case, OpError> {
+    let g = Graph::new();
+    let out = |v: Value| {
+        g.output(&v);
+        v
+    };
+    let x = g.input("x", Shape::from([2, 3, 4]), DType::F32);
+    let two = g.weight(
+        "two",
+        Tensor::from_vec([1], vec![2.0f32]).map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let exponents = g.weight(
+        "exponents",
+        Tensor::from_vec([4], vec![1.0f32, 2.0, 3.0, 0.5])
+            .map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let one = g.weight(
+        "one",
+        Tensor::from_vec([1], vec![1.0f32]).map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let b = g.weight("b", Tensor::random([1, 4, 5], DType::F32, 12))?;
+    let n = out(ops::neg::apply(&x, &Default::default())?);
+    let square = out(ops::pow::apply(&n, &two, &Default::default())?);
+    let positive = out(ops::add::apply(&square, &one, &Default::default())?);
+    out(ops::pow::apply(&positive, &exponents, &Default::default())?);
+    let root = out(ops::sqrt::apply(&positive, &Default::default())?);
+    let t = out(ops::tanh::apply(&root, &Default::default())?);
+    out(ops::batch_matmul::apply(&t, &b, &Default::default())?);
+    Ok(Case {
+        model: g.to_model("transformer_math")?,
+        inputs: BTreeMap::from([("x".to_owned(), Tensor::random([2, 3, 4], DType::F32, 13))]),
+    })
+}
+
 /// Shape ops on a rank-3 input: transpose (explicit and reversing perm), reshape with 0
 /// and -1, a chain of concats, slices with negative bounds and with default axes, gathers
 /// with i64 and i32 indices, casts through f16 and i32, reductions with and without
@@ -299,6 +336,7 @@ fn cases() -> Vec<Case> {
     vec![
         mlp_block().expect("the MLP block traces"),
         shape_ops().expect("the shape-ops model traces"),
+        transformer_math().expect("the transformer math model traces"),
     ]
 }
 
@@ -518,7 +556,25 @@ fn silu_imports_as_sigmoid_times_input() {
         count(&case.model, "std.sigmoid") + 1
     );
     assert_eq!(count(&back, "std.mul"), count(&case.model, "std.mul") + 1);
-    assert_eq!(back.graph.nodes.len(), case.model.graph.nodes.len() + 1);
+    // A product of a rank-3 `a` imports as a reshape to its rows, the product and a
+    // reshape back (the kernel's form): two more nodes per such product.
+    let batched = case
+        .model
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| {
+            n.op == "std.matmul" && case.model.graph.values[n.inputs[0]].ty.shape.rank() > 2
+        })
+        .count();
+    assert_eq!(
+        count(&back, "std.reshape"),
+        count(&case.model, "std.reshape") + 2 * batched
+    );
+    assert_eq!(
+        back.graph.nodes.len(),
+        case.model.graph.nodes.len() + 1 + 2 * batched
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! ONNX bytes -> Model.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use prost::Message;
 
@@ -19,6 +19,8 @@ use crate::registry;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
+mod lower;
+
 /// The largest dimension import accepts: shape rules may multiply two dimensions.
 const MAX_DIM: u64 = 1 << 31;
 /// The most elements import accepts in one value.
@@ -32,6 +34,43 @@ const MAX_ELEMENTS: u64 = 1 << 40;
 /// `{domain}.{op_type}`. Output types are inferred again with each op's own rules, and a
 /// declared graph output type must agree. Never panics: any input gives a model or an error.
 pub fn from_onnx(bytes: &[u8]) -> Result<Model, OnnxError> {
+    from_onnx_with(bytes, &ImportOptions::default())
+}
+
+/// How [`from_onnx_with`] imports a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The shapes of graph inputs, by input name: they bind the inputs' symbolic dims
+    /// (`batch`, `seq`; exporters write them for dynamic axes), which import needs static.
+    /// The static dims of a bound input must agree; an input not named keeps its declared
+    /// shape, and a symbolic dim left unbound is an error naming the input and the dim.
+    pub shapes: BTreeMap<String, Shape>,
+}
+
+impl ImportOptions {
+    /// Binds input `name` to `shape`.
+    pub fn shape(mut self, name: impl Into<String>, shape: impl Into<Shape>) -> ImportOptions {
+        self.shapes.insert(name.into(), shape.into());
+        self
+    }
+}
+
+/// The model in ONNX protobuf `bytes`, as [`from_onnx`], with the symbolic dims of its
+/// inputs bound by `options`: shape computations on them fold to constants at import, so
+/// the model is static from there on.
+///
+/// ```
+/// use pto_op::onnx::{ImportOptions, from_onnx_with};
+/// # let bytes = pto_op::onnx::to_onnx(&{
+/// #     let g = pto_op::Graph::new();
+/// #     let x = g.input("x", pto_op::Shape::from([1, 4]), pto_op::DType::F32);
+/// #     g.output(&pto_op::ops::relu::apply(&x, &Default::default()).unwrap());
+/// #     g.to_model("m").unwrap()
+/// # }).unwrap();
+/// let model = from_onnx_with(&bytes, &ImportOptions::default().shape("x", [1, 4])).unwrap();
+/// assert_eq!(model.graph.values[model.graph.inputs[0]].ty.shape.dims(), &[1, 4]);
+/// ```
+pub fn from_onnx_with(bytes: &[u8], options: &ImportOptions) -> Result<Model, OnnxError> {
     let proto = ModelProto::decode(bytes)?;
     let graph = proto
         .graph
@@ -49,7 +88,7 @@ pub fn from_onnx(bytes: &[u8]) -> Result<Model, OnnxError> {
         constants: HashMap::new(),
         default_opset,
     };
-    importer.import(graph)?;
+    importer.import(graph, options)?;
     let name = if graph.name.is_empty() {
         "model".to_owned()
     } else {
@@ -71,7 +110,7 @@ struct Importer {
 }
 
 impl Importer {
-    fn import(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+    fn import(&mut self, graph: &GraphProto, options: &ImportOptions) -> Result<(), OnnxError> {
         for init in &graph.initializer {
             let tensor = tensor_from_proto(init).map_err(|problem| OnnxError::Value {
                 value: init.name.clone(),
@@ -89,7 +128,7 @@ impl Importer {
             if self.constants.contains_key(&input.name) {
                 continue;
             }
-            let ty = value_type(input)?;
+            let ty = input_type(input, options.shapes.get(&input.name))?;
             let value = self.graph.input(input.name.clone(), ty.shape, ty.dtype);
             self.define(&input.name, value)?;
         }
@@ -106,7 +145,8 @@ impl Importer {
         for output in &graph.output {
             let value = self.data_value(&output.name)?;
             if output.r#type.is_some() {
-                let declared = value_type(output)?;
+                // Symbolic dims of an output take the size the ops infer.
+                let declared = input_type(output, Some(value.shape()))?;
                 if &declared != value.ty() {
                     return Err(OnnxError::Value {
                         value: output.name.clone(),
@@ -165,7 +205,10 @@ impl Importer {
             return self.constant(node, &label);
         }
         if default_domain {
-            return self.standard(node, &label);
+            return match self.lower(node, &label)? {
+                Some(node) => self.standard(&node, &label),
+                None => Ok(()),
+            };
         }
         let name = format!("{}.{}", node.domain, node.op_type);
         let def = registry::find(&name).map_err(|e| unknown(node, &label, e.to_string()))?;
@@ -786,7 +829,72 @@ fn value_type(info: &ValueInfoProto) -> Result<TensorType, OnnxError> {
         .shape
         .as_ref()
         .ok_or_else(|| problem("has no shape; pto-op needs static shapes".to_owned()))?;
+    if let Some((axis, dim)) = shape
+        .dim
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.dim_value.is_none())
+    {
+        return Err(problem(match &dim.dim_param {
+            Some(name) if !name.is_empty() => {
+                format!("dimension {axis} is symbolic (`{name}`); pto-op needs static shapes")
+            }
+            _ => format!("dimension {axis} is symbolic (unnamed); pto-op needs static shapes"),
+        }));
+    }
     let shape = dims(shape.dim.iter().map(|d| d.dim_value)).map_err(problem)?;
+    Ok(TensorType { shape, dtype })
+}
+
+/// The type of graph input (or output) `info`, its symbolic or unknown dims bound by
+/// `bound`; `bound`'s other dims must equal the declared ones.
+fn input_type(info: &ValueInfoProto, bound: Option<&Shape>) -> Result<TensorType, OnnxError> {
+    let Some(bound) = bound else {
+        return value_type(info).map_err(|e| match e {
+            OnnxError::Value { value, problem } if problem.contains("symbolic") => OnnxError::Value {
+                problem: format!(
+                    "{problem}: bind it with a shape for `{value}` (`--shape {value}=2x16` on the \
+                     command line, `ImportOptions::shape` in the API)"
+                ),
+                value,
+            },
+            other => other,
+        });
+    };
+    let problem = |problem: String| OnnxError::Value {
+        value: info.name.clone(),
+        problem,
+    };
+    let tensor = info
+        .r#type
+        .as_ref()
+        .and_then(|t| t.tensor_type.as_ref())
+        .ok_or_else(|| problem("has no tensor type".to_owned()))?;
+    let dtype = DType::from_onnx_code(tensor.elem_type).ok_or_else(|| {
+        problem(format!(
+            "element type {} is not one of pto-op's dtypes ({SUPPORTED})",
+            element_type_name(tensor.elem_type)
+        ))
+    })?;
+    if let Some(shape) = &tensor.shape {
+        if shape.dim.len() != bound.rank() {
+            return Err(problem(format!(
+                "is declared with rank {}, the shape given for it is {bound} (rank {})",
+                shape.dim.len(),
+                bound.rank()
+            )));
+        }
+        for (axis, (dim, &size)) in shape.dim.iter().zip(bound.dims()).enumerate() {
+            if let Some(declared) = dim.dim_value
+                && declared != size as i64
+            {
+                return Err(problem(format!(
+                    "dimension {axis} is declared {declared}, the shape given for it is {bound}"
+                )));
+            }
+        }
+    }
+    let shape = dims(bound.dims().iter().map(|&d| i64::try_from(d).ok())).map_err(problem)?;
     Ok(TensorType { shape, dtype })
 }
 

@@ -54,7 +54,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use export::to_onnx;
-pub use import::from_onnx;
+pub use import::{ImportOptions, from_onnx, from_onnx_with};
 
 use crate::error::OpError;
 use crate::model::Model;
@@ -155,12 +155,20 @@ impl Model {
 
     /// Reads an ONNX file (see [`from_onnx`]).
     pub fn load_onnx(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
+        Model::load_onnx_with(path, &ImportOptions::default())
+    }
+
+    /// Reads an ONNX file with `options` (see [`from_onnx_with`]): symbolic dims bound.
+    pub fn load_onnx_with(
+        path: impl AsRef<Path>,
+        options: &ImportOptions,
+    ) -> Result<Model, OnnxError> {
         let path = path.as_ref();
         let bytes = fs::read(path).map_err(|source| OnnxError::Io {
             path: path.to_owned(),
             source,
         })?;
-        from_onnx(&bytes)
+        from_onnx_with(&bytes, options)
     }
 }
 

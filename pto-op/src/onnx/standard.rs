@@ -112,11 +112,18 @@ const fn input(param: &'static str, index: usize, omit_empty: bool) -> ParamMap 
 /// attributes); ONNX Runtime runs all of them (see `tests/tests/onnx.rs`).
 pub(crate) static STANDARD_OPS: &[StandardOp] = &[
     node(ops::matmul::NAME, "MatMul", 13),
+    // Exported as MatMul too; import reads MatMul as std.matmul and picks std.batch_matmul
+    // when `b` has a batch (`by_op_type` finds the first entry).
+    node(ops::batch_matmul::NAME, "MatMul", 13),
     node(ops::add::NAME, "Add", 14),
     node(ops::sub::NAME, "Sub", 14),
     node(ops::mul::NAME, "Mul", 14),
     node(ops::div::NAME, "Div", 14),
     node(ops::relu::NAME, "Relu", 14),
+    node(ops::neg::NAME, "Neg", 13),
+    node(ops::sqrt::NAME, "Sqrt", 13),
+    node(ops::tanh::NAME, "Tanh", 13),
+    node(ops::pow::NAME, "Pow", 15),
     node(ops::sigmoid::NAME, "Sigmoid", 13),
     StandardOp {
         op: ops::silu::NAME,
@@ -245,12 +252,14 @@ mod tests {
                 assert_ne!(a.op, b.op);
                 if let (Lowering::Node { op_type: x, .. }, Lowering::Node { op_type: y, .. }) =
                     (a.lowering, b.lowering)
+                    && b.op != ops::batch_matmul::NAME
                 {
                     assert_ne!(x, y, "{} and {}", a.op, b.op);
                 }
             }
         }
         assert_eq!(by_op_type("Concat").map(|s| s.op), Some("std.concat"));
+        assert_eq!(by_op_type("MatMul").map(|s| s.op), Some("std.matmul"));
         assert_eq!(
             by_op("std.silu").map(|s| s.lowering),
             Some(Lowering::SigmoidTimesInput)

@@ -8,7 +8,7 @@ use crate::kernel::rows::{RowTiles, row_tiles};
 use crate::prelude::*;
 
 /// The output shape of a binary op: the numpy broadcast of `a` and `b`.
-fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+pub(super) fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
     a.broadcast(b).map_err(|_| {
         OpError::input(
             "b",
@@ -130,7 +130,11 @@ fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpE
 
 /// The tile of `x` that meets the output row tile `tiles` when `x` broadcasts to the
 /// output: its size-1 dims are loaded once (offset 0), the others follow the output tile.
-fn load_broadcast(k: &mut Kernel, x: &Global, tiles: &RowTiles) -> Result<Tile, OpError> {
+pub(super) fn load_broadcast(
+    k: &mut Kernel,
+    x: &Global,
+    tiles: &RowTiles,
+) -> Result<Tile, OpError> {
     let dims = x.shape().dims();
     let skipped = tiles.shape.len().checked_sub(dims.len()).ok_or_else(|| {
         OpError::input(
@@ -309,14 +313,14 @@ pub mod div {
 }
 
 /// The reference of a float activation: `f` on each element in f32.
-fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor {
+pub(super) fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor {
     let mut y = x.to_f32_array();
     y.mapv_inplace(f);
     Tensor::from_f32_array(y, x.dtype())
 }
 
 /// The kernel of a float activation: row tiles, `f` on each tile in f32.
-fn activation_kernel(
+pub(super) fn activation_kernel(
     k: &mut Kernel,
     x: &Global,
     y: &Global,

@@ -162,3 +162,101 @@ crate::register_sweep!(
         location: crate::source_location!(),
     }
 );
+
+/// `y [.., m, n] = a [.., m, k] @ b [.., k, n]`: a batch of matrix products, the batch dims
+/// (all but the last two) broadcast numpy-style, as ONNX MatMul of two operands of rank
+/// >= 2.
+///
+/// `a` and `b` have rank >= 2 and one float dtype (f16, bf16 or f32), which the output
+/// keeps; products are accumulated in f32 and rounded once. No kernel: on the tile
+/// simulator it runs on the CPU reference (its compile report lists it as a fallback).
+#[custom_op(name = "std.batch_matmul")]
+pub mod batch_matmul {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        batch_shapes(a, b).map(|(_, _, _, _, y)| y)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        if !a.is_float() {
+            return Err(OpError::input(
+                "a",
+                format!("expected f16, bf16 or f32, got {a}"),
+            ));
+        }
+        expect_dtype_of("b", b, "a", a)?;
+        Ok(a)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        let (batch, m, depth, n, out) = batch_shapes(&a.shape(), &b.shape())?;
+        let (a32, b32) = (a.to_f32_array(), b.to_f32_array());
+        let batch_dims = |mut dims: Vec<usize>, last: [usize; 2]| {
+            dims.extend(last);
+            IxDyn(&dims)
+        };
+        let not_broadcast = |name: &str, shape: Shape| {
+            OpError::input(
+                name,
+                format!("shape {shape} does not broadcast to the batch {batch}"),
+            )
+        };
+        let a_b = a32
+            .broadcast(batch_dims(batch.dims().to_vec(), [m, depth]))
+            .ok_or_else(|| not_broadcast("a", a.shape()))?;
+        let b_b = b32
+            .broadcast(batch_dims(batch.dims().to_vec(), [depth, n]))
+            .ok_or_else(|| not_broadcast("b", b.shape()))?;
+        let count = batch.numel();
+        let a3 = a_b
+            .to_shape((count, m, depth))
+            .map_err(|e| OpError::invalid(format!("batch of a: {e}")))?;
+        let b3 = b_b
+            .to_shape((count, depth, n))
+            .map_err(|e| OpError::invalid(format!("batch of b: {e}")))?;
+        let mut values = Vec::with_capacity(count * m * n);
+        for i in 0..count {
+            let product = gemm_f32(
+                a3.index_axis(ndarray::Axis(0), i),
+                b3.index_axis(ndarray::Axis(0), i),
+            );
+            values.extend(product.iter().copied());
+        }
+        let y = ArrayD::from_shape_vec(IxDyn(out.dims()), values)
+            .map_err(|e| OpError::invalid(format!("batch_matmul result of shape {out}: {e}")))?;
+        Ok(Tensor::from_f32_array(y, a.dtype()))
+    }
+}
+
+/// The broadcast batch, m, k, n and the output shape of `a [.., m, k] @ b [.., k, n]`.
+fn batch_shapes(a: &Shape, b: &Shape) -> Result<(Shape, usize, usize, usize, Shape), OpError> {
+    a.expect_min_rank("a", 2)?;
+    b.expect_min_rank("b", 2)?;
+    let (ad, bd) = (a.dims(), b.dims());
+    let (m, depth) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+    let (rows_b, n) = (bd[bd.len() - 2], bd[bd.len() - 1]);
+    if depth != rows_b {
+        return Err(OpError::input(
+            "b",
+            format!(
+                "a of shape {a} has {depth} columns, so b must have {depth} rows, got shape {b}: \
+                 the inner dims of a [.., m, k] @ b [.., k, n] must agree"
+            ),
+        ));
+    }
+    let batch_a = Shape::from(&ad[..ad.len() - 2]);
+    let batch_b = Shape::from(&bd[..bd.len() - 2]);
+    let batch = batch_a.broadcast(&batch_b).map_err(|_| {
+        OpError::input(
+            "b",
+            format!("the batch dims of b (shape {b}) do not broadcast with those of a (shape {a})"),
+        )
+    })?;
+    let mut out = batch.dims().to_vec();
+    out.extend([m, n]);
+    Ok((batch, m, depth, n, Shape::new(out)))
+}

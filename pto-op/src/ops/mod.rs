@@ -4,8 +4,11 @@
 //! | op | inputs | params (defaults) | kernel |
 //! |---|---|---|---|
 //! | [`std.matmul`](matmul) | a, b | | yes (rank-2 `a`) |
+//! | [`std.batch_matmul`](batch_matmul) | a, b | | no |
 //! | [`std.add`](add), [`std.sub`](sub), [`std.mul`](mul), [`std.div`](div) | a, b | | yes |
 //! | [`std.relu`](relu), [`std.sigmoid`](sigmoid), [`std.silu`](silu) | x | | yes |
+//! | [`std.neg`](neg), [`std.sqrt`](sqrt), [`std.tanh`](tanh) | x | | yes |
+//! | [`std.pow`](pow) | a, b | | yes |
 //! | [`std.gelu`](gelu) | x | `approximate: String = "none"` | yes |
 //! | [`std.softmax`](softmax) | x | `axis: i64 = -1` | yes (last axis) |
 //! | [`std.layer_norm`](layer_norm) | x, gamma, beta | `eps: f32 = 1e-5` | yes |
@@ -44,12 +47,14 @@ pub mod math;
 mod normalization;
 mod reduce;
 mod shape_ops;
+mod unary_math;
 
 pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
-pub use linalg::matmul;
+pub use linalg::{batch_matmul, matmul};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, gather, reshape, slice, transpose};
+pub use unary_math::{neg, pow, sqrt, tanh};
 
 use crate::dtype::DType;
 use crate::error::OpError;

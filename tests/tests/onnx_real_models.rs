@@ -1,0 +1,202 @@
+//! Transformers exported by torch's ONNX exporter (`scripts/make_fixtures.py`: GPT-2-,
+//! BERT- and Llama-style, random weights) import, compile and run on cpu and sim, and match
+//! the outputs onnxruntime computed when the fixtures were made; onnxruntime, when
+//! installed, computes them again from the committed file.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::python::python;
+use pto_backends::compiler::compile;
+use pto_cli::tensor_file::read_safetensors;
+use pto_examples as _;
+use pto_op::onnx::{ImportOptions, OnnxError};
+use pto_op::{Model, Shape, Tensor, Tolerance};
+
+/// The outputs of a float model exported in f32, against onnxruntime's: the sums are in
+/// another order (and the sim's kernels tile them), so a few ulps of the largest values.
+const TOLERANCE: Tolerance = Tolerance {
+    rtol: 1e-4,
+    atol: 1e-4,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/onnx/{name}"))
+}
+
+/// The fixture's inputs and onnxruntime's outputs, by ONNX name.
+fn io(name: &str) -> BTreeMap<String, Tensor> {
+    read_safetensors(&fixture(&format!("{name}.io.safetensors"))).expect("the fixture's io file")
+}
+
+const RERUN: &str = r#"import sys, json, numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feeds = {i.name: np.load(p) for i, p in zip(s.get_inputs(), sys.argv[2:])}
+print(json.dumps({o.name: v.astype(np.float64).ravel().tolist() for o, v in zip(s.get_outputs(), s.run(None, feeds))}))
+"#;
+
+/// The ONNX names of the fixture's outputs, in order.
+fn output_names(name: &str) -> &'static [&'static str] {
+    match name {
+        "bert_tiny" => &["last_hidden_state", "pooler_output"],
+        _ => &["logits"],
+    }
+}
+
+/// The expected outputs: onnxruntime's, computed now from the committed ONNX file when
+/// onnxruntime is installed (and checked equal to the recorded ones), else the recorded.
+fn expected(name: &str, model: &Model, io: &BTreeMap<String, Tensor>) -> Vec<Tensor> {
+    let g = &model.graph;
+    let recorded: Vec<Tensor> = output_names(name)
+        .iter()
+        .map(|&output| io[output].clone())
+        .collect();
+    assert_eq!(recorded.len(), g.outputs.len(), "{name}: outputs");
+    let dir = std::env::temp_dir().join(format!("pto-real-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut args = vec![fixture(&format!("{name}.onnx"))];
+    for &id in &g.inputs {
+        let path = dir.join(format!("{id}.npy"));
+        let bytes = pto_cli::tensor_file::npy_bytes(&io[&g.values[id].name]).expect("npy");
+        std::fs::write(&path, bytes).expect("writes");
+        args.push(path);
+    }
+    if let Some(out) = python(RERUN, &args) {
+        let rerun: BTreeMap<String, Vec<f64>> = serde_json::from_str(out.trim()).expect("json");
+        for (output, recorded) in output_names(name).iter().zip(&recorded) {
+            let now = &rerun[*output];
+            let then = recorded.to_f64_vec();
+            let worst = now
+                .iter()
+                .zip(&then)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                worst <= 1e-5,
+                "{name}: this onnxruntime differs from the recorded outputs by {worst}"
+            );
+        }
+    }
+    recorded
+}
+
+/// Runs `model` on `target` with the fixture's inputs; the largest absolute error against
+/// onnxruntime over the outputs.
+fn max_error(name: &str, model: &Model, target: &str) -> f64 {
+    let io = io(name);
+    let expected = expected(name, model, &io);
+    let compiled = compile(model, target).unwrap_or_else(|e| panic!("{name} on {target}: {e}"));
+    let report = compiled.report();
+    if target == "sim" {
+        // The products, norms, softmaxes and element-wise ops run their kernels; the shape
+        // ops (and the batched products of attention) run on the CPU reference.
+        for op in ["std.matmul", "std.softmax", "std.add"] {
+            assert!(
+                !report.fallbacks.iter().any(|f| f == op),
+                "{name}: {op} falls back: {:?}",
+                report.fallbacks
+            );
+        }
+        assert!(report.kernels_traced >= 5, "{name}: {report:?}");
+    }
+    println!(
+        "{name} on {target}: {} nodes, {} kernels traced, fallbacks {:?}",
+        report.nodes.len(),
+        report.kernels_traced,
+        report.fallbacks
+    );
+    let inputs: Vec<Tensor> = model
+        .graph
+        .inputs
+        .iter()
+        .map(|&id| io[&model.graph.values[id].name].clone())
+        .collect();
+    let outputs = compiled
+        .run(&inputs)
+        .unwrap_or_else(|e| panic!("{name} on {target}: {e}"))
+        .outputs;
+    let mut worst: f64 = 0.0;
+    for (actual, expected) in outputs.iter().zip(&expected) {
+        let c = actual.compare(expected, TOLERANCE).expect("same shape");
+        assert_eq!(
+            c.mismatches, 0,
+            "{name} on {target}: {c:?} against onnxruntime"
+        );
+        worst = worst.max(c.max_abs_error);
+    }
+    println!("{name} on {target}: max |error| vs onnxruntime {worst:.3e}");
+    worst
+}
+
+fn import(name: &str, options: &ImportOptions) -> Model {
+    Model::load_onnx_with(fixture(&format!("{name}.onnx")), options)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn gpt2_shapes() -> ImportOptions {
+    ImportOptions::default().shape("input_ids", [1, 8])
+}
+
+#[test]
+fn gpt2_style_export_matches_onnxruntime_on_cpu_and_sim() {
+    let model = import("gpt2_tiny", &gpt2_shapes());
+    for target in ["cpu", "sim"] {
+        max_error("gpt2_tiny", &model, target);
+    }
+}
+
+#[test]
+fn bert_style_export_matches_onnxruntime_on_cpu_and_sim() {
+    let model = import("bert_tiny", &ImportOptions::default());
+    for target in ["cpu", "sim"] {
+        max_error("bert_tiny", &model, target);
+    }
+}
+
+#[test]
+fn llama_style_export_matches_onnxruntime_on_cpu_and_sim() {
+    let model = import("llama_tiny", &ImportOptions::default());
+    for target in ["cpu", "sim"] {
+        max_error("llama_tiny", &model, target);
+    }
+}
+
+#[test]
+fn a_symbolic_dim_left_unbound_is_an_error_naming_the_input_and_the_dim() {
+    let err = Model::load_onnx(fixture("gpt2_tiny.onnx")).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, OnnxError::Value { .. }), "{message}");
+    for part in [
+        "`input_ids`",
+        "dimension 0",
+        "`batch`",
+        "--shape input_ids=",
+    ] {
+        assert!(message.contains(part), "{part} in: {message}");
+    }
+}
+
+#[test]
+fn symbolic_dims_bind_to_other_sizes_and_the_shape_computations_follow() {
+    let model = import(
+        "gpt2_tiny",
+        &ImportOptions::default().shape("input_ids", [2, 5]),
+    );
+    let g = &model.graph;
+    let logits = &g.values[g.outputs[0]];
+    assert_eq!(logits.ty.shape, Shape::from([2, 5, 64]));
+    let compiled = compile(&model, "cpu").expect("compiles");
+    let ids = Tensor::from_vec([2, 5], vec![1i64, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap();
+    assert_eq!(
+        compiled.run(&[ids]).expect("runs").outputs[0].shape(),
+        Shape::from([2, 5, 64])
+    );
+    let err = Model::load_onnx_with(
+        fixture("gpt2_tiny.onnx"),
+        &ImportOptions::default().shape("input_ids", [1, 8, 1]),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("rank 2"), "{err}");
+}
