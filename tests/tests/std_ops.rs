@@ -407,6 +407,7 @@ fn every_std_op_is_registered_with_a_doc() {
         names,
         [
             "std.add",
+            "std.batch_matmul",
             "std.cast",
             "std.concat",
             "std.div",
@@ -415,6 +416,8 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.layer_norm",
             "std.matmul",
             "std.mul",
+            "std.neg",
+            "std.pow",
             "std.reduce_mean",
             "std.reduce_sum",
             "std.relu",
@@ -424,7 +427,9 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.silu",
             "std.slice",
             "std.softmax",
+            "std.sqrt",
             "std.sub",
+            "std.tanh",
             "std.transpose",
         ]
     );

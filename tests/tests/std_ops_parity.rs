@@ -138,6 +138,11 @@ fn binary_arithmetic_kernels_match_their_references() {
         table.extend(cases(def, &[&[7, 1], &[1, 30]], &[]));
         table.extend(cases(def, &[&[3, 70, 1], &[70, 20]], &[]));
     }
+    // Powers (negative bases with fractional exponents give NaN on both sides).
+    let pow = ops::pow::def();
+    table.extend(cases(pow, &[&[64, 256], &[64, 256]], &[]));
+    table.extend(cases(pow, &[&[2, 13, 48], &[48]], &[]));
+    table.extend(cases(pow, &[&[37, 100], &[1]], &[]));
     check_all(table);
 }
 
@@ -149,6 +154,9 @@ fn activation_kernels_match_their_references() {
         ops::sigmoid::def(),
         ops::silu::def(),
         ops::gelu::def(),
+        ops::neg::def(),
+        ops::sqrt::def(),
+        ops::tanh::def(),
     ] {
         table.extend(cases(def, &[&[64, 256]], &[]));
         table.extend(cases(def, &[&[3, 37, 100]], &[]));

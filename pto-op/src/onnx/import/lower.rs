@@ -388,10 +388,11 @@ impl Importer {
             }
             // Under a name of its own: another node may read the scalar as a scalar.
             let widened = format!("{name}:[1]");
-            if !self.constants.contains_key(&widened) && !self.values.contains_key(&widened) {
-                if let Ok(t) = tensor.reshape([1]) {
-                    self.constants.insert(widened.clone(), t);
-                }
+            if !self.constants.contains_key(&widened)
+                && !self.values.contains_key(&widened)
+                && let Ok(t) = tensor.reshape([1])
+            {
+                self.constants.insert(widened.clone(), t);
             }
             *name = widened;
         }
@@ -439,8 +440,9 @@ impl Importer {
             attrs.insert("ends".into(), AttrValue::I64s(vec![start + len]));
             attrs.insert("axes".into(), AttrValue::I64s(vec![axis as i64]));
             start += len;
-            let [y] = <[Value; 1]>::try_from(self.trace(def, &[x.clone()], attrs, label)?)
-                .map_err(|_| node_error(label, "std.slice has one output".into()))?;
+            let [y] =
+                <[Value; 1]>::try_from(self.trace(def, std::slice::from_ref(&x), attrs, label)?)
+                    .map_err(|_| node_error(label, "std.slice has one output".into()))?;
             if !output.is_empty() {
                 self.define(output, y)?;
             }
@@ -470,7 +472,7 @@ impl Importer {
         }
         let mut attrs = Attributes::new();
         attrs.insert("shape".into(), AttrValue::I64s(shape_i64(dims)));
-        self.one(ops::reshape::NAME, &[x.clone()], attrs, label)
+        self.one(ops::reshape::NAME, std::slice::from_ref(x), attrs, label)
     }
 
     /// The product `a @ b` of two values: `std.matmul` with a batch of `a` reshaped into its
