@@ -26,6 +26,51 @@ const MAX_DIM: u64 = 1 << 31;
 /// The most elements import accepts in one value.
 const MAX_ELEMENTS: u64 = 1 << 40;
 
+/// ONNX operators of the default domain that import reads without an entry of the table of
+/// standard ops (see `import/lower.rs`).
+pub(crate) const EXTRA_OP_TYPES: &[&str] = &[
+    "Constant",
+    "ConstantOfShape",
+    "Gemm",
+    "Identity",
+    "Range",
+    "Shape",
+    "Split",
+    "Squeeze",
+    "Unsqueeze",
+];
+
+/// The tensor a serialized ONNX `TensorProto` holds (the `.pb` files of the ONNX test data),
+/// with its name.
+///
+/// ```
+/// use prost::Message;
+/// use pto_op::onnx::proto::TensorProto;
+/// let proto = TensorProto {
+///     name: "x".into(),
+///     dims: vec![2],
+///     data_type: 7,
+///     int64_data: vec![3, -4],
+///     ..Default::default()
+/// };
+/// let (name, tensor) = pto_op::onnx::tensor_from_onnx(&proto.encode_to_vec()).unwrap();
+/// assert_eq!(name, "x");
+/// assert_eq!(tensor.to_vec::<i64>().unwrap(), vec![3, -4]);
+/// ```
+///
+/// # Errors
+///
+/// Bytes that are not a `TensorProto`, or a tensor pto-op cannot hold (its element type,
+/// external data, a size that does not match its shape).
+pub fn tensor_from_onnx(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
+    let proto = TensorProto::decode(bytes)?;
+    let tensor = tensor_from_proto(&proto).map_err(|problem| OnnxError::Value {
+        value: proto.name.clone(),
+        problem,
+    })?;
+    Ok((proto.name, tensor))
+}
+
 /// The model in ONNX protobuf `bytes`. See the [module docs](super) for the mapping.
 ///
 /// Standard ONNX operators of the table become `std.*` ops (Concat of n inputs a chain of

@@ -54,7 +54,28 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use export::to_onnx;
-pub use import::{ImportOptions, from_onnx, from_onnx_with};
+pub use import::{ImportOptions, from_onnx, from_onnx_with, tensor_from_onnx};
+
+/// The ONNX operators of the default domain that import reads (besides `Constant`), sorted.
+///
+/// ```
+/// let types = pto_op::onnx::imported_op_types();
+/// assert!(types.contains(&"MatMul"));
+/// assert!(types.contains(&"Constant"));
+/// ```
+pub fn imported_op_types() -> Vec<&'static str> {
+    let mut types: Vec<&'static str> = standard::STANDARD_OPS
+        .iter()
+        .filter_map(|s| match s.lowering {
+            standard::Lowering::Node { op_type, .. } => Some(op_type),
+            standard::Lowering::SigmoidTimesInput => None,
+        })
+        .chain(import::EXTRA_OP_TYPES.iter().copied())
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    types
+}
 
 use crate::error::OpError;
 use crate::model::Model;
