@@ -192,8 +192,8 @@ pub enum NodeRuns {
         /// Block programs.
         grid: usize,
     },
-    /// The target runs kernels but the op has none: the target's fallback (the CPU
-    /// reference) runs it instead.
+    /// The target runs kernels but the op has none, or its kernel does not cover these
+    /// inputs or params: the target's fallback (the CPU reference) runs it instead.
     Fallback,
 }
 

@@ -86,6 +86,11 @@ pub fn npy_bytes(tensor: &Tensor) -> Result<Vec<u8>, TensorFileError> {
         DType::I8 => "|i1",
         DType::U8 => "|u1",
         DType::Bool => "|b1",
+        DType::I16 => "<i2",
+        DType::U16 => "<u2",
+        DType::U32 => "<u4",
+        DType::U64 => "<u8",
+        DType::F64 => "<f8",
         DType::BF16 => return Err(TensorFileError::NpyDType { dtype: DType::BF16 }),
     };
     let shape = match tensor.dims() {

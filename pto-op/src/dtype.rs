@@ -33,11 +33,21 @@ pub enum DType {
     U8,
     /// Boolean, one byte per element.
     Bool,
+    /// Signed 16-bit integer.
+    I16,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// IEEE 754 binary64.
+    F64,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F16,
         DType::BF16,
@@ -46,14 +56,19 @@ impl DType {
         DType::I8,
         DType::U8,
         DType::Bool,
+        DType::I16,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F64,
     ];
 
     /// Bytes per element.
     pub const fn size_bytes(self) -> usize {
         match self {
-            DType::F32 | DType::I32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::I64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I64 | DType::U64 | DType::F64 => 8,
             DType::I8 | DType::U8 | DType::Bool => 1,
         }
     }
@@ -69,6 +84,11 @@ impl DType {
             DType::I8 => "i8",
             DType::U8 => "u8",
             DType::Bool => "bool",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
+            DType::F64 => "f64",
         }
     }
 
@@ -83,6 +103,11 @@ impl DType {
             DType::Bool => 9,
             DType::F16 => 10,
             DType::BF16 => 16,
+            DType::U16 => 4,
+            DType::I16 => 5,
+            DType::F64 => 11,
+            DType::U32 => 12,
+            DType::U64 => 13,
         }
     }
 
@@ -91,14 +116,29 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.onnx_code() == code)
     }
 
-    /// True for f32, f16 and bf16.
+    /// True for f32, f16, bf16 and f64.
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::BF16)
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
     }
 
     /// True for the signed and unsigned integer types (not bool).
     pub const fn is_integer(self) -> bool {
-        matches!(self, DType::I32 | DType::I64 | DType::I8 | DType::U8)
+        matches!(
+            self,
+            DType::I32
+                | DType::I64
+                | DType::I8
+                | DType::U8
+                | DType::I16
+                | DType::U16
+                | DType::U32
+                | DType::U64
+        )
+    }
+
+    /// True for the unsigned integer types.
+    pub const fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
     }
 }
 
@@ -110,7 +150,9 @@ impl fmt::Display for DType {
 
 /// The error of parsing a dtype name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool")]
+#[error(
+    "unknown dtype `{0}`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool, i16, u16, u32, u64, f64"
+)]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {

@@ -16,8 +16,9 @@ pub enum Lowering {
         /// Block programs of the traced kernel.
         grid: usize,
     },
-    /// The target runs kernels, but this op has none: the caller must run its reference
-    /// elsewhere (on the CPU).
+    /// The target runs kernels, but this op has none, or its kernel does not cover these
+    /// inputs or params ([`OpError::Unsupported`](crate::OpError::Unsupported)): the caller
+    /// must run its reference elsewhere (on the CPU).
     NoKernel,
 }
 

@@ -303,14 +303,14 @@ fn a_weight_of_the_wrong_size_names_it_with_both_types() {
         "model file: weight `gamma`: the graph says f32[32] (128 bytes), but its tensor is \
          f32[16] (64 bytes)"
     );
-    let f64_tensor = edit_header(&bytes, |h| {
-        h["gamma"]["dtype"] = "F64".into();
-        h["gamma"]["shape"] = serde_json::json!([8]);
+    let f8_tensor = edit_header(&bytes, |h| {
+        h["gamma"]["dtype"] = "F8_E5M2".into();
+        h["gamma"]["shape"] = serde_json::json!([64]);
     });
     assert_eq!(
-        load_error(&f64_tensor),
+        load_error(&f8_tensor),
         "model file: weight `gamma`: the graph says f32[16] (64 bytes), but its tensor is \
-         F64[8], a safetensors dtype pto-op does not support"
+         F8_E5M2[64], a safetensors dtype pto-op does not support"
     );
     let inconsistent = edit_header(&bytes, |h| h["gamma"]["shape"] = serde_json::json!([15]));
     assert_eq!(

@@ -77,8 +77,8 @@ fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, String> {
             break;
         }
         let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (_, tensor) = tensor_from_onnx(&bytes)
-            .map_err(|e| format!("test data {prefix}_{index}.pb: {e}"))?;
+        let (_, tensor) =
+            tensor_from_onnx(&bytes).map_err(|e| format!("test data {prefix}_{index}.pb: {e}"))?;
         tensors.push(tensor);
     }
     Ok(tensors)
@@ -179,7 +179,10 @@ fn run_test(dir: &Path, ops: String) -> Outcome {
         (Some(c), None) => Some(("cpu".to_owned(), one_line(c))),
         (None, Some(s)) => Some(("sim".to_owned(), one_line(s))),
         (Some(c), Some(s)) if c == s => Some(("cpu+sim".to_owned(), one_line(c))),
-        (Some(c), Some(s)) => Some(("cpu+sim".to_owned(), one_line(&format!("cpu: {c} | sim: {s}")))),
+        (Some(c), Some(s)) => Some((
+            "cpu+sim".to_owned(),
+            one_line(&format!("cpu: {c} | sim: {s}")),
+        )),
     };
     Outcome {
         ops,
@@ -264,7 +267,11 @@ fn onnx_backend_node_tests_of_the_imported_ops() {
     let pass_sim = outcomes.values().filter(|o| o.sim).count();
     let mut table = String::new();
     let width = per_op.keys().map(|k| k.len()).max().unwrap_or(2).max(2);
-    let _ = writeln!(table, "{:<width$} {:>9} {:>8} {:>8}", "op", "attempted", "pass cpu", "pass sim");
+    let _ = writeln!(
+        table,
+        "{:<width$} {:>9} {:>8} {:>8}",
+        "op", "attempted", "pass cpu", "pass sim"
+    );
     for (op, (a, c, s)) in &per_op {
         let _ = writeln!(table, "{op:<width$} {a:>9} {c:>8} {s:>8}");
     }
@@ -291,7 +298,11 @@ fn onnx_backend_node_tests_of_the_imported_ops() {
             let _ = writeln!(text, "{test}\t{stage}\t{why}");
         }
         pto_op::fs::write_atomic(failures_file(), text.as_bytes()).expect("the list is written");
-        eprintln!("wrote {} failures to {}", failures.len(), failures_file().display());
+        eprintln!(
+            "wrote {} failures to {}",
+            failures.len(),
+            failures_file().display()
+        );
         return;
     }
 
@@ -332,7 +343,13 @@ fn onnx_backend_node_tests_of_the_imported_ops() {
             pass_cpu as f64 / attempted.max(1) as f64,
             pass_sim as f64 / attempted.max(1) as f64,
         );
-        assert!(cpu >= FLOOR_CPU, "cpu pass rate {cpu:.3} < floor {FLOOR_CPU}");
-        assert!(sim >= FLOOR_SIM, "sim pass rate {sim:.3} < floor {FLOOR_SIM}");
+        assert!(
+            cpu >= FLOOR_CPU,
+            "cpu pass rate {cpu:.3} < floor {FLOOR_CPU}"
+        );
+        assert!(
+            sim >= FLOOR_SIM,
+            "sim pass rate {sim:.3} < floor {FLOOR_SIM}"
+        );
     }
 }

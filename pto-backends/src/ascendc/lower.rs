@@ -269,6 +269,11 @@ fn c_type(dtype: DType) -> &'static str {
         DType::I64 => "int64_t",
         DType::I8 => "int8_t",
         DType::U8 | DType::Bool => "uint8_t",
+        DType::I16 => "int16_t",
+        DType::U16 => "uint16_t",
+        DType::U32 => "uint32_t",
+        DType::U64 => "uint64_t",
+        DType::F64 => "double",
     }
 }
 

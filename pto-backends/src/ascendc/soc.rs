@@ -88,12 +88,19 @@ impl Soc {
 
     /// Whether tiles of `dtype` can live in the SoC's on-core buffers. Da Vinci Lite
     /// (Kirin) has no bf16 vector or cube support; no SoC here lowers 64-bit or 8-bit
-    /// integer tiles.
+    /// integer tiles, nor 16-bit or unsigned 32/64-bit integer or f64 tiles.
     pub const fn supports(self, dtype: DType) -> bool {
         match dtype {
             DType::F32 | DType::F16 | DType::I32 | DType::Bool => true,
             DType::BF16 => matches!(self, Soc::Ascend910B),
-            DType::I64 | DType::I8 | DType::U8 => false,
+            DType::I64
+            | DType::I8
+            | DType::U8
+            | DType::I16
+            | DType::U16
+            | DType::U32
+            | DType::U64
+            | DType::F64 => false,
         }
     }
 }

@@ -135,11 +135,19 @@ fn check_inputs(program: &Program, inputs: &[&Tensor]) -> Result<Vec<ArrayD<f32>
 /// Rounds every element to the nearest value of `dtype` (see the module docs).
 pub(crate) fn round_in_place(data: &mut ArrayD<f32>, dtype: DType) {
     match dtype {
-        DType::F32 => {}
+        // The simulator holds f64 tiles in f32, as the cores do not compute in f64.
+        DType::F32 | DType::F64 => {}
         DType::F16 => data.mapv_inplace(|x| f16::from_f32(x).to_f32()),
         DType::BF16 => data.mapv_inplace(|x| bf16::from_f32(x).to_f32()),
         DType::Bool => data.mapv_inplace(|x| if x != 0.0 { 1.0 } else { 0.0 }),
-        DType::I32 | DType::I64 | DType::I8 | DType::U8 => {
+        DType::I32
+        | DType::I64
+        | DType::I8
+        | DType::U8
+        | DType::I16
+        | DType::U16
+        | DType::U32
+        | DType::U64 => {
             let (low, high) = integer_range(dtype);
             data.mapv_inplace(|x| {
                 if x.is_nan() {
@@ -164,6 +172,10 @@ fn integer_range(dtype: DType) -> (f32, f32) {
         DType::I8 => (i8::MIN as f32, i8::MAX as f32),
         DType::U8 => (0.0, u8::MAX as f32),
         DType::I32 => (i32::MIN as f32, i32::MAX as f32),
+        DType::I16 => (i16::MIN as f32, i16::MAX as f32),
+        DType::U16 => (0.0, u16::MAX as f32),
+        DType::U32 => (0.0, u32::MAX as f32),
+        DType::U64 => (0.0, u64::MAX as f32),
         _ => (i64::MIN as f32, i64::MAX as f32),
     }
 }

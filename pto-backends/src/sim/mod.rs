@@ -432,8 +432,13 @@ impl Executor for Sim {
         if op.kernel.is_none() {
             return Ok(Lowering::NoKernel);
         }
-        let program = self.program(op, inputs, attrs)?;
-        Ok(Lowering::Kernel { grid: program.grid })
+        match self.program(op, inputs, attrs) {
+            Ok(program) => Ok(Lowering::Kernel { grid: program.grid }),
+            // The kernel does not cover these inputs or params (softmax off the last axis, a
+            // batched matmul): the op runs on the fallback, as one without a kernel.
+            Err(OpError::Unsupported { .. }) => Ok(Lowering::NoKernel),
+            Err(e) => Err(e),
+        }
     }
 
     /// The CPU reference runs the ops without a kernel.

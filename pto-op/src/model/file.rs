@@ -352,6 +352,11 @@ fn safetensors_dtype(dtype: DType) -> Dtype {
         DType::I8 => Dtype::I8,
         DType::U8 => Dtype::U8,
         DType::Bool => Dtype::BOOL,
+        DType::I16 => Dtype::I16,
+        DType::U16 => Dtype::U16,
+        DType::U32 => Dtype::U32,
+        DType::U64 => Dtype::U64,
+        DType::F64 => Dtype::F64,
     }
 }
 

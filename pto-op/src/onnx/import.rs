@@ -725,7 +725,7 @@ fn check_required(def: &OpDef, attrs: &Attributes, label: &str) -> Result<(), On
 }
 
 /// The ONNX element types pto-op reads, by their ONNX names.
-const SUPPORTED: &str = "float, float16, bfloat16, int32, int64, int8, uint8, bool";
+const SUPPORTED: &str = "float, float16, bfloat16, double, int32, int64, int16, int8, uint64, uint32, uint16, uint8, bool";
 
 /// An ONNX `TensorProto.DataType` code by its ONNX name (`int8`), with the code for one
 /// this version of ONNX does not name.
@@ -958,6 +958,8 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
     let typed_len = match dtype {
         DType::F32 => proto.float_data.len(),
         DType::I64 => proto.int64_data.len(),
+        DType::F64 => proto.double_data.len(),
+        DType::U32 | DType::U64 => proto.uint64_data.len(),
         _ => proto.int32_data.len(),
     };
     if !proto.raw_data.is_empty() || typed_len == 0 {
@@ -979,6 +981,21 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
             .int64_data
             .iter()
             .for_each(|v| bytes.extend(v.to_le_bytes())),
+        DType::F64 => proto
+            .double_data
+            .iter()
+            .for_each(|v| bytes.extend(v.to_le_bytes())),
+        DType::U64 => proto
+            .uint64_data
+            .iter()
+            .for_each(|v| bytes.extend(v.to_le_bytes())),
+        DType::U32 => {
+            for &v in &proto.uint64_data {
+                let v = u32::try_from(v)
+                    .map_err(|_| format!("uint64_data value {v} does not fit a u32 element"))?;
+                bytes.extend(v.to_le_bytes());
+            }
+        }
         _ => {
             for &v in &proto.int32_data {
                 // Each type's own range: int8 is signed, uint8 and bool unsigned, and the
@@ -986,6 +1003,8 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
                 let fits = match dtype {
                     DType::I8 => i8::try_from(v).is_ok(),
                     DType::U8 => u8::try_from(v).is_ok(),
+                    DType::I16 => i16::try_from(v).is_ok(),
+                    DType::U16 => u16::try_from(v).is_ok(),
                     DType::Bool => v == 0 || v == 1,
                     DType::F16 | DType::BF16 => u16::try_from(v).is_ok(),
                     _ => true,

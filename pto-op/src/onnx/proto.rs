@@ -180,8 +180,8 @@ pub struct TensorProto {
     /// Elements of a FLOAT tensor (when `raw_data` is empty).
     #[prost(float, repeated, tag = "4")]
     pub float_data: Vec<f32>,
-    /// Elements of INT32, INT8, UINT8, BOOL, FLOAT16 and BFLOAT16 tensors, one per `int32`
-    /// (16-bit floats as their bits).
+    /// Elements of INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16 and BFLOAT16 tensors, one
+    /// per `int32` (16-bit floats as their bits).
     #[prost(int32, repeated, tag = "5")]
     pub int32_data: Vec<i32>,
     /// Elements of an INT64 tensor.
@@ -196,6 +196,9 @@ pub struct TensorProto {
     /// Elements of a DOUBLE tensor.
     #[prost(double, repeated, tag = "10")]
     pub double_data: Vec<f64>,
+    /// Elements of UINT32 and UINT64 tensors.
+    #[prost(uint64, repeated, tag = "11")]
+    pub uint64_data: Vec<u64>,
     /// 1 when the data lives in an external file (not supported by pto-op).
     #[prost(int32, tag = "14")]
     pub data_location: i32,

@@ -3,7 +3,7 @@
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 use super::math::{ERFC_COEFFICIENTS, gelu_erf, gelu_tanh};
-use super::{expect_dtype_of, expect_float, param_error};
+use super::{expect_dtype_of, expect_float, kernel_unsupported, param_error};
 use crate::kernel::rows::{RowTiles, row_tiles};
 use crate::prelude::*;
 
@@ -20,16 +20,46 @@ pub(super) fn broadcast_shapes(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
     })
 }
 
-/// The dtype of a binary arithmetic op: `a`'s, which `b` must share; floats, i32 or i64.
+/// The dtype of a binary arithmetic op: `a`'s, which `b` must share; a float or an integer.
 fn arithmetic_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-    if !(a.is_float() || matches!(a, DType::I32 | DType::I64)) {
+    if !(a.is_float() || a.is_integer()) {
         return Err(OpError::input(
             "a",
-            format!("expected f32, f16, bf16, i32 or i64, got {a}"),
+            format!("expected a float or an integer dtype, got {a}"),
         ));
     }
     expect_dtype_of("b", b, "a", a)?;
     Ok(a)
+}
+
+/// The elements of an integer tensor, exactly, as i128.
+fn integers_i128(t: &Tensor) -> Result<ArrayD<i128>, OpError> {
+    Ok(match t.dtype() {
+        DType::U64 => t.view::<u64>()?.mapv(i128::from),
+        _ => t.cast(DType::I64).view::<i64>()?.mapv(i128::from),
+    })
+}
+
+/// The range of an integer dtype.
+fn integer_range(dtype: DType) -> (i128, i128) {
+    match dtype {
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::U16 => (0, u16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::U32 => (0, u32::MAX.into()),
+        DType::U64 => (0, u64::MAX.into()),
+        _ => (i64::MIN.into(), i64::MAX.into()),
+    }
+}
+
+/// An integer tensor of `dtype` from values within its range.
+fn from_i128(values: ArrayD<i128>, dtype: DType) -> Tensor {
+    match dtype {
+        DType::U64 => Tensor::from_array(values.mapv(|v| v as u64)),
+        _ => Tensor::from_array(values.mapv(|v| v as i64)).cast(dtype),
+    }
 }
 
 /// One of the four arithmetic operations.
@@ -51,13 +81,22 @@ impl Arith {
         }
     }
 
-    /// Integer arithmetic in i64; `None` on overflow or division by zero.
-    fn integer(self, x: i64, y: i64) -> Option<i64> {
+    /// Integer arithmetic in i128; `None` on overflow or division by zero.
+    fn integer(self, x: i128, y: i128) -> Option<i128> {
         match self {
             Arith::Add => x.checked_add(y),
             Arith::Sub => x.checked_sub(y),
             Arith::Mul => x.checked_mul(y),
             Arith::Div => x.checked_div(y),
+        }
+    }
+
+    fn double(self, x: f64, y: f64) -> f64 {
+        match self {
+            Arith::Add => x + y,
+            Arith::Sub => x - y,
+            Arith::Mul => x * y,
+            Arith::Div => x / y,
         }
     }
 
@@ -100,10 +139,16 @@ fn zip_broadcast<T: Copy, U>(
         .map_err(|e| OpError::invalid(format!("broadcast result of shape {shape}: {e}")))
 }
 
-/// The reference of a binary arithmetic op: floats in f32, integers in i64 with overflow
-/// and division by zero reported.
+/// The reference of a binary arithmetic op: floats in f32 (f64 in f64), integers exactly
+/// with overflow and division by zero reported.
 fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpError> {
     let dtype = a.dtype();
+    if dtype == DType::F64 {
+        let y = zip_broadcast(a.view::<f64>()?, b.view::<f64>()?, |x, y| {
+            Ok(op.double(x, y))
+        })?;
+        return Ok(Tensor::from_array(y));
+    }
     if dtype.is_float() {
         let (mut a32, b32) = (a.to_f32_array(), b.to_f32_array());
         if broadcast_shapes(&a.shape(), &b.shape())? == a.shape() {
@@ -114,9 +159,10 @@ fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpE
         let y = zip_broadcast(a32.view(), b32.view(), |x, y| Ok(op.float(x, y)))?;
         return Ok(Tensor::from_f32_array(y, dtype));
     }
-    let (a64, b64) = (a.cast(DType::I64), b.cast(DType::I64));
-    let fits = |v: i64| dtype == DType::I64 || i32::try_from(v).is_ok();
-    let y = zip_broadcast(a64.view::<i64>()?, b64.view::<i64>()?, |x, y| {
+    let (a128, b128) = (integers_i128(a)?, integers_i128(b)?);
+    let (low, high) = integer_range(dtype);
+    let fits = |v: i128| (low..=high).contains(&v);
+    let y = zip_broadcast(a128.view(), b128.view(), |x, y| {
         op.integer(x, y).filter(|&v| fits(v)).ok_or_else(|| {
             let problem = match (op, y) {
                 (Arith::Div, 0) => "division by zero".to_owned(),
@@ -125,7 +171,7 @@ fn arithmetic_reference(a: &Tensor, b: &Tensor, op: Arith) -> Result<Tensor, OpE
             OpError::input("b", format!("{x} {} {y}: {problem}", op.symbol()))
         })
     })?;
-    Ok(Tensor::from_array(y).cast(dtype))
+    Ok(from_i128(y, dtype))
 }
 
 /// The tile of `x` that meets the output row tile `tiles` when `x` broadcasts to the
@@ -163,15 +209,27 @@ pub(super) fn load_broadcast(
 /// broadcast to the tile (any numpy broadcast), floats computed in f32.
 fn arithmetic_kernel(
     k: &mut Kernel,
+    name: &str,
     a: &Global,
     b: &Global,
     y: &Global,
     op: Arith,
 ) -> Result<(), OpError> {
     let dtype = y.dtype();
+    if matches!(dtype, DType::F64 | DType::U32 | DType::U64) {
+        return Err(kernel_unsupported(
+            name,
+            "input `a`",
+            format!(
+                "the kernel computes in f32, which does not hold every {dtype} value: {dtype} \
+                 arithmetic runs on the cpu target"
+            ),
+        ));
+    }
     if matches!(op, Arith::Div) && !dtype.is_float() {
-        return Err(OpError::input(
-            "a",
+        return Err(kernel_unsupported(
+            name,
+            "input `a`",
             format!(
                 "the kernel divides floats only, got {dtype}: integer division runs on the \
                  cpu target"
@@ -194,8 +252,8 @@ fn arithmetic_kernel(
 
 /// y = a + b, numpy broadcasting.
 ///
-/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
-/// keeps. Floats are added in f32; integers exactly, and a result out of the dtype's range
+/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+/// keeps. Floats are added in f32 (f64 in f64); integers exactly, and a result out of the dtype's range
 /// is an error.
 #[custom_op(name = "std.add")]
 pub mod add {
@@ -218,14 +276,14 @@ pub mod add {
 
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, a, b, y, Arith::Add)
+        arithmetic_kernel(k, NAME, a, b, y, Arith::Add)
     }
 }
 
 /// y = a - b, numpy broadcasting.
 ///
-/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
-/// keeps. Floats are subtracted in f32; integers exactly, and a result out of the dtype's
+/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+/// keeps. Floats are subtracted in f32 (f64 in f64); integers exactly, and a result out of the dtype's
 /// range is an error.
 #[custom_op(name = "std.sub")]
 pub mod sub {
@@ -248,14 +306,14 @@ pub mod sub {
 
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, a, b, y, Arith::Sub)
+        arithmetic_kernel(k, NAME, a, b, y, Arith::Sub)
     }
 }
 
 /// y = a * b, numpy broadcasting.
 ///
-/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
-/// keeps. Floats are multiplied in f32; integers exactly, and a result out of the dtype's
+/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+/// keeps. Floats are multiplied in f32 (f64 in f64); integers exactly, and a result out of the dtype's
 /// range is an error.
 #[custom_op(name = "std.mul")]
 pub mod mul {
@@ -278,14 +336,14 @@ pub mod mul {
 
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, a, b, y, Arith::Mul)
+        arithmetic_kernel(k, NAME, a, b, y, Arith::Mul)
     }
 }
 
 /// y = a / b, numpy broadcasting.
 ///
-/// `a` and `b` share one dtype (f32, f16, bf16, i32 or i64; cast one otherwise), which `y`
-/// keeps. Floats are divided in f32 (IEEE: x / 0 is infinite); integers truncate toward
+/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+/// keeps. Floats are divided in f32, f64 in f64 (IEEE: x / 0 is infinite); integers truncate toward
 /// zero, as in ONNX, and division by zero is an error. The kernel divides floats only.
 #[custom_op(name = "std.div")]
 pub mod div {
@@ -308,7 +366,7 @@ pub mod div {
 
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, a, b, y, Arith::Div)
+        arithmetic_kernel(k, NAME, a, b, y, Arith::Div)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 
-use super::expect_dtype_of;
+use super::{expect_dtype_of, kernel_unsupported};
 use crate::prelude::*;
 
 /// `y [.., m, n] = a [.., m, k] @ b [k, n]`, a matrix product; the leading dims of `a`
@@ -75,8 +75,9 @@ pub mod matmul {
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
         a.dims2().map_err(|_| {
-            OpError::input(
-                "a",
+            kernel_unsupported(
+                NAME,
+                "input `a`",
                 format!(
                     "the kernel takes a rank-2 a, got shape {}: reshape the batch into the rows, \
                      [B * m, k]",

@@ -85,6 +85,16 @@ fn expect_dtype_of(input: &str, actual: DType, like: &str, expected: DType) -> R
     }
 }
 
+/// The error of a kernel that does not cover its inputs or params (`what`: ``param `axis` ``,
+/// ``input `a` ``): [`OpError::Unsupported`], on which a kernel target runs the op on its
+/// fallback (the CPU reference) instead.
+fn kernel_unsupported(op: &str, what: &str, problem: impl Into<String>) -> OpError {
+    OpError::Unsupported {
+        op: op.to_owned(),
+        message: format!("{what}: {}", problem.into()),
+    }
+}
+
 /// A param error of op `op`.
 fn param_error(op: &str, param: &str, problem: impl Into<String>) -> OpError {
     OpError::Param {

@@ -2,7 +2,7 @@
 
 use ndarray::{ArrayD, Axis};
 
-use super::{expect_float, normalize_axis, param_error};
+use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::kernel::rows::row_tiles;
 use crate::prelude::*;
 
@@ -46,9 +46,9 @@ pub mod softmax {
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
         let rank = x.shape().rank();
         if normalize_axis(NAME, "axis", p.axis, rank)? + 1 != rank {
-            return Err(param_error(
+            return Err(kernel_unsupported(
                 NAME,
-                "axis",
+                "param `axis`",
                 format!(
                     "the kernel takes the last axis (-1 or {}), got {}: transpose the axis to \
                      the end, or run on the cpu target",

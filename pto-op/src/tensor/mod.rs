@@ -199,6 +199,11 @@ impl Tensor {
             TensorData::I8(_) => DType::I8,
             TensorData::U8(_) => DType::U8,
             TensorData::Bool(_) => DType::Bool,
+            TensorData::I16(_) => DType::I16,
+            TensorData::U16(_) => DType::U16,
+            TensorData::U32(_) => DType::U32,
+            TensorData::U64(_) => DType::U64,
+            TensorData::F64(_) => DType::F64,
         }
     }
 
@@ -343,6 +348,10 @@ impl Tensor {
                 DType::I32 => TensorData::I32(wide.mapv(|v| v as i32)),
                 DType::I8 => TensorData::I8(wide.mapv(|v| v as i8)),
                 DType::U8 => TensorData::U8(wide.mapv(|v| v as u8)),
+                DType::I16 => TensorData::I16(wide.mapv(|v| v as i16)),
+                DType::U16 => TensorData::U16(wide.mapv(|v| v as u16)),
+                DType::U32 => TensorData::U32(wide.mapv(|v| v as u32)),
+                DType::U64 => TensorData::U64(wide.mapv(|v| v as u64)),
                 _ => return with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) }),
             };
             return Tensor { data };
@@ -357,6 +366,11 @@ impl Tensor {
             TensorData::I32(a) => Some(a.mapv(i64::from)),
             TensorData::I8(a) => Some(a.mapv(i64::from)),
             TensorData::U8(a) => Some(a.mapv(i64::from)),
+            TensorData::I16(a) => Some(a.mapv(i64::from)),
+            TensorData::U16(a) => Some(a.mapv(i64::from)),
+            TensorData::U32(a) => Some(a.mapv(i64::from)),
+            // Two's complement: the low bits, which is all a narrowing or same-width cast keeps.
+            TensorData::U64(a) => Some(a.mapv(|v| v as i64)),
             _ => None,
         }
     }

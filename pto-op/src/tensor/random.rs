@@ -20,9 +20,9 @@ impl Tensor {
     /// ```
     pub fn random(shape: impl Into<Shape>, dtype: DType, seed: u64) -> Tensor {
         let (low, high) = match dtype {
-            DType::F32 | DType::F16 | DType::BF16 => (-1.0, 1.0),
-            DType::I32 | DType::I64 | DType::I8 => (-8.0, 8.0),
-            DType::U8 => (0.0, 16.0),
+            DType::F32 | DType::F16 | DType::BF16 | DType::F64 => (-1.0, 1.0),
+            DType::I32 | DType::I64 | DType::I8 | DType::I16 => (-8.0, 8.0),
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 => (0.0, 16.0),
             DType::Bool => (0.0, 2.0),
         };
         Tensor::random_uniform(shape, dtype, seed, low, high)

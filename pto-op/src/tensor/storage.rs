@@ -25,6 +25,16 @@ pub enum TensorData {
     U8(ArrayD<u8>),
     /// Elements of dtype bool.
     Bool(ArrayD<bool>),
+    /// Elements of dtype i16.
+    I16(ArrayD<i16>),
+    /// Elements of dtype u16.
+    U16(ArrayD<u16>),
+    /// Elements of dtype u32.
+    U32(ArrayD<u32>),
+    /// Elements of dtype u64.
+    U64(ArrayD<u64>),
+    /// Elements of dtype f64.
+    F64(ArrayD<f64>),
 }
 
 /// Runs `$body` with `$a` bound to the array inside `$data`, whatever its element type.
@@ -39,6 +49,11 @@ macro_rules! dispatch {
             TensorData::I8($a) => $body,
             TensorData::U8($a) => $body,
             TensorData::Bool($a) => $body,
+            TensorData::I16($a) => $body,
+            TensorData::U16($a) => $body,
+            TensorData::U32($a) => $body,
+            TensorData::U64($a) => $body,
+            TensorData::F64($a) => $body,
         }
     };
 }
@@ -80,6 +95,26 @@ macro_rules! with_dtype {
                 type $t = bool;
                 $body
             }
+            DType::I16 => {
+                type $t = i16;
+                $body
+            }
+            DType::U16 => {
+                type $t = u16;
+                $body
+            }
+            DType::U32 => {
+                type $t = u32;
+                $body
+            }
+            DType::U64 => {
+                type $t = u64;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                $body
+            }
         }
     };
 }
@@ -87,7 +122,7 @@ pub(crate) use with_dtype;
 
 #[doc(hidden)]
 pub mod sealed {
-    /// Keeps [`Element`](super::Element) closed to the eight supported types, and carries
+    /// Keeps [`Element`](super::Element) closed to the supported types, and carries
     /// their byte encoding, which is not part of the public API.
     pub trait Sealed: Sized {
         /// Appends the little-endian encoding.
@@ -102,7 +137,7 @@ pub mod sealed {
 }
 
 /// A Rust type that is the element type of one [`DType`]: f32, [`f16`](struct@f16),
-/// [`bf16`](struct@bf16), i32, i64, i8, u8 and bool.
+/// [`bf16`](struct@bf16), i32, i64, i8, u8, bool, i16, u16, u32, u64 and f64.
 pub trait Element: Copy + 'static + sealed::Sealed {
     /// The dtype of this element type.
     const DTYPE: DType;
@@ -188,6 +223,11 @@ element!(i32, I32, |x| f64::from(x), |v| v as i32);
 element!(i64, I64, |x| x as f64, |v| v as i64);
 element!(i8, I8, |x| f64::from(x), |v| v as i8);
 element!(u8, U8, |x| f64::from(x), |v| v as u8);
+element!(i16, I16, |x| f64::from(x), |v| v as i16);
+element!(u16, U16, |x| f64::from(x), |v| v as u16);
+element!(u32, U32, |x| f64::from(x), |v| v as u32);
+element!(u64, U64, |x| x as f64, |v| v as u64);
+element!(f64, F64, |x| x, |v| v);
 
 impl sealed::Sealed for bool {
     fn write_le(self, out: &mut Vec<u8>) {

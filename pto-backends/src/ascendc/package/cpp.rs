@@ -40,6 +40,11 @@ fn ge_dtype(dtype: DType) -> &'static str {
         DType::I8 => "DT_INT8",
         DType::U8 => "DT_UINT8",
         DType::Bool => "DT_BOOL",
+        DType::I16 => "DT_INT16",
+        DType::U16 => "DT_UINT16",
+        DType::U32 => "DT_UINT32",
+        DType::U64 => "DT_UINT64",
+        DType::F64 => "DT_DOUBLE",
     }
 }
 

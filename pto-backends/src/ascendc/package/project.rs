@@ -18,6 +18,11 @@ fn msopgen_dtype(dtype: DType) -> &'static str {
         DType::I8 => "int8",
         DType::U8 => "uint8",
         DType::Bool => "bool",
+        DType::I16 => "int16",
+        DType::U16 => "uint16",
+        DType::U32 => "uint32",
+        DType::U64 => "uint64",
+        DType::F64 => "double",
     }
 }
 

@@ -200,7 +200,8 @@ fn typos_are_reported_with_line_and_column() {
             (
                 2,
                 14,
-                "unknown dtype `f23`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool",
+                "unknown dtype `f23`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool, i16, u16, \
+             u32, u64, f64",
             ),
         ),
         (
