@@ -254,3 +254,156 @@ pto_op::register_sweep!(
         location: pto_op::source_location!(),
     }
 );
+
+/// Multi-head attention as exporters write it, `softmax(q @ k^T / scale [+ mask]) @ v` on
+/// `[batch, heads, seq, d]`, fused into one [`demo.flash_attention`](flash_attention) per
+/// head: causal when the mask is the causal one (0 on and below the diagonal, -1e9 or less
+/// above), none without a mask.
+pub mod attention_fusion {
+    use pto_op::fusion::{Match, Pattern, Pattern::*};
+    use pto_op::ops::{concat, reshape, slice};
+    use pto_op::prelude::*;
+
+    const SCORES: Pattern = Op(
+        "std.div",
+        &[
+            Op(
+                "std.batch_matmul",
+                &[Any("q"), Named("kt", &Op("std.transpose", &[Any("k")]))],
+            ),
+            Weight("scale"),
+        ],
+    );
+
+    /// With an additive mask.
+    pub const MASKED: Pattern = Op(
+        "std.batch_matmul",
+        &[
+            Named(
+                "p",
+                &Op("std.softmax", &[Op("std.add", &[SCORES, Weight("mask")])]),
+            ),
+            Any("v"),
+        ],
+    );
+
+    /// Without a mask.
+    pub const UNMASKED: Pattern = Op(
+        "std.batch_matmul",
+        &[Named("p", &Op("std.softmax", &[SCORES])), Any("v")],
+    );
+
+    /// Whether `mask` (broadcast to `[s, s]`) is 0 on and below the diagonal and -1e9 or
+    /// less above it: `Some(true)`; all 0: `Some(false)`; anything else `None`.
+    fn causal(mask: &Tensor, s: usize) -> Option<bool> {
+        let dims = mask.dims();
+        if dims.len() < 2 || dims[dims.len() - 2..] != [s, s] || mask.numel() != s * s {
+            return None;
+        }
+        let values = mask.to_f64_vec();
+        let zero = |i: usize, j: usize| values[i * s + j] == 0.0;
+        let masked = |i: usize, j: usize| values[i * s + j] <= -1e9;
+        let all = |f: &dyn Fn(usize, usize) -> bool| (0..s).all(|i| (0..s).all(|j| f(i, j)));
+        if all(&|i, j| zero(i, j)) {
+            Some(false)
+        } else if all(&|i, j| if j <= i { zero(i, j) } else { masked(i, j) }) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// One `demo.flash_attention` per (batch, head), concatenated back to
+    /// `[batch, heads, seq, d]`.
+    pub fn rewrite(m: &Match<'_>) -> Result<Option<Value>, OpError> {
+        let (q, k, v) = (m.value("q")?, m.value("k")?, m.value("v")?);
+        let [b, h, s, d] = q.shape().dims() else {
+            return Ok(None);
+        };
+        let (b, h, s, d) = (*b, *h, *s, *d);
+        let transposed = matches!(
+            m.attrs("kt").and_then(|a| a.get("perm")),
+            Some(AttrValue::I64s(perm)) if perm == &[0, 1, 3, 2]
+        );
+        let last_axis = matches!(
+            m.attrs("p").and_then(|a| a.get("axis")),
+            Some(AttrValue::I64(-1 | 3)) | None
+        );
+        let same = k.shape() == q.shape() && v.shape() == q.shape();
+        let Some(divisor) = m.scalar("scale") else {
+            return Ok(None);
+        };
+        let causal = match m.weight("mask") {
+            Some(mask) => causal(mask, s),
+            None => Some(false),
+        };
+        let (true, true, true, Some(causal)) = (transposed, last_axis, same, causal) else {
+            return Ok(None);
+        };
+        if divisor == 0.0 || !q.dtype().is_float() {
+            return Ok(None);
+        }
+        let params = super::flash_attention::Params {
+            causal,
+            scale: (1.0 / divisor) as f32,
+        };
+        let head = |x: &Value, i: usize, j: usize| -> Result<Value, OpError> {
+            let part = slice::apply(
+                x,
+                &slice::Params {
+                    starts: vec![i as i64, j as i64],
+                    ends: vec![i as i64 + 1, j as i64 + 1],
+                    axes: vec![0, 1],
+                },
+            )?;
+            reshape::apply(
+                &part,
+                &reshape::Params {
+                    shape: vec![s as i64, d as i64],
+                },
+            )
+        };
+        let mut batches = Vec::new();
+        for i in 0..b {
+            let mut heads: Option<Value> = None;
+            for j in 0..h {
+                let y = super::flash_attention::apply(
+                    &head(&q, i, j)?,
+                    &head(&k, i, j)?,
+                    &head(&v, i, j)?,
+                    &params,
+                )?;
+                let y = reshape::apply(
+                    &y,
+                    &reshape::Params {
+                        shape: vec![1, 1, s as i64, d as i64],
+                    },
+                )?;
+                heads = Some(match heads {
+                    None => y,
+                    Some(acc) => concat::apply(&acc, &y, &concat::Params { axis: 1 })?,
+                });
+            }
+            batches.extend(heads);
+        }
+        let mut rest = batches.into_iter();
+        let Some(mut y) = rest.next() else {
+            return Ok(None);
+        };
+        for next in rest {
+            y = concat::apply(&y, &next, &concat::Params { axis: 0 })?;
+        }
+        Ok(Some(y))
+    }
+}
+
+pto_op::register_fusion!(
+    FLASH_ATTENTION_FUSION,
+    pto_op::fusion::FusionDef {
+        name: "demo.flash_attention",
+        op: flash_attention::NAME,
+        patterns: &[attention_fusion::MASKED, attention_fusion::UNMASKED],
+        rewrite: attention_fusion::rewrite,
+        location: pto_op::source_location!(),
+    }
+);

@@ -193,3 +193,109 @@ pto_op::register_sweep!(
         location: pto_op::source_location!(),
     }
 );
+
+/// The SwiGLU feed-forward block as an exported model has it (the projections as products
+/// of the rows, `silu` as `x * sigmoid(x)` or `std.silu`), fused into
+/// [`demo.swiglu`](swiglu).
+pub mod swiglu_fusion {
+    use pto_op::fusion::{Match, Pattern, Pattern::*};
+    use pto_op::prelude::*;
+
+    /// `reshape(matmul(reshape(h), w_gate))`: the gate projection of `h` (rank > 2)
+    /// through its rows.
+    const GATE: Pattern = Op(
+        "std.reshape",
+        &[Op(
+            "std.matmul",
+            &[Op("std.reshape", &[Any("h")]), Weight("w_gate")],
+        )],
+    );
+
+    /// The up projection, likewise.
+    const UP: Pattern = Op(
+        "std.reshape",
+        &[Op(
+            "std.matmul",
+            &[Op("std.reshape", &[Any("h")]), Weight("w_up")],
+        )],
+    );
+
+    /// `down(silu(gate(h)) * up(h))` with silu written `g * sigmoid(g)`.
+    pub const SIGMOID_FORM: Pattern = Op(
+        "std.matmul",
+        &[
+            Op(
+                "std.reshape",
+                &[Op(
+                    "std.mul",
+                    &[
+                        Op(
+                            "std.mul",
+                            &[Named("g", &GATE), Op("std.sigmoid", &[Any("g")])],
+                        ),
+                        UP,
+                    ],
+                )],
+            ),
+            Weight("w_down"),
+        ],
+    );
+
+    /// The same with `std.silu`.
+    pub const SILU_FORM: Pattern = Op(
+        "std.matmul",
+        &[
+            Op(
+                "std.reshape",
+                &[Op("std.mul", &[Op("std.silu", &[GATE]), UP])],
+            ),
+            Weight("w_down"),
+        ],
+    );
+
+    /// The `demo.swiglu` call on `h`'s rows, when the weights are `[d, f]`, `[d, f]` and
+    /// `[f, d]` of `h`'s dtype.
+    pub fn rewrite(m: &Match<'_>) -> Result<Option<Value>, OpError> {
+        let h = m.value("h")?;
+        let d = h.shape().last().unwrap_or(0);
+        let rows = h.shape().numel() / d.max(1);
+        let (Some(gate), Some(up), Some(down)) =
+            (m.weight("w_gate"), m.weight("w_up"), m.weight("w_down"))
+        else {
+            return Ok(None);
+        };
+        let [gd, f] = gate.dims() else {
+            return Ok(None);
+        };
+        let fits = *gd == d
+            && up.dims() == gate.dims()
+            && down.dims() == [*f, d]
+            && [gate, up, down].iter().all(|w| w.dtype() == h.dtype());
+        if !fits || d == 0 || *f == 0 {
+            return Ok(None);
+        }
+        let reshape = pto_op::ops::reshape::Params {
+            shape: vec![rows as i64, d as i64],
+        };
+        let x = pto_op::ops::reshape::apply(&h, &reshape)?;
+        let y = super::swiglu::apply(
+            &x,
+            &m.value("w_gate")?,
+            &m.value("w_up")?,
+            &m.value("w_down")?,
+            &Default::default(),
+        )?;
+        Ok(Some(y))
+    }
+}
+
+pto_op::register_fusion!(
+    SWIGLU_FUSION,
+    pto_op::fusion::FusionDef {
+        name: "demo.swiglu",
+        op: swiglu::NAME,
+        patterns: &[swiglu_fusion::SIGMOID_FORM, swiglu_fusion::SILU_FORM],
+        rewrite: swiglu_fusion::rewrite,
+        location: pto_op::source_location!(),
+    }
+);

@@ -129,3 +129,86 @@ pto_op::register_sweep!(
         location: pto_op::source_location!(),
     }
 );
+
+/// RMSNorm as exporters write it, `gamma * (x * (1 / sqrt(mean(x ^ 2, last axis) + eps)))`
+/// (torch's `x.pow(2).mean(-1, keepdim=True)`, `torch.rsqrt`), fused into
+/// [`demo.rms_norm`](rms_norm).
+pub mod rms_norm_fusion {
+    use pto_op::fusion::{Match, Pattern, Pattern::*};
+    use pto_op::prelude::*;
+
+    /// `gamma * (x * (one / sqrt(mean(pow(x, two)) + eps)))`.
+    pub const PATTERN: Pattern = Op(
+        "std.mul",
+        &[
+            Weight("gamma"),
+            Op(
+                "std.mul",
+                &[
+                    Any("x"),
+                    Op(
+                        "std.div",
+                        &[
+                            Weight("one"),
+                            Op(
+                                "std.sqrt",
+                                &[Op(
+                                    "std.add",
+                                    &[
+                                        Named(
+                                            "mean",
+                                            &Op(
+                                                "std.reduce_mean",
+                                                &[Op("std.pow", &[Any("x"), Weight("two")])],
+                                            ),
+                                        ),
+                                        Weight("eps"),
+                                    ],
+                                )],
+                            ),
+                        ],
+                    ),
+                ],
+            ),
+        ],
+    );
+
+    /// The `demo.rms_norm` call, when the constants are 1 and 2, the mean is over the last
+    /// axis with its dim kept, and `gamma` has the size of that axis.
+    pub fn rewrite(m: &Match<'_>) -> Result<Option<Value>, OpError> {
+        let x = m.value("x")?;
+        let rank = x.shape().rank() as i64;
+        let last_axis = |axes: &[i64]| matches!(axes, [a] if *a == -1 || *a == rank - 1);
+        let mean_ok = m.attrs("mean").is_some_and(|attrs| {
+            matches!(attrs.get("axes"), Some(AttrValue::I64s(axes)) if last_axis(axes))
+                && matches!(attrs.get("keepdims"), Some(AttrValue::Bool(true)) | None)
+        });
+        let (Some(one), Some(two), Some(eps)) = (m.scalar("one"), m.scalar("two"), m.scalar("eps"))
+        else {
+            return Ok(None);
+        };
+        let gamma = m.weight("gamma");
+        let gamma_ok = gamma
+            .is_some_and(|g| g.dims() == [x.shape().last().unwrap_or(0)] && g.dtype() == x.dtype());
+        if one != 1.0 || two != 2.0 || !mean_ok || !gamma_ok {
+            return Ok(None);
+        }
+        let params = super::rms_norm::Params { eps: eps as f32 };
+        Ok(Some(super::rms_norm::apply(
+            &x,
+            &m.value("gamma")?,
+            &params,
+        )?))
+    }
+}
+
+pto_op::register_fusion!(
+    RMS_NORM_FUSION,
+    pto_op::fusion::FusionDef {
+        name: "demo.rms_norm",
+        op: rms_norm::NAME,
+        patterns: &[rms_norm_fusion::PATTERN],
+        rewrite: rms_norm_fusion::rewrite,
+        location: pto_op::source_location!(),
+    }
+);

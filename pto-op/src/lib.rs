@@ -52,6 +52,7 @@ pub mod dtype;
 pub mod error;
 pub mod executor;
 pub mod fs;
+pub mod fusion;
 pub mod graph;
 pub mod kernel;
 pub mod model;
@@ -108,6 +109,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::fusion::FUSIONS;
     pub use crate::models::MODELS;
     pub use crate::op::SourceLocation;
     pub use crate::parity;

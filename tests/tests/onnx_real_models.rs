@@ -200,3 +200,58 @@ fn symbolic_dims_bind_to_other_sizes_and_the_shape_computations_follow() {
     .unwrap_err();
     assert!(err.to_string().contains("rank 2"), "{err}");
 }
+
+#[test]
+fn the_llama_style_export_fused_into_the_demo_ops_matches_onnxruntime_on_sim() {
+    let model = import("llama_tiny", &ImportOptions::default());
+    let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
+    let names: Vec<(&str, usize)> = applied
+        .iter()
+        .map(|f| (f.fusion.as_str(), f.nodes))
+        .collect();
+    // Per layer: the two RMSNorms (7 nodes each), attention (2 heads: q @ k^T, its
+    // scaling, the causal mask, softmax and @ v: 6 nodes) and the SwiGLU block (11 nodes);
+    // then the final RMSNorm.
+    let layer = [
+        ("demo.rms_norm", 7),
+        ("demo.flash_attention", 6),
+        ("demo.rms_norm", 7),
+        ("demo.swiglu", 11),
+    ];
+    let expected: Vec<(&str, usize)> = layer
+        .iter()
+        .chain(&layer)
+        .copied()
+        .chain([("demo.rms_norm", 7)])
+        .collect();
+    assert_eq!(names, expected);
+    for op in ["demo.rms_norm", "demo.flash_attention", "demo.swiglu"] {
+        assert!(fused.graph.nodes.iter().any(|n| n.op == op), "{op}");
+    }
+    for target in ["cpu", "sim"] {
+        max_error("llama_tiny", &fused, target);
+    }
+    // On sim the demo ops run their kernels, none falls back.
+    let report = compile(&fused, "sim").expect("compiles").report().clone();
+    for op in ["demo.rms_norm", "demo.flash_attention", "demo.swiglu"] {
+        assert!(
+            !report.fallbacks.iter().any(|f| f == op),
+            "{op}: {report:?}"
+        );
+    }
+}
+
+#[test]
+fn fusion_leaves_the_models_without_its_patterns_alone() {
+    for (name, options) in [
+        ("gpt2_tiny", gpt2_shapes()),
+        ("bert_tiny", ImportOptions::default()),
+    ] {
+        let model = import(name, &options);
+        let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
+        // GPT-2 and BERT use LayerNorm and GELU (no pattern), and masks that are computed
+        // (a slice of the causal buffer, the padding mask): nothing matches.
+        assert_eq!(applied, [], "{name}");
+        assert_eq!(fused.graph.nodes.len(), model.graph.nodes.len(), "{name}");
+    }
+}
