@@ -281,7 +281,10 @@ pub mod attention_fusion {
         &[
             Named(
                 "p",
-                &Op("std.softmax", &[Op("std.add", &[SCORES, Weight("mask")])]),
+                &Op(
+                    "std.softmax",
+                    &[Commutative("std.add", &[SCORES, Weight("mask")])],
+                ),
             ),
             Any("v"),
         ],

@@ -226,10 +226,10 @@ pub mod swiglu_fusion {
         &[
             Op(
                 "std.reshape",
-                &[Op(
+                &[Commutative(
                     "std.mul",
                     &[
-                        Op(
+                        Commutative(
                             "std.mul",
                             &[Named("g", &GATE), Op("std.sigmoid", &[Any("g")])],
                         ),
@@ -247,7 +247,7 @@ pub mod swiglu_fusion {
         &[
             Op(
                 "std.reshape",
-                &[Op("std.mul", &[Op("std.silu", &[GATE]), UP])],
+                &[Commutative("std.mul", &[Op("std.silu", &[GATE]), UP])],
             ),
             Weight("w_down"),
         ],

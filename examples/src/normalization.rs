@@ -138,11 +138,11 @@ pub mod rms_norm_fusion {
     use pto_op::prelude::*;
 
     /// `gamma * (x * (one / sqrt(mean(pow(x, two)) + eps)))`.
-    pub const PATTERN: Pattern = Op(
+    pub const PATTERN: Pattern = Commutative(
         "std.mul",
         &[
             Weight("gamma"),
-            Op(
+            Commutative(
                 "std.mul",
                 &[
                     Any("x"),
@@ -152,7 +152,7 @@ pub mod rms_norm_fusion {
                             Weight("one"),
                             Op(
                                 "std.sqrt",
-                                &[Op(
+                                &[Commutative(
                                     "std.add",
                                     &[
                                         Named(

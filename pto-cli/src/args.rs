@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use pto_op::Shape;
 
 /// Describe, compile, run and compare pto-op models on any linked target.
 #[derive(Debug, Parser)]
@@ -14,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// The verbs.
@@ -135,6 +138,20 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Import an ONNX file (binding symbolic dims with `--shape`, fusing std-op patterns into
+    /// the linked custom ops with `--fuse`), report what it holds and what was fused, and
+    /// write it as a model file or ONNX (`-o`).
+    Import {
+        /// The ONNX file.
+        model: String,
+        /// Write the imported model here: an ONNX file (`.onnx`) or a model file (any other
+        /// name), atomically.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a model: inputs, weights, outputs, nodes with their shapes and dtypes, memory.
     Inspect {
         /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
@@ -199,4 +216,39 @@ pub(crate) struct InputArgs {
     /// Random inputs from this seed (the default, with seed 0).
     #[arg(long, value_name = "SEED", conflicts_with = "inputs")]
     pub random: Option<u64>,
+}
+
+/// How an ONNX file is read, for every verb that takes a MODEL.
+#[derive(Debug, Args)]
+pub(crate) struct LoadArgs {
+    /// Bind the symbolic dims of an ONNX input: `--shape input_ids=1x128` (repeat for more
+    /// inputs). A symbolic dim left unbound is an error naming the input and the dim.
+    #[arg(long = "shape", value_name = "INPUT=DIMS", global = true, value_parser = parse_shape)]
+    pub shapes: Vec<(String, Shape)>,
+    /// Rewrite the std-op subgraphs that linked custom ops declare (`pto_op::fusion`) into
+    /// those ops, after import.
+    #[arg(long, global = true)]
+    pub fuse: bool,
+}
+
+/// `NAME=D0xD1x...` (a scalar input is `NAME=`).
+fn parse_shape(text: &str) -> Result<(String, Shape), String> {
+    let (name, dims) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected INPUT=DIMS such as input_ids=1x128, got `{text}`"))?;
+    if name.is_empty() {
+        return Err(format!("no input name before `=` in `{text}`"));
+    }
+    let dims = match dims {
+        "" => Vec::new(),
+        dims => dims
+            .split(['x', 'X'])
+            .map(|d| {
+                d.trim().parse::<usize>().map_err(|_| {
+                    format!("dim `{d}` of `{text}` is not a size: expected INPUT=DIMS such as input_ids=1x128")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok((name.to_owned(), Shape::new(dims)))
 }

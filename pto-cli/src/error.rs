@@ -50,6 +50,21 @@ pub enum CliError {
     /// An ONNX file could not be read or written.
     #[error(transparent)]
     Onnx(#[from] pto_op::onnx::OnnxError),
+    /// `pto import` of a file that is not ONNX.
+    #[error("`{path}` is not an ONNX file (`.onnx`): `pto import` reads ONNX")]
+    NotOnnx {
+        /// The path given.
+        path: String,
+    },
+    /// Fusing a model's std-op patterns failed.
+    #[error("fusing model `{model}`: {source}")]
+    Fuse {
+        /// The model.
+        model: String,
+        /// The fusion's error.
+        #[source]
+        source: OpError,
+    },
     /// The registry of ops is broken (two ops share a name).
     #[error(transparent)]
     Registry(#[from] pto_op::RegistryError),

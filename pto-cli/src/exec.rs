@@ -7,7 +7,7 @@ use pto_backends::parity::compare_compiled;
 use pto_op::{Tensor, TensorType};
 use serde::Serialize;
 
-use crate::args::{InputArgs, TargetArgs};
+use crate::args::{InputArgs, LoadArgs, TargetArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_model;
@@ -15,8 +15,8 @@ use crate::render;
 use crate::tensor_file::read_safetensors;
 
 /// The model MODEL compiled for the target and device the arguments name.
-fn compiled(model: &str, target: &TargetArgs) -> Result<CompiledModel, CliError> {
-    let model = load_model(model)?;
+fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<CompiledModel, CliError> {
+    let model = load_model(model, load)?;
     let config = edge::target_config(
         &edge::target_name(target.target.as_deref()),
         target.device.device.as_deref(),
@@ -27,20 +27,22 @@ fn compiled(model: &str, target: &TargetArgs) -> Result<CompiledModel, CliError>
 /// `pto compile MODEL`: the compile report.
 pub(crate) fn compile_report(
     model: &str,
+    load: &LoadArgs,
     target: &TargetArgs,
     json: bool,
 ) -> Result<String, CliError> {
-    render(compiled(model, target)?.report(), json)
+    render(compiled(model, load, target)?.report(), json)
 }
 
 /// `pto run MODEL`: each output summarized, and the per-node timing table.
 pub(crate) fn run(
     model: &str,
+    load: &LoadArgs,
     target: &TargetArgs,
     inputs: &InputArgs,
     json: bool,
 ) -> Result<String, CliError> {
-    let compiled = compiled(model, target)?;
+    let compiled = compiled(model, load, target)?;
     let (values, source) = input_values(&compiled, inputs)?;
     let result = run_with_progress_line(&compiled, &values)?;
     let summary = RunSummary {
@@ -65,13 +67,14 @@ pub(crate) fn run(
 /// `pto parity MODEL`: every output on `target` against `reference`, both on `device`.
 pub(crate) fn parity(
     model: &str,
+    load: &LoadArgs,
     target: &str,
     reference: &str,
     device: Option<&str>,
     inputs: &InputArgs,
     json: bool,
 ) -> Result<String, CliError> {
-    let model = load_model(model)?;
+    let model = load_model(model, load)?;
     let checked = compile(&model, edge::target_config(target, device)?)?;
     let expected = compile(&model, edge::target_config(reference, device)?)?;
     let (values, _) = input_values(&checked, inputs)?;

@@ -84,7 +84,9 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    match Cli::try_parse_from(args)?.command {
+    let cli = Cli::try_parse_from(args)?;
+    let load = &cli.load;
+    match cli.command {
         Command::Ops { json } => listing::ops(json),
         Command::Models { json } => listing::models(json),
         Command::Estimators { json } => listing::estimators(json),
@@ -92,19 +94,24 @@ where
             model,
             output,
             json,
-        } => model::export(&model, &output, json),
-        Command::Inspect { model, json } => model::inspect(&model, json),
+        } => model::export(&model, load, &output, json),
+        Command::Inspect { model, json } => model::inspect(&model, load, json),
+        Command::Import {
+            model,
+            output,
+            json,
+        } => model::import(&model, load, output.as_deref(), json),
         Command::Compile {
             model,
             target,
             json,
-        } => exec::compile_report(&model, &target, json),
+        } => exec::compile_report(&model, load, &target, json),
         Command::Run {
             model,
             target,
             inputs,
             json,
-        } => exec::run(&model, &target, &inputs, json),
+        } => exec::run(&model, load, &target, &inputs, json),
         Command::Parity {
             model,
             target,
@@ -114,6 +121,7 @@ where
             json,
         } => exec::parity(
             &model,
+            load,
             &target,
             &reference,
             device.device.as_deref(),
@@ -128,6 +136,7 @@ where
             json,
         } => perf::estimate(
             &model,
+            load,
             device.device.as_deref(),
             plot.as_deref(),
             trace.as_deref(),
@@ -153,6 +162,7 @@ where
             json,
         } => package::package(
             &model,
+            load,
             device.as_deref(),
             output.as_deref(),
             check.as_deref(),

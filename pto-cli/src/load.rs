@@ -3,8 +3,10 @@
 use std::path::Path;
 
 use pto_op::models::{builtin_models, find_builtin};
+use pto_op::onnx::ImportOptions;
 use pto_op::{GraphDef, Model};
 
+use crate::args::LoadArgs;
 use crate::error::CliError;
 
 /// True for a path that names an ONNX file.
@@ -14,8 +16,22 @@ pub(crate) fn is_onnx(path: &Path) -> bool {
 }
 
 /// The model a MODEL argument names: an ONNX or model file if one exists at that path,
-/// else a built-in model.
-pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
+/// else a built-in model; fused when `--fuse` asks.
+pub(crate) fn load_model(name: &str, load: &LoadArgs) -> Result<Model, CliError> {
+    let model = load_unfused(name, load)?;
+    if !load.fuse {
+        return Ok(model);
+    }
+    Ok(pto_op::fusion::fuse(&model)
+        .map_err(|source| CliError::Fuse {
+            model: model.name.clone(),
+            source,
+        })?
+        .0)
+}
+
+/// The model a MODEL argument names, as it is.
+pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliError> {
     let path = Path::new(name);
     if path.is_dir() {
         return Err(CliError::ModelIsDirectory {
@@ -24,7 +40,7 @@ pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
     }
     if path.is_file() {
         return Ok(if is_onnx(path) {
-            Model::load_onnx(path)?
+            Model::load_onnx_with(path, &import_options(load))?
         } else {
             Model::load(path)?
         });
@@ -41,13 +57,20 @@ pub(crate) fn load_model(name: &str) -> Result<Model, CliError> {
 
 /// The graph a MODEL argument names, for estimation: a built-in model's weights need not
 /// exist (see [`pto_op::models::ModelDef::describe`]).
-pub(crate) fn load_graph(name: &str) -> Result<(String, GraphDef), CliError> {
+pub(crate) fn load_graph(name: &str, load: &LoadArgs) -> Result<(String, GraphDef), CliError> {
     if !Path::new(name).is_file()
         && let Some(def) = find_builtin(name)?
     {
         let graph = def.graph().map_err(|e| CliError::build(def, e))?;
         return Ok((def.name.to_owned(), graph));
     }
-    let model = load_model(name)?;
+    let model = load_model(name, load)?;
     Ok((model.name, model.graph))
+}
+
+/// The import options of `--shape`.
+pub(crate) fn import_options(load: &LoadArgs) -> ImportOptions {
+    ImportOptions {
+        shapes: load.shapes.iter().cloned().collect(),
+    }
 }

@@ -9,13 +9,19 @@ use pto_op::table::column_width;
 use pto_op::{AttrValue, Model};
 use serde::Serialize;
 
+use crate::args::LoadArgs;
 use crate::error::CliError;
-use crate::load::{is_onnx, load_model};
+use crate::load::{import_options, is_onnx, load_model};
 use crate::render;
 
 /// `pto export MODEL -o FILE`: the model as an ONNX file or a model file.
-pub(crate) fn export(model: &str, output: &Path, json: bool) -> Result<String, CliError> {
-    let model = load_model(model)?;
+pub(crate) fn export(
+    model: &str,
+    load: &LoadArgs,
+    output: &Path,
+    json: bool,
+) -> Result<String, CliError> {
+    let model = load_model(model, load)?;
     if is_onnx(output) {
         model.save_onnx(output)?;
     } else {
@@ -32,8 +38,110 @@ pub(crate) fn export(model: &str, output: &Path, json: bool) -> Result<String, C
 }
 
 /// `pto inspect MODEL`: values, nodes and memory.
-pub(crate) fn inspect(model: &str, json: bool) -> Result<String, CliError> {
-    render(&Inspection::of(&load_model(model)?), json)
+pub(crate) fn inspect(model: &str, load: &LoadArgs, json: bool) -> Result<String, CliError> {
+    render(&Inspection::of(&load_model(model, load)?), json)
+}
+
+/// `pto import MODEL.onnx [--shape ..] [--fuse] [-o FILE]`: the imported model, what was
+/// fused, and the file written.
+pub(crate) fn import(
+    model: &str,
+    load: &LoadArgs,
+    output: Option<&Path>,
+    json: bool,
+) -> Result<String, CliError> {
+    let path = Path::new(model);
+    if !is_onnx(path) {
+        return Err(CliError::NotOnnx {
+            path: model.to_owned(),
+        });
+    }
+    let imported = Model::load_onnx_with(path, &import_options(load))?;
+    let nodes_imported = imported.graph.nodes.len();
+    let (model, fused) = match load.fuse {
+        true => pto_op::fusion::fuse(&imported).map_err(|source| CliError::Fuse {
+            model: imported.name.clone(),
+            source,
+        })?,
+        false => (imported, Vec::new()),
+    };
+    if let Some(output) = output {
+        if is_onnx(output) {
+            model.save_onnx(output)?;
+        } else {
+            model.save(output)?;
+        }
+    }
+    let g = &model.graph;
+    let value = |&id: &usize| format!("{} {}", g.values[id].name, g.values[id].ty);
+    let report = Imported {
+        model: model.name.clone(),
+        file: path.display().to_string(),
+        inputs: g.inputs.iter().map(value).collect(),
+        outputs: g.outputs.iter().map(value).collect(),
+        nodes_imported,
+        nodes: g.nodes.len(),
+        ops: model.schemas.keys().cloned().collect(),
+        weight_bytes: model.weight_bytes(),
+        fused,
+        written: output.map(|p| p.display().to_string()),
+    };
+    render(&report, json)
+}
+
+/// What `pto import` prints.
+#[derive(Debug, Serialize)]
+struct Imported {
+    model: String,
+    file: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    nodes_imported: usize,
+    nodes: usize,
+    ops: Vec<String>,
+    weight_bytes: u64,
+    fused: Vec<pto_op::fusion::Fused>,
+    written: Option<String>,
+}
+
+impl core::fmt::Display for Imported {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        writeln!(f, "imported `{}` from {}", self.model, self.file)?;
+        writeln!(f, "inputs:  {}", self.inputs.join(", "))?;
+        writeln!(f, "outputs: {}", self.outputs.join(", "))?;
+        writeln!(
+            f,
+            "{} node(s) of {} op(s) ({}), weights {}",
+            self.nodes,
+            self.ops.len(),
+            self.ops.join(", "),
+            human_bytes(self.weight_bytes)
+        )?;
+        if self.fused.is_empty() {
+            write!(f, "fused: nothing")?;
+        } else {
+            let mut counts: BTreeMap<(&str, usize), usize> = BTreeMap::new();
+            for fused in &self.fused {
+                *counts
+                    .entry((fused.fusion.as_str(), fused.nodes))
+                    .or_default() += 1;
+            }
+            write!(
+                f,
+                "fused {} match(es), {} -> {} node(s):",
+                self.fused.len(),
+                self.nodes_imported,
+                self.nodes
+            )?;
+            for ((fusion, nodes), count) in counts {
+                write!(f, "\n  {count} x {fusion} (replacing {nodes} nodes each)")?;
+            }
+        }
+        if let Some(written) = &self.written {
+            write!(f, "\nwritten to {written}")?;
+        }
+        Ok(())
+    }
 }
 
 /// What `pto export` prints.

@@ -13,6 +13,7 @@ use crate::load::load_model;
 /// `Some` with `--build`: the toolkit directory the edge read, itself `None` when unset.
 pub(crate) fn package(
     model: &str,
+    load: &crate::args::LoadArgs,
     device: Option<&str>,
     output: Option<&Path>,
     check: Option<&Path>,
@@ -27,7 +28,7 @@ pub(crate) fn package(
             })
         })
         .transpose()?;
-    let model = load_model(model)?;
+    let model = load_model(model, load)?;
     if let Some(dir) = check {
         let manifest = check_package(&model, dir)?;
         if let Some(soc) = soc

@@ -16,12 +16,13 @@ use crate::render;
 /// asked for.
 pub(crate) fn estimate(
     model: &str,
+    load: &crate::args::LoadArgs,
     device: Option<&str>,
     plot: Option<&Path>,
     trace: Option<&Path>,
     json: bool,
 ) -> Result<String, CliError> {
-    let (name, graph) = load_graph(model)?;
+    let (name, graph) = load_graph(model, load)?;
     let device = edge::device(device)?;
     let mut estimator = Estimator::linked(&device)?;
     let report = ModelReport::of_graph(&name, &graph, &mut estimator)?;

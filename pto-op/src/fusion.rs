@@ -5,8 +5,8 @@
 //! [`register_fusion!`](crate::register_fusion): one or more [`Pattern`]s (a tree of ops
 //! ending in the node that is replaced, with named captures) and a rewrite function that
 //! builds the replacement from the captures, or declines (`Ok(None)`) when a condition the
-//! pattern cannot express does not hold (an axis, a constant's value). `std.add` and
-//! `std.mul` match their inputs in either order. A match replaces its nodes only when the
+//! pattern cannot express does not hold (an axis, a constant's value). A match replaces its
+//! nodes only when the
 //! values inside it are used by nothing else: what the rest of the graph reads stays.
 //!
 //! ```
@@ -20,7 +20,7 @@
 //! pto_op::register_fusion!(DOC_SILU, FusionDef {
 //!     name: "doc.silu",
 //!     op: "std.silu",
-//!     patterns: &[Op("std.mul", &[Any("x"), Op("std.sigmoid", &[Any("x")])])],
+//!     patterns: &[Commutative("std.mul", &[Any("x"), Op("std.sigmoid", &[Any("x")])])],
 //!     rewrite: silu,
 //!     location: pto_op::source_location!(),
 //! });
@@ -57,9 +57,11 @@ pub enum Pattern {
     Any(&'static str),
     /// A weight (a constant of the model), captured under this name.
     Weight(&'static str),
-    /// The first output of a node of this op, whose inputs match these patterns in order
-    /// (either order for the two inputs of `std.add` and `std.mul`).
+    /// The first output of a node of this op, whose inputs match these patterns in order.
     Op(&'static str, &'static [Pattern]),
+    /// The first output of a node of this op of two inputs, matching the two patterns in
+    /// either order (for commutative ops such as `std.add` and `std.mul`).
+    Commutative(&'static str, &'static [Pattern; 2]),
     /// A value matching the inner pattern, captured under this name too (with the params of
     /// the node that computes it, see [`Match::attrs`]).
     Named(&'static str, &'static Pattern),
@@ -370,36 +372,48 @@ fn match_pattern(
         Pattern::Named(name, inner) => {
             bind(binding, name, value) && match_pattern(graph, producers, inner, value, binding)
         }
-        Pattern::Op(op, inputs) => {
-            let Some(index) = producers[value] else {
-                return false;
-            };
-            let node = &graph.nodes[index];
-            if node.op != *op || node.outputs.first() != Some(&value) {
-                return false;
-            }
-            if node.inputs.len() != inputs.len() {
-                return false;
-            }
-            let orders: &[[usize; 2]] = match (*op, inputs.len()) {
-                ("std.add" | "std.mul", 2) => &[[0, 1], [1, 0]],
-                _ => &[[0, 1]],
-            };
-            for order in orders {
+        Pattern::Op(op, inputs) => match_node(graph, producers, op, inputs, value, binding),
+        Pattern::Commutative(op, [a, b]) => {
+            let swapped = [b, a];
+            let orders: [&[&Pattern]; 2] = [&[a, b], &swapped];
+            orders.into_iter().any(|inputs| {
                 let mut attempt = binding.clone();
-                let ok = inputs.iter().enumerate().all(|(k, p)| {
-                    let position = if inputs.len() == 2 { order[k] } else { k };
-                    match_pattern(graph, producers, p, node.inputs[position], &mut attempt)
-                });
+                let ok = match_node(graph, producers, op, inputs, value, &mut attempt);
                 if ok {
-                    attempt.nodes.push(index);
                     *binding = attempt;
-                    return true;
                 }
-            }
-            false
+                ok
+            })
         }
     }
+}
+
+/// Whether `value` is the first output of a node of `op` whose inputs match `inputs`.
+fn match_node<P: core::borrow::Borrow<Pattern>>(
+    graph: &GraphDef,
+    producers: &[Option<usize>],
+    op: &str,
+    inputs: &[P],
+    value: ValueId,
+    binding: &mut Binding,
+) -> bool {
+    let Some(index) = producers[value] else {
+        return false;
+    };
+    let node = &graph.nodes[index];
+    if node.op != op || node.outputs.first() != Some(&value) || node.inputs.len() != inputs.len() {
+        return false;
+    }
+    let mut attempt = binding.clone();
+    let ok = inputs
+        .iter()
+        .zip(&node.inputs)
+        .all(|(p, &input)| match_pattern(graph, producers, p.borrow(), input, &mut attempt));
+    if ok {
+        attempt.nodes.push(index);
+        *binding = attempt;
+    }
+    ok
 }
 
 /// The rewritten graph as it is built: values of the original by id, weights added at their

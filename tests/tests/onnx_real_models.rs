@@ -255,3 +255,37 @@ fn fusion_leaves_the_models_without_its_patterns_alone() {
         assert_eq!(fused.graph.nodes.len(), model.graph.nodes.len(), "{name}");
     }
 }
+
+#[test]
+fn the_command_line_imports_fuses_and_binds_shapes() {
+    let llama = fixture("llama_tiny.onnx");
+    let llama = llama.to_str().expect("utf-8 path");
+    let out = pto_cli::run(["pto", "import", llama, "--fuse"]).expect("imports");
+    for line in [
+        "fused 9 match(es), 147 -> 121 node(s):",
+        "  2 x demo.flash_attention (replacing 6 nodes each)",
+        "  5 x demo.rms_norm (replacing 7 nodes each)",
+        "  2 x demo.swiglu (replacing 11 nodes each)",
+    ] {
+        assert!(out.contains(line), "{line} in:\n{out}");
+    }
+    let plain = pto_cli::run(["pto", "import", llama]).expect("imports");
+    assert!(plain.contains("fused: nothing"), "{plain}");
+    let out =
+        pto_cli::run(["pto", "compile", llama, "--fuse", "--target", "sim"]).expect("compiles");
+    assert!(out.contains("demo.swiglu"), "{out}");
+
+    let gpt2 = fixture("gpt2_tiny.onnx");
+    let gpt2 = gpt2.to_str().expect("utf-8 path");
+    let err = pto_cli::run(["pto", "run", gpt2]).unwrap_err().to_string();
+    assert!(
+        err.contains("`input_ids`") && err.contains("`batch`") && err.contains("--shape"),
+        "{err}"
+    );
+    let out = pto_cli::run(["pto", "run", gpt2, "--shape", "input_ids=2x3"]).expect("runs");
+    assert!(out.contains("f32[2, 3, 64]"), "{out}");
+    let err = pto_cli::run(["pto", "run", gpt2, "--shape", "input_ids=2xbig"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dim `big`"), "{err}");
+}
