@@ -3,6 +3,11 @@
 //! ([`pto_op::onnx::imported_op_types`]) is imported, compiled and run on `cpu` and on `sim`
 //! with each of its test data sets, and compared with the expected outputs.
 //!
+//! Graph inputs that feed a param (Reshape's shape, Slice's starts, the axes of a
+//! reduction: [`pto_op::onnx::param_inputs`]) are bound to each data set's values at import
+//! ([`pto_op::onnx::ImportOptions::constants`]), as pto-op compiles static shapes; the other
+//! inputs are given to the run.
+//!
 //! Prints the per-op counts (attempted / pass cpu / pass sim) and the totals. Fails when a
 //! test fails that `onnx_conformance_failures.txt` does not list (a regression), when a
 //! listed test passes (the list is stale: shorten it), or when a pass rate falls below its
@@ -26,7 +31,9 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use pto_backends::compiler::compile;
 use pto_op::onnx::proto::ModelProto;
-use pto_op::onnx::{from_onnx, imported_op_types, tensor_from_onnx};
+use pto_op::onnx::{
+    ImportOptions, from_onnx, from_onnx_with, imported_op_types, param_inputs, tensor_from_onnx,
+};
 use pto_op::{DType, Model, Tensor, Tolerance};
 
 use common::python::python;
@@ -105,13 +112,14 @@ fn data_sets(dir: &Path) -> Result<Vec<DataSet>, String> {
         .collect()
 }
 
-/// Why a test fails on `target`, or `None` when every data set matches.
-fn run_on(model: &Model, target: &str, sets: &[DataSet]) -> Option<String> {
-    let compiled = match compile(model, target) {
-        Ok(c) => c,
-        Err(e) => return Some(format!("compile: {e}")),
-    };
-    for set in sets {
+/// Why a test fails on `target`, or `None` when every data set matches: each data set runs
+/// on its model (one model for all, unless inputs are bound per set).
+fn run_on(cases: &[(Model, DataSet)], target: &str) -> Option<String> {
+    for (model, set) in cases {
+        let compiled = match compile(model, target) {
+            Ok(c) => c,
+            Err(e) => return Some(format!("compile: {e}")),
+        };
         let result = match compiled.run(&set.inputs) {
             Ok(r) => r,
             Err(e) => return Some(format!("{}: run: {e}", set.name)),
@@ -153,6 +161,32 @@ struct Outcome {
     sim: bool,
 }
 
+/// The positions (in the graph's input list, initializers left out) of the graph inputs
+/// that feed a param of a node ([`pto_op::onnx::param_inputs`]): import needs their values.
+fn bound_inputs(proto: &ModelProto) -> Vec<usize> {
+    let Some(graph) = &proto.graph else {
+        return Vec::new();
+    };
+    let initializers: BTreeSet<&str> = graph.initializer.iter().map(|i| i.name.as_str()).collect();
+    let params: BTreeSet<&str> = graph
+        .node
+        .iter()
+        .flat_map(|n| {
+            param_inputs(&n.op_type)
+                .into_iter()
+                .filter_map(|i| n.input.get(i).map(String::as_str))
+        })
+        .collect();
+    graph
+        .input
+        .iter()
+        .filter(|i| !initializers.contains(i.name.as_str()))
+        .enumerate()
+        .filter(|(_, i)| params.contains(i.name.as_str()))
+        .map(|(k, _)| k)
+        .collect()
+}
+
 fn run_test(dir: &Path, ops: String) -> Outcome {
     let fail = |stage: &str, why: String| Outcome {
         ops: ops.clone(),
@@ -164,16 +198,65 @@ fn run_test(dir: &Path, ops: String) -> Outcome {
         Ok(b) => b,
         Err(e) => return fail("import", e.to_string()),
     };
-    let model = match from_onnx(&bytes) {
-        Ok(m) => m,
-        Err(e) => return fail("import", e.to_string()),
-    };
     let sets = match data_sets(dir) {
         Ok(s) => s,
         Err(e) => return fail("import", e),
     };
-    let cpu = run_on(&model, "cpu", &sets);
-    let sim = run_on(&model, "sim", &sets);
+    let proto = match ModelProto::decode(bytes.as_slice()) {
+        Ok(p) => p,
+        Err(e) => return fail("import", e.to_string()),
+    };
+    let bound = bound_inputs(&proto);
+    let names: Vec<String> = proto.graph.as_ref().map_or_else(Vec::new, |g| {
+        let initializers: BTreeSet<&str> = g.initializer.iter().map(|i| i.name.as_str()).collect();
+        g.input
+            .iter()
+            .filter(|i| !initializers.contains(i.name.as_str()))
+            .map(|i| i.name.clone())
+            .collect()
+    });
+    let mut cases = Vec::new();
+    let mut shared: Option<Model> = None;
+    for set in sets {
+        let model = if bound.is_empty() {
+            match &shared {
+                Some(m) => m.clone(),
+                None => match from_onnx(&bytes) {
+                    Ok(m) => shared.insert(m).clone(),
+                    Err(e) => return fail("import", e.to_string()),
+                },
+            }
+        } else {
+            // Params given as graph inputs: bound to this data set's values at import.
+            let mut options = ImportOptions::default();
+            for &k in &bound {
+                if let (Some(name), Some(value)) = (names.get(k), set.inputs.get(k)) {
+                    options = options.constant(name.clone(), value.clone());
+                }
+            }
+            match from_onnx_with(&bytes, &options) {
+                Ok(m) => m,
+                Err(e) => return fail("import", e.to_string()),
+            }
+        };
+        let inputs = set
+            .inputs
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| !bound.contains(k))
+            .map(|(_, t)| t)
+            .collect();
+        cases.push((
+            model,
+            DataSet {
+                name: set.name,
+                inputs,
+                outputs: set.outputs,
+            },
+        ));
+    }
+    let cpu = run_on(&cases, "cpu");
+    let sim = run_on(&cases, "sim");
     let failure = match (&cpu, &sim) {
         (None, None) => None,
         (Some(c), None) => Some(("cpu".to_owned(), one_line(c))),

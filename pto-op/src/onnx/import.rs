@@ -83,16 +83,27 @@ pub fn from_onnx(bytes: &[u8]) -> Result<Model, OnnxError> {
 }
 
 /// How [`from_onnx_with`] imports a model.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImportOptions {
     /// The shapes of graph inputs, by input name: they bind the inputs' symbolic dims
     /// (`batch`, `seq`; exporters write them for dynamic axes), which import needs static.
     /// The static dims of a bound input must agree; an input not named keeps its declared
     /// shape, and a symbolic dim left unbound is an error naming the input and the dim.
     pub shapes: BTreeMap<String, Shape>,
+    /// The values of graph inputs fixed at import, by input name: each is read as if it were
+    /// an initializer of that name, so the params it feeds (Reshape's shape, Slice's starts,
+    /// the axes of a reduction: inputs in ONNX, params here) are known. A bound input is no
+    /// longer an input of the imported model; its value must have the declared type.
+    pub constants: BTreeMap<String, Tensor>,
 }
 
 impl ImportOptions {
+    /// Fixes the value of input `name` to `value`.
+    pub fn constant(mut self, name: impl Into<String>, value: Tensor) -> ImportOptions {
+        self.constants.insert(name.into(), value);
+        self
+    }
+
     /// Binds input `name` to `shape`.
     pub fn shape(mut self, name: impl Into<String>, shape: impl Into<Shape>) -> ImportOptions {
         self.shapes.insert(name.into(), shape.into());
@@ -174,14 +185,32 @@ impl Importer {
                 continue;
             }
             let ty = input_type(input, options.shapes.get(&input.name))?;
+            if let Some(value) = options.constants.get(&input.name) {
+                if value.tensor_type() != ty {
+                    return Err(OnnxError::Value {
+                        value: input.name.clone(),
+                        problem: format!(
+                            "the input is declared {ty}, but the value bound to it is {}",
+                            value.tensor_type()
+                        ),
+                    });
+                }
+                self.constants.insert(input.name.clone(), value.clone());
+                continue;
+            }
             let value = self.graph.input(input.name.clone(), ty.shape, ty.dtype);
             self.define(&input.name, value)?;
         }
         // Weights in initializer order, before the nodes, as a traced model has them.
         let data_uses = data_uses(graph);
-        for init in &graph.initializer {
-            if data_uses.contains(init.name.as_str()) {
-                self.data_value(&init.name)?;
+        let bound = graph
+            .input
+            .iter()
+            .map(|i| &i.name)
+            .filter(|n| options.constants.contains_key(n.as_str()));
+        for name in graph.initializer.iter().map(|i| &i.name).chain(bound) {
+            if data_uses.contains(name.as_str()) && !self.values.contains_key(name) {
+                self.data_value(name)?;
             }
         }
         for (index, node) in graph.node.iter().enumerate() {
@@ -671,21 +700,51 @@ impl Importer {
     }
 }
 
-/// Names used as data (not as constant params of standard ops) by a node or as an output.
+/// Inputs of nodes that `import/lower.rs` reads as constants (params), by operator.
+const LOWERED_PARAM_INPUTS: &[(&str, &[usize])] = &[
+    ("ConstantOfShape", &[0]),
+    ("Range", &[0, 1, 2]),
+    ("Slice", &[4]),
+    ("Split", &[1]),
+    ("Squeeze", &[1]),
+    ("Unsqueeze", &[1]),
+];
+
+/// The positions of the inputs of ONNX operator `op_type` (default domain) that import reads
+/// as constants, because they are params of the op it becomes (Reshape's shape, Slice's
+/// starts, ends, axes and steps, the axes of a reduction, ...). A model whose such input is
+/// a graph input imports with its value bound ([`ImportOptions::constants`]).
+///
+/// ```
+/// assert_eq!(pto_op::onnx::param_inputs("Reshape"), vec![1]);
+/// assert_eq!(pto_op::onnx::param_inputs("Slice"), vec![1, 2, 3, 4]);
+/// assert!(pto_op::onnx::param_inputs("Add").is_empty());
+/// ```
+pub fn param_inputs(op_type: &str) -> Vec<usize> {
+    let mut positions: Vec<usize> = match standard::by_op_type(op_type).map(|s| s.lowering) {
+        Some(Lowering::Node { params, .. }) => params
+            .iter()
+            .filter_map(|m| match m.form {
+                ParamForm::Input { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some((_, lowered)) = LOWERED_PARAM_INPUTS.iter().find(|(t, _)| *t == op_type) {
+        positions.extend(lowered.iter());
+    }
+    positions.sort_unstable();
+    positions.dedup();
+    positions
+}
+
+/// Names used as data (not as constant params) by a node or as an output.
 fn data_uses(graph: &GraphProto) -> HashSet<&str> {
     let mut uses: HashSet<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     for node in &graph.node {
-        let params: Vec<usize> = match node.domain.as_str() {
-            "" | "ai.onnx" => match standard::by_op_type(&node.op_type).map(|s| s.lowering) {
-                Some(Lowering::Node { params, .. }) => params
-                    .iter()
-                    .filter_map(|m| match m.form {
-                        ParamForm::Input { index, .. } => Some(index),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            },
+        let params = match node.domain.as_str() {
+            "" | "ai.onnx" => param_inputs(&node.op_type),
             _ => Vec::new(),
         };
         uses.extend(
