@@ -20,6 +20,7 @@ use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 mod lower;
+mod norm;
 
 /// The largest dimension import accepts: shape rules may multiply two dimensions.
 const MAX_DIM: u64 = 1 << 31;

@@ -123,6 +123,9 @@ impl Importer {
         node: &NodeProto,
         label: &str,
     ) -> Result<Option<NodeProto>, OnnxError> {
+        if self.normalization(node, label)? {
+            return Ok(None);
+        }
         if node.op_type == "Identity" {
             let ([input], [output]) = (node.input.as_slice(), node.output.as_slice()) else {
                 return Err(node_error(

@@ -1,0 +1,257 @@
+//! LayerNormalization and RMSNormalization on any axis: the normalized axes `axis..rank`
+//! are reshaped into the rows' last axis, which `std.layer_norm` and `std.rms_norm`
+//! normalize, and the result is reshaped back. LayerNormalization's optional outputs `Mean`
+//! and `InvStdDev` are computed with `std.reduce_mean`, `std.sub`, `std.mul`, `std.add`,
+//! `std.sqrt` and `std.div`.
+
+use super::{Importer, param_value};
+use crate::attr::{AttrType, AttrValue, Attributes};
+use crate::graph::Value;
+use crate::onnx::OnnxError;
+use crate::onnx::proto::NodeProto;
+use crate::onnx::standard::{self, Lowering};
+use crate::ops;
+use crate::registry;
+use crate::tensor::Tensor;
+
+fn node_error(label: &str, problem: String) -> OnnxError {
+    OnnxError::Node {
+        node: label.to_owned(),
+        problem,
+    }
+}
+
+/// The attribute `name` of `node` read as a param of type `ty`, if present.
+fn attribute(
+    node: &NodeProto,
+    name: &str,
+    ty: AttrType,
+    label: &str,
+) -> Result<Option<AttrValue>, OnnxError> {
+    node.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .map(|a| {
+            param_value(a, ty).map_err(|problem| OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: name.to_owned(),
+                problem,
+            })
+        })
+        .transpose()
+}
+
+impl Importer {
+    fn traced(
+        &self,
+        op: &str,
+        inputs: &[Value],
+        attrs: Attributes,
+        label: &str,
+    ) -> Result<Value, OnnxError> {
+        let def = registry::find(op).map_err(|e| node_error(label, e.to_string()))?;
+        self.trace(def, inputs, attrs, label)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| node_error(label, format!("`{op}` has no output")))
+    }
+
+    fn reshaped(&self, x: &Value, dims: &[usize], label: &str) -> Result<Value, OnnxError> {
+        if x.shape().dims() == dims {
+            return Ok(x.clone());
+        }
+        let shape = dims.iter().map(|&d| d as i64).collect();
+        let attrs = Attributes::from([("shape".to_owned(), AttrValue::I64s(shape))]);
+        self.traced(ops::reshape::NAME, std::slice::from_ref(x), attrs, label)
+    }
+
+    /// Imports `node` if it is a LayerNormalization or RMSNormalization (`Ok(true)`).
+    pub(super) fn normalization(
+        &mut self,
+        node: &NodeProto,
+        label: &str,
+    ) -> Result<bool, OnnxError> {
+        let layer = match node.op_type.as_str() {
+            "LayerNormalization" => true,
+            "RMSNormalization" => false,
+            _ => return Ok(false),
+        };
+        if let Some(Lowering::Node { opset, .. }) =
+            standard::by_op_type(&node.op_type).map(|s| s.lowering)
+            && self.default_opset.is_none_or(|v| v < opset)
+        {
+            return Err(node_error(
+                label,
+                format!(
+                    "{} is imported in its form of opset {opset}, but the model imports opset \
+                     {} of the default domain: export the model with opset {opset} or later",
+                    node.op_type,
+                    self.default_opset
+                        .map_or_else(|| "none".to_owned(), |v| v.to_string())
+                ),
+            ));
+        }
+        for attr in &node.attribute {
+            if !matches!(attr.name.as_str(), "axis" | "epsilon" | "stash_type") {
+                return Err(OnnxError::Attribute {
+                    node: label.to_owned(),
+                    attribute: attr.name.clone(),
+                    problem: format!("not an attribute of {}", node.op_type),
+                });
+            }
+        }
+        let axis = match attribute(node, "axis", AttrType::I64, label)? {
+            Some(AttrValue::I64(a)) => a,
+            _ => -1,
+        };
+        let eps = match attribute(node, "epsilon", AttrType::F32, label)? {
+            Some(AttrValue::F32(e)) => e,
+            _ => 1e-5,
+        };
+        if let Some(AttrValue::I64(stash)) = attribute(node, "stash_type", AttrType::I64, label)?
+            && stash != 1
+        {
+            return Err(OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: "stash_type".to_owned(),
+                problem: format!("pto-op computes in f32 (stash_type 1), the node has {stash}"),
+            });
+        }
+        let name = |i: usize| node.input.get(i).filter(|n| !n.is_empty());
+        let inputs = if layer { 3 } else { 2 };
+        let (Some(x), Some(scale)) = (name(0), name(1)) else {
+            return Err(node_error(
+                label,
+                format!("{} needs inputs X and Scale", node.op_type),
+            ));
+        };
+        if node.input.len() > inputs {
+            return Err(node_error(
+                label,
+                format!(
+                    "{} takes at most {inputs} inputs, the node has {}",
+                    node.op_type,
+                    node.input.len()
+                ),
+            ));
+        }
+        let x = self.data_value(x)?;
+        let dims = x.shape().dims().to_vec();
+        let rank = dims.len() as i64;
+        let first = if axis < 0 { axis + rank } else { axis };
+        let first = usize::try_from(first)
+            .ok()
+            .filter(|&a| a < dims.len())
+            .ok_or_else(|| OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: "axis".to_owned(),
+                problem: format!("axis {axis} is out of range for X of rank {rank}"),
+            })?;
+        let rows: usize = dims[..first].iter().product();
+        let cols: usize = dims[first..].iter().product();
+        let per_row = |importer: &Importer, v: Value, what: &str| {
+            if v.shape().dims() != &dims[first..] {
+                return Err(node_error(
+                    label,
+                    format!(
+                        "{what} has shape {}, pto-op needs the normalized dims {:?} of X \
+                         (axis {axis}); broadcast it first",
+                        v.shape(),
+                        &dims[first..]
+                    ),
+                ));
+            }
+            importer.reshaped(&v, &[cols], label)
+        };
+        let scale = self.data_value(scale)?;
+        let gamma = per_row(self, scale, "Scale")?;
+        // Over the last axis the ops take X as it is; else its rows are reshaped into rank 2.
+        let last = first + 1 == dims.len();
+        let x2 = match last {
+            true => x.clone(),
+            false => self.reshaped(&x, &[rows, cols], label)?,
+        };
+        let eps_attrs = Attributes::from([("eps".to_owned(), AttrValue::F32(eps))]);
+        let y2 = if layer {
+            let beta = match name(2) {
+                Some(b) => {
+                    let b = self.data_value(b)?;
+                    per_row(self, b, "B")?
+                }
+                None => {
+                    let zeros = format!("{}:zero_bias", node.output.first().map_or("", |s| s));
+                    self.constants
+                        .insert(zeros.clone(), Tensor::zeros([cols], x.dtype()));
+                    self.data_value(&zeros)?
+                }
+            };
+            self.traced(
+                ops::layer_norm::NAME,
+                &[x2.clone(), gamma, beta],
+                eps_attrs,
+                label,
+            )?
+        } else {
+            self.traced(ops::rms_norm::NAME, &[x2.clone(), gamma], eps_attrs, label)?
+        };
+        let y = self.reshaped(&y2, &dims, label)?;
+        let outputs = &node.output;
+        let Some(y_name) = outputs.first().filter(|n| !n.is_empty()) else {
+            return Err(node_error(
+                label,
+                format!("{} names no output Y", node.op_type),
+            ));
+        };
+        self.define(y_name, y)?;
+        let extra: Vec<&String> = outputs[1..].iter().filter(|n| !n.is_empty()).collect();
+        if extra.is_empty() {
+            return Ok(true);
+        }
+        if !layer || outputs.len() > 3 {
+            return Err(node_error(
+                label,
+                format!(
+                    "{} has {} output(s), the node names {}",
+                    node.op_type,
+                    if layer { 3 } else { 1 },
+                    outputs.len()
+                ),
+            ));
+        }
+        // Mean and InvStdDev: [rows, 1] statistics, shaped as X with the normalized dims 1.
+        let mut stat_dims = dims[..first].to_vec();
+        stat_dims.resize(dims.len(), 1);
+        let reduce = Attributes::from([
+            ("axes".to_owned(), AttrValue::I64s(vec![-1])),
+            ("keepdims".to_owned(), AttrValue::Bool(true)),
+        ]);
+        let none = Attributes::new;
+        let mean = self.traced(ops::reduce_mean::NAME, &[x2.clone()], reduce.clone(), label)?;
+        if let Some(name) = outputs.get(1).filter(|n| !n.is_empty()) {
+            let m = self.reshaped(&mean, &stat_dims, label)?;
+            self.define(name, m)?;
+        }
+        if let Some(name) = outputs.get(2).filter(|n| !n.is_empty()) {
+            let centered = self.traced(ops::sub::NAME, &[x2, mean], none(), label)?;
+            let squares =
+                self.traced(ops::mul::NAME, &[centered.clone(), centered], none(), label)?;
+            let variance = self.traced(ops::reduce_mean::NAME, &[squares], reduce, label)?;
+            let constant = |importer: &mut Importer, what: &str, value: f32| {
+                let key = format!("{name}:{what}");
+                let tensor = Tensor::from_vec([1], vec![value])
+                    .map_err(|e| node_error(label, e.to_string()))?
+                    .cast(x.dtype());
+                importer.constants.insert(key.clone(), tensor);
+                importer.data_value(&key)
+            };
+            let eps_w = constant(self, "epsilon", eps)?;
+            let one = constant(self, "one", 1.0)?;
+            let shifted = self.traced(ops::add::NAME, &[variance, eps_w], none(), label)?;
+            let std = self.traced(ops::sqrt::NAME, &[shifted], none(), label)?;
+            let inv = self.traced(ops::div::NAME, &[one, std], none(), label)?;
+            let inv = self.reshaped(&inv, &stat_dims, label)?;
+            self.define(name, inv)?;
+        }
+        Ok(true)
+    }
+}
