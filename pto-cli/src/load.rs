@@ -72,5 +72,6 @@ pub(crate) fn load_graph(name: &str, load: &LoadArgs) -> Result<(String, GraphDe
 pub(crate) fn import_options(load: &LoadArgs) -> ImportOptions {
     ImportOptions {
         shapes: load.shapes.iter().cloned().collect(),
+        ..ImportOptions::default()
     }
 }
