@@ -18,7 +18,7 @@ use serde::Serialize;
 ///     kind,
 /// };
 /// let node = |input, output| NodeDef {
-///     op: "demo.softmax".into(), version: 1, fingerprint: pto_op::Fingerprint(0),
+///     name: String::new(), op: "demo.softmax".into(), version: 1, fingerprint: pto_op::Fingerprint(0),
 ///     inputs: vec![input], outputs: vec![output], attrs: Default::default(),
 /// };
 /// // x -> a -> b -> y: at most two 1 KiB activations at once.

@@ -159,6 +159,10 @@ pub enum CompileError {
         /// The target.
         target: String,
     },
+    /// The model needs more memory (weights and peak activations) than the target's
+    /// [`MemoryBudget`](pto_op::budget::MemoryBudget): refused before anything is allocated.
+    #[error(transparent)]
+    MemoryBudget(Box<pto_op::budget::BudgetError>),
     /// The target could not prepare a node (its kernel does not trace, or does not fit).
     #[error("model `{model}`: node {node} on target `{target}`: {source}")]
     Lower {
@@ -352,17 +356,25 @@ impl fmt::Debug for CompiledModel {
 /// # Errors
 ///
 /// A [`CompileError`] naming the op, node or value at fault: an unknown target or op, an op
-/// whose signature changed since the model was built, inputs an op's rules reject or
+/// whose signature changed since the model was built, a model that needs more memory than
+/// the target's budget ([`TargetConfig::within`], by default a share of the machine's
+/// memory), inputs an op's rules reject or
 /// recorded types they no longer give, a kernel that does not trace, an op the target can
 /// run neither as a kernel nor on a fallback.
 pub fn compile(
     model: &Model,
     target: impl Into<TargetConfig>,
 ) -> Result<CompiledModel, CompileError> {
-    let executor = target.into().executor()?;
+    let config = target.into();
+    let executor = config.executor()?;
     let ops = resolve(model)?;
     let types = check_types(model, &ops)?;
     let plan = BufferPlan::of(&model.graph);
+    // Before anything is allocated for a run (and before the model is copied).
+    config
+        .budget()
+        .check(&model.name, &model.graph)
+        .map_err(|e| CompileError::MemoryBudget(Box::new(e)))?;
     let lowered = lower(model, executor.as_ref(), &ops, &types)?;
 
     let reports = types

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use pto_op::Shape;
+use pto_op::budget::MemoryBudget;
 
 /// Describe, compile, run and compare pto-op models on any linked target.
 #[derive(Debug, Parser)]
@@ -65,6 +66,11 @@ pub(crate) enum Command {
         target: TargetArgs,
         #[command(flatten)]
         inputs: InputArgs,
+        /// Write the outputs, by the model's output names, to FILE: a safetensors file when
+        /// it ends in `.safetensors`, else a directory of one `.npy` file per output
+        /// (written atomically either way).
+        #[arg(long, value_name = "FILE.safetensors|DIR")]
+        outputs: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -82,6 +88,8 @@ pub(crate) enum Command {
         reference: String,
         #[command(flatten)]
         device: DeviceArg,
+        #[command(flatten)]
+        budget: BudgetArg,
         #[command(flatten)]
         inputs: InputArgs,
         /// Print JSON.
@@ -196,6 +204,17 @@ pub(crate) struct TargetArgs {
     pub target: Option<String>,
     #[command(flatten)]
     pub device: DeviceArg,
+    #[command(flatten)]
+    pub budget: BudgetArg,
+}
+
+/// The memory a model may need.
+#[derive(Debug, Args)]
+pub(crate) struct BudgetArg {
+    /// Refuse, before allocating, a model whose weights and peak activations need more
+    /// than SIZE (bytes, or K, M, G, T: 512M, 1.5G; default: half of this machine's memory).
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<MemoryBudget>,
 }
 
 /// The device profile of a verb that simulates or estimates.

@@ -1,18 +1,20 @@
 //! The verbs that compile and run a model on a target: `compile`, `run`, `parity`.
 
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 
 use pto_backends::compiler::{CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile};
 use pto_backends::parity::compare_compiled;
+use pto_op::target::TargetConfig;
 use pto_op::{Tensor, TensorType};
 use serde::Serialize;
 
-use crate::args::{InputArgs, LoadArgs, TargetArgs};
+use crate::args::{BudgetArg, InputArgs, LoadArgs, TargetArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_model;
 use crate::render;
-use crate::tensor_file::read_safetensors;
+use crate::tensor_file::{read_safetensors, write_tensors};
 
 /// The model MODEL compiled for the target and device the arguments name.
 fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<CompiledModel, CliError> {
@@ -21,7 +23,15 @@ fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<Compile
         &edge::target_name(target.target.as_deref()),
         target.device.device.as_deref(),
     )?;
-    Ok(compile(&model, config)?)
+    Ok(compile(&model, within(config, &target.budget))?)
+}
+
+/// `config` within the budget the arguments give, if any.
+fn within(config: TargetConfig, budget: &BudgetArg) -> TargetConfig {
+    match budget.max_memory {
+        Some(budget) => config.within(budget),
+        None => config,
+    }
 }
 
 /// `pto compile MODEL`: the compile report.
@@ -40,12 +50,26 @@ pub(crate) fn run(
     load: &LoadArgs,
     target: &TargetArgs,
     inputs: &InputArgs,
+    outputs: Option<&Path>,
     json: bool,
 ) -> Result<String, CliError> {
     let compiled = compiled(model, load, target)?;
     let (values, source) = input_values(&compiled, inputs)?;
     let result = run_with_progress_line(&compiled, &values)?;
+    let written = match outputs {
+        Some(path) => {
+            let named: Vec<(String, Tensor)> = compiled
+                .outputs()
+                .into_iter()
+                .zip(&result.outputs)
+                .map(|(info, tensor)| (info.name, tensor.clone()))
+                .collect();
+            Some(write_tensors(path, &named)?)
+        }
+        None => None,
+    };
     let summary = RunSummary {
+        written,
         model: compiled.model().name.clone(),
         target: compiled.target().to_owned(),
         inputs: source,
@@ -71,12 +95,16 @@ pub(crate) fn parity(
     target: &str,
     reference: &str,
     device: Option<&str>,
+    budget: &BudgetArg,
     inputs: &InputArgs,
     json: bool,
 ) -> Result<String, CliError> {
     let model = load_model(model, load)?;
-    let checked = compile(&model, edge::target_config(target, device)?)?;
-    let expected = compile(&model, edge::target_config(reference, device)?)?;
+    let checked = compile(&model, within(edge::target_config(target, device)?, budget))?;
+    let expected = compile(
+        &model,
+        within(edge::target_config(reference, device)?, budget),
+    )?;
     let (values, _) = input_values(&checked, inputs)?;
     let parity = compare_compiled(&checked, &expected, &values)?;
     let report = render(&parity, json)?;
@@ -140,6 +168,9 @@ fn run_with_progress_line(
 /// node times.
 #[derive(Debug, Serialize)]
 struct RunSummary {
+    /// What `--outputs` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written: Option<String>,
     model: String,
     target: String,
     inputs: String,
@@ -168,6 +199,9 @@ impl core::fmt::Display for RunSummary {
                 )?;
             }
             writeln!(f)?;
+        }
+        if let Some(written) = &self.written {
+            writeln!(f, "wrote {written}")?;
         }
         Ok(())
     }
@@ -227,6 +261,7 @@ mod tests {
             },
         };
         let summary = super::RunSummary {
+            written: None,
             model: "m".to_owned(),
             target: "cpu".to_owned(),
             inputs: "random".to_owned(),

@@ -36,6 +36,40 @@ pub enum TensorFileError {
         /// The dtype.
         dtype: DType,
     },
+    /// The outputs could not be written.
+    #[error("{0}")]
+    Write(#[from] pto_op::fs::WriteError),
+    /// The outputs could not be laid out as a safetensors file.
+    #[error("{path}: {source}")]
+    Layout {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        #[source]
+        source: Box<pto_op::ModelFileError>,
+    },
+    /// The directory of `.npy` files cannot be made.
+    #[error("{path}: cannot create the directory: {source}")]
+    Directory {
+        /// The directory.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Two outputs of different names would be written to the same `.npy` file.
+    #[error(
+        "outputs `{first}` and `{second}` would both be written to `{file}`: their names differ \
+         only in characters a file name cannot hold; write a .safetensors file instead"
+    )]
+    FileNameClash {
+        /// The first output's name.
+        first: String,
+        /// The second output's name.
+        second: String,
+        /// The file both map to.
+        file: String,
+    },
     /// A `.npy` header too long for format 1.0.
     #[error("(npy): a header of {bytes} bytes does not fit format 1.0")]
     NpyHeader {
@@ -114,4 +148,98 @@ pub fn npy_bytes(tensor: &Tensor) -> Result<Vec<u8>, TensorFileError> {
     bytes.extend(header.as_bytes());
     bytes.extend(tensor.to_le_bytes());
     Ok(bytes)
+}
+
+/// Writes named tensors (a run's outputs, by the model's output names) to `path`: one
+/// safetensors file when `path` ends in `.safetensors`, else a directory (created if needed)
+/// of one `NAME.npy` file per tensor, each written atomically. A name repeated (an output
+/// listed twice) is written once. Returns what was written, for the report.
+///
+/// In `.npy` file names, characters other than ASCII letters, digits, `.`, `-` and `_`
+/// become `_` (a name such as `a/b` or `..` cannot leave the directory).
+///
+/// # Errors
+///
+/// A file that cannot be written, a bf16 tensor in a `.npy` directory (numpy has no
+/// bf16), two names that map to one file name.
+pub fn write_tensors(path: &Path, tensors: &[(String, Tensor)]) -> Result<String, TensorFileError> {
+    let mut named = BTreeMap::new();
+    for (name, tensor) in tensors {
+        named.entry(name.clone()).or_insert_with(|| tensor.clone());
+    }
+    let is_safetensors = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
+    if is_safetensors {
+        let bytes = file::safetensors_bytes(&named).map_err(|source| TensorFileError::Layout {
+            path: path.display().to_string(),
+            source: Box::new(source),
+        })?;
+        pto_op::fs::write_atomic(path, &bytes)?;
+        return Ok(format!(
+            "{} output(s) to {} (safetensors)",
+            named.len(),
+            path.display()
+        ));
+    }
+    let mut files: BTreeMap<String, &str> = BTreeMap::new();
+    let mut contents = Vec::with_capacity(named.len());
+    for (name, tensor) in &named {
+        let file = npy_file_name(name);
+        if let Some(first) = files.insert(file.clone(), name) {
+            return Err(TensorFileError::FileNameClash {
+                first: first.to_owned(),
+                second: name.clone(),
+                file,
+            });
+        }
+        contents.push((file, npy_bytes(tensor)?));
+    }
+    std::fs::create_dir_all(path).map_err(|source| TensorFileError::Directory {
+        path: path.display().to_string(),
+        source,
+    })?;
+    for (file, bytes) in &contents {
+        pto_op::fs::write_atomic(path.join(file), bytes)?;
+    }
+    Ok(format!(
+        "{} output(s) to {} (one .npy per output)",
+        named.len(),
+        path.display()
+    ))
+}
+
+/// The `.npy` file name of an output named `name`: `name.npy`, with characters other than
+/// ASCII letters, digits, `.`, `-` and `_` replaced by `_`, and a name of dots only
+/// (`.`, `..`) prefixed by `_`.
+fn npy_file_name(name: &str) -> String {
+    let mut stem: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if stem.is_empty() || stem.chars().all(|c| c == '.') {
+        stem.insert(0, '_');
+    }
+    format!("{stem}.npy")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::npy_file_name;
+
+    #[test]
+    fn npy_file_names_stay_in_the_directory() {
+        assert_eq!(npy_file_name("logits"), "logits.npy");
+        assert_eq!(npy_file_name("n1.y"), "n1.y.npy");
+        assert_eq!(npy_file_name("../etc/passwd"), ".._etc_passwd.npy");
+        assert_eq!(npy_file_name(".."), "_...npy");
+        assert_eq!(npy_file_name(""), "_.npy");
+        assert_eq!(npy_file_name("a/b c"), "a_b_c.npy");
+    }
 }

@@ -209,6 +209,24 @@ pub enum DeviceError {
     },
 }
 
+/// The most AI cores a profile may have (real chips: 1 to a few dozen).
+const MAX_CORES: f64 = 4096.0;
+/// The highest clock a profile may have, in Hz (real: about 1 to 2 GHz).
+const MAX_CLOCK_HZ: f64 = 1e11;
+/// The most global memory bandwidth a profile may have, in bytes per second (real: tens of
+/// GB/s to a few TB/s).
+const MAX_BANDWIDTH: f64 = 1e15;
+/// The largest on-core buffer a profile may have, in bytes (real: 64 KiB to 1 MiB).
+const MAX_BUFFER_BYTES: u64 = 1 << 28;
+/// The largest buffer alignment a profile may have, in bytes (real: 32 to 512).
+const MAX_ALIGNMENT: u64 = 1 << 16;
+/// The most bytes per cycle a data path or a vector repeat may move (real: 32 to 256).
+const MAX_BYTES_PER_CYCLE: f64 = 1e6;
+/// The most cube multiply-accumulates per cycle (real: up to about 10^4).
+const MAX_MACS_PER_CYCLE: f64 = 1e8;
+/// The most cycles any fixed cost or per-repeat cost may take (real: 1 to a few hundred).
+const MAX_CYCLES: f64 = 1e9;
+
 const BUILTIN: [(&str, &str); 3] = [
     (
         "ascend910b",
@@ -347,6 +365,7 @@ impl DeviceProfile {
         if self.ai_cores == 0 {
             return Err("`ai_cores` must be at least 1".to_owned());
         }
+        self.check_plausible()?;
         if let Some((dtype, v)) = self
             .cube_macs_per_cycle
             .iter()
@@ -356,6 +375,102 @@ impl DeviceProfile {
                 "`cube_macs_per_cycle.{dtype}` must be a positive number, got {v}"
             ));
         }
+        Ok(())
+    }
+
+    /// Checks that every number is within what a device can have, far above any real one:
+    /// a profile of `ai_cores: 4e9` or a terabyte of unified buffer would make the
+    /// simulator allocate (or loop) without end, and is a typo, not a device.
+    fn check_plausible(&self) -> Result<(), String> {
+        let at_most = |field: &str, value: f64, limit: f64, unit: &str| {
+            if value.is_finite() && value <= limit {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{field}` is {value}, more than the {limit:e} {unit} any device has: a \
+                     typo? (the built-in profiles show the scale)"
+                ))
+            }
+        };
+        let at_least_zero = |field: &str, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!("`{field}` must be zero or positive, got {value}"))
+            }
+        };
+        at_most("ai_cores", f64::from(self.ai_cores), MAX_CORES, "cores")?;
+        at_most("clock_hz", self.clock_hz, MAX_CLOCK_HZ, "Hz")?;
+        at_most(
+            "memory_bandwidth",
+            self.memory_bandwidth,
+            MAX_BANDWIDTH,
+            "bytes per second",
+        )?;
+        let buffers = [
+            ("ub", self.buffers.ub, self.alignment.ub),
+            ("l1", self.buffers.l1, self.alignment.l1),
+            ("l0a", self.buffers.l0a, self.alignment.l0a),
+            ("l0b", self.buffers.l0b, self.alignment.l0b),
+            ("l0c", self.buffers.l0c, self.alignment.l0c),
+        ];
+        for (name, bytes, alignment) in buffers {
+            if bytes == 0 || bytes > MAX_BUFFER_BYTES {
+                return Err(format!(
+                    "`buffers.{name}` is {bytes} bytes, outside 1..={MAX_BUFFER_BYTES} (on-core \
+                     buffers are kilobytes to a few megabytes)"
+                ));
+            }
+            if !(alignment.is_power_of_two() && alignment <= MAX_ALIGNMENT) {
+                return Err(format!(
+                    "`alignment.{name}` is {alignment}, not a power of two up to {MAX_ALIGNMENT}"
+                ));
+            }
+        }
+        let rates = self.copy_bytes_per_cycle;
+        for (field, value) in [
+            ("copy_bytes_per_cycle.gm_to_l1", rates.gm_to_l1),
+            ("copy_bytes_per_cycle.gm_to_ub", rates.gm_to_ub),
+            ("copy_bytes_per_cycle.l1_to_l0a", rates.l1_to_l0a),
+            ("copy_bytes_per_cycle.l1_to_l0b", rates.l1_to_l0b),
+            ("copy_bytes_per_cycle.l0c_out", rates.l0c_out),
+            ("copy_bytes_per_cycle.ub_to_gm", rates.ub_to_gm),
+            ("copy_bytes_per_cycle.ub_to_l1", rates.ub_to_l1),
+            ("vector_bytes_per_repeat", self.vector_bytes_per_repeat),
+        ] {
+            at_most(field, value, MAX_BYTES_PER_CYCLE, "bytes per cycle")?;
+        }
+        for (dtype, &macs) in &self.cube_macs_per_cycle {
+            at_most(
+                &format!("cube_macs_per_cycle.{dtype}"),
+                macs,
+                MAX_MACS_PER_CYCLE,
+                "multiply-accumulates per cycle",
+            )?;
+        }
+        let costs = self.vector_cycles_per_repeat;
+        for (field, value) in [
+            ("copy_latency_cycles", self.copy_latency_cycles),
+            ("cube_latency_cycles", self.cube_latency_cycles),
+            ("vector_latency_cycles", self.vector_latency_cycles),
+            ("issue_cycles", self.issue_cycles),
+            ("loop_overhead_cycles", self.loop_overhead_cycles),
+            ("vector_cycles_per_repeat.simple", costs.simple),
+            (
+                "vector_cycles_per_repeat.transcendental",
+                costs.transcendental,
+            ),
+            ("vector_cycles_per_repeat.reduce", costs.reduce),
+        ] {
+            at_least_zero(field, value)?;
+            at_most(field, value, MAX_CYCLES, "cycles")?;
+        }
+        at_most(
+            "estimator.static_seconds",
+            self.estimator.static_seconds,
+            1.0,
+            "seconds",
+        )?;
         Ok(())
     }
 

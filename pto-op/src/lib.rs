@@ -46,6 +46,7 @@
 extern crate self as pto_op;
 
 pub mod attr;
+pub mod budget;
 pub mod chrome_trace;
 pub mod device;
 pub mod dtype;

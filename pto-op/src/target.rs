@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use crate::budget::MemoryBudget;
 use crate::device::DeviceProfile;
 use crate::executor::Executor;
 use crate::op::SourceLocation;
@@ -61,6 +62,9 @@ pub struct TargetConfig {
     pub name: String,
     /// The device profile; `None`: the target's default.
     pub device: Option<DeviceProfile>,
+    /// The most memory a model compiled for it may need (weights and peak activations);
+    /// `None`: [`MemoryBudget::machine`], a share of the machine's memory.
+    pub memory_budget: Option<MemoryBudget>,
 }
 
 impl TargetConfig {
@@ -69,6 +73,7 @@ impl TargetConfig {
         TargetConfig {
             name: name.into(),
             device: None,
+            memory_budget: None,
         }
     }
 
@@ -77,6 +82,25 @@ impl TargetConfig {
     pub fn on(mut self, device: DeviceProfile) -> TargetConfig {
         self.device = Some(device);
         self
+    }
+
+    /// This target, refusing models that need more memory than `budget`.
+    ///
+    /// ```
+    /// use pto_op::budget::MemoryBudget;
+    /// use pto_op::target::TargetConfig;
+    /// let cpu = TargetConfig::new("cpu").within(MemoryBudget::bytes(1 << 30));
+    /// assert_eq!(cpu.budget().limit(), 1 << 30);
+    /// ```
+    #[must_use]
+    pub fn within(mut self, budget: MemoryBudget) -> TargetConfig {
+        self.memory_budget = Some(budget);
+        self
+    }
+
+    /// The memory budget: the one given with [`within`](Self::within), else the machine's.
+    pub fn budget(&self) -> MemoryBudget {
+        self.memory_budget.unwrap_or_else(MemoryBudget::machine)
     }
 
     /// An executor for this target.

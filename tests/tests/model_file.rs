@@ -132,6 +132,7 @@ fn every_dtype_model() -> Model {
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     let node = |op: &str, inputs: Vec<usize>, outputs: Vec<usize>, attrs| NodeDef {
+        name: String::new(),
         op: op.to_owned(),
         version: 2,
         fingerprint: Fingerprint::of_signature(op),

@@ -29,7 +29,7 @@ pub struct LiveSpan {
 ///     kind,
 /// };
 /// let node = |input, output| NodeDef {
-///     op: "demo.softmax".into(), version: 1, fingerprint: pto_op::Fingerprint(0),
+///     name: String::new(), op: "demo.softmax".into(), version: 1, fingerprint: pto_op::Fingerprint(0),
 ///     inputs: vec![input], outputs: vec![output], attrs: Default::default(),
 /// };
 /// // x -> a -> b -> y: at most two 1 KiB activations at once.
@@ -169,6 +169,7 @@ mod tests {
                 .map(|_| value(&mut graph, ValueKind::Node, &mut rng))
                 .collect();
             graph.nodes.push(NodeDef {
+                name: String::new(),
                 op: "test.any".to_owned(),
                 version: 1,
                 fingerprint: Fingerprint(0),

@@ -5,7 +5,7 @@
 //! and the schemas of the ops used.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +56,9 @@ pub struct ValueDef {
 /// One op call in a graph.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeDef {
+    /// The node's name, where it has one (an imported ONNX node's); empty for a traced one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// The op's name.
     pub op: String,
     /// The op description's version when traced.
@@ -96,6 +99,9 @@ impl GraphDef {
 struct Recording {
     def: GraphDef,
     weights: BTreeMap<String, Tensor>,
+    /// Value ids by name (the first value of each name), so that name checks do not scan
+    /// every value.
+    names: HashMap<String, ValueId>,
 }
 
 /// A graph being traced. Cloning gives another handle to the same graph.
@@ -124,6 +130,7 @@ impl Graph {
     fn add_value(&self, name: String, ty: TensorType, kind: ValueKind) -> Value {
         let mut data = self.data.borrow_mut();
         let id = data.def.values.len();
+        data.names.entry(name.clone()).or_insert(id);
         data.def.values.push(ValueDef {
             name,
             ty: ty.clone(),
@@ -146,7 +153,7 @@ impl Graph {
     /// Adds a weight: a constant tensor stored with the model. Names are unique.
     pub fn weight(&self, name: impl Into<String>, tensor: Tensor) -> Result<Value, OpError> {
         let name = name.into();
-        if self.data.borrow().def.value_by_name(&name).is_some() {
+        if self.data.borrow().names.contains_key(&name) {
             return Err(OpError::invalid(format!(
                 "the graph already has a value named `{name}`; weight names are unique"
             )));
@@ -172,7 +179,7 @@ impl Graph {
         dtype: DType,
     ) -> Result<Value, OpError> {
         let name = name.into();
-        if self.data.borrow().def.value_by_name(&name).is_some() {
+        if self.data.borrow().names.contains_key(&name) {
             return Err(OpError::invalid(format!(
                 "the graph already has a value named `{name}`; weight names are unique"
             )));
@@ -196,6 +203,80 @@ impl Graph {
     pub fn to_model(&self, name: impl Into<String>) -> Result<Model, OpError> {
         let data = self.data.borrow();
         Model::new(name.into(), data.def.clone(), data.weights.clone())
+    }
+
+    /// [`to_model`](Graph::to_model), moving the weights into the model instead of copying
+    /// them when this is the graph's last handle (no [`Value`] of it is left): how an
+    /// importer hands over gigabytes of weights without holding them twice.
+    pub fn into_model(self, name: impl Into<String>) -> Result<Model, OpError> {
+        match Rc::try_unwrap(self.data) {
+            Ok(cell) => {
+                let data = cell.into_inner();
+                Model::new(name.into(), data.def, data.weights)
+            }
+            Err(data) => Graph { data }.to_model(name),
+        }
+    }
+
+    /// Renames value `id` to `name` (an imported model's own value names).
+    ///
+    /// # Errors
+    ///
+    /// When another value has that name, or there is no value `id`.
+    pub(crate) fn rename(&self, id: ValueId, name: &str) -> Result<(), OpError> {
+        let mut data = self.data.borrow_mut();
+        match data.names.get(name) {
+            Some(&other) if other == id => return Ok(()),
+            Some(&other) => {
+                return Err(OpError::invalid(format!(
+                    "cannot name value {id} `{name}`: value {other} has that name"
+                )));
+            }
+            None => {}
+        }
+        let old = match data.def.values.get_mut(id) {
+            Some(value) => std::mem::replace(&mut value.name, name.to_owned()),
+            None => return Err(OpError::invalid(format!("there is no value {id}"))),
+        };
+        if data.names.get(&old) == Some(&id) {
+            data.names.remove(&old);
+        }
+        data.names.insert(name.to_owned(), id);
+        Ok(())
+    }
+
+    /// The kind of value `id`.
+    pub(crate) fn kind(&self, id: ValueId) -> Option<ValueKind> {
+        self.data.borrow().def.values.get(id).map(|v| v.kind)
+    }
+
+    /// The value named `name`, if any.
+    pub(crate) fn value_named(&self, name: &str) -> Option<ValueId> {
+        self.data.borrow().names.get(name).copied()
+    }
+
+    /// `base`, or `base_1`, `base_2`, ... : the first no value has.
+    pub(crate) fn fresh_name(&self, base: &str) -> String {
+        let data = self.data.borrow();
+        let mut name = base.to_owned();
+        let mut suffix = 0;
+        while data.names.contains_key(&name) {
+            suffix += 1;
+            name = format!("{base}_{suffix}");
+        }
+        name
+    }
+
+    /// Names node `index` (an imported node's own name).
+    pub(crate) fn name_node(&self, index: usize, name: &str) {
+        if let Some(node) = self.data.borrow_mut().def.nodes.get_mut(index) {
+            node.name = name.to_owned();
+        }
+    }
+
+    /// The number of nodes recorded so far.
+    pub(crate) fn node_count(&self) -> usize {
+        self.data.borrow().def.nodes.len()
     }
 
     /// Records a call of `op` on `inputs`, running the op's shape and dtype rules first: a
@@ -245,6 +326,7 @@ impl Graph {
             .map(|(name, ty)| graph.add_value(format!("n{node_index}.{name}"), ty, ValueKind::Node))
             .collect();
         graph.data.borrow_mut().def.nodes.push(NodeDef {
+            name: String::new(),
             op: op.name.to_owned(),
             version: op.version,
             fingerprint: op.fingerprint(),

@@ -380,6 +380,27 @@ fn describe(dtype: DType, shape: &[usize]) -> String {
     }
 }
 
+/// The bytes of a safetensors file holding `tensors` by name (and an empty metadata
+/// table), in the layout [`read_safetensors`] reads back: what `pto run --outputs
+/// FILE.safetensors` writes, and what `safetensors` and `safetensors.numpy` load.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use pto_op::Tensor;
+/// use pto_op::model::file::{read_safetensors, safetensors_bytes};
+/// let tensors = BTreeMap::from([("logits".to_owned(), Tensor::from_vec([2], vec![1.0f32, 2.0]).unwrap())]);
+/// let bytes = safetensors_bytes(&tensors).unwrap();
+/// assert_eq!(read_safetensors(&bytes).unwrap(), tensors);
+/// ```
+///
+/// # Errors
+///
+/// [`ModelFileError::HeaderTooLarge`] when the names and shapes make a header over the
+/// limit the reader accepts.
+pub fn safetensors_bytes(tensors: &BTreeMap<String, Tensor>) -> Result<Vec<u8>, ModelFileError> {
+    write_safetensors(&BTreeMap::new(), tensors)
+}
+
 /// Writes the safetensors bytes by hand rather than with `safetensors::serialize`, whose
 /// `HashMap` metadata comes out in a random order: the same model must give the same bytes.
 /// The layout is the one `safetensors` reads: tensors by decreasing alignment then name,

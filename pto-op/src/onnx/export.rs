@@ -34,6 +34,7 @@ fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {
     let mut exporter = Exporter {
         model,
         names: model.graph.values.iter().map(|v| v.name.clone()).collect(),
+        node_names: HashSet::new(),
         nodes: Vec::new(),
         constants: Vec::new(),
         opsets: BTreeMap::new(),
@@ -89,6 +90,8 @@ struct Exporter<'a> {
     /// Every value name in use, so that generated names (constants, the Sigmoid of a SiLU)
     /// never collide.
     names: HashSet<String>,
+    /// The node names written so far.
+    node_names: HashSet<String>,
     nodes: Vec<NodeProto>,
     /// Initializers of constant inputs (Reshape's shape, Slice's starts...).
     constants: Vec<TensorProto>,
@@ -152,7 +155,12 @@ impl Exporter<'_> {
             .iter()
             .map(|&id| self.name(id).map(str::to_owned))
             .collect::<Result<Vec<_>, _>>()?;
-        let name = format!("n{index}");
+        // The node's own name (an imported node's), unless an earlier node took it.
+        let name = if node.name.is_empty() || !self.node_names.insert(node.name.clone()) {
+            format!("n{index}")
+        } else {
+            node.name.clone()
+        };
         match standard::by_op(&node.op) {
             Some(entry) => self.standard_node(entry, name, inputs, outputs, &params, &label),
             None => self.custom_node(def, name, inputs, outputs, &params, &label),

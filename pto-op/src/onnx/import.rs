@@ -2,17 +2,18 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use prost::Message;
+use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::path::Path;
 
 use super::proto::{
-    AttributeProto, AttributeType, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto,
-    data_type,
+    AttributeProto, AttributeType, GraphProto, NodeProto, TensorProto, ValueInfoProto, data_type,
 };
+use super::read::{self, Extent, Skeleton};
 use super::standard::{self, Lowering, ParamForm, StandardOp};
 use super::{FINGERPRINT_KEY, OnnxError, node_label};
 use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::dtype::DType;
-use crate::graph::{Graph, Value};
+use crate::graph::{Graph, Value, ValueId, ValueKind};
 use crate::model::Model;
 use crate::op::{OpDef, TensorType};
 use crate::registry;
@@ -79,6 +80,9 @@ pub fn tensor_from_onnx(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
 /// Constant nodes); nodes of other domains are looked up in the registry as
 /// `{domain}.{op_type}`. Output types are inferred again with each op's own rules, and a
 /// declared graph output type must agree. Never panics: any input gives a model or an error.
+///
+/// Initializers whose data is in an external file are refused here (there is no directory
+/// to find it in): [`Model::load_onnx`] reads them.
 pub fn from_onnx(bytes: &[u8]) -> Result<Model, OnnxError> {
     from_onnx_with(bytes, &ImportOptions::default())
 }
@@ -128,7 +132,19 @@ impl ImportOptions {
 /// assert_eq!(model.graph.values[model.graph.inputs[0]].ty.shape.dims(), &[1, 4]);
 /// ```
 pub fn from_onnx_with(bytes: &[u8], options: &ImportOptions) -> Result<Model, OnnxError> {
-    let proto = ModelProto::decode(bytes)?;
+    from_reader(&mut Cursor::new(bytes), bytes.len() as u64, None, options)
+}
+
+/// The model in the `len` bytes of `reader`; external data files are looked up in `dir`.
+/// The initializers' raw data is read from its place into the tensors, not decoded into
+/// the message first (see `read.rs`).
+pub(super) fn from_reader<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    dir: Option<&Path>,
+    options: &ImportOptions,
+) -> Result<Model, OnnxError> {
+    let Skeleton { model: proto, raw } = read::skeleton(reader, len)?;
     let graph = proto
         .graph
         .as_ref()
@@ -144,17 +160,69 @@ pub fn from_onnx_with(bytes: &[u8], options: &ImportOptions) -> Result<Model, On
         values: HashMap::new(),
         constants: HashMap::new(),
         default_opset,
+        generated: HashSet::new(),
+        named: HashSet::new(),
     };
-    importer.import(graph, options)?;
+    let mut tensors = Vec::with_capacity(graph.initializer.len());
+    for (index, init) in graph.initializer.iter().enumerate() {
+        let extent = raw.get(index).copied().flatten();
+        let tensor =
+            initializer_tensor(init, extent, reader, dir).map_err(|problem| OnnxError::Value {
+                value: init.name.clone(),
+                problem,
+            })?;
+        tensors.push(tensor);
+    }
+    importer.import(graph, tensors, options)?;
     let name = if graph.name.is_empty() {
         "model".to_owned()
     } else {
         graph.name.clone()
     };
-    importer
-        .graph
-        .to_model(name)
+    // The last handles of the graph go first, so that the weights move into the model.
+    let Importer {
+        graph: traced,
+        values,
+        constants,
+        ..
+    } = importer;
+    drop((values, constants));
+    traced
+        .into_model(name)
         .map_err(|e| OnnxError::Model(e.to_string()))
+}
+
+/// The tensor of an initializer: from its raw data at `extent` in `reader`, from its
+/// external-data file, or from its typed fields.
+fn initializer_tensor<R: Read + Seek>(
+    init: &TensorProto,
+    extent: Option<Extent>,
+    reader: &mut R,
+    dir: Option<&Path>,
+) -> Result<Tensor, String> {
+    let typed = || -> Result<(DType, Shape), String> {
+        let dtype = DType::from_onnx_code(init.data_type).ok_or_else(|| {
+            format!(
+                "data type {} is not one of pto-op's dtypes ({SUPPORTED})",
+                element_type_name(init.data_type)
+            )
+        })?;
+        Ok((dtype, dims(init.dims.iter().map(|&d| Some(d)))?))
+    };
+    if init.data_location == 1 {
+        let (dtype, shape) = typed()?;
+        return read::read_external(init, dtype, shape, dir);
+    }
+    match extent {
+        Some(extent) if extent.len > 0 => {
+            let (dtype, shape) = typed()?;
+            reader
+                .seek(SeekFrom::Start(extent.offset))
+                .map_err(|e| format!("reading its data: {e}"))?;
+            read::read_tensor(reader, dtype, shape, extent.len)
+        }
+        _ => tensor_from_proto(init),
+    }
 }
 
 struct Importer {
@@ -164,15 +232,21 @@ struct Importer {
     /// Constant tensors (initializers not yet used as data, Constant nodes), by name.
     constants: HashMap<String, Tensor>,
     default_opset: Option<i64>,
+    /// Values the importer made that have no ONNX name (a chain's intermediates).
+    generated: HashSet<ValueId>,
+    /// Values that have taken an ONNX name.
+    named: HashSet<ValueId>,
 }
 
 impl Importer {
-    fn import(&mut self, graph: &GraphProto, options: &ImportOptions) -> Result<(), OnnxError> {
-        for init in &graph.initializer {
-            let tensor = tensor_from_proto(init).map_err(|problem| OnnxError::Value {
-                value: init.name.clone(),
-                problem,
-            })?;
+    /// Imports `graph`, whose initializers' tensors are `tensors`, in order.
+    fn import(
+        &mut self,
+        graph: &GraphProto,
+        tensors: Vec<Tensor>,
+        options: &ImportOptions,
+    ) -> Result<(), OnnxError> {
+        for (init, tensor) in graph.initializer.iter().zip(tensors) {
             if self.constants.insert(init.name.clone(), tensor).is_some() {
                 return Err(OnnxError::Value {
                     value: init.name.clone(),
@@ -215,7 +289,14 @@ impl Importer {
             }
         }
         for (index, node) in graph.node.iter().enumerate() {
+            let first = self.graph.node_count();
             self.node(index, node)?;
+            // `n{index}` is the name export gives a node that has none: not a name.
+            if !node.name.is_empty() && node.name != format!("n{index}") {
+                for traced in first..self.graph.node_count() {
+                    self.graph.name_node(traced, &node.name);
+                }
+            }
         }
         for output in &graph.output {
             let value = self.data_value(&output.name)?;
@@ -232,11 +313,23 @@ impl Importer {
                     });
                 }
             }
+            // An output that aliases a node's value (through Identity) names it: the model's
+            // `logits` stays `logits`.
+            if self.graph.kind(value.id()) == Some(ValueKind::Node) {
+                self.graph
+                    .rename(value.id(), &output.name)
+                    .map_err(|e| OnnxError::Value {
+                        value: output.name.clone(),
+                        problem: e.to_string(),
+                    })?;
+            }
             self.graph.output(&value);
         }
         Ok(())
     }
 
+    /// Records `value` under its ONNX name, which it takes in the graph too (so that a
+    /// model's `logits` output stays `logits`).
     fn define(&mut self, name: &str, value: Value) -> Result<(), OnnxError> {
         if name.is_empty() || self.values.contains_key(name) || self.constants.contains_key(name) {
             return Err(OnnxError::Value {
@@ -244,6 +337,28 @@ impl Importer {
                 problem: "defined twice (or with an empty name); ONNX values are assigned once"
                     .to_owned(),
             });
+        }
+        // A value the importer made (a chain's intermediate) gives way to an ONNX name.
+        if let Some(holder) = self.graph.value_named(name)
+            && holder != value.id()
+            && self.generated.contains(&holder)
+        {
+            let fresh = self.graph.fresh_name(&format!("{name}.part"));
+            self.graph
+                .rename(holder, &fresh)
+                .map_err(|e| OnnxError::Value {
+                    value: name.to_owned(),
+                    problem: e.to_string(),
+                })?;
+        }
+        // A value already named (an alias such as Identity's output) keeps its first name.
+        if self.named.insert(value.id()) {
+            self.graph
+                .rename(value.id(), name)
+                .map_err(|e| OnnxError::Value {
+                    value: name.to_owned(),
+                    problem: e.to_string(),
+                })?;
         }
         self.values.insert(name.to_owned(), value);
         Ok(())
@@ -269,6 +384,7 @@ impl Importer {
                 value: name.to_owned(),
                 problem: e.to_string(),
             })?;
+        self.named.insert(value.id());
         self.values.insert(name.to_owned(), value.clone());
         Ok(value)
     }
@@ -578,7 +694,18 @@ impl Importer {
                     outputs.len()
                 ),
             })?;
-            if last {
+            if !last {
+                // An intermediate value of the chain, named after the node's output.
+                let base = format!("{}.part{k}", node.output.first().map_or("", String::as_str));
+                let name = self.graph.fresh_name(&base);
+                self.graph
+                    .rename(result.id(), &name)
+                    .map_err(|source| OnnxError::Op {
+                        node: label.to_owned(),
+                        source,
+                    })?;
+                self.generated.insert(result.id());
+            } else {
                 let [output] = node.output.as_slice() else {
                     return Err(OnnxError::Node {
                         node: label.to_owned(),
@@ -1006,7 +1133,11 @@ fn input_type(info: &ValueInfoProto, bound: Option<&Shape>) -> Result<TensorType
 /// The tensor an initializer or a Constant holds.
 fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
     if proto.data_location == 1 {
-        return Err("its data is external; pto-op reads embedded data only".to_owned());
+        return Err(
+            "its data is external, which pto-op reads for initializers only (not in a \
+             Constant)"
+                .to_owned(),
+        );
     }
     let dtype = DType::from_onnx_code(proto.data_type).ok_or_else(|| {
         format!(

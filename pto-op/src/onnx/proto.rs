@@ -199,7 +199,11 @@ pub struct TensorProto {
     /// Elements of UINT32 and UINT64 tensors.
     #[prost(uint64, repeated, tag = "11")]
     pub uint64_data: Vec<u64>,
-    /// 1 when the data lives in an external file (not supported by pto-op).
+    /// Where an external tensor's data is: `location` (a file beside the model), `offset`
+    /// and `length` in bytes.
+    #[prost(message, repeated, tag = "13")]
+    pub external_data: Vec<StringStringEntryProto>,
+    /// 1 (`EXTERNAL`) when the data lives in an external file, named by `external_data`.
     #[prost(int32, tag = "14")]
     pub data_location: i32,
 }
