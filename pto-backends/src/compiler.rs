@@ -116,12 +116,14 @@ pub enum CompileError {
         message: String,
     },
     /// An op's rules reject a node's inputs.
-    #[error("model `{model}`: node {node}: {source}")]
+    #[error("model `{model}`: node {node}{}: {source}", named(node_name))]
     Infer {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The op's error.
         source: Box<OpError>,
     },
@@ -164,17 +166,31 @@ pub enum CompileError {
     #[error(transparent)]
     MemoryBudget(Box<pto_op::budget::BudgetError>),
     /// The target could not prepare a node (its kernel does not trace, or does not fit).
-    #[error("model `{model}`: node {node} on target `{target}`: {source}")]
+    #[error(
+        "model `{model}`: node {node}{} on target `{target}`: {source}",
+        named(node_name)
+    )]
     Lower {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The target.
         target: String,
         /// The op's error.
         source: Box<OpError>,
     },
+}
+
+/// ` `name`` for a named node, nothing for an unnamed one.
+fn named(name: &str) -> String {
+    if name.is_empty() {
+        String::new()
+    } else {
+        format!(" `{name}`")
+    }
 }
 
 fn join(changes: &[SchemaChange]) -> String {
@@ -558,6 +574,7 @@ pub fn check_types(model: &Model, ops: &[&'static OpDef]) -> Result<Vec<NodeType
                 .map_err(|source| CompileError::Infer {
                     model: model.name.clone(),
                     node: index,
+                    node_name: node.name.clone(),
                     source: Box::new(source),
                 })?;
         if inferred.len() != node.outputs.len() {
@@ -624,6 +641,7 @@ pub fn lower(
             .map_err(|source| CompileError::Lower {
                 model: model.name.clone(),
                 node: index,
+                node_name: node.name.clone(),
                 target: executor.target().to_owned(),
                 source: Box::new(source),
             })?;
@@ -773,12 +791,17 @@ pub enum RunError {
         names: String,
     },
     /// A node failed.
-    #[error("model `{model}`: node {node} on target `{target}`: {source}")]
+    #[error(
+        "model `{model}`: node {node}{} on target `{target}`: {source}",
+        named(node_name)
+    )]
     Node {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The target.
         target: String,
         /// The op's error.
@@ -953,6 +976,7 @@ impl CompiledModel {
             let node_error = |source: OpError| RunError::Node {
                 model: self.model.name.clone(),
                 node: index,
+                node_name: node.name.clone(),
                 target: self.executor.target().to_owned(),
                 source: Box::new(source),
             };
@@ -1006,6 +1030,7 @@ impl CompiledModel {
             .map_err(|source| RunError::Node {
                 model: self.model.name.clone(),
                 node: graph.nodes.len(),
+                node_name: String::new(),
                 target: self.executor.target().to_owned(),
                 source: Box::new(source),
             })?;

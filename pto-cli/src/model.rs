@@ -184,6 +184,9 @@ struct Inspection {
 #[derive(Debug, Serialize)]
 struct InspectedNode {
     node: usize,
+    /// The node's own name (an imported ONNX node's), if it has one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    name: String,
     op: String,
     attrs: BTreeMap<String, AttrValue>,
     inputs: Vec<ValueInfo>,
@@ -212,6 +215,7 @@ impl Inspection {
                 .enumerate()
                 .map(|(index, node)| InspectedNode {
                     node: index,
+                    name: node.name.clone(),
                     op: node.op.clone(),
                     attrs: node.attrs.clone(),
                     inputs: node.inputs.iter().filter_map(info).collect(),
@@ -248,9 +252,14 @@ impl core::fmt::Display for Inspection {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            let name = if node.name.is_empty() {
+                String::new()
+            } else {
+                format!("  `{}`", node.name)
+            };
             writeln!(
                 f,
-                "{:>4}  {:<op_w$} ({}) -> {}  [{}]  live {}",
+                "{:>4}  {:<op_w$} ({}) -> {}  [{}]  live {}{name}",
                 node.node,
                 node.op,
                 names(&node.inputs),

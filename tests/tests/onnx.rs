@@ -164,7 +164,7 @@ fn import_errors_name_the_node_the_attribute_and_what_was_expected() {
     let unknown = import_edited(&|g| g.node[1].domain = "nope".to_owned());
     assert_eq!(
         unknown.to_string(),
-        "node #1 `n1`: no op for domain `nope`, op_type `rms_norm`: no op named `nope.rms_norm` \
+        "node #1 `n1` (nope.rms_norm): no op for domain `nope`, op_type `rms_norm`: no op named `nope.rms_norm` \
          is registered; did you mean demo.rms_norm or std.rms_norm?"
     );
     let mistyped = import_edited(&|g| {
@@ -174,13 +174,13 @@ fn import_errors_name_the_node_the_attribute_and_what_was_expected() {
     });
     assert_eq!(
         mistyped.to_string(),
-        "node #1 `n1`: attribute `eps`: expected a FLOAT attribute (for a param of type f32), \
+        "node #1 `n1` (demo.rms_norm): attribute `eps`: expected a FLOAT attribute (for a param of type f32), \
          got INT"
     );
     let unknown_attr = import_edited(&|g| g.node[1].attribute[0].name = "epsilon".to_owned());
     assert_eq!(
         unknown_attr.to_string(),
-        "node #1 `n1`: attribute `epsilon`: `demo.rms_norm` has no param of this name (its \
+        "node #1 `n1` (demo.rms_norm): attribute `epsilon`: `demo.rms_norm` has no param of this name (its \
          params: eps)"
     );
     let changed = import_edited(&|g| g.node[1].metadata_props[1].value = "0".repeat(16));
@@ -194,7 +194,7 @@ fn import_errors_name_the_node_the_attribute_and_what_was_expected() {
     });
     assert_eq!(
         bad_shape.to_string(),
-        "node #1 `n1`: op `demo.rms_norm`: input `gamma`: expected shape [16], got [8]"
+        "node #1 `n1` (demo.rms_norm): op `demo.rms_norm`: input `gamma`: expected shape [16], got [8]"
     );
     let undefined = import_edited(&|g| g.node[1].input[0] = "ghost".to_owned());
     assert_eq!(
@@ -209,7 +209,7 @@ fn a_missing_param_without_default_is_named() {
     let err = import_edited(&bytes, |g| g.node[0].attribute.retain(|a| a.name != "h")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "node #0 `n0`: attribute `h`: missing: `test_onnx.every_param` needs a value of type \
+        "node #0 `n0` (test_onnx.every_param): attribute `h`: missing: `test_onnx.every_param` needs a value of type \
          Vec<f32>"
     );
 }

@@ -84,13 +84,19 @@ impl Model {
                 )));
             }
         }
-        if let Some(extra) = self.weights.keys().find(|name| {
-            !self
-                .graph
-                .weights
-                .iter()
-                .any(|&id| self.graph.values.get(id).is_some_and(|v| &v.name == *name))
-        }) {
+        // A set of the weight values' names: one lookup per tensor, not a scan.
+        let names: std::collections::HashSet<&str> = self
+            .graph
+            .weights
+            .iter()
+            .filter_map(|&id| self.graph.values.get(id))
+            .map(|v| v.name.as_str())
+            .collect();
+        if let Some(extra) = self
+            .weights
+            .keys()
+            .find(|name| !names.contains(name.as_str()))
+        {
             return Err(OpError::invalid(format!(
                 "weight data `{extra}` belongs to no weight of the graph"
             )));

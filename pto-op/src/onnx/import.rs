@@ -390,7 +390,7 @@ impl Importer {
     }
 
     fn node(&mut self, index: usize, node: &NodeProto) -> Result<(), OnnxError> {
-        let label = node_label(index, &node.name);
+        let label = node_label(index, &node.name, &node.domain, &node.op_type);
         let default_domain = node.domain.is_empty() || node.domain == "ai.onnx";
         if default_domain && node.op_type == "Constant" {
             return self.constant(node, &label);
@@ -659,7 +659,11 @@ impl Importer {
         self.call(def, &inputs, attrs, &node.output, label)
     }
 
-    /// `op(op(op(a, b), c), d)` for a node with inputs a, b, c, d.
+    /// `op(op(a, b), op(c, d))` for a node with inputs a, b, c, d: a balanced tree of the
+    /// binary op, in input order (for an associative op such as concat, the same value as
+    /// the chain `op(op(op(a, b), c), d)`). A tree, because a chain of `n` concats copies
+    /// `O(n^2)` elements, the tree `O(n log n)`: a Concat of 16k inputs runs in the time of
+    /// its log2 levels, not of 16k ever longer copies.
     fn chain(
         &mut self,
         def: &'static OpDef,
@@ -667,58 +671,67 @@ impl Importer {
         attrs: Attributes,
         label: &str,
     ) -> Result<(), OnnxError> {
-        let inputs = node
+        let mut level = node
             .input
             .iter()
             .map(|n| self.data_value(n))
             .collect::<Result<Vec<_>, _>>()?;
-        let Some((first, rest)) = inputs.split_first().filter(|(_, rest)| !rest.is_empty()) else {
+        if level.len() < 2 {
             return Err(OnnxError::Node {
                 node: label.to_owned(),
                 problem: format!(
                     "{} needs at least 2 inputs, the node has {}",
                     node.op_type,
-                    inputs.len()
+                    level.len()
+                ),
+            });
+        }
+        let [output] = node.output.as_slice() else {
+            return Err(OnnxError::Node {
+                node: label.to_owned(),
+                problem: format!(
+                    "{} has one output, the node names {}",
+                    node.op_type,
+                    node.output.len()
                 ),
             });
         };
-        let mut acc = first.clone();
-        for (k, next) in rest.iter().enumerate() {
-            let last = k + 1 == rest.len();
-            let outputs = self.trace(def, &[acc, next.clone()], attrs.clone(), label)?;
-            let [result] = <[Value; 1]>::try_from(outputs).map_err(|outputs| OnnxError::Node {
-                node: label.to_owned(),
-                problem: format!(
-                    "`{}` has {} outputs, a chain needs 1",
-                    def.name,
-                    outputs.len()
-                ),
-            })?;
-            if !last {
-                // An intermediate value of the chain, named after the node's output.
-                let base = format!("{}.part{k}", node.output.first().map_or("", String::as_str));
-                let name = self.graph.fresh_name(&base);
-                self.graph
-                    .rename(result.id(), &name)
-                    .map_err(|source| OnnxError::Op {
-                        node: label.to_owned(),
-                        source,
-                    })?;
-                self.generated.insert(result.id());
-            } else {
-                let [output] = node.output.as_slice() else {
-                    return Err(OnnxError::Node {
+        let mut made = 0;
+        while level.len() > 1 {
+            let last_level = level.len() == 2;
+            let mut next = Vec::with_capacity(level.len().div_ceil(2));
+            for pair in level.chunks(2) {
+                let [a, b] = pair else {
+                    next.extend(pair.iter().cloned());
+                    continue;
+                };
+                let outputs = self.trace(def, &[a.clone(), b.clone()], attrs.clone(), label)?;
+                let [result] =
+                    <[Value; 1]>::try_from(outputs).map_err(|outputs| OnnxError::Node {
                         node: label.to_owned(),
                         problem: format!(
-                            "{} has one output, the node names {}",
-                            node.op_type,
-                            node.output.len()
+                            "`{}` has {} outputs, a chain needs 1",
+                            def.name,
+                            outputs.len()
                         ),
-                    });
-                };
-                self.define(output, result.clone())?;
+                    })?;
+                if last_level {
+                    self.define(output, result.clone())?;
+                } else {
+                    // An intermediate value of the tree, named after the node's output.
+                    let name = self.graph.fresh_name(&format!("{output}.part{made}"));
+                    self.graph
+                        .rename(result.id(), &name)
+                        .map_err(|source| OnnxError::Op {
+                            node: label.to_owned(),
+                            source,
+                        })?;
+                    self.generated.insert(result.id());
+                }
+                made += 1;
+                next.push(result);
             }
-            acc = result;
+            level = next;
         }
         Ok(())
     }
@@ -802,13 +815,16 @@ impl Importer {
                         })?;
                             let list = tensor.to_vec::<i64>().map_err(|e| OnnxError::Value {
                                 value: name.clone(),
-                                problem: format!("{} must be int64: {e}", map.param),
+                                problem: format!(
+                                    "{} of node {label} must be int64: {e}",
+                                    map.param
+                                ),
                             })?;
                             if tensor.shape().rank() > 1 {
                                 return Err(OnnxError::Value {
                                     value: name.clone(),
                                     problem: format!(
-                                        "{} must be 1-D, got shape {}",
+                                        "{} of node {label} must be 1-D, got shape {}",
                                         map.param,
                                         tensor.shape()
                                     ),

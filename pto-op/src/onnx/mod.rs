@@ -208,11 +208,17 @@ impl Model {
     }
 }
 
-/// How messages name node `index`: its name when it has one.
-fn node_label(index: usize, name: &str) -> String {
-    if name.is_empty() {
-        format!("#{index}")
+/// How messages name node `index` of ONNX operator `op_type` in `domain`: by its name when
+/// it has one, and its operator (`#3 `proj` (MatMul)`, `#1 (demo.rms_norm)`).
+fn node_label(index: usize, name: &str, domain: &str, op_type: &str) -> String {
+    let op = if domain.is_empty() || domain == "ai.onnx" {
+        op_type.to_owned()
     } else {
-        format!("#{index} `{name}`")
+        format!("{domain}.{op_type}")
+    };
+    if name.is_empty() {
+        format!("#{index} ({op})")
+    } else {
+        format!("#{index} `{name}` ({op})")
     }
 }
