@@ -160,7 +160,6 @@ pub(super) fn from_reader<R: Read + Seek>(
         values: HashMap::new(),
         constants: HashMap::new(),
         default_opset,
-        generated: HashSet::new(),
         named: HashSet::new(),
     };
     let mut tensors = Vec::with_capacity(graph.initializer.len());
@@ -232,8 +231,6 @@ struct Importer {
     /// Constant tensors (initializers not yet used as data, Constant nodes), by name.
     constants: HashMap<String, Tensor>,
     default_opset: Option<i64>,
-    /// Values the importer made that have no ONNX name (a chain's intermediates).
-    generated: HashSet<ValueId>,
     /// Values that have taken an ONNX name.
     named: HashSet<ValueId>,
 }
@@ -338,10 +335,11 @@ impl Importer {
                     .to_owned(),
             });
         }
-        // A value the importer made (a chain's intermediate) gives way to an ONNX name.
+        // A value the importer made without an ONNX name (an intermediate of a node lowered
+        // to several ops, named `n{k}.y` or `{output}.part{k}`) gives way to an ONNX name.
         if let Some(holder) = self.graph.value_named(name)
             && holder != value.id()
-            && self.generated.contains(&holder)
+            && !self.named.contains(&holder)
         {
             let fresh = self.graph.fresh_name(&format!("{name}.part"));
             self.graph
@@ -726,7 +724,6 @@ impl Importer {
                             node: label.to_owned(),
                             source,
                         })?;
-                    self.generated.insert(result.id());
                 }
                 made += 1;
                 next.push(result);
