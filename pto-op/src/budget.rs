@@ -239,7 +239,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
     let value: f64 = number.parse().map_err(|_| bad())?;
     let bytes = value * scale as f64;
     // 2^63 bytes is beyond any machine; it also keeps the cast exact in range.
-    if !(bytes.is_finite() && bytes >= 1.0 && bytes < 9.2e18) {
+    if !(1.0..9.2e18).contains(&bytes) {
         return Err(format!(
             "`{text}` is not a usable memory budget: give at least one byte and less than 8 EiB"
         ));

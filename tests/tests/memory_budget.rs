@@ -197,7 +197,7 @@ fn weights_over_the_budget_are_refused_naming_the_largest() {
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pto-budget-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("the temporary directory can be made");
     dir
 }
 
