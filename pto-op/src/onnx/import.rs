@@ -3,6 +3,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
+
+use prost::Message;
 use std::path::Path;
 
 use super::proto::{
@@ -75,7 +77,7 @@ pub fn tensor_from_onnx(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
 
 /// The model in ONNX protobuf `bytes`. See the [module docs](super) for the mapping.
 ///
-/// Standard ONNX operators of the table become `std.*` ops (Concat of n inputs a chain of
+/// Standard ONNX operators of the table become `std.*` ops (Concat of n inputs a balanced tree of
 /// `std.concat`; constant inputs such as Reshape's shape are read from initializers or
 /// Constant nodes); nodes of other domains are looked up in the registry as
 /// `{domain}.{op_type}`. Output types are inferred again with each op's own rules, and a
