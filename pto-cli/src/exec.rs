@@ -88,23 +88,32 @@ pub(crate) fn run(
     }
 }
 
+/// Where `pto parity` runs: the target checked and the reference, on one device, within
+/// one memory budget.
+pub(crate) struct ParityTargets<'a> {
+    pub target: &'a str,
+    pub reference: &'a str,
+    pub device: Option<&'a str>,
+    pub budget: &'a BudgetArg,
+}
+
 /// `pto parity MODEL`: every output on `target` against `reference`, both on `device`.
 pub(crate) fn parity(
     model: &str,
     load: &LoadArgs,
-    target: &str,
-    reference: &str,
-    device: Option<&str>,
-    budget: &BudgetArg,
+    targets: &ParityTargets<'_>,
     inputs: &InputArgs,
     json: bool,
 ) -> Result<String, CliError> {
     let model = load_model(model, load)?;
-    let checked = compile(&model, within(edge::target_config(target, device)?, budget))?;
-    let expected = compile(
-        &model,
-        within(edge::target_config(reference, device)?, budget),
-    )?;
+    let config = |name: &str| -> Result<TargetConfig, CliError> {
+        Ok(within(
+            edge::target_config(name, targets.device)?,
+            targets.budget,
+        ))
+    };
+    let checked = compile(&model, config(targets.target)?)?;
+    let expected = compile(&model, config(targets.reference)?)?;
     let (values, _) = input_values(&checked, inputs)?;
     let parity = compare_compiled(&checked, &expected, &values)?;
     let report = render(&parity, json)?;

@@ -124,10 +124,12 @@ where
         } => exec::parity(
             &model,
             load,
-            &target,
-            &reference,
-            device.device.as_deref(),
-            &budget,
+            &exec::ParityTargets {
+                target: &target,
+                reference: &reference,
+                device: device.device.as_deref(),
+                budget: &budget,
+            },
             &inputs,
             json,
         ),
