@@ -332,11 +332,57 @@ fn shape_ops() -> Result<Case, OpError> {
     })
 }
 
+/// exp, erf, reciprocal, max and min (broadcast), equal and where, ReduceMax, expand and
+/// trilu (upper and lower, k from the diagonal). Every op result is a graph output.
+fn exporter_ops() -> Result<Case, OpError> {
+    let g = Graph::new();
+    let out = |v: Value| {
+        g.output(&v);
+        v
+    };
+    let x = g.input("x", Shape::from([2, 3, 4]), DType::F32);
+    let row = g.weight("row", Tensor::random([4], DType::F32, 21))?;
+    let e = out(ops::exp::apply(&x, &Default::default())?);
+    out(ops::erf::apply(&x, &Default::default())?);
+    out(ops::reciprocal::apply(&e, &Default::default())?);
+    let high = out(ops::max::apply(&x, &row, &Default::default())?);
+    let low = out(ops::min::apply(&x, &row, &Default::default())?);
+    let same = out(ops::equal::apply(&high, &x, &Default::default())?);
+    out(ops::select::apply(&same, &x, &low, &Default::default())?);
+    out(ops::reduce_max::apply(
+        &x,
+        &ops::reduce_max::Params {
+            axes: vec![-1],
+            keepdims: false,
+        },
+    )?);
+    out(ops::expand::apply(
+        &row,
+        &ops::expand::Params { shape: vec![3, 1] },
+    )?);
+    out(ops::trilu::apply(
+        &x,
+        &ops::trilu::Params { upper: true, k: 1 },
+    )?);
+    out(ops::trilu::apply(
+        &x,
+        &ops::trilu::Params {
+            upper: false,
+            k: -1,
+        },
+    )?);
+    Ok(Case {
+        model: g.to_model("exporter_ops")?,
+        inputs: BTreeMap::from([("x".to_owned(), Tensor::random([2, 3, 4], DType::F32, 22))]),
+    })
+}
+
 fn cases() -> Vec<Case> {
     vec![
         mlp_block().expect("the MLP block traces"),
         shape_ops().expect("the shape-ops model traces"),
         transformer_math().expect("the transformer math model traces"),
+        exporter_ops().expect("the exporter-ops model traces"),
     ]
 }
 

@@ -411,13 +411,21 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.cast",
             "std.concat",
             "std.div",
+            "std.equal",
+            "std.erf",
+            "std.exp",
+            "std.expand",
             "std.gather",
             "std.gelu",
             "std.layer_norm",
             "std.matmul",
+            "std.max",
+            "std.min",
             "std.mul",
             "std.neg",
             "std.pow",
+            "std.reciprocal",
+            "std.reduce_max",
             "std.reduce_mean",
             "std.reduce_sum",
             "std.relu",
@@ -431,9 +439,85 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.sub",
             "std.tanh",
             "std.transpose",
+            "std.trilu",
+            "std.where",
         ]
     );
     for op in ops.iter().filter(|op| op.name.starts_with("std.")) {
         assert!(!op.doc.trim().is_empty(), "{} has no doc", op.name);
     }
+}
+
+#[test]
+fn exporter_ops_compute_by_hand() {
+    let x = f32s(&[2, 3], &[1.0, -2.0, 0.5, 4.0, 0.0, -1.0]);
+    let row = f32s(&[3], &[0.0, 0.0, 1.0]);
+    assert_close(
+        &run(ops::max::def(), &[&x, &row], &[]),
+        &[2, 3],
+        &[1.0, 0.0, 1.0, 4.0, 0.0, 1.0],
+    );
+    assert_close(
+        &run(ops::min::def(), &[&x, &row], &[]),
+        &[2, 3],
+        &[0.0, -2.0, 0.5, 0.0, 0.0, -1.0],
+    );
+    // Integers beyond 2^53 stay exact.
+    let big = Tensor::from_vec([2], vec![u64::MAX, 3]).expect("fits");
+    let small = Tensor::from_vec([2], vec![u64::MAX - 1, 4]).expect("fits");
+    assert_eq!(
+        run(ops::max::def(), &[&big, &small], &[]).to_vec::<u64>(),
+        Ok(vec![u64::MAX, 4])
+    );
+    assert_eq!(
+        run(ops::equal::def(), &[&big, &small], &[]).to_vec::<bool>(),
+        Ok(vec![false, false])
+    );
+    let flags = Tensor::from_vec([3], vec![true, false, true]).expect("fits");
+    assert_close(
+        &run(ops::select::def(), &[&flags, &x, &row], &[]),
+        &[2, 3],
+        &[1.0, 0.0, 0.5, 4.0, 0.0, -1.0],
+    );
+    let keep = [("axes", ints(&[1])), ("keepdims", AttrValue::Bool(false))];
+    assert_close(
+        &run(ops::reduce_max::def(), &[&x], &keep),
+        &[2],
+        &[1.0, 4.0],
+    );
+    assert_close(
+        &run(ops::expand::def(), &[&row], &[("shape", ints(&[2, 1]))]),
+        &[2, 3],
+        &[0.0, 0.0, 1.0, 0.0, 0.0, 1.0],
+    );
+    let m = i64s(&[3, 3], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let upper = [("upper", AttrValue::Bool(true)), ("k", AttrValue::I64(1))];
+    assert_eq!(
+        run(ops::trilu::def(), &[&m], &upper).to_vec::<i64>(),
+        Ok(vec![0, 2, 3, 0, 0, 6, 0, 0, 0])
+    );
+    let lower = [("upper", AttrValue::Bool(false)), ("k", AttrValue::I64(0))];
+    assert_eq!(
+        run(ops::trilu::def(), &[&m], &lower).to_vec::<i64>(),
+        Ok(vec![1, 0, 0, 4, 5, 0, 7, 8, 9])
+    );
+    assert_close(
+        &run(ops::erf::def(), &[&f32s(&[3], &[0.0, 1.0, -0.5])], &[]),
+        &[3],
+        &[0.0, 0.842_700_8, -0.520_499_9],
+    );
+    assert_close(
+        &run(ops::reciprocal::def(), &[&f32s(&[2], &[4.0, -0.5])], &[]),
+        &[2],
+        &[0.25, -2.0],
+    );
+    assert_close(
+        &run(ops::exp::def(), &[&f32s(&[2], &[0.0, 1.0])], &[]),
+        &[2],
+        &[1.0, std::f32::consts::E],
+    );
+    assert_eq!(
+        fail(ops::max::def(), &[&flags, &flags], &[]),
+        "op `std.max`: input `a`: expected a float or an integer dtype, got bool"
+    );
 }

@@ -143,6 +143,12 @@ fn binary_arithmetic_kernels_match_their_references() {
     table.extend(cases(pow, &[&[64, 256], &[64, 256]], &[]));
     table.extend(cases(pow, &[&[2, 13, 48], &[48]], &[]));
     table.extend(cases(pow, &[&[37, 100], &[1]], &[]));
+    // Element-wise max and min, broadcast.
+    for def in [ops::max::def(), ops::min::def()] {
+        table.extend(cases(def, &[&[64, 256], &[64, 256]], &[]));
+        table.extend(cases(def, &[&[2, 13, 48], &[48]], &[]));
+        table.extend(cases(def, &[&[7, 1], &[1, 30]], &[]));
+    }
     check_all(table);
 }
 
@@ -157,6 +163,9 @@ fn activation_kernels_match_their_references() {
         ops::neg::def(),
         ops::sqrt::def(),
         ops::tanh::def(),
+        ops::exp::def(),
+        ops::erf::def(),
+        ops::reciprocal::def(),
     ] {
         table.extend(cases(def, &[&[64, 256]], &[]));
         table.extend(cases(def, &[&[3, 37, 100]], &[]));

@@ -283,22 +283,24 @@ impl Exporter<'_> {
                     attribute.push(int_attribute(onnx_name, i64::from(code)));
                 }
                 ParamForm::Input { index, omit_empty } => {
-                    let AttrValue::I64s(list) = value else {
-                        return Err(OnnxError::Attribute {
-                            node: label.to_owned(),
-                            attribute: map.param.to_owned(),
-                            problem: format!(
-                                "expected a Vec<i64>, got {} value {value}",
-                                value.ty()
-                            ),
-                        });
+                    let tensor = match value {
+                        AttrValue::I64s(list) if list.is_empty() && omit_empty => continue,
+                        AttrValue::I64s(list) => Tensor::from_vec([list.len()], list.clone())
+                            .map_err(|e| OnnxError::Model(e.to_string()))?,
+                        // A scalar param (Trilu's k) is a 0-D input.
+                        AttrValue::I64(v) => Tensor::scalar(*v),
+                        _ => {
+                            return Err(OnnxError::Attribute {
+                                node: label.to_owned(),
+                                attribute: map.param.to_owned(),
+                                problem: format!(
+                                    "expected a Vec<i64> or an i64, got {} value {value}",
+                                    value.ty()
+                                ),
+                            });
+                        }
                     };
-                    if list.is_empty() && omit_empty {
-                        continue;
-                    }
                     let constant = self.fresh_name(format!("{name}.{}", map.param));
-                    let tensor = Tensor::from_vec([list.len()], list.clone())
-                        .map_err(|e| OnnxError::Model(e.to_string()))?;
                     self.constants.push(tensor_proto(&constant, &tensor));
                     if input.len() <= index {
                         input.resize(index + 1, String::new());

@@ -22,8 +22,8 @@ use crate::registry;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
+mod extra;
 mod lower;
-mod norm;
 
 /// The largest dimension import accepts: shape rules may multiply two dimensions.
 const MAX_DIM: u64 = 1 << 31;
@@ -31,10 +31,13 @@ const MAX_DIM: u64 = 1 << 31;
 const MAX_ELEMENTS: u64 = 1 << 40;
 
 /// ONNX operators of the default domain that import reads without an entry of the table of
-/// standard ops (see `import/lower.rs`).
+/// standard ops (see `import/lower.rs` and `import/extra.rs`).
 pub(crate) const EXTRA_OP_TYPES: &[&str] = &[
+    "CastLike",
     "Constant",
     "ConstantOfShape",
+    "Dropout",
+    "Flatten",
     "Gemm",
     "Identity",
     "Range",
@@ -819,7 +822,20 @@ impl Importer {
                                     map.param
                                 ),
                             })?;
-                            if tensor.shape().rank() > 1 {
+                            if param.ty == AttrType::I64 {
+                                // A scalar param (Trilu's k): one value.
+                                let [value] = list.as_slice() else {
+                                    return Err(OnnxError::Value {
+                                        value: name.clone(),
+                                        problem: format!(
+                                            "{} must hold one value, got shape {}",
+                                            map.param,
+                                            tensor.shape()
+                                        ),
+                                    });
+                                };
+                                Some(AttrValue::I64(*value))
+                            } else if tensor.shape().rank() > 1 {
                                 return Err(OnnxError::Value {
                                     value: name.clone(),
                                     problem: format!(
@@ -828,8 +844,9 @@ impl Importer {
                                         tensor.shape()
                                     ),
                                 });
+                            } else {
+                                Some(AttrValue::I64s(list))
                             }
-                            Some(AttrValue::I64s(list))
                         }
                     }
                 }
@@ -843,9 +860,11 @@ impl Importer {
     }
 }
 
-/// Inputs of nodes that `import/lower.rs` reads as constants (params), by operator.
+/// Inputs of nodes that `import/lower.rs` and `import/extra.rs` read as constants (params),
+/// by operator.
 const LOWERED_PARAM_INPUTS: &[(&str, &[usize])] = &[
     ("ConstantOfShape", &[0]),
+    ("Dropout", &[1, 2]),
     ("Range", &[0, 1, 2]),
     ("Slice", &[4]),
     ("Split", &[1]),

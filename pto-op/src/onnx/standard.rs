@@ -18,8 +18,9 @@ pub(crate) enum ParamForm {
     /// An INT attribute of this name holding the ONNX code of the dtype that the param (a
     /// dtype name such as `"f16"`) names.
     DTypeCode(&'static str),
-    /// A constant 1-D int64 input at this position. When `omit_empty`, an empty list is
-    /// written as an omitted input, which the ONNX op reads as "all axes".
+    /// A constant 1-D int64 input at this position (a 0-D one for an i64 param). When
+    /// `omit_empty`, an empty list is written as an omitted input, which the ONNX op reads
+    /// as "all axes".
     Input {
         /// The input's position.
         index: usize,
@@ -90,6 +91,20 @@ const fn with(
             params,
             fixed,
             variadic: false,
+        },
+    }
+}
+
+/// An op of two inputs that ONNX takes any number (>= 2) of: import chains it.
+const fn variadic(op: &'static str, op_type: &'static str, opset: i64) -> StandardOp {
+    StandardOp {
+        op,
+        lowering: Lowering::Node {
+            op_type,
+            opset,
+            params: &[],
+            fixed: &[],
+            variadic: true,
         },
     }
 }
@@ -225,6 +240,34 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         13,
         &[input("axes", 1, true), attr("keepdims", "keepdims")],
         &[("noop_with_empty_axes", 0)],
+    ),
+    node(ops::exp::NAME, "Exp", 13),
+    node(ops::erf::NAME, "Erf", 13),
+    node(ops::reciprocal::NAME, "Reciprocal", 13),
+    variadic(ops::max::NAME, "Max", 13),
+    variadic(ops::min::NAME, "Min", 13),
+    node(ops::equal::NAME, "Equal", 13),
+    node(ops::select::NAME, "Where", 16),
+    with(
+        ops::reduce_max::NAME,
+        "ReduceMax",
+        18,
+        &[input("axes", 1, true), attr("keepdims", "keepdims")],
+        &[("noop_with_empty_axes", 0)],
+    ),
+    with(
+        ops::expand::NAME,
+        "Expand",
+        13,
+        &[input("shape", 1, false)],
+        &[],
+    ),
+    with(
+        ops::trilu::NAME,
+        "Trilu",
+        14,
+        &[attr("upper", "upper"), input("k", 1, false)],
+        &[],
     ),
 ];
 

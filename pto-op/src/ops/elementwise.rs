@@ -33,7 +33,7 @@ fn arithmetic_dtype(a: DType, b: DType) -> Result<DType, OpError> {
 }
 
 /// The elements of an integer tensor, exactly, as i128.
-fn integers_i128(t: &Tensor) -> Result<ArrayD<i128>, OpError> {
+pub(super) fn integers_i128(t: &Tensor) -> Result<ArrayD<i128>, OpError> {
     Ok(match t.dtype() {
         DType::U64 => t.view::<u64>()?.mapv(i128::from),
         _ => t.cast(DType::I64).view::<i64>()?.mapv(i128::from),
@@ -41,7 +41,7 @@ fn integers_i128(t: &Tensor) -> Result<ArrayD<i128>, OpError> {
 }
 
 /// The range of an integer dtype.
-fn integer_range(dtype: DType) -> (i128, i128) {
+pub(super) fn integer_range(dtype: DType) -> (i128, i128) {
     match dtype {
         DType::I8 => (i8::MIN.into(), i8::MAX.into()),
         DType::U8 => (0, u8::MAX.into()),
@@ -55,7 +55,7 @@ fn integer_range(dtype: DType) -> (i128, i128) {
 }
 
 /// An integer tensor of `dtype` from values within its range.
-fn from_i128(values: ArrayD<i128>, dtype: DType) -> Tensor {
+pub(super) fn from_i128(values: ArrayD<i128>, dtype: DType) -> Tensor {
     match dtype {
         DType::U64 => Tensor::from_array(values.mapv(|v| v as u64)),
         _ => Tensor::from_array(values.mapv(|v| v as i64)).cast(dtype),

@@ -20,6 +20,13 @@
 //! | [`std.gather`](gather) | data, indices | `axis: i64 = 0` | no |
 //! | [`std.cast`](cast) | x | `to: String` | no |
 //! | [`std.reduce_mean`](reduce_mean), [`std.reduce_sum`](reduce_sum) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
+//! | [`std.exp`](exp), [`std.erf`](erf), [`std.reciprocal`](reciprocal) | x | | yes |
+//! | [`std.max`](max), [`std.min`](min) | a, b | | yes (floats) |
+//! | [`std.equal`](equal) | a, b | | no |
+//! | [`std.where`](select) | cond, x, y | | no |
+//! | [`std.reduce_max`](reduce_max) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
+//! | [`std.expand`](expand) | x | `shape: Vec<i64>` | no |
+//! | [`std.trilu`](trilu) | x | `upper: bool = true`, `k: i64 = 0` | no |
 //!
 //! Float ops compute in f32 and return the input's dtype. Each op's module doc is its
 //! schema doc, with the exact rules.
@@ -40,6 +47,7 @@
 #![allow(unsafe_code)]
 
 mod elementwise;
+mod exported;
 #[cfg(test)]
 mod fast_path_tests;
 mod linalg;
@@ -50,6 +58,7 @@ mod shape_ops;
 mod unary_math;
 
 pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
+pub use exported::{equal, erf, exp, expand, max, min, reciprocal, reduce_max, select, trilu};
 pub use linalg::{batch_matmul, matmul};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_mean, reduce_sum, softmax};

@@ -123,7 +123,7 @@ impl Importer {
         node: &NodeProto,
         label: &str,
     ) -> Result<Option<NodeProto>, OnnxError> {
-        if self.normalization(node, label)? {
+        if self.extra(node, label)? {
             return Ok(None);
         }
         if node.op_type == "Identity" {

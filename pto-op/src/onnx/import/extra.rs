@@ -1,8 +1,14 @@
-//! LayerNormalization and RMSNormalization on any axis: the normalized axes `axis..rank`
-//! are reshaped into the rows' last axis, which `std.layer_norm` and `std.rms_norm`
-//! normalize, and the result is reshaped back. LayerNormalization's optional outputs `Mean`
-//! and `InvStdDev` are computed with `std.reduce_mean`, `std.sub`, `std.mul`, `std.add`,
-//! `std.sqrt` and `std.div`.
+//! Operators imported as a few standard ops:
+//!
+//! - LayerNormalization and RMSNormalization on any axis: the normalized axes `axis..rank`
+//!   are reshaped into the rows' last axis, which `std.layer_norm` and `std.rms_norm`
+//!   normalize, and the result is reshaped back. LayerNormalization's optional outputs
+//!   `Mean` and `InvStdDev` are computed with `std.reduce_mean`, `std.sub`, `std.mul`,
+//!   `std.add`, `std.sqrt` and `std.div`.
+//! - Flatten: a reshape to rank 2.
+//! - Dropout in inference (no training mode, or a ratio of 0): its input, and an all-true
+//!   mask.
+//! - CastLike: `std.cast` to the dtype of its second input.
 
 use super::{Importer, param_value};
 use crate::attr::{AttrType, AttrValue, Attributes};
@@ -65,12 +71,119 @@ impl Importer {
         self.traced(ops::reshape::NAME, std::slice::from_ref(x), attrs, label)
     }
 
+    /// Imports `node` if it is one of the operators of this module (`Ok(true)`).
+    pub(super) fn extra(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
+        match node.op_type.as_str() {
+            "Flatten" => self.flatten(node, label).map(|()| true),
+            "Dropout" => self.dropout(node, label).map(|()| true),
+            "CastLike" => self.cast_like(node, label).map(|()| true),
+            _ => self.normalization(node, label),
+        }
+    }
+
+    fn flatten(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        let ([x], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+            return Err(node_error(
+                label,
+                "Flatten has one input and one output".into(),
+            ));
+        };
+        let x = self.data_value(x)?;
+        let dims = x.shape().dims().to_vec();
+        let rank = dims.len() as i64;
+        let axis = match attribute(node, "axis", AttrType::I64, label)? {
+            Some(AttrValue::I64(a)) => a,
+            _ => 1,
+        };
+        let split = if axis < 0 { axis + rank } else { axis };
+        let split = usize::try_from(split)
+            .ok()
+            .filter(|&a| a <= dims.len())
+            .ok_or_else(|| OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: "axis".to_owned(),
+                problem: format!("axis {axis} is out of range for rank {rank}"),
+            })?;
+        let outer: usize = dims[..split].iter().product();
+        let inner: usize = dims[split..].iter().product();
+        let flat = self.reshaped(&x, &[outer, inner], label)?;
+        self.define(y, flat)
+    }
+
+    fn dropout(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        let name = |i: usize| node.input.get(i).filter(|n| !n.is_empty());
+        let Some(x) = name(0) else {
+            return Err(node_error(label, "Dropout needs its input".into()));
+        };
+        let scalar =
+            |importer: &Importer, i: usize, what: &str| -> Result<Option<f64>, OnnxError> {
+                let Some(input) = name(i) else {
+                    return Ok(None);
+                };
+                let tensor = importer.constants.get(input).ok_or_else(|| {
+                    node_error(
+                        label,
+                        format!(
+                            "input #{i} `{input}` ({what}) of Dropout must be a constant (an \
+                         initializer, a Constant node, or a bound input)"
+                        ),
+                    )
+                })?;
+                Ok(tensor.to_f64_vec().first().copied())
+            };
+        let ratio = scalar(self, 1, "ratio")?.unwrap_or(0.5);
+        let training = scalar(self, 2, "training_mode")?.unwrap_or(0.0) != 0.0;
+        if training && ratio != 0.0 {
+            return Err(node_error(
+                label,
+                format!(
+                    "Dropout in training mode with ratio {ratio} is random; pto-op imports \
+                     the inference form (training_mode false, or ratio 0)"
+                ),
+            ));
+        }
+        let x = self.data_value(x)?;
+        let outputs = &node.output;
+        match outputs.first().filter(|n| !n.is_empty()) {
+            Some(y) => self.define(y, x.clone())?,
+            None => return Err(node_error(label, "Dropout names no output".into())),
+        }
+        if let Some(mask) = outputs.get(1).filter(|n| !n.is_empty()) {
+            let all = Tensor::from_f64_fn(x.shape().clone(), crate::dtype::DType::Bool, |_| 1.0);
+            self.constants.insert(mask.clone(), all);
+        }
+        Ok(())
+    }
+
+    fn cast_like(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        let ([x, like], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+            return Err(node_error(
+                label,
+                "CastLike has two inputs and one output".into(),
+            ));
+        };
+        if let Some(AttrValue::I64(saturate)) = attribute(node, "saturate", AttrType::I64, label)?
+            && saturate != 1
+        {
+            return Err(OnnxError::Attribute {
+                node: label.to_owned(),
+                attribute: "saturate".to_owned(),
+                problem: format!("pto-op's `std.cast` saturates (1), the node has {saturate}"),
+            });
+        }
+        let dtype = match self.constants.get(like) {
+            Some(t) => t.dtype(),
+            None => self.data_value(like)?.dtype(),
+        };
+        let x = self.data_value(x)?;
+        let attrs =
+            Attributes::from([("to".to_owned(), AttrValue::String(dtype.name().to_owned()))]);
+        let cast = self.traced(ops::cast::NAME, &[x], attrs, label)?;
+        self.define(y, cast)
+    }
+
     /// Imports `node` if it is a LayerNormalization or RMSNormalization (`Ok(true)`).
-    pub(super) fn normalization(
-        &mut self,
-        node: &NodeProto,
-        label: &str,
-    ) -> Result<bool, OnnxError> {
+    fn normalization(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
         let layer = match node.op_type.as_str() {
             "LayerNormalization" => true,
             "RMSNormalization" => false,
