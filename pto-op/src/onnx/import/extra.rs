@@ -339,7 +339,12 @@ impl Importer {
             ("keepdims".to_owned(), AttrValue::Bool(true)),
         ]);
         let none = Attributes::new;
-        let mean = self.traced(ops::reduce_mean::NAME, &[x2.clone()], reduce.clone(), label)?;
+        let mean = self.traced(
+            ops::reduce_mean::NAME,
+            std::slice::from_ref(&x2),
+            reduce.clone(),
+            label,
+        )?;
         if let Some(name) = outputs.get(1).filter(|n| !n.is_empty()) {
             let m = self.reshaped(&mean, &stat_dims, label)?;
             self.define(name, m)?;
