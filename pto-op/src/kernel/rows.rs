@@ -34,17 +34,22 @@ pub struct RowTiles {
 /// Row tiles of `x` sized so a row tile of f32 stays near 16 KiB; sets the kernel's grid.
 pub fn row_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
     let dims = x.shape().dims();
+    // Neither is an error of the op: its kernel does not cover the case
+    // (`OpError::Unsupported`), and a kernel target runs the op on its fallback.
     let Some((&cols, leading)) = dims.split_last() else {
-        return Err(OpError::input(
-            x.name(),
-            "the kernel needs rank >= 1, got a scalar",
-        ));
+        return Err(OpError::Unsupported {
+            op: k.op().to_owned(),
+            message: format!(
+                "input `{}`: the kernel needs rank >= 1, got a scalar",
+                x.name()
+            ),
+        });
     };
     if dims.contains(&0) {
-        return Err(OpError::input(
-            x.name(),
-            format!("shape {} is empty", x.shape()),
-        ));
+        return Err(OpError::Unsupported {
+            op: k.op().to_owned(),
+            message: format!("input `{}`: shape {} is empty", x.name(), x.shape()),
+        });
     }
     let Some((&rows, outer)) = leading.split_last() else {
         k.grid(1)?;

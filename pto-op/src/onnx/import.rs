@@ -588,6 +588,7 @@ impl Importer {
         else {
             return Err(unknown(node, label, "not an importable form".to_owned()));
         };
+        let opset = standard::import_opset(&node.op_type).unwrap_or(opset);
         match self.default_opset {
             Some(version) if version >= opset => {}
             declared => {

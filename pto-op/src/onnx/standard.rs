@@ -271,6 +271,32 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
     ),
 ];
 
+/// The earliest opset whose form of ONNX operator `op_type` means what the table's form
+/// means (the later versions only added element types or attributes with a default that
+/// keeps the meaning): import accepts a model of that opset or later. Operators not
+/// listed are accepted from the opset of their table entry.
+pub(crate) fn import_opset(op_type: &str) -> Option<i64> {
+    Some(match op_type {
+        // numpy broadcasting since 7.
+        "Add" | "Sub" | "Mul" | "Div" => 7,
+        "Relu" | "Sigmoid" | "Neg" | "Sqrt" | "Tanh" | "Exp" | "Reciprocal" | "Cast" => 6,
+        // Reshape's allowzero (14) defaults to the earlier meaning.
+        "Reshape" => 5,
+        "Transpose" => 1,
+        "Concat" => 4,
+        // Negative indices since 11.
+        "Gather" => 11,
+        "MatMul" => 9,
+        "Erf" => 9,
+        "Equal" => 7,
+        "Where" => 9,
+        "Max" | "Min" | "Expand" => 8,
+        // Integer exponents since 12.
+        "Pow" => 12,
+        _ => return None,
+    })
+}
+
 /// The table entry of pto-op op `op`, if it is a standard op.
 pub(crate) fn by_op(op: &str) -> Option<&'static StandardOp> {
     STANDARD_OPS.iter().find(|s| s.op == op)

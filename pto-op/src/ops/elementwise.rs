@@ -189,8 +189,9 @@ pub(super) fn load_broadcast(
         )
     })?;
     if dims.is_empty() {
-        return Err(OpError::input(
-            x.name(),
+        return Err(kernel_unsupported(
+            k.op(),
+            &format!("input `{}`", x.name()),
             "the kernel needs rank >= 1, got a scalar: reshape it to [1]",
         ));
     }

@@ -77,8 +77,92 @@ impl Importer {
             "Flatten" => self.flatten(node, label).map(|()| true),
             "Dropout" => self.dropout(node, label).map(|()| true),
             "CastLike" => self.cast_like(node, label).map(|()| true),
+            "Max" | "Min" if node.input.len() == 1 => {
+                // One input: the input itself.
+                let ([x], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+                    return Err(node_error(
+                        label,
+                        format!("{} has one output", node.op_type),
+                    ));
+                };
+                let x = self.data_value(x)?;
+                self.define(y, x).map(|()| true)
+            }
+            "Pow" => self.pow_of_other_types(node, label),
+            "ReduceMean" | "ReduceMax" | "ReduceSum" => self.reduction(node, label),
             _ => self.normalization(node, label),
         }
+    }
+
+    /// Pow of a float base and an integer exponent (ONNX allows mixed types): the exponent
+    /// cast to the base's dtype (`Ok(true)`); other Pow nodes are left to the table.
+    fn pow_of_other_types(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
+        let ([a, b], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+            return Ok(false);
+        };
+        if self.constants.contains_key(a) || self.constants.contains_key(b) {
+            return Ok(false);
+        }
+        let (Some(av), Some(bv)) = (self.values.get(a).cloned(), self.values.get(b).cloned())
+        else {
+            return Ok(false);
+        };
+        if !(av.dtype().is_float() && bv.dtype().is_integer()) {
+            return Ok(false);
+        }
+        let to = Attributes::from([(
+            "to".to_owned(),
+            AttrValue::String(av.dtype().name().to_owned()),
+        )]);
+        let exponent = self.traced(ops::cast::NAME, &[bv], to, label)?;
+        let power = self.traced(ops::pow::NAME, &[av, exponent], Attributes::new(), label)?;
+        self.define(y, power)?;
+        Ok(true)
+    }
+
+    /// ReduceMean, ReduceMax and ReduceSum in their forms before opset 18 (13 for ReduceSum),
+    /// with `axes` an attribute, and ReduceSum with `noop_with_empty_axes` and no axes (its
+    /// input). `Ok(false)` for the form of the table.
+    fn reduction(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
+        let ([x, rest @ ..], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+            return Ok(false);
+        };
+        let noop = matches!(
+            attribute(node, "noop_with_empty_axes", AttrType::I64, label)?,
+            Some(AttrValue::I64(1))
+        );
+        if noop {
+            let axes_empty = match rest.first().filter(|n| !n.is_empty()) {
+                None => true,
+                Some(name) => self.constants.get(name).is_some_and(|t| t.numel() == 0),
+            };
+            if !axes_empty {
+                return Ok(false);
+            }
+            let x = self.data_value(x)?;
+            self.define(y, x)?;
+            return Ok(true);
+        }
+        let Some(AttrValue::I64s(axes)) = attribute(node, "axes", AttrType::I64s, label)? else {
+            return Ok(false);
+        };
+        let op = match node.op_type.as_str() {
+            "ReduceMean" => ops::reduce_mean::NAME,
+            "ReduceMax" => ops::reduce_max::NAME,
+            _ => ops::reduce_sum::NAME,
+        };
+        let keepdims = !matches!(
+            attribute(node, "keepdims", AttrType::I64, label)?,
+            Some(AttrValue::I64(0))
+        );
+        let x = self.data_value(x)?;
+        let attrs = Attributes::from([
+            ("axes".to_owned(), AttrValue::I64s(axes)),
+            ("keepdims".to_owned(), AttrValue::Bool(keepdims)),
+        ]);
+        let reduced = self.traced(op, &[x], attrs, label)?;
+        self.define(y, reduced)?;
+        Ok(true)
     }
 
     fn flatten(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
