@@ -17,7 +17,7 @@ pub enum Lowering {
         grid: usize,
     },
     /// The target runs kernels, but this op has none, or its kernel does not cover these
-    /// inputs or params ([`OpError::Unsupported`](crate::OpError::Unsupported)): the caller
+    /// inputs or params ([`OpError::Unsupported`]): the caller
     /// must run its reference elsewhere (on the CPU).
     NoKernel,
 }
