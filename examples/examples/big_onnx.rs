@@ -4,7 +4,8 @@
 //! - `mlp FILE [SEQ D_MODEL D_HIDDEN]`: the standard-op SwiGLU MLP block (`build_mlp_std`),
 //!   default `32 4096 11008` (LLaMA-7B width: 541 MB of f32 weights);
 //! - `chain FILE N`: `N` Relu nodes in a chain over an f32 `[4]` input;
-//! - `concat FILE N`: one Concat node of `N` f32 `[1, 4]` inputs (axis 0).
+//! - `concat FILE N [WIDTH]`: one Concat node of `N` f32 `[1, WIDTH]` inputs (axis 0;
+//!   default width 4).
 //!
 //! `cargo run --release -p pto-examples --example big_onnx -- mlp /tmp/mlp.onnx`, then for
 //! example `/usr/bin/time -v target/release/pto inspect /tmp/mlp.onnx`.
@@ -22,7 +23,8 @@ type Error = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: big_onnx (mlp FILE [SEQ D_MODEL D_HIDDEN] | chain FILE N | concat FILE N)";
+    let usage =
+        "usage: big_onnx (mlp FILE [SEQ D_MODEL D_HIDDEN] | chain FILE N | concat FILE N [WIDTH])";
     let (Some(kind), Some(path)) = (args.first(), args.get(1)) else {
         return Err(usage.into());
     };
@@ -60,9 +62,9 @@ fn main() -> Result<(), Error> {
             println!("wrote {path}: {n} Relu nodes in a chain");
         }
         "concat" => {
-            let n = size(2, None)?;
-            std::fs::write(path, concat_model(n).encode_to_vec())?;
-            println!("wrote {path}: one Concat of {n} inputs");
+            let (n, width) = (size(2, None)?, size(3, Some(4))?);
+            std::fs::write(path, concat_model(n, width).encode_to_vec())?;
+            println!("wrote {path}: one Concat of {n} inputs of [1, {width}]");
         }
         _ => return Err(usage.into()),
     }
@@ -89,9 +91,10 @@ fn tensor_info(name: String, dims: &[i64]) -> ValueInfoProto {
     }
 }
 
-fn concat_model(n: usize) -> ModelProto {
+fn concat_model(n: usize, width: usize) -> ModelProto {
     let inputs: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
     let rows = i64::try_from(n).unwrap_or(i64::MAX);
+    let width = i64::try_from(width).unwrap_or(i64::MAX);
     ModelProto {
         ir_version: pto_op::onnx::IR_VERSION,
         opset_import: vec![OperatorSetIdProto {
@@ -115,9 +118,9 @@ fn concat_model(n: usize) -> ModelProto {
             }],
             input: inputs
                 .into_iter()
-                .map(|name| tensor_info(name, &[1, 4]))
+                .map(|name| tensor_info(name, &[1, width]))
                 .collect(),
-            output: vec![tensor_info("y".to_owned(), &[rows, 4])],
+            output: vec![tensor_info("y".to_owned(), &[rows, width])],
             ..Default::default()
         }),
         ..Default::default()

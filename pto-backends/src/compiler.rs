@@ -16,6 +16,7 @@
 //! one. This module reads no environment.
 
 use core::fmt;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -381,7 +382,24 @@ pub fn compile(
     model: &Model,
     target: impl Into<TargetConfig>,
 ) -> Result<CompiledModel, CompileError> {
-    let config = target.into();
+    compile_cow(Cow::Borrowed(model), target.into())
+}
+
+/// [`compile`], taking the model instead of copying it: its weights are held once, not
+/// twice (what the command line does with a model it has just loaded).
+///
+/// # Errors
+///
+/// As [`compile`].
+pub fn compile_owned(
+    model: Model,
+    target: impl Into<TargetConfig>,
+) -> Result<CompiledModel, CompileError> {
+    compile_cow(Cow::Owned(model), target.into())
+}
+
+fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledModel, CompileError> {
+    let model: &Model = &owned;
     let executor = config.executor()?;
     let ops = resolve(model)?;
     let types = check_types(model, &ops)?;
@@ -423,7 +441,7 @@ pub fn compile(
         .map(|(op, runs)| CompiledNode { op, runs })
         .collect();
     Ok(CompiledModel {
-        model: model.clone(),
+        model: owned.into_owned(),
         executor,
         nodes,
         plan,

@@ -3,7 +3,9 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use pto_backends::compiler::{CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile};
+use pto_backends::compiler::{
+    CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile, compile_owned,
+};
 use pto_backends::parity::compare_compiled;
 use pto_op::target::TargetConfig;
 use pto_op::{Tensor, TensorType};
@@ -23,7 +25,7 @@ fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<Compile
         &edge::target_name(target.target.as_deref()),
         target.device.device.as_deref(),
     )?;
-    Ok(compile(&model, within(config, &target.budget))?)
+    Ok(compile_owned(model, within(config, &target.budget))?)
 }
 
 /// `config` within the budget the arguments give, if any.

@@ -92,14 +92,17 @@ impl<R: Read + Seek> Walker<'_, R> {
         Err(format!("a varint at byte {start} is longer than 10 bytes"))
     }
 
-    fn bytes(&mut self, len: u64) -> Result<Vec<u8>, String> {
+    /// Appends the next `len` bytes to `out`.
+    fn bytes_into(&mut self, out: &mut Vec<u8>, len: u64) -> Result<(), String> {
         // `len` was checked against the message's end, which is within the input.
-        let mut buffer = vec![0u8; usize::try_from(len).map_err(|_| "too long".to_owned())?];
+        let start = out.len();
+        let len_usize = usize::try_from(len).map_err(|_| "too long".to_owned())?;
+        out.resize(start + len_usize, 0);
         self.reader
-            .read_exact(&mut buffer)
+            .read_exact(&mut out[start..])
             .map_err(|e| format!("reading {len} bytes at byte {}: {e}", self.position))?;
         self.position += len;
-        Ok(buffer)
+        Ok(())
     }
 
     fn skip(&mut self, len: u64) -> Result<(), String> {
@@ -159,11 +162,11 @@ impl<R: Read + Seek> Walker<'_, R> {
                 let value = self.varint(u64::MAX)?;
                 encode_varint(out, value);
             }
-            FIXED64 => out.extend(self.bytes(8)?),
-            FIXED32 => out.extend(self.bytes(4)?),
+            FIXED64 => self.bytes_into(out, 8)?,
+            FIXED32 => self.bytes_into(out, 4)?,
             _ => {
                 encode_varint(out, len);
-                out.extend(self.bytes(len)?);
+                self.bytes_into(out, len)?;
             }
         }
         Ok(())
