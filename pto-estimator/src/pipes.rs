@@ -43,7 +43,7 @@ pub fn pipeline_seconds(program: &ValidProgram, device: &DeviceProfile) -> Resul
     let cores = cost::cores_in_use(program.grid, device);
     let pace = Pace {
         program,
-        costs: CostModel::new(device, program.grid),
+        costs: CostModel::new(device, program),
     };
     let per_program = pace.straight(&program.body)?;
     Ok(program.grid.div_ceil(cores) as f64 * per_program / device.clock_hz)
@@ -60,7 +60,7 @@ pub fn pipe_cycles(
     program: &ValidProgram,
     device: &DeviceProfile,
 ) -> Result<BTreeMap<Pipe, f64>, CostError> {
-    CostModel::new(device, program.grid).busy(program, &program.body)
+    CostModel::new(device, program).busy(program, &program.body)
 }
 
 struct Pace<'a> {

@@ -61,6 +61,23 @@ pub struct CopyRates {
     pub ub_to_l1: f64,
 }
 
+/// The chip's level-2 cache between the AI cores and global memory.
+///
+/// The cost model prices loads with a static hit model (see [`crate::kernel::cost`]): a
+/// program's re-reads of its inputs hit L2 when its unique input bytes fit `capacity`
+/// (in proportion when they do not), and hits stream at `bandwidth` instead of
+/// [`DeviceProfile::memory_bandwidth`]. A capacity of 0 (the default, and the Kirin
+/// profiles: their platform files give `l2_size=0`) means no L2.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Cache {
+    /// Bytes of L2 of the whole chip (0: none).
+    pub capacity: u64,
+    /// Read bandwidth of L2 of the whole chip, in bytes per second, shared by the cores in
+    /// use like the memory bandwidth.
+    pub bandwidth: f64,
+}
+
 /// Relative cost of vector instructions, in cycles per 256-byte repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -156,6 +173,9 @@ pub struct DeviceProfile {
     pub clock_hz: f64,
     /// Global memory bandwidth of the whole chip, in bytes per second.
     pub memory_bandwidth: f64,
+    /// The L2 cache (none when absent from the file).
+    #[serde(default)]
+    pub l2: L2Cache,
     /// Capacity of each on-core buffer, in bytes.
     pub buffers: PerBuffer,
     /// Alignment of tiles in each buffer, in bytes: a tile's footprint is rounded up to it.
@@ -325,6 +345,13 @@ impl DeviceProfile {
         ];
         if let Some((field, value)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("`{field}` must be a positive number, got {value}"));
+        }
+        let l2 = self.l2;
+        if l2.capacity > 0 && !(l2.bandwidth.is_finite() && l2.bandwidth > 0.0) {
+            return Err(format!(
+                "`l2.bandwidth` must be a positive number when `l2.capacity` is not 0, got {}",
+                l2.bandwidth
+            ));
         }
         let efficiencies = [
             ("estimator.cube_efficiency", self.estimator.cube_efficiency),
@@ -516,15 +543,52 @@ mod tests {
         );
         let x90 = DeviceProfile::builtin("kirinx90").unwrap().buffers;
         assert_eq!(
-            (x90.ub, x90.l1, x90.l0c),
-            (118 * 1024, 1024 * 1024, 128 * 1024)
+            (x90.ub, x90.l1, x90.l0a, x90.l0b, x90.l0c),
+            (118 * 1024, 1024 * 1024, 64 * 1024, 64 * 1024, 128 * 1024)
         );
+        let k9030 = DeviceProfile::builtin("kirin9030").unwrap().buffers;
+        assert_eq!(
+            (k9030.ub, k9030.l1, k9030.l0a, k9030.l0b, k9030.l0c),
+            (118 * 1024, 512 * 1024, 32 * 1024, 32 * 1024, 64 * 1024)
+        );
+    }
+
+    /// The numbers of the public platform files (PyPTO's simulator `.ini`s) the profiles
+    /// cite in their notes.
+    #[test]
+    fn cores_cube_and_l2_match_the_platform_files() {
+        for name in ["kirin9030", "kirinx90"] {
+            let p = DeviceProfile::builtin(name).unwrap();
+            assert_eq!(p.ai_cores, 1, "{name}");
+            assert_eq!(p.cube_macs(DType::F16), Some(16.0 * 8.0 * 16.0), "{name}");
+            assert_eq!(p.l2.capacity, 0, "{name}: l2_size=0");
+            assert!(p.notes.iter().any(|n| n.contains(".ini")), "{name}");
+        }
+        let a = DeviceProfile::builtin("ascend910b").unwrap();
+        assert_eq!((a.ai_cores, a.clock_hz), (24, 1.85e9));
+        assert_eq!(a.l2.capacity, 192 << 20);
+        let per_core = |bandwidth: f64| bandwidth / a.clock_hz / 24.0;
+        assert!((per_core(a.memory_bandwidth) - 32.0).abs() < 1e-9);
+        assert!((per_core(a.l2.bandwidth) - 110.0).abs() < 1e-9);
+        let r = a.copy_bytes_per_cycle;
+        assert_eq!(
+            (r.l1_to_l0a, r.l1_to_l0b, r.l0c_out, r.ub_to_gm, r.ub_to_l1),
+            (512.0, 256.0, 256.0, 64.0, 128.0)
+        );
+    }
+
+    #[test]
+    fn an_l2_without_bandwidth_is_refused() {
+        let text = include_str!("../data/devices/ascend910b.json")
+            .replace("\"bandwidth\": 4884000000000.0", "\"bandwidth\": 0");
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
+        assert!(err.to_string().contains("`l2.bandwidth` must be a positive number"), "{err}");
     }
 
     #[test]
     fn a_bad_profile_names_the_field() {
         let mut text = include_str!("../data/devices/kirin9030.json").to_owned();
-        text = text.replace("\"ai_cores\": 2", "\"ai_cores\": 0");
+        text = text.replace("\"ai_cores\": 1", "\"ai_cores\": 0");
         let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -147,7 +147,7 @@ pub fn schedule(
 ) -> Result<Timeline, SimError> {
     let mut scheduler = Scheduler {
         program,
-        costs: CostModel::new(profile, program.grid),
+        costs: CostModel::new(profile, program),
         plan,
         pipe_busy: BTreeMap::new(),
         busy: BTreeMap::new(),

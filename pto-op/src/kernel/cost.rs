@@ -8,6 +8,18 @@
 //!   L1 -> L0A, L1 -> L0B, L0C out, UB -> GM, UB -> L1); paths to or from GM run at most at
 //!   `memory_bandwidth / clock_hz / cores in use` bytes per cycle, as the cores share GM.
 //!   `bytes` is the larger of the source and destination tile.
+//! - loads (GM -> UB / L1) read through the L2 cache ([`crate::device::L2Cache`]): a share
+//!   `h` of their bytes hits L2 and streams at `l2.bandwidth / clock_hz / cores in use`
+//!   bytes per cycle (capped by the path's rate), the rest at the GM rate above, so a
+//!   load's bytes take `h / l2_rate + (1 - h) / gm_rate` cycles each. `h` is one number per
+//!   program, the **re-read share**: over the whole grid, the program loads `L` bytes of
+//!   its inputs, of which `U` are distinct (the inputs' sizes, at most what is loaded);
+//!   the first read of each byte misses, every re-read hits while the distinct bytes fit
+//!   the cache, and a share `capacity / U` of them hits when they do not:
+//!   `h = (L - U) / L * min(1, capacity / U)`. This is what tiled kernels need (a GEMM
+//!   re-reads each row of `a` once per column tile of `y`, flash attention re-reads `k`
+//!   and `v` once per query block); it ignores the order of reads and what other ops
+//!   left in the cache, and stores go to GM at the GM rate.
 //! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
 //!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`
 //!   and the kind from [`Inst::cycles_per_repeat`].
@@ -82,29 +94,112 @@ pub fn cores_in_use(grid: usize, profile: &DeviceProfile) -> usize {
     (profile.ai_cores as usize).min(grid).max(1)
 }
 
-/// The costs of instructions on one device profile, for a grid spread over
-/// [`cores_in_use`] cores (which share the GM bandwidth).
+/// The share of a program's loaded bytes that hit the L2 cache of `profile`, in [0, 1]:
+/// the re-read share of the module docs, `(L - U) / L * min(1, capacity / U)`.
+///
+/// ```
+/// use pto_op::DeviceProfile;
+/// use pto_op::kernel::cost::l2_hit_share;
+/// let mut p = DeviceProfile::builtin("ascend910b").unwrap();
+/// // 4 MiB distinct, each byte read 4 times: 3 of 4 reads hit.
+/// assert_eq!(l2_hit_share(&p, 16 << 20, 4 << 20), 0.75);
+/// p.l2.capacity = 1 << 20; // a quarter of the distinct bytes fits
+/// assert_eq!(l2_hit_share(&p, 16 << 20, 4 << 20), 0.75 / 4.0);
+/// p.l2.capacity = 0; // no L2
+/// assert_eq!(l2_hit_share(&p, 16 << 20, 4 << 20), 0.0);
+/// ```
+pub fn l2_hit_share(profile: &DeviceProfile, loaded: u64, distinct: u64) -> f64 {
+    let distinct = distinct.min(loaded);
+    if profile.l2.capacity == 0 || loaded == 0 || distinct == 0 {
+        return 0.0;
+    }
+    let reread = (loaded - distinct) as f64 / loaded as f64;
+    reread * (profile.l2.capacity as f64 / distinct as f64).min(1.0)
+}
+
+/// `(loaded, distinct)` bytes of the input globals of `program` over its whole grid:
+/// every load's tile bytes times its loop trips times the grid, and per input the smaller
+/// of its size and what is loaded of it.
+pub fn input_traffic(program: &Program) -> (u64, u64) {
+    fn walk(program: &Program, body: &[Inst], trips: u64, loaded: &mut BTreeMap<u32, u64>) {
+        for inst in body {
+            match inst {
+                Inst::Loop { count, body, .. } => {
+                    walk(program, body, trips.saturating_mul(*count as u64), loaded)
+                }
+                Inst::Load { dst, src, .. } => {
+                    let bytes = program.tile(*dst).map_or(0, |t| t.bytes() as u64);
+                    let entry = loaded.entry(src.0).or_insert(0);
+                    *entry = entry.saturating_add(bytes.saturating_mul(trips));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut per_global = BTreeMap::new();
+    walk(program, &program.body, program.grid.max(1) as u64, &mut per_global);
+    per_global
+        .iter()
+        .fold((0u64, 0u64), |(loaded, distinct), (global, bytes)| {
+            let size = program.global(super::ir::GlobalId(*global)).map_or(0, |g| {
+                (g.shape.iter().product::<usize>() * g.dtype.size_bytes()) as u64
+            });
+            (
+                loaded.saturating_add(*bytes),
+                distinct.saturating_add(size.min(*bytes)),
+            )
+        })
+}
+
+/// The costs of instructions of one program on one device profile, its grid spread over
+/// [`cores_in_use`] cores (which share the GM and L2 bandwidth), its loads hitting L2 by
+/// [`l2_hit_share`].
 ///
 /// ```
 /// use pto_op::DeviceProfile;
 /// use pto_op::kernel::cost::CostModel;
+/// use pto_op::kernel::ir::Program;
 /// let kirin = DeviceProfile::builtin("kirin9030").unwrap();
-/// let model = CostModel::new(&kirin, 8);
+/// let program = Program { op: "doc.empty".into(), grid: 8, globals: vec![], tiles: vec![], vars: 0, body: vec![] };
+/// let model = CostModel::new(&kirin, &program);
 /// assert_eq!(model.issue_cycles(), kirin.issue_cycles);
+/// assert_eq!(model.l2_hit_share(), 0.0);
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct CostModel<'a> {
     profile: &'a DeviceProfile,
     gm_bytes_per_cycle: f64,
+    l2_bytes_per_cycle: f64,
+    l2_hits: f64,
 }
 
 impl<'a> CostModel<'a> {
-    /// The model of `profile` running a grid of `grid` block programs.
-    pub fn new(profile: &'a DeviceProfile, grid: usize) -> CostModel<'a> {
-        let cores = cores_in_use(grid, profile);
+    /// The model of `profile` running `program` (its grid and its loads' L2 hits).
+    pub fn new(profile: &'a DeviceProfile, program: &Program) -> CostModel<'a> {
+        let cores = cores_in_use(program.grid, profile) as f64;
+        let (loaded, distinct) = input_traffic(program);
         CostModel {
             profile,
-            gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores as f64,
+            gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores,
+            l2_bytes_per_cycle: profile.l2.bandwidth / profile.clock_hz / cores,
+            l2_hits: l2_hit_share(profile, loaded, distinct),
+        }
+    }
+
+    /// The share of the program's loaded bytes that hit L2 ([`l2_hit_share`]).
+    pub fn l2_hit_share(&self) -> f64 {
+        self.l2_hits
+    }
+
+    /// Cycles per byte of a load on a path of `rate` bytes per cycle: L2 hits at the L2
+    /// share, misses at the GM share, each capped by the path.
+    fn load_cycles_per_byte(&self, rate: f64) -> f64 {
+        let miss = 1.0 / rate.min(self.gm_bytes_per_cycle);
+        if self.l2_hits > 0.0 {
+            let hit = 1.0 / rate.min(self.l2_bytes_per_cycle);
+            self.l2_hits * hit + (1.0 - self.l2_hits) * miss
+        } else {
+            miss
         }
     }
 
@@ -148,12 +243,18 @@ impl<'a> CostModel<'a> {
             };
             (p.copy_latency_cycles + bytes as f64 / rate, bytes as u64)
         };
+        let load = |bytes: usize, rate: f64| {
+            (
+                p.copy_latency_cycles + bytes as f64 * self.load_cycles_per_byte(rate),
+                bytes as u64,
+            )
+        };
         let (cycles, bytes) = match inst {
             Inst::Load { dst, .. } => {
                 let t = ty(*dst)?;
                 match t.level {
-                    MemLevel::Ub => copy(t.bytes(), rates.gm_to_ub, true),
-                    MemLevel::L1 => copy(t.bytes(), rates.gm_to_l1, true),
+                    MemLevel::Ub => load(t.bytes(), rates.gm_to_ub),
+                    MemLevel::L1 => load(t.bytes(), rates.gm_to_l1),
                     level => return Err(CostError::LoadLevel(level)),
                 }
             }
