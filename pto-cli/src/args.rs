@@ -146,6 +146,15 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The tile simulator against public measurements of Ascend hardware (flash attention,
+    /// GEMM) on the ascend910b profile: per case measured and simulated time, their ratio,
+    /// the simulator's bound, and whether it is within 25%. Prints the Markdown table kept
+    /// in docs/fidelity.md.
+    Fidelity {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Import an ONNX file (binding symbolic dims with `--shape`, fusing std-op patterns into
     /// the linked custom ops with `--fuse`), report what it holds and what was fused, and
     /// write it as a model file or ONNX (`-o`).

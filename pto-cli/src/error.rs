@@ -87,6 +87,14 @@ pub enum CliError {
         /// The parity report, as text or JSON as asked.
         report: String,
     },
+    /// A case of `pto fidelity` could not be traced or simulated.
+    #[error("fidelity case `{case}`: {message}")]
+    Fidelity {
+        /// The case.
+        case: String,
+        /// What failed.
+        message: String,
+    },
     /// A device profile could not be loaded.
     #[error(transparent)]
     Device(#[from] pto_op::DeviceError),

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
-//! `estimators`, `accuracy`, `calibrate`, `inspect`, and with the feature `device` `package`;
+//! `estimators`, `accuracy`, `calibrate`, `fidelity`, `inspect`, and with the feature `device` `package`;
 //! `--json` on every report. A MODEL
 //! argument is an ONNX or model file (`pto export` writes both), else the name of a
 //! built-in model (see [`pto_op::models`]). The target is `--target`, else
@@ -33,6 +33,7 @@ mod args;
 pub mod edge;
 mod error;
 mod exec;
+pub mod fidelity;
 mod listing;
 mod load;
 mod model;
@@ -157,6 +158,7 @@ where
             output,
             json,
         } => perf::calibrate_report(device.device.as_deref(), output.as_deref(), json),
+        Command::Fidelity { json } => render(&fidelity::report()?, json),
         #[cfg(feature = "device")]
         Command::Package {
             model,

@@ -1,0 +1,231 @@
+//! `pto fidelity`: the tile simulator against public measurements of Ascend hardware.
+//!
+//! Every case names its source (a public repository file), the device profile, the cores
+//! the measurement used, the op and its input shapes. The simulator traces the op's
+//! `#[kernel]` for those cores and times it on the built-in profile with `ai_cores` set to
+//! the cores used (the other cores of the chip were idle in the measurement, so the cores
+//! in use share the memory and L2 bandwidth as in the cost model). Nothing is fitted to
+//! these cases: the profile's numbers carry their own citations, and a case outside the
+//! target says so in the table.
+//!
+//! The table is kept in `docs/fidelity.md`; a test checks the page against this command's
+//! output, so it cannot go stale.
+
+use core::fmt;
+
+use pto_backends::sim::{SimOptions, Simulator};
+use pto_op::kernel::ir::Pipe;
+use pto_op::{Attributes, DType, DeviceProfile, TensorType, registry};
+use serde::Serialize;
+
+use crate::error::CliError;
+
+/// The target: every case's simulated time within 25% of the measured one.
+pub const TARGET: f64 = 0.25;
+
+/// Where the flash-attention figures come from.
+const FA_SOURCE: &str = "pto-isa kernels/manual/common/flash_atten/README.md";
+/// Where the GEMM figures come from.
+const GEMM_SOURCE: &str = "pto-isa kernels/manual/a2a3/gemm_performance/README.md";
+
+/// One public measurement.
+#[derive(Debug, Clone, Copy)]
+struct Measurement {
+    /// Short name of the case.
+    name: &'static str,
+    /// The public file.
+    source: &'static str,
+    /// The op simulated.
+    op: &'static str,
+    /// Its input shapes (f16 each).
+    inputs: &'static [&'static [usize]],
+    /// Cores the measurement used.
+    cores: u32,
+    /// Measured time, in microseconds.
+    micros: f64,
+    /// Floating-point operations of the case (for TFLOPS).
+    flops: f64,
+}
+
+/// Flash attention, HEAD = 128, fp16: `s0` queries against `s1` keys on `cores` cores.
+const fn fa(name: &'static str, inputs: &'static [&'static [usize]], cores: u32, micros: f64) -> Measurement {
+    let s0 = inputs[0][0] as f64;
+    let s1 = inputs[1][0] as f64;
+    Measurement {
+        name,
+        source: FA_SOURCE,
+        op: "demo.flash_attention",
+        inputs,
+        cores,
+        micros,
+        // q k^T and p v: 2 s0 s1 d each.
+        flops: 4.0 * s0 * s1 * 128.0,
+    }
+}
+
+/// A square fp16 GEMM of side `n` on the 24 cores of an A3 die.
+const fn gemm(name: &'static str, inputs: &'static [&'static [usize]], micros: f64) -> Measurement {
+    let n = inputs[0][0] as f64;
+    Measurement {
+        name,
+        source: GEMM_SOURCE,
+        op: "std.matmul",
+        inputs,
+        cores: 24,
+        micros,
+        flops: 2.0 * n * n * n,
+    }
+}
+
+/// The public measurements: the README tables' "Total task time" (flash attention,
+/// A2/A3, one core per 128 queries) and "Execution time" (GEMM, A3, 24 cores).
+const CASES: [Measurement; 12] = [
+    fa("FA S0=128 S1=1K, 1 core", &[&[128, 128], &[1024, 128], &[1024, 128]], 1, 42.08),
+    fa("FA S0=128 S1=2K, 1 core", &[&[128, 128], &[2048, 128], &[2048, 128]], 1, 51.44),
+    fa("FA S0=128 S1=4K, 1 core", &[&[128, 128], &[4096, 128], &[4096, 128]], 1, 43.80),
+    fa("FA S0=128 S1=8K, 1 core", &[&[128, 128], &[8192, 128], &[8192, 128]], 1, 74.54),
+    fa("FA S0=256 S1=1K, 2 cores", &[&[256, 128], &[1024, 128], &[1024, 128]], 2, 33.201),
+    fa("FA S0=256 S1=8K, 2 cores", &[&[256, 128], &[8192, 128], &[8192, 128]], 2, 75.162),
+    fa("FA S0=1024 S1=1K, 8 cores", &[&[1024, 128], &[1024, 128], &[1024, 128]], 8, 63.72),
+    fa("FA S0=1024 S1=8K, 8 cores", &[&[1024, 128], &[8192, 128], &[8192, 128]], 8, 107.342),
+    gemm("GEMM 1536^3, 24 cores", &[&[1536, 1536], &[1536, 1536]], 38.8),
+    gemm("GEMM 3072^3, 24 cores", &[&[3072, 3072], &[3072, 3072]], 206.7),
+    gemm("GEMM 6144^3, 24 cores", &[&[6144, 6144], &[6144, 6144]], 1506.0),
+    gemm("GEMM 7680^3, 24 cores", &[&[7680, 7680], &[7680, 7680]], 3168.0),
+];
+
+/// The device profile every case is simulated on.
+pub const DEVICE: &str = "ascend910b";
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FidelityCase {
+    /// The case.
+    pub case: String,
+    /// The public file of the measurement.
+    pub source: String,
+    /// Cores used.
+    pub cores: u32,
+    /// Measured time, in microseconds.
+    pub measured_us: f64,
+    /// Simulated time, in microseconds.
+    pub simulated_us: f64,
+    /// `simulated_us / measured_us`: above 1, the simulator is slower than the device.
+    pub ratio: f64,
+    /// Measured TFLOPS.
+    pub measured_tflops: f64,
+    /// Simulated TFLOPS.
+    pub simulated_tflops: f64,
+    /// The simulator's busiest pipe.
+    pub bound: Pipe,
+    /// Share of the simulated time the cube is busy.
+    pub cube_utilisation: f64,
+}
+
+impl FidelityCase {
+    /// Whether the ratio is within [`TARGET`].
+    pub fn within_target(&self) -> bool {
+        (self.ratio - 1.0).abs() <= TARGET
+    }
+}
+
+/// The whole table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FidelityReport {
+    /// The device profile.
+    pub device: String,
+    /// The rows, in the order of the sources' tables.
+    pub cases: Vec<FidelityCase>,
+}
+
+/// Simulates every public case on the built-in [`DEVICE`] profile.
+///
+/// # Errors
+///
+/// [`CliError::Fidelity`] naming the case when its op is not linked, does not trace or
+/// does not simulate; [`CliError::Device`] if the profile does not load.
+pub fn report() -> Result<FidelityReport, CliError> {
+    let profile = DeviceProfile::builtin(DEVICE)?;
+    let cases = CASES
+        .iter()
+        .map(|m| simulate(&profile, m))
+        .collect::<Result<_, _>>()?;
+    Ok(FidelityReport {
+        device: DEVICE.to_owned(),
+        cases,
+    })
+}
+
+fn simulate(profile: &DeviceProfile, m: &Measurement) -> Result<FidelityCase, CliError> {
+    let fail = |message: String| CliError::Fidelity {
+        case: m.name.to_owned(),
+        message,
+    };
+    let op = registry::find(m.op).map_err(|e| fail(e.to_string()))?;
+    let inputs: Vec<TensorType> = m
+        .inputs
+        .iter()
+        .map(|shape| TensorType {
+            shape: pto_op::Shape::from(shape.to_vec()),
+            dtype: DType::F16,
+        })
+        .collect();
+    let program = op
+        .trace_kernel_on(&inputs, &Attributes::default(), m.cores as usize)
+        .map_err(|e| fail(e.to_string()))?;
+    let mut device = profile.clone();
+    device.ai_cores = m.cores;
+    let report = Simulator::new(device, SimOptions::default())
+        .time(&program)
+        .map_err(|e| fail(e.to_string()))?;
+    let simulated_us = report.seconds * 1e6;
+    Ok(FidelityCase {
+        case: m.name.to_owned(),
+        source: m.source.to_owned(),
+        cores: m.cores,
+        measured_us: m.micros,
+        simulated_us,
+        ratio: simulated_us / m.micros,
+        measured_tflops: m.flops / m.micros * 1e-6,
+        simulated_tflops: m.flops / simulated_us * 1e-6,
+        bound: report.bound,
+        cube_utilisation: report.utilisation(Pipe::M),
+    })
+}
+
+impl fmt::Display for FidelityReport {
+    /// A Markdown table: one row per case, then how many are within the target.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "| case | measured (us) | simulated (us) | sim / measured | measured TFLOPS | \
+             simulated TFLOPS | sim bound | sim cube busy | within 25% |"
+        )?;
+        writeln!(f, "|---|---:|---:|---:|---:|---:|---|---:|---|")?;
+        for c in &self.cases {
+            writeln!(
+                f,
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0}% | {} |",
+                c.case,
+                c.measured_us,
+                c.simulated_us,
+                c.ratio,
+                c.measured_tflops,
+                c.simulated_tflops,
+                c.bound,
+                c.cube_utilisation * 100.0,
+                if c.within_target() { "yes" } else { "**no**" }
+            )?;
+        }
+        let within = self.cases.iter().filter(|c| c.within_target()).count();
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{within} of {} cases within 25% on `{}`. Sources: flash attention, {FA_SOURCE}; \
+             GEMM, {GEMM_SOURCE}.",
+            self.cases.len(),
+            self.device
+        )?;
+        Ok(())
+    }
+}
