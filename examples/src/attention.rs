@@ -16,7 +16,7 @@ const ACC_BYTES: usize = 24 * 1024;
 /// Keys and values per step of the online softmax. With `d` = 64, the f32 score block is
 /// 16 KiB of UB and the K and V blocks 8 KiB (f16) of L1 and L0B each, so every buffer
 /// holds two of them and the loop double-buffers on kirin9030.
-const BLOCK_KV: usize = 64;
+const BLOCK_KV: usize = 128;
 
 /// The score of a masked key: finite, unlike -inf, so that a row whose keys in one block
 /// are all masked gets `exp(MASKED - MASKED) = 1` instead of NaN; that block's weights are

@@ -4,14 +4,21 @@ use crate::error::OpError;
 
 use super::{Global, Kernel};
 
-/// Output rows and columns of one block program: a 64 x 64 f32 accumulator is 16 KiB of
-/// L0C, so the running sum and the next partial product (32 KiB) fit the 64 KiB of L0C of
-/// every built-in profile.
-pub const TILE_MN: usize = 64;
+/// Output rows of one block program. A 128 x 64 f32 accumulator is 32 KiB of L0C, so the
+/// running sum and the next partial product (64 KiB) fit the 64 KiB of L0C of kirin9030,
+/// the smallest of the built-in profiles; 128 rows per A tile is the `baseM` of the public
+/// Ascend GEMM kernels (pto-isa `kernels/manual/a2a3/gemm_performance`), which halves the
+/// B traffic per multiply-accumulate against 64 rows.
+pub const TILE_M: usize = 128;
+
+/// Output columns of one block program (see [`TILE_M`]).
+pub const TILE_N: usize = 64;
+
 
 /// Bytes of one row of an A tile (and one column of a B tile) per K step: 128 f16 or bf16
-/// elements, 64 f32 ones. Each A and B tile is then 16 KiB, 32 KiB double-buffered, within
-/// the 64 KiB of L0A and of L0B.
+/// elements, 64 f32 ones. An A tile is then 32 KiB (double-buffered within the 64 KiB of
+/// L0A of ascend910b and kirinx90, single within the 32 KiB of kirin9030) and a B tile
+/// 16 KiB.
 pub const TILE_K_BYTES: usize = 256;
 
 /// The cube works on 16 x 16 fractals: tile dims are multiples of this.
@@ -24,7 +31,7 @@ pub fn tile_dim(tile: usize, dim: usize) -> usize {
 }
 
 /// Traces `y = a @ b` for rank-2 globals as a tiled cube kernel: one block program per
-/// [`TILE_MN`] x [`TILE_MN`] output tile, a K-loop (`fold`) carrying the f32 accumulator in
+/// [`TILE_M`] x [`TILE_N`] output tile, a K-loop (`fold`) carrying the f32 accumulator in
 /// L0C, masked loads to L1 so shapes need not divide the tiles, and the result converted to
 /// `y`'s dtype on its way out.
 ///
@@ -37,12 +44,12 @@ pub fn tile_dim(tile: usize, dim: usize) -> usize {
 /// let y = k.output("y", Shape::from([100, 50]), DType::F16);
 /// tiled_matmul(&mut k, &a, &b, &y).unwrap();
 /// let program = k.finish().unwrap();
-/// assert_eq!(program.grid, 2); // two 64-row tiles of one 64-column tile
+/// assert_eq!(program.grid, 1); // one 128 x 64 tile covers the 100 x 50 output
 /// ```
 pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
     let (m, depth) = a.dims2()?;
     let (_, n) = b.dims2()?;
-    let (tm, tn) = (tile_dim(TILE_MN, m), tile_dim(TILE_MN, n));
+    let (tm, tn) = (tile_dim(TILE_M, m), tile_dim(TILE_N, n));
     let tk = tile_dim(TILE_K_BYTES / a.dtype().size_bytes(), depth);
     let col_tiles = n.div_ceil(tn);
     k.grid(m.div_ceil(tm) * col_tiles)?;

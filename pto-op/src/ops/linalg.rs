@@ -13,7 +13,7 @@ use crate::prelude::*;
 /// at the end.
 ///
 /// The kernel takes a rank-2 `a` (reshape a batch to `[B * m, k]`). It gives each block
-/// program a 64 x 64 tile of `y` and walks K in steps of 128 (f16, bf16) or 64 (f32)
+/// program a 128 x 64 tile of `y` and walks K in steps of 128 (f16, bf16) or 64 (f32)
 /// elements on the cube, accumulating in L0C. Edge tiles are loaded masked (zero
 /// padding), so no dim needs to divide a tile.
 #[custom_op(name = "std.matmul")]
