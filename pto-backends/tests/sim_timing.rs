@@ -11,6 +11,15 @@ fn kirin() -> DeviceProfile {
     DeviceProfile::builtin("kirin9030").expect("built-in profile")
 }
 
+/// A two-core variant of the kirinx90 profile (its 64 KiB L0A / L0B hold the attention
+/// test program's tiles twice): the built-in Kirin profiles have one AI core, and these
+/// tests check how block programs spread over cores and how double buffering overlaps.
+fn two_cores() -> DeviceProfile {
+    let mut p = DeviceProfile::builtin("kirinx90").expect("built-in profile");
+    p.ai_cores = 2;
+    p
+}
+
 fn attention_inputs(grid: usize, seq: usize) -> [Tensor; 3] {
     [
         Tensor::random([64 * grid, 64], DType::F16, 1),
@@ -61,7 +70,7 @@ fn a_ub_tile_over_the_limit_names_buffer_bytes_and_limit() {
 
 #[test]
 fn attention_overlaps_pipes_and_runs_correctly() {
-    let run = run_attention(kirin(), SimOptions::default());
+    let run = run_attention(two_cores(), SimOptions::default());
     let report = &run.report;
     let busy = |p: Pipe| report.per_pipe_busy[&p];
     for pipe in [
@@ -118,9 +127,9 @@ fn attention_overlaps_pipes_and_runs_correctly() {
 
 #[test]
 fn double_buffering_is_faster_when_allowed_and_when_it_fits() {
-    let doubled = run_attention(kirin(), SimOptions::default()).report;
+    let doubled = run_attention(two_cores(), SimOptions::default()).report;
     let single = run_attention(
-        kirin(),
+        two_cores(),
         SimOptions {
             double_buffering: false,
             ..SimOptions::default()
@@ -135,7 +144,7 @@ fn double_buffering_is_faster_when_allowed_and_when_it_fits() {
         single.cycles
     );
     // K and V tiles in L0B are 16 KiB: 20 KiB fits one, not two.
-    let mut small = kirin();
+    let mut small = two_cores();
     small.buffers.l0b = 20 * 1024;
     let shrunk = run_attention(small, SimOptions::default()).report;
     assert_eq!(shrunk.double_buffered_loops, 0);
@@ -162,7 +171,7 @@ fn the_report_serializes_and_prints_a_row_per_pipe() {
 #[test]
 fn the_chrome_trace_has_a_lane_per_core_and_pipe_and_is_written_atomically() {
     let run = run_attention(
-        kirin(),
+        two_cores(),
         SimOptions {
             trace: true,
             ..SimOptions::default()
@@ -210,7 +219,7 @@ fn the_chrome_trace_has_a_lane_per_core_and_pipe_and_is_written_atomically() {
             .iter()
             .all(|e| e["dur"].as_f64().is_some_and(|d| d >= 0.0))
     );
-    // kirin9030 runs at 1 GHz: the last event ends at the report's cycles, in microseconds.
+    // kirinx90 runs at 1 GHz: the last event ends at the report's cycles, in microseconds.
     let end = complete
         .iter()
         .map(|e| e["ts"].as_f64().unwrap_or(0.0) + e["dur"].as_f64().unwrap_or(0.0))

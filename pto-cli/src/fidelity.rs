@@ -170,11 +170,11 @@ fn simulate(profile: &DeviceProfile, m: &Measurement) -> Result<FidelityCase, Cl
             dtype: DType::F16,
         })
         .collect();
-    let program = op
-        .trace_kernel_on(&inputs, &Attributes::default(), m.cores as usize)
-        .map_err(|e| fail(e.to_string()))?;
     let mut device = profile.clone();
     device.ai_cores = m.cores;
+    let program = op
+        .trace_kernel_for(&inputs, &Attributes::default(), &device)
+        .map_err(|e| fail(e.to_string()))?;
     let report = Simulator::new(device, SimOptions::default())
         .time(&program)
         .map_err(|e| fail(e.to_string()))?;

@@ -51,7 +51,7 @@ pub fn default_properties(
     if def.kernel.is_none() {
         return fallback("no #[kernel]".to_owned());
     }
-    match def.trace_kernel_on(&info.inputs, &info.attrs, device.ai_cores as usize) {
+    match def.trace_kernel_for(&info.inputs, &info.attrs, device) {
         Ok(program) => {
             let pipeline = crate::pipes::pipeline_seconds(&program, device);
             Derived {
@@ -118,7 +118,7 @@ fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformancePro
             | Inst::Unary { dst, .. }
             | Inst::Binary { dst, .. }
             | Inst::Select { dst, .. } => vector(into, *dst, None),
-            Inst::Move { .. } => {}
+            Inst::Move { .. } | Inst::Extract { .. } => {}
         }
     }
 }

@@ -234,12 +234,35 @@ impl OpDef {
         attrs: &Attributes,
         cores: usize,
     ) -> Result<ValidProgram, OpError> {
+        self.trace_with(inputs, attrs, Kernel::new(self.name).with_core_count(cores))
+    }
+
+    /// [`OpDef::trace_kernel`] for `device`: its `ai_cores` ([`Kernel::core_count`]) and
+    /// its buffer capacities ([`Kernel::buffer_capacity`]), so that a kernel can size its
+    /// tiles for the device. The simulator and the estimator trace this way.
+    pub fn trace_kernel_for(
+        &self,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        device: &crate::DeviceProfile,
+    ) -> Result<ValidProgram, OpError> {
+        let builder = Kernel::new(self.name)
+            .with_core_count(device.ai_cores as usize)
+            .with_buffers(device.buffers);
+        self.trace_with(inputs, attrs, builder)
+    }
+
+    fn trace_with(
+        &self,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        mut builder: Kernel,
+    ) -> Result<ValidProgram, OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
         })?;
         let outputs = self.infer(inputs, attrs)?;
-        let mut builder = Kernel::new(self.name).with_core_count(cores);
         let ins: Vec<Global> = self
             .inputs
             .iter()

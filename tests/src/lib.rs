@@ -37,4 +37,7 @@ pub mod docs {
 
     #[doc = include_str!("../../docs/deploying.md")]
     pub mod deploying {}
+
+    #[doc = include_str!("../../docs/fidelity.md")]
+    pub mod fidelity {}
 }

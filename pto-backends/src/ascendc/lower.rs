@@ -647,6 +647,7 @@ impl Lowering<'_> {
             Inst::Cast { dst, src } => self.cast(inst, *dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(inst, *dst, *op, *src, *axis),
             Inst::Move { dst, src } => self.move_tile(inst, *dst, *src),
+            Inst::Extract { dst, src, offsets } => self.extract(inst, *dst, *src, offsets),
             Inst::Matmul {
                 dst,
                 a,
@@ -888,6 +889,40 @@ impl Lowering<'_> {
             }
         });
         found
+    }
+
+    /// An L1 sub-tile to L0A / L0B: the fractal rows of the sub-tile, from its column
+    /// block on (the L1 tile is Nz: column blocks of 16-row fractals).
+    fn extract(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+        offsets: &[usize],
+    ) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        if to.level == MemLevel::L0B && self.transposed(dst) {
+            return Err(self.unsupported(inst, "an extract to a transposed cube operand"));
+        }
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
+        let (row, col) = match offsets {
+            [row, col] => (*row, *col),
+            [col] => (0, *col),
+            _ => (0, 0),
+        };
+        self.declare(dst);
+        self.code.line(format!(
+            "LoadSubTileL0<{}>({d}, {s}, {}, {}, {}, {row}, {col});",
+            c_type(to.dtype),
+            dg.rows,
+            dg.pitch,
+            sg.rows
+        ));
+        self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+        Ok(())
     }
 
     fn move_tile(&mut self, inst: &Inst, dst: TileId, src: TileId) -> Result<(), LowerError> {
@@ -2062,6 +2097,9 @@ fn describe(program: &Program, inst: &Inst) -> String {
             )
         }
         Inst::Move { dst, src } => format!("{dst} = move {src}: {}", ty(dst)),
+        Inst::Extract { dst, src, offsets } => {
+            format!("{dst} = extract {src} {offsets:?}: {}", ty(dst))
+        }
         Inst::Matmul {
             dst,
             a,
@@ -2334,6 +2372,23 @@ __aicore__ inline void LoadTileL0A(const LocalTensor<T>& dst, const LocalTensor<
         params.startIndex = static_cast<uint16_t>(rb);
         params.repeatTimes = static_cast<uint8_t>(k / c0);
         params.srcStride = static_cast<uint16_t>(m / 16);
+        params.ifTranspose = false;
+        LoadData(dst[rb * (k / c0) * 16 * c0], src, params);
+    }
+}
+
+// L1 (Nz) -> L0A / L0B: the [m, k] sub-tile at (row, col) of a [src_rows, *] L1 tile, one
+// LoadData per 16 rows, starting at the sub-tile's column block.
+template <typename T>
+__aicore__ inline void LoadSubTileL0(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k,
+    uint32_t srcRows, uint32_t row, uint32_t col)
+{
+    const uint32_t c0 = 32 / sizeof(T);
+    for (uint32_t rb = 0; rb < m / 16; ++rb) {
+        LoadData2DParams params;
+        params.startIndex = static_cast<uint16_t>((col / c0) * (srcRows / 16) + row / 16 + rb);
+        params.repeatTimes = static_cast<uint8_t>(k / c0);
+        params.srcStride = static_cast<uint16_t>(srcRows / 16);
         params.ifTranspose = false;
         LoadData(dst[rb * (k / c0) * 16 * c0], src, params);
     }

@@ -386,6 +386,15 @@ impl Machine<'_> {
                     self.define(*dst, (*value).clone(), dst_dtype);
                 }
             }
+            Inst::Extract { dst, src, offsets } => {
+                let dst_ty = ty(*dst);
+                let value = self.value(*src);
+                let part = value.slice_each_axis(|axis| {
+                    let start = offsets[axis.axis.index()];
+                    ndarray::Slice::from(start..start + dst_ty.shape[axis.axis.index()])
+                });
+                self.define(*dst, part.to_owned(), dst_ty.dtype);
+            }
             Inst::Matmul {
                 dst,
                 a,

@@ -9,6 +9,13 @@
 //! are live from the point after the loop. Each tile occupies its bytes rounded up to the
 //! level's alignment.
 //!
+//! A matmul that accumulates (`acc`) writes its result into the accumulator's buffer, as
+//! the cube accumulates in L0C in place, when nothing reads the accumulator afterwards and
+//! it belongs to the same loop body (or is that loop's carried tile); likewise a loop's
+//! carried tile takes its `init`'s buffer when nothing reads the init after the loop
+//! starts. Such tiles share one buffer, live over the union of their ranges, counted once:
+//! a K-loop's running sum occupies L0C once, not twice.
+//!
 //! Double buffering keeps two copies of each tile that a loop body copies in (loads and
 //! moves), so the copy for iteration i+1 can run while iteration i computes. Loops are
 //! considered in program order; a loop double-buffers when, with its copied-in tiles doubled
@@ -173,6 +180,13 @@ struct Walk {
     next_inst: usize,
     /// The ordinals of the loops around the current instruction.
     loop_stack: Vec<usize>,
+    /// The last point where an instruction (or a loop's init) reads each tile.
+    read_last: Vec<Option<usize>>,
+    /// The innermost loop (ordinal) whose body defines each tile; a loop's params belong
+    /// to its body.
+    scope: Vec<Option<usize>>,
+    /// Candidate buffer sharings `(tile, takes the buffer of, at point, in scope)`.
+    shares: Vec<(TileId, TileId, usize, Option<usize>)>,
 }
 
 impl Walk {
@@ -180,6 +194,13 @@ impl Walk {
     fn define(&mut self, tile: TileId, at: usize) {
         let range = self.ranges[tile.0 as usize].get_or_insert((at, at));
         range.0 = range.0.min(at);
+        self.scope[tile.0 as usize] = self.loop_stack.last().copied();
+    }
+
+    fn read_at(&mut self, tile: TileId, at: usize) {
+        self.use_at(tile, at);
+        let last = &mut self.read_last[tile.0 as usize];
+        *last = Some(last.map_or(at, |l| l.max(at)));
     }
 
     fn use_at(&mut self, tile: TileId, at: usize) {
@@ -204,7 +225,11 @@ impl Walk {
                 _ => (inst.uses(), inst.defs()),
             };
             for tile in reads {
-                self.use_at(tile, at);
+                self.read_at(tile, at);
+            }
+            if let Inst::Matmul { dst, acc: Some(acc), .. } = inst {
+                let scope = self.loop_stack.last().copied();
+                self.shares.push((*dst, *acc, at, scope));
             }
             for tile in writes {
                 self.define(tile, at);
@@ -222,10 +247,14 @@ impl Walk {
             {
                 let ordinal = self.loops.len();
                 self.loops.push(LoopSpan { inst: number });
+                let outer = self.loop_stack.last().copied();
+                for (param, init) in params.iter().zip(inst.uses()) {
+                    self.shares.push((*param, init, at, outer));
+                }
+                self.loop_stack.push(ordinal);
                 for tile in params {
                     self.define(*tile, at);
                 }
-                self.loop_stack.push(ordinal);
                 self.body(body);
                 self.loop_stack.pop();
                 let end = self.points.len();
@@ -251,6 +280,41 @@ impl Walk {
     }
 }
 
+impl Walk {
+    /// Applies the valid sharings: the sharing tile's range joins the shared tile's (its
+    /// root's, along chains) and the sharing tile is no longer counted on its own.
+    fn share_buffers(&mut self) {
+        let mut root: Vec<usize> = (0..self.ranges.len()).collect();
+        fn find(root: &mut [usize], mut t: usize) -> usize {
+            while root[t] != t {
+                root[t] = root[root[t]];
+                t = root[t];
+            }
+            t
+        }
+        for (tile, target, at, scope) in std::mem::take(&mut self.shares) {
+            let (t, g) = (tile.0 as usize, target.0 as usize);
+            let valid = t < root.len()
+                && g < root.len()
+                && self.read_last[g] == Some(at)
+                && self.scope[g] == scope;
+            if !valid {
+                continue;
+            }
+            let (rt, rg) = (find(&mut root, t), find(&mut root, g));
+            if rt == rg {
+                continue;
+            }
+            let (Some((ts, te)), Some((gs, ge))) = (self.ranges[rt], self.ranges[rg]) else {
+                continue;
+            };
+            self.ranges[rg] = Some((ts.min(gs), te.max(ge)));
+            self.ranges[rt] = None;
+            root[rt] = rg;
+        }
+    }
+}
+
 impl LiveRanges {
     fn of(program: &Program) -> LiveRanges {
         let mut walk = Walk {
@@ -260,8 +324,12 @@ impl LiveRanges {
             copied_in_by: vec![Vec::new(); program.tiles.len()],
             next_inst: 0,
             loop_stack: Vec::new(),
+            read_last: vec![None; program.tiles.len()],
+            scope: vec![None; program.tiles.len()],
+            shares: Vec::new(),
         };
         walk.body(&program.body);
+        walk.share_buffers();
         let point_count = walk.points.len();
         let intervals = walk
             .ranges

@@ -386,14 +386,12 @@ impl Sim {
         if let Some(program) = cache().get(&key) {
             return Ok(Arc::clone(program));
         }
-        // Traced for the profile's cores (`Kernel::core_count`); without a profile, for one.
-        let cores = self
-            .simulator
-            .as_ref()
-            .map_or(pto_op::kernel::UNKNOWN_DEVICE_CORES, |s| {
-                s.profile.ai_cores as usize
-            });
-        let program = Arc::new(op.trace_kernel_on(types, attrs, cores)?);
+        // Traced for the profile's cores and buffers (`Kernel::core_count`,
+        // `Kernel::buffer_capacity`); without a profile, for one core and no known buffers.
+        let program = Arc::new(match &self.simulator {
+            Ok(s) => op.trace_kernel_for(types, attrs, &s.profile)?,
+            Err(_) => op.trace_kernel_on(types, attrs, pto_op::kernel::UNKNOWN_DEVICE_CORES)?,
+        });
         cache().insert(key, Arc::clone(&program));
         Ok(program)
     }

@@ -164,6 +164,7 @@ pub struct Kernel {
     op: String,
     state: Rc<RefCell<State>>,
     cores: usize,
+    buffers: Option<crate::device::PerBuffer>,
 }
 
 /// What [`Kernel::core_count`] returns when the kernel is traced without a device
@@ -189,7 +190,32 @@ impl Kernel {
             })),
             op,
             cores: UNKNOWN_DEVICE_CORES,
+            buffers: None,
         }
+    }
+
+    /// The builder, traced for a device with these on-core buffer capacities (bytes): what
+    /// [`Kernel::buffer_capacity`] returns. `OpDef::trace_kernel_for` sets the device
+    /// profile's `buffers`.
+    pub fn with_buffers(mut self, buffers: crate::device::PerBuffer) -> Kernel {
+        self.buffers = Some(buffers);
+        self
+    }
+
+    /// The capacity in bytes of `level` on the device the kernel is traced for, to size
+    /// its tiles; `None` when traced without a device (exports, the Ascend C lowering),
+    /// where a kernel should pick tiles that fit every built-in profile, and for GM.
+    ///
+    /// ```
+    /// use pto_op::kernel::ir::MemLevel;
+    /// use pto_op::{DeviceProfile, Kernel};
+    /// assert_eq!(Kernel::new("doc.caps").buffer_capacity(MemLevel::L0C), None);
+    /// let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+    /// let k = Kernel::new("doc.caps").with_buffers(kirin.buffers);
+    /// assert_eq!(k.buffer_capacity(MemLevel::L0C), Some(64 * 1024));
+    /// ```
+    pub fn buffer_capacity(&self, level: MemLevel) -> Option<u64> {
+        self.buffers.and_then(|b| b.get(level))
     }
 
     /// The builder, traced for a device of `cores` AI cores (at least 1): what
@@ -472,9 +498,12 @@ impl Kernel {
     }
 
     /// Multiplies on the cube unit: `a @ b (+ acc)`. `a` (`[m, k]`) and `b` (`[k, n]`, or
-    /// `[n, k]` when `transpose_b`) are L1 tiles of dtype f16, bf16 or f32 with dims that
-    /// are multiples of 16; they are moved to L0A and L0B. The result is an f32 `[m, n]`
-    /// tile in L0C; `acc`, when given, is such a tile too (a K-loop's running sum).
+    /// `[n, k]` when `transpose_b`) are tiles of dtype f16, bf16 or f32 with dims that are
+    /// multiples of 16, in L1 (then moved to L0A and L0B here) or already in L0A and L0B
+    /// ([`Tile::to_l0a`], [`Tile::to_l0b`], [`Tile::extract`]): a tile moved there once
+    /// before a loop stays resident across its iterations. The result is an f32 `[m, n]`
+    /// tile in L0C; `acc`, when given, is such a tile too (a K-loop's running sum), which
+    /// the cube accumulates into in place (see the simulator's memory plan).
     ///
     /// ```
     /// use pto_op::kernel::{Kernel, ir::{Inst, MemLevel}};
@@ -504,12 +533,14 @@ impl Kernel {
         for tile in [Some(a), Some(b), acc].into_iter().flatten() {
             self.check_tile(WHAT, tile)?;
         }
-        if a.level() != MemLevel::L1 || b.level() != MemLevel::L1 {
+        if !matches!(a.level(), MemLevel::L1 | MemLevel::L0A)
+            || !matches!(b.level(), MemLevel::L1 | MemLevel::L0B)
+        {
             return Err(self.fail(
                 WHAT,
                 format!(
-                    "a and b must be in l1 (load them with load_l1 or move them with \
-                     to_l1), got {} and {}",
+                    "a must be in l1 or l0a and b in l1 or l0b (load them with load_l1, \
+                     move them with to_l1, to_l0a, to_l0b or extract), got {} and {}",
                     a.ty(),
                     b.ty()
                 ),
@@ -523,8 +554,16 @@ impl Kernel {
         let ty = validate::matmul(&a0, &b0, acc.map(Tile::ty), transpose_b)
             .map_err(|message| self.fail(WHAT, message))?;
         let (a_id, b_id) = (a.id(), b.id());
-        let a0 = self.define(WHAT, a0, &|dst| Inst::Move { dst, src: a_id })?;
-        let b0 = self.define(WHAT, b0, &|dst| Inst::Move { dst, src: b_id })?;
+        let a0 = if a.level() == MemLevel::L0A {
+            a.clone()
+        } else {
+            self.define(WHAT, a0, &|dst| Inst::Move { dst, src: a_id })?
+        };
+        let b0 = if b.level() == MemLevel::L0B {
+            b.clone()
+        } else {
+            self.define(WHAT, b0, &|dst| Inst::Move { dst, src: b_id })?
+        };
         let acc = acc.map(Tile::id);
         self.define(WHAT, ty, &|dst| Inst::Matmul {
             dst,

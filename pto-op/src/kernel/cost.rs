@@ -7,7 +7,8 @@
 //! - copies: `copy_latency_cycles + bytes / rate` for the path (GM -> UB, GM -> L1,
 //!   L1 -> L0A, L1 -> L0B, L0C out, UB -> GM, UB -> L1); paths to or from GM run at most at
 //!   `memory_bandwidth / clock_hz / cores in use` bytes per cycle, as the cores share GM.
-//!   `bytes` is the larger of the source and destination tile.
+//!   `bytes` is the larger of the source and destination tile (for an extract, the
+//!   destination sub-tile).
 //! - loads (GM -> UB / L1) read through the L2 cache ([`crate::device::L2Cache`]): a share
 //!   `h` of their bytes hits L2 and streams at `l2.bandwidth / clock_hz / cores in use`
 //!   bytes per cycle (capped by the path's rate), the rest at the GM rate above, so a
@@ -276,6 +277,15 @@ impl<'a> CostModel<'a> {
                     (from, to) => return Err(CostError::NoCopyPath { from, to }),
                 };
                 copy(s.bytes().max(d.bytes()), rate, false)
+            }
+            Inst::Extract { dst, src, .. } => {
+                let (s, d) = (ty(*src)?, ty(*dst)?);
+                let rate = match (s.level, d.level) {
+                    (MemLevel::L1, MemLevel::L0A) => rates.l1_to_l0a,
+                    (MemLevel::L1, MemLevel::L0B) => rates.l1_to_l0b,
+                    (from, to) => return Err(CostError::NoCopyPath { from, to }),
+                };
+                copy(d.bytes(), rate, false)
             }
             Inst::Matmul { dst, a, b, .. } => {
                 let (a_ty, d) = (ty(*a)?, ty(*dst)?);

@@ -4,22 +4,80 @@ use crate::error::OpError;
 
 use super::{Global, Kernel};
 
-/// Output rows of one block program. A 128 x 64 f32 accumulator is 32 KiB of L0C, so the
-/// running sum and the next partial product (64 KiB) fit the 64 KiB of L0C of kirin9030,
-/// the smallest of the built-in profiles; 128 rows per A tile is the `baseM` of the public
-/// Ascend GEMM kernels (pto-isa `kernels/manual/a2a3/gemm_performance`), which halves the
-/// B traffic per multiply-accumulate against 64 rows.
-pub const TILE_M: usize = 128;
+/// The base tiles of a GEMM on the cube: output `[m, n]` per block program, `k` elements
+/// per K-step in L0A / L0B, and `steps` K-steps staged in L1 per load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmTiles {
+    /// Output rows per block program (`baseM`).
+    pub m: usize,
+    /// Output columns per block program (`baseN`).
+    pub n: usize,
+    /// Elements of K per cube step (`baseK`).
+    pub k: usize,
+    /// K-steps staged in L1 by one load (`stepKa = stepKb`).
+    pub steps: usize,
+}
 
-/// Output columns of one block program (see [`TILE_M`]).
-pub const TILE_N: usize = 64;
+/// Bytes of K per cube step: 64 f16 / bf16 elements or 32 f32 ones, the `baseK = 64` of
+/// the public Ascend GEMM kernel for fp16 (pto-isa `kernels/manual/a2a3/gemm_performance`).
+pub const K_STEP_BYTES: usize = 128;
 
+/// K-steps staged in L1 per load: that kernel's `stepKa = stepKb = 4`.
+pub const STAGED_STEPS: usize = 4;
 
-/// Bytes of one row of an A tile (and one column of a B tile) per K step: 128 f16 or bf16
-/// elements, 64 f32 ones. An A tile is then 32 KiB (double-buffered within the 64 KiB of
-/// L0A of ascend910b and kirinx90, single within the 32 KiB of kirin9030) and a B tile
-/// 16 KiB.
-pub const TILE_K_BYTES: usize = 256;
+/// Output tile shapes tried, largest first: the public kernel's 128 x 256 `baseM x baseN`,
+/// then smaller ones for smaller L0C.
+const OUTPUT_TILES: [(usize, usize); 3] = [(128, 256), (128, 128), (64, 64)];
+
+/// The L0A / L0B / L0C / L1 / UB capacities tiles are sized for when the kernel is traced
+/// without a device: kirin9030's, the smallest built-in profile's, so the kernel fits
+/// every built-in device.
+const PORTABLE: [u64; 5] = [32 * 1024, 32 * 1024, 64 * 1024, 512 * 1024, 118 * 1024];
+
+impl GemmTiles {
+    /// The largest base tiles that fit buffers of `[l0a, l0b, l0c, l1, ub]` bytes for
+    /// inputs of `in_bytes` per element and an output of `out_bytes`: the f32 accumulator
+    /// once in L0C (the cube accumulates in place), the A and B K-steps twice in L0A and
+    /// L0B (double-buffered), the staged A and B tiles twice in L1, the output tile once in
+    /// UB. Falls back to the smallest candidate with one staged step.
+    pub fn fitting(caps: [u64; 5], in_bytes: usize, out_bytes: usize) -> GemmTiles {
+        let [l0a, l0b, l0c, l1, ub] = caps;
+        let k = K_STEP_BYTES / in_bytes;
+        let fits = |m: usize, n: usize, steps: usize| {
+            let b = |x: usize| x as u64;
+            b(m * n * 4) <= l0c
+                && b(2 * m * k * in_bytes) <= l0a
+                && b(2 * k * n * in_bytes) <= l0b
+                && b(2 * (m + n) * k * steps * in_bytes) <= l1
+                && b(m * n * out_bytes.max(4)) <= ub
+        };
+        for (m, n) in OUTPUT_TILES {
+            for steps in (1..=STAGED_STEPS).rev() {
+                if fits(m, n, steps) {
+                    return GemmTiles { m, n, k, steps };
+                }
+            }
+        }
+        let (m, n) = OUTPUT_TILES[OUTPUT_TILES.len() - 1];
+        GemmTiles { m, n, k, steps: 1 }
+    }
+
+    /// The tiles for the device `k` is traced for ([`Kernel::buffer_capacity`]), or for
+    /// every built-in profile when it is traced without one.
+    pub fn for_kernel(k: &Kernel, in_bytes: usize, out_bytes: usize) -> GemmTiles {
+        use super::ir::MemLevel::{L0A, L0B, L0C, L1, Ub};
+        let caps = [L0A, L0B, L0C, L1, Ub]
+            .iter()
+            .zip(PORTABLE)
+            .map(|(level, portable)| k.buffer_capacity(*level).unwrap_or(portable))
+            .collect::<Vec<_>>();
+        GemmTiles::fitting(
+            [caps[0], caps[1], caps[2], caps[3], caps[4]],
+            in_bytes,
+            out_bytes,
+        )
+    }
+}
 
 /// The cube works on 16 x 16 fractals: tile dims are multiples of this.
 pub const FRACTAL: usize = 16;
@@ -30,44 +88,62 @@ pub fn tile_dim(tile: usize, dim: usize) -> usize {
     tile.min(dim.max(1).next_multiple_of(FRACTAL))
 }
 
-/// Traces `y = a @ b` for rank-2 globals as a tiled cube kernel: one block program per
-/// [`TILE_M`] x [`TILE_N`] output tile, a K-loop (`fold`) carrying the f32 accumulator in
-/// L0C, masked loads to L1 so shapes need not divide the tiles, and the result converted to
-/// `y`'s dtype on its way out.
+/// Traces `y = a @ b` for rank-2 globals as a tiled cube kernel, the way the public Ascend
+/// GEMM kernels are tiled ([`GemmTiles`]): one block program per `m x n` output tile; a
+/// loop over K in stages of `steps` K-steps, each stage one masked load of an A and a B
+/// tile to L1; each K-step extracted from the staged tiles to L0A and L0B
+/// ([`Tile::extract`](super::Tile::extract)) and multiplied into the f32 accumulator, which
+/// stays in L0C across the whole K loop; the result converted to `y`'s dtype on its way
+/// out. Tiles are sized for the device the kernel is traced for
+/// ([`Kernel::buffer_capacity`]): 128 x 256 output tiles with 4 staged K-steps of 64 fp16
+/// elements on ascend910b, 128 x 128 on kirin9030. Edge tiles are loaded masked (zero
+/// padding), so shapes need not divide the tiles.
 ///
 /// ```
 /// use pto_op::kernel::{Kernel, cube::tiled_matmul};
-/// use pto_op::{DType, Shape};
-/// let mut k = Kernel::new("doc.matmul");
-/// let a = k.input("a", Shape::from([100, 70]), DType::F16);
-/// let b = k.input("b", Shape::from([70, 50]), DType::F16);
-/// let y = k.output("y", Shape::from([100, 50]), DType::F16);
+/// use pto_op::{DType, DeviceProfile, Shape};
+/// let mut k = Kernel::new("doc.matmul")
+///     .with_buffers(DeviceProfile::builtin("ascend910b").unwrap().buffers);
+/// let a = k.input("a", Shape::from([300, 1000]), DType::F16);
+/// let b = k.input("b", Shape::from([1000, 500]), DType::F16);
+/// let y = k.output("y", Shape::from([300, 500]), DType::F16);
 /// tiled_matmul(&mut k, &a, &b, &y).unwrap();
 /// let program = k.finish().unwrap();
-/// assert_eq!(program.grid, 1); // one 128 x 64 tile covers the 100 x 50 output
+/// assert_eq!(program.grid, 3 * 2); // 128 x 256 output tiles
 /// ```
 pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+    use super::ir::MemLevel::{L0A, L0B};
     let (m, depth) = a.dims2()?;
     let (_, n) = b.dims2()?;
-    let (tm, tn) = (tile_dim(TILE_M, m), tile_dim(TILE_N, n));
-    let tk = tile_dim(TILE_K_BYTES / a.dtype().size_bytes(), depth);
+    let tiles = GemmTiles::for_kernel(k, a.dtype().size_bytes(), y.dtype().size_bytes());
+    let (tm, tn) = (tile_dim(tiles.m, m), tile_dim(tiles.n, n));
+    let tk = tile_dim(tiles.k, depth);
+    let k_steps = depth.div_ceil(tk).max(1);
+    let steps = tiles.steps.min(k_steps);
+    let stages = k_steps.div_ceil(steps);
+    let staged = tk * steps;
     let col_tiles = n.div_ceil(tn);
     k.grid(m.div_ceil(tm) * col_tiles)?;
     let pid = k.program_id();
     let r0 = (pid / col_tiles) * tm;
     let c0 = (pid % col_tiles) * tn;
 
-    // The first K step starts the L0C accumulator (there is no zero-filled L0C tile); the
-    // fold carries it through the rest.
-    let a0 = k.load_l1(a, (r0, 0), [tm, tk])?;
-    let b0 = k.load_l1(b, (0, c0), [tk, tn])?;
-    let first = k.matmul(&a0, &b0, None, false)?;
-    let k_steps = depth.div_ceil(tk).max(1);
-    let acc = k.fold(k_steps - 1, &[first], |k, step, carried| {
-        let k0 = (step + 1) * tk;
-        let at = k.load_l1(a, (r0, k0), [tm, tk])?;
-        let bt = k.load_l1(b, (k0, c0), [tk, tn])?;
-        Ok(vec![k.matmul(&at, &bt, Some(&carried[0]), false)?])
+    // One stage: the staged A [tm, staged] and B [staged, tn] in L1, then a K-step at a
+    // time into L0A / L0B and the cube.
+    let stage = |k: &mut Kernel, k0: super::Idx, acc: Option<super::Tile>| -> Result<super::Tile, OpError> {
+        let a1 = k.load_l1(a, (r0.clone(), k0.clone()), [tm, staged])?;
+        let b1 = k.load_l1(b, (k0, c0.clone()), [staged, tn])?;
+        let mut acc = acc;
+        for step in 0..steps {
+            let a0 = a1.extract(L0A, &[0, step * tk], &[tm, tk]);
+            let b0 = b1.extract(L0B, &[step * tk, 0], &[tk, tn]);
+            acc = Some(k.matmul(&a0, &b0, acc.as_ref(), false)?);
+        }
+        acc.ok_or_else(|| OpError::invalid("a stage has at least one K-step"))
+    };
+    let first = stage(k, super::Idx::from(0), None)?;
+    let acc = k.fold(stages - 1, &[first], |k, i, carried| {
+        Ok(vec![stage(k, (i + 1) * staged, Some(carried[0].clone()))?])
     })?;
     k.store(y, (r0, c0), &acc[0].to_ub(y.dtype()))
 }

@@ -626,6 +626,18 @@ pub enum Inst {
         /// The source.
         src: TileId,
     },
+    /// A sub-tile of an L1 tile copied to L0A or L0B on MTE1 (Ascend C's `LoadData`,
+    /// pto-isa's `TEXTRACT`): `dst`'s shape at `offsets` of `src`. It feeds the cube one
+    /// K-step of a tile staged in L1 for several.
+    Extract {
+        /// The sub-tile, in L0A or L0B.
+        dst: TileId,
+        /// The L1 tile.
+        src: TileId,
+        /// Offset of the sub-tile's first element in `src`, one per dimension, each a
+        /// multiple of 16.
+        offsets: Vec<usize>,
+    },
     /// Cube: `dst = a @ b (+ acc)`, `a` in L0A `[m, k]`, `b` in L0B `[k, n]` (or `[n, k]`
     /// when `transpose_b`), `dst` and `acc` f32 `[m, n]` in L0C.
     Matmul {
@@ -675,6 +687,7 @@ impl Inst {
             Inst::Cast { .. } => "cast",
             Inst::Reduce { .. } => "reduce",
             Inst::Move { .. } => "move",
+            Inst::Extract { .. } => "extract",
             Inst::Matmul { .. } => "matmul",
             Inst::Loop { .. } => "loop",
         }
@@ -695,6 +708,7 @@ impl Inst {
             | Inst::Cast { dst, .. }
             | Inst::Reduce { dst, .. }
             | Inst::Move { dst, .. }
+            | Inst::Extract { dst, .. }
             | Inst::Matmul { dst, .. } => vec![*dst],
             Inst::Store { .. } => Vec::new(),
             Inst::Loop {
@@ -717,7 +731,8 @@ impl Inst {
             | Inst::Unary { src, .. }
             | Inst::Cast { src, .. }
             | Inst::Reduce { src, .. }
-            | Inst::Move { src, .. } => vec![*src],
+            | Inst::Move { src, .. }
+            | Inst::Extract { src, .. } => vec![*src],
             Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
                 [tile(lhs), tile(rhs)].into_iter().flatten().collect()
             }
@@ -740,7 +755,10 @@ impl Inst {
     /// Whether this instruction copies data into an on-core buffer from elsewhere (a load
     /// or a move): its result is what a double-buffered loop keeps two of.
     pub fn is_copy_in(&self) -> bool {
-        matches!(self, Inst::Load { .. } | Inst::Move { .. })
+        matches!(
+            self,
+            Inst::Load { .. } | Inst::Move { .. } | Inst::Extract { .. }
+        )
     }
 
     /// The number of instructions in `body`, counting loop bodies (a loop counts itself
@@ -769,6 +787,7 @@ impl Inst {
                 (_, Some(MemLevel::Ub)) => Pipe::Mte2,
                 _ => Pipe::Mte1,
             },
+            Inst::Extract { .. } => Pipe::Mte1,
             Inst::Matmul { .. } => Pipe::M,
             Inst::Loop { .. } => Pipe::S,
             Inst::Full { .. }

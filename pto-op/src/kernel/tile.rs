@@ -542,6 +542,61 @@ impl Tile {
         self.reduce(ReduceOp::Mean, axis)
     }
 
+    /// Moves an L1 tile to L0A, as the cube's left operand. A tile moved once before a
+    /// loop stays resident there: [`Kernel::matmul`](super::Kernel::matmul) takes it as is
+    /// in every iteration instead of moving it again.
+    pub fn to_l0a(&self) -> Tile {
+        self.move_to("move to l0a", MemLevel::L0A, self.ty.dtype)
+    }
+
+    /// Moves an L1 tile to L0B, as the cube's right operand (see [`Tile::to_l0a`]).
+    pub fn to_l0b(&self) -> Tile {
+        self.move_to("move to l0b", MemLevel::L0B, self.ty.dtype)
+    }
+
+    /// Copies the sub-tile of `shape` at `offsets` of this L1 tile to `level` (L0A or L0B):
+    /// one K-step of a tile staged in L1 for several, fed to the cube without another
+    /// load. Offsets are multiples of 16 and the sub-tile lies within the tile.
+    ///
+    /// ```
+    /// use pto_op::kernel::{Kernel, ir::{Inst, MemLevel}};
+    /// use pto_op::{DType, Shape};
+    ///
+    /// let mut k = Kernel::new("doc.extract");
+    /// let a = k.input("a", Shape::from([32, 256]), DType::F16);
+    /// let staged = k.load_l1(&a, [0, 0], [32, 256]).unwrap(); // four K-steps of 64
+    /// let step = staged.extract(MemLevel::L0A, &[0, 128], &[32, 64]);
+    /// assert_eq!((step.shape(), step.level()), (&[32, 64][..], MemLevel::L0A));
+    /// let program = k.finish().unwrap();
+    /// assert!(matches!(&program.body[1], Inst::Extract { offsets, .. } if offsets == &[0, 128]));
+    ///
+    /// let mut k = Kernel::new("doc.extract");
+    /// let a = k.input("a", Shape::from([32, 256]), DType::F16);
+    /// let staged = k.load_l1(&a, [0, 0], [32, 256]).unwrap();
+    /// staged.extract(MemLevel::L0A, &[0, 8], &[32, 64]); // not a multiple of 16
+    /// assert!(k.finish().unwrap_err().to_string().contains("cannot extract"));
+    /// ```
+    pub fn extract(&self, level: MemLevel, offsets: &[usize], shape: &[usize]) -> Tile {
+        let src = self.id;
+        let ty = TileType {
+            shape: shape.to_vec(),
+            dtype: self.ty.dtype,
+            level,
+        };
+        let offsets = offsets.to_vec();
+        self.derive(
+            &|| format!("extract to {level}"),
+            &[self],
+            &ty,
+            validate::extract(&self.ty, &ty, &offsets).map_err(|e| e.to_string()),
+            &|dst| Inst::Extract {
+                dst,
+                src,
+                offsets: offsets.clone(),
+            },
+        )
+    }
+
     /// Moves a UB tile (vector results, to feed the cube) or an L0C accumulator to L1.
     pub fn to_l1(&self) -> Tile {
         self.move_to("move to l1", MemLevel::L1, self.ty.dtype)

@@ -460,6 +460,21 @@ pub enum Rule {
         /// The destination level.
         level: MemLevel,
     },
+    /// An extract that is not an L1 sub-tile copied to L0A or L0B of the same dtype and
+    /// rank, at offsets that are multiples of 16 and within the source.
+    #[error(
+        "cannot extract {dst} at {offsets:?} of {src}: extracts copy a sub-tile of an l1 tile \
+         to l0a or l0b, same dtype and rank, at offsets that are multiples of 16, within \
+         the source"
+    )]
+    Extract {
+        /// The source tile's type.
+        src: TileType,
+        /// The declared sub-tile's type.
+        dst: TileType,
+        /// The offsets.
+        offsets: Vec<usize>,
+    },
     /// A move that converts the dtype where it cannot.
     #[error(
         "cannot convert {src} to {dtype} while moving to {level}: only l0c -> ub \
@@ -963,6 +978,12 @@ impl<'p> Checker<'p> {
                 let src = self.use_tile(*src)?;
                 let declared = self.tile(*dst)?;
                 let expected = move_to(src, declared.level, declared.dtype)?;
+                Ok(self.define_as(*dst, expected, defined)?)
+            }
+            Inst::Extract { dst, src, offsets } => {
+                let src = self.use_tile(*src)?;
+                let declared = self.tile(*dst)?;
+                let expected = extract(src, declared, offsets)?;
                 Ok(self.define_as(*dst, expected, defined)?)
             }
             Inst::Matmul {
@@ -1489,6 +1510,30 @@ pub(crate) fn move_to(src: &TileType, level: MemLevel, dtype: DType) -> Result<T
         dtype,
         level,
     })
+}
+
+/// The type of an extract of `dst`'s shape at `offsets` of `src` into `dst`'s level (see
+/// [`Inst::Extract`]).
+pub(crate) fn extract(src: &TileType, dst: &TileType, offsets: &[usize]) -> Result<TileType, Rule> {
+    let fits = src.level == MemLevel::L1
+        && matches!(dst.level, MemLevel::L0A | MemLevel::L0B)
+        && src.dtype == dst.dtype
+        && src.shape.len() == dst.shape.len()
+        && offsets.len() == src.shape.len()
+        && offsets
+            .iter()
+            .zip(&dst.shape)
+            .zip(&src.shape)
+            .all(|((o, d), s)| o % 16 == 0 && o.checked_add(*d).is_some_and(|end| end <= *s));
+    if fits {
+        Ok(dst.clone())
+    } else {
+        Err(Rule::Extract {
+            src: src.clone(),
+            dst: dst.clone(),
+            offsets: offsets.to_vec(),
+        })
+    }
 }
 
 pub(crate) fn matmul(

@@ -39,6 +39,7 @@
 //!           | "cast" TILE
 //!           | "reduce" REDUCE TILE "axis" INT
 //!           | "move" TILE
+//!           | "extract" TILE "[" [INT {"," INT}] "]"
 //!           | "matmul" TILE "," TILE ["acc" TILE] ["transpose_b"]
 //! store     = "store" "@"INT offsets "," TILE
 //! loop      = "loop" VAR "in" "0.." INT ["carry(" carried {"," carried} ")"] "{" NL

@@ -52,7 +52,7 @@ pub enum ParseError {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "line 4, column 20: unknown instruction `lod`: expected load, full, iota, unary, \
-///      binary, compare, select, cast, reduce, move or matmul"
+///      binary, compare, select, cast, reduce, move, extract or matmul"
 /// );
 /// ```
 pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
@@ -415,6 +415,11 @@ impl<'t> Parser<'t> {
                 dst,
                 src: self.use_tile(c)?,
             },
+            "extract" => {
+                let src = self.use_tile(c)?;
+                let offsets = c.dims()?;
+                Inst::Extract { dst, src, offsets }
+            }
             "matmul" => {
                 let a = self.use_tile(c)?;
                 c.punct(",")?;
@@ -442,7 +447,7 @@ impl<'t> Parser<'t> {
                     col,
                     format!(
                         "unknown instruction `{other}`: expected load, full, iota, unary, \
-                         binary, compare, select, cast, reduce, move or matmul"
+                         binary, compare, select, cast, reduce, move, extract or matmul"
                     ),
                 ));
             }

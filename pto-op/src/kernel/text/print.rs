@@ -119,6 +119,11 @@ impl<'a> Printer<'a, '_, '_> {
                 self.def(depth, *dst)?;
                 writeln!(self.out, "move {src}")
             }
+            Inst::Extract { dst, src, offsets } => {
+                self.def(depth, *dst)?;
+                let offsets: Vec<String> = offsets.iter().map(usize::to_string).collect();
+                writeln!(self.out, "extract {src} [{}]", offsets.join(", "))
+            }
             Inst::Matmul {
                 dst,
                 a,
