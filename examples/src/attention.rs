@@ -2,20 +2,28 @@
 
 use ndarray::Axis;
 use pto_op::kernel::cube::{FRACTAL, tile_dim};
+use pto_op::kernel::ir::MemLevel;
 use pto_op::prelude::*;
 
 /// Query rows of one block program, at most.
 const BLOCK_Q: usize = 64;
 
-/// Bytes of the f32 accumulator `[rows, d]` one block program keeps in UB. The online
-/// softmax holds about four tiles of that size at once (accumulator, its rescaled copy,
-/// p @ v and their sum), so 24 KiB keeps the working set within the 118 KiB UB of the
-/// Kirin profiles: 64 query rows up to d = 96, 48 rows at d = 128.
+/// Bytes of the f32 accumulator `[rows, d]` one block program keeps in UB when the kernel
+/// is traced without a device. The online softmax holds about five tiles of that size at
+/// once (accumulator, its rescaled copy, p @ v, their sum, the score block), so 24 KiB
+/// keeps the working set within the 118 KiB UB of the Kirin profiles: 64 query rows up to
+/// d = 96, 48 rows at d = 128.
 const ACC_BYTES: usize = 24 * 1024;
 
-/// Keys and values per step of the online softmax. With `d` = 64, the f32 score block is
-/// 16 KiB of UB and the K and V blocks 8 KiB (f16) of L1 and L0B each, so every buffer
-/// holds two of them and the loop double-buffers on kirin9030.
+/// The share of the UB the accumulator gets when the kernel is traced for a device
+/// (`Kernel::buffer_capacity`): the same 24 of 118 KiB, so 64 query rows at d = 128 on the
+/// 184 KiB UB of ascend910b (the public Ascend kernel's 128 rows per core, split over its
+/// two vector cores).
+const ACC_SHARE: (usize, usize) = (24, 118);
+
+/// Keys and values per step of the online softmax: the public Ascend kernel's
+/// `CUBE_S1 = 128` (pto-isa `kernels/manual/common/flash_atten`). With `d` = 64, the f32
+/// score block is 32 KiB of UB and the K and V blocks 16 KiB (f16) of L1 and L0B each.
 const BLOCK_KV: usize = 128;
 
 /// The score of a masked key: finite, unlike -inf, so that a row whose keys in one block
@@ -164,8 +172,11 @@ pub mod flash_attention {
         let (s_q, d) = q.dims2()?;
         let (s_kv, _) = k.dims2()?;
         let d_tile = d.next_multiple_of(FRACTAL);
+        let acc_bytes = kernel
+            .buffer_capacity(MemLevel::Ub)
+            .map_or(ACC_BYTES, |ub| ub as usize / ACC_SHARE.1 * ACC_SHARE.0);
         let rows_for_ub =
-            (ACC_BYTES / (d_tile * DType::F32.size_bytes()) / FRACTAL * FRACTAL).max(FRACTAL);
+            (acc_bytes / (d_tile * DType::F32.size_bytes()) / FRACTAL * FRACTAL).max(FRACTAL);
         let (bq, bk) = (
             tile_dim(BLOCK_Q.min(rows_for_ub), s_q),
             tile_dim(BLOCK_KV, s_kv),
@@ -175,7 +186,9 @@ pub mod flash_attention {
         let q0 = kernel.program_id() * bq;
         // Padding columns of d are zero in q, k and v, so they add nothing to the scores
         // and give zero output columns, which the store drops.
-        let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?;
+        // q stays resident in L0A across the key blocks (moved there once), as the public
+        // Ascend flash-attention kernel keeps its left tile stationary.
+        let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?.to_l0a();
 
         // The last key each row may see: its own index when causal, and never a padding
         // key beyond s_kv. Keys at or below it are kept.
