@@ -22,9 +22,15 @@ const ACC_BYTES: usize = 24 * 1024;
 const ACC_SHARE: (usize, usize) = (24, 118);
 
 /// Keys and values per step of the online softmax: the public Ascend kernel's
-/// `CUBE_S1 = 128` (pto-isa `kernels/manual/common/flash_atten`). With `d` = 64, the f32
-/// score block is 32 KiB of UB and the K and V blocks 16 KiB (f16) of L1 and L0B each.
+/// `CUBE_S1 = 128` (pto-isa `kernels/manual/common/flash_atten`) when a K block fits L0B
+/// twice and the score block fits the accumulator's share of UB (ascend910b), else 64
+/// (the Kirin profiles). With `d` = 64, the f32 score block is 32 KiB of
+/// UB and the K and V blocks 16 KiB (f16) of L1 and L0B each.
 const BLOCK_KV: usize = 128;
+
+/// The L0A / L0B capacity assumed when the kernel is traced without a device: kirin9030's,
+/// the smallest of the built-in profiles.
+const PORTABLE_L0: u64 = 32 * 1024;
 
 /// The score of a masked key: finite, unlike -inf, so that a row whose keys in one block
 /// are all masked gets `exp(MASKED - MASKED) = 1` instead of NaN; that block's weights are
@@ -177,18 +183,32 @@ pub mod flash_attention {
             .map_or(ACC_BYTES, |ub| ub as usize / ACC_SHARE.1 * ACC_SHARE.0);
         let rows_for_ub =
             (acc_bytes / (d_tile * DType::F32.size_bytes()) / FRACTAL * FRACTAL).max(FRACTAL);
+        let bytes = q.dtype().size_bytes();
+        let l0 = |level| kernel.buffer_capacity(level).unwrap_or(PORTABLE_L0) as usize;
+        // 128 keys per step when a K (or V) block fits L0B twice (double-buffered) and the
+        // f32 score block is no larger than the accumulator's share of UB, else 64.
+        let bq_full = tile_dim(BLOCK_Q.min(rows_for_ub), s_q);
+        let block_kv = if 2 * BLOCK_KV * d_tile * bytes <= l0(MemLevel::L0B)
+            && bq_full * BLOCK_KV * DType::F32.size_bytes() <= acc_bytes
+        {
+            BLOCK_KV
+        } else {
+            BLOCK_KV / 2
+        };
         let (bq, bk) = (
             tile_dim(BLOCK_Q.min(rows_for_ub), s_q),
-            tile_dim(BLOCK_KV, s_kv),
+            tile_dim(block_kv, s_kv),
         );
+        // q stays resident in L0A across the key blocks when it fits there next to two
+        // probability blocks, as the public Ascend kernel keeps its left tile stationary.
+        let resident_q = bq * (d_tile + 2 * bk) * bytes <= l0(MemLevel::L0A);
         let scale = effective_scale(p, d);
         kernel.grid(s_q.div_ceil(bq))?;
         let q0 = kernel.program_id() * bq;
         // Padding columns of d are zero in q, k and v, so they add nothing to the scores
         // and give zero output columns, which the store drops.
-        // q stays resident in L0A across the key blocks (moved there once), as the public
-        // Ascend flash-attention kernel keeps its left tile stationary.
-        let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?.to_l0a();
+        let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?;
+        let q_tile = if resident_q { q_tile.to_l0a() } else { q_tile };
 
         // The last key each row may see: its own index when causal, and never a padding
         // key beyond s_kv. Keys at or below it are kept.

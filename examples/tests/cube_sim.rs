@@ -205,7 +205,8 @@ fn matmul_runs_its_k_loop_on_the_cube_double_buffered() {
     let program = op
         .trace_kernel(&types(&[[m, depth], [depth, n]], DType::F16), &attrs)
         .expect("matmul traces");
-    assert_eq!(program.grid, (m / 64) * (n / 64));
+    // Traced without a device: 128 x 128 output tiles, which fit every built-in profile.
+    assert_eq!(program.grid, (m / 128) * n.div_ceil(128));
     let a = Tensor::random([m, depth], DType::F16, 1);
     let b = Tensor::random([depth, n], DType::F16, 2);
     let run = Simulator::new(kirin(), SimOptions::default())

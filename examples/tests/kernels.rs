@@ -187,8 +187,8 @@ fn row_kernels_spread_rows_over_the_grid_and_are_vector_bound() {
         )
         .unwrap()
         .report;
-    // 96 f32 columns: 42 rows per 16 KiB tile, so 4 block programs over kirin9030's 2 cores.
-    assert_eq!(report.per_core_cycles.len(), 2, "{report}");
+    // 96 f32 columns: 42 rows per 16 KiB tile, so 4 block programs on kirin9030's one core.
+    assert_eq!(report.per_core_cycles.len(), 1, "{report}");
     assert!(
         report.per_pipe_busy[&Pipe::V] > 0 && report.per_pipe_busy[&Pipe::Mte2] > 0,
         "{report}"

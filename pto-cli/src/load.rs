@@ -55,6 +55,11 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
     (def.build)().map_err(|e| CliError::build(def, e))
 }
 
+/// True when a MODEL argument names a built-in model (no file at that path).
+pub(crate) fn names_builtin(name: &str) -> bool {
+    !Path::new(name).exists() && find_builtin(name).ok().flatten().is_some()
+}
+
 /// The graph a MODEL argument names, for estimation: a built-in model's weights need not
 /// exist (see [`pto_op::models::ModelDef::describe`]).
 pub(crate) fn load_graph(name: &str, load: &LoadArgs) -> Result<(String, GraphDef), CliError> {

@@ -22,9 +22,24 @@ pub(crate) fn estimate(
     trace: Option<&Path>,
     json: bool,
 ) -> Result<String, CliError> {
-    let (name, graph) = load_graph(model, load)?;
+    let (name, graph) = if crate::load::names_builtin(model) {
+        load_graph(model, load)?
+    } else {
+        // A model file is checked as `pto compile` checks it: an op whose signature changed
+        // since the model was built, or recorded types the op no longer gives, are refused.
+        let file = crate::load::load_model(model, load)?;
+        let ops = pto_backends::compiler::resolve(&file)?;
+        pto_backends::compiler::check_types(&file, &ops)?;
+        (file.name, file.graph)
+    };
     let device = edge::device(device)?;
-    let mut estimator = Estimator::linked(&device)?;
+    // A kernel that does not fit the device's buffers cannot run there: the report says so
+    // (the simulator's memory plan is the check) and prices the call as memory traffic.
+    let mut estimator = Estimator::linked(&device)?.with_buffer_check(|program, device| {
+        pto_backends::sim::memory::plan(program, device, true)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
     let report = ModelReport::of_graph(&name, &graph, &mut estimator)?;
     if let Some(path) = plot {
         report.write_plot(path, &Peaks::of(&device))?;

@@ -9,6 +9,11 @@
 //!    the op's kernel IR, else every input read once and every output written once (see
 //!    [`crate::derive`]).
 //!
+//! Properties (levels 3 and 4) go through the roofline; when the op has a kernel that
+//! traces for the call, its pipe-model time stays a lower bound of the estimate whichever
+//! level gave the properties (see [`crate::Estimator`]): user properties describe the work,
+//! they do not make the kernel faster than its own instructions allow.
+//!
 //! Within one level, an estimator for the device asked about beats one for every device,
 //! for that device only: registrations are keyed by op first, so a device-specific
 //! estimator of one op never hides another op's estimators.
@@ -65,6 +70,10 @@ pub enum Source {
     /// Every input read once and every output written once, no compute (the op has no
     /// kernel, or its kernel does not trace for this call).
     MemoryTraffic,
+    /// The op's kernel traces but does not fit the device's buffers (the estimator's
+    /// buffer check refused it): priced as memory traffic, a lower bound of what a kernel
+    /// that fits would take, and listed in the report.
+    Overflow,
 }
 
 impl core::fmt::Display for Source {
@@ -76,6 +85,7 @@ impl core::fmt::Display for Source {
             Source::DefaultProperties => "default properties",
             Source::KernelIr => "kernel IR",
             Source::MemoryTraffic => "memory traffic",
+            Source::Overflow => "kernel over buffers",
         })
     }
 }

@@ -8,6 +8,9 @@
 //!   and casts), under that dtype;
 //! - global memory: the bytes of every loaded and stored tile. Tiles are counted whole:
 //!   the masked part of an edge tile is counted too, so ragged shapes over-count slightly.
+//!   Of the loaded bytes, the share that hits the device's L2 cache
+//!   ([`pto_op::kernel::cost::l2_hit_share`], the cost model's re-read share) is left out:
+//!   it does not reach global memory.
 //!
 //! An op without a kernel, or whose kernel does not trace for this call, falls back to
 //! every input read once and every output written once, and no compute
@@ -30,6 +33,8 @@ pub struct Derived {
     pub note: Option<String>,
     /// The kernel's time under the pipe model ([`crate::pipes`]), when it traced.
     pub pipeline_seconds: Option<f64>,
+    /// The traced kernel, when it traced.
+    pub program: Option<ValidProgram>,
 }
 
 /// The default properties of one call of `def` (`None`: an op this program does not link)
@@ -44,6 +49,7 @@ pub fn default_properties(
         source: Source::MemoryTraffic,
         note: Some(note),
         pipeline_seconds: None,
+        program: None,
     };
     let Some(def) = def else {
         return fallback(format!("op `{}` is not linked", info.op));
@@ -54,14 +60,20 @@ pub fn default_properties(
     match def.trace_kernel_for(&info.inputs, &info.attrs, device) {
         Ok(program) => {
             let pipeline = crate::pipes::pipeline_seconds(&program, device);
+            let mut properties = kernel_properties(&program);
+            let (loaded, distinct) = pto_op::kernel::cost::input_traffic(&program);
+            let hits = pto_op::kernel::cost::l2_hit_share(device, loaded, distinct);
+            properties.memory_read_bytes =
+                (properties.memory_read_bytes as f64 * (1.0 - hits)).round() as u64;
             Derived {
-                properties: kernel_properties(&program),
+                properties,
                 source: Source::KernelIr,
                 note: pipeline
                     .as_ref()
                     .err()
                     .map(|e| format!("no pipe model on {}: {e}", device.name)),
                 pipeline_seconds: pipeline.ok(),
+                program: Some(program),
             }
         }
         Err(e) => fallback(format!("the kernel does not trace: {e}")),

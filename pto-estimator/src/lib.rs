@@ -35,6 +35,7 @@ pub mod roofline;
 
 use std::collections::HashMap;
 
+use pto_op::kernel::ValidProgram;
 use pto_op::{DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
@@ -63,7 +64,8 @@ pub struct OpEstimate {
     pub properties: Option<PerformanceProperties>,
     /// The roofline's parts (`None` for a direct estimate).
     pub roofline: Option<Roofline>,
-    /// Why the kernel IR was not used, when properties fell back to memory traffic.
+    /// Why the kernel IR was not used, when properties fell back to memory traffic (the
+    /// kernel does not trace, or does not fit the device: [`Source::Overflow`]).
     pub note: Option<String>,
 }
 
@@ -80,13 +82,25 @@ impl OpEstimate {
     }
 }
 
+/// A check that a traced kernel fits a device's on-core buffers: `Err` with a message
+/// naming the buffer when it does not (the simulator's memory plan is one).
+pub type BufferCheck = fn(&ValidProgram, &DeviceProfile) -> Result<(), String>;
+
 /// Estimates op calls on one device through the chain, remembering each distinct call.
+///
+/// Whatever link of the chain gives an op's properties (user, default, or counted from its
+/// kernel), when the op has a kernel that traces for the call, the kernel's pipe-model time
+/// ([`pipes`]) bounds the roofline's time from below ([`Roofline::with_pipeline`]):
+/// properties say how much work there is, the kernel what its instructions' latencies
+/// allow, and the estimate is the slower of the two. Only a direct estimator (a time, not
+/// properties) replaces the kernel's bound.
 #[derive(Debug)]
 pub struct Estimator<'a> {
     chain: &'a Chain,
     device: &'a DeviceProfile,
     peaks: Peaks,
     cache: HashMap<String, OpEstimate>,
+    buffer_check: Option<BufferCheck>,
 }
 
 impl<'a> Estimator<'a> {
@@ -97,7 +111,25 @@ impl<'a> Estimator<'a> {
             device,
             peaks: Peaks::of(device),
             cache: HashMap::new(),
+            buffer_check: None,
         }
+    }
+
+    /// The estimator, checking every op call's traced kernel with `check` on the device: a
+    /// kernel that fails it cannot run there, so the call is priced as memory traffic
+    /// ([`Source::Overflow`]) with the check's message as its `note`, and reports list it.
+    /// `pto estimate` passes the simulator's memory plan.
+    pub fn with_buffer_check(mut self, check: BufferCheck) -> Estimator<'a> {
+        self.buffer_check = Some(check);
+        self
+    }
+
+    /// The buffer check's message for a traced kernel that fails it.
+    fn overflow(&self, program: Option<&ValidProgram>) -> Option<String> {
+        let (check, program) = (self.buffer_check?, program?);
+        check(program, self.device)
+            .err()
+            .map(|message| format!("the kernel does not fit {}: {message}", self.device.name))
     }
 
     /// An estimator over every op and registration linked into this program.
@@ -153,16 +185,42 @@ impl<'a> Estimator<'a> {
                     note: None,
                 });
             }
-            Some(Model::Properties(properties)) => (properties(info), choice.source, None, None),
+            Some(Model::Properties(properties)) => {
+                // The kernel's bound holds whoever gave the properties.
+                let kernel =
+                    derive::default_properties(registry::find(&info.op).ok(), info, self.device);
+                match self.overflow(kernel.program.as_ref()) {
+                    Some(note) => (
+                        info.memory_access_properties(),
+                        Source::Overflow,
+                        Some(note),
+                        None,
+                    ),
+                    None => (
+                        properties(info),
+                        choice.source,
+                        None,
+                        kernel.pipeline_seconds,
+                    ),
+                }
+            }
             None => {
                 let derived =
                     derive::default_properties(registry::find(&info.op).ok(), info, self.device);
-                (
-                    derived.properties,
-                    derived.source,
-                    derived.note,
-                    derived.pipeline_seconds,
-                )
+                match self.overflow(derived.program.as_ref()) {
+                    Some(note) => (
+                        info.memory_access_properties(),
+                        Source::Overflow,
+                        Some(note),
+                        None,
+                    ),
+                    None => (
+                        derived.properties,
+                        derived.source,
+                        derived.note,
+                        derived.pipeline_seconds,
+                    ),
+                }
             }
         };
         let mut roofline = roofline_with(&properties, self.device, &self.peaks);

@@ -93,6 +93,10 @@ pub struct ModelReport {
     pub seconds_by_source: BTreeMap<Source, f64>,
     /// Time by bound, in seconds.
     pub seconds_by_bound: BTreeMap<Bound, f64>,
+    /// The distinct calls whose kernel does not fit the device's buffers
+    /// ([`Source::Overflow`]): `(first node, op, why)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overflows: Vec<(usize, String, String)>,
 }
 
 impl ModelReport {
@@ -151,9 +155,15 @@ impl ModelReport {
         estimator: &mut Estimator<'_>,
     ) -> Result<ModelReport, EstimateError> {
         let mut ops = Vec::with_capacity(calls.len());
+        let mut overflows: Vec<(usize, String, String)> = Vec::new();
         let mut start = 0.0;
         for (node, info) in calls.iter().enumerate() {
             let e = estimator.estimate(info)?;
+            if let (Source::Overflow, Some(note)) = (e.source, &e.note)
+                && !overflows.iter().any(|(_, op, why)| *op == e.op && why == note)
+            {
+                overflows.push((node, e.op.clone(), note.clone()));
+            }
             let (flops, bytes, work) = match &e.properties {
                 Some(p) => {
                     let work = UnitWork::of(p);
@@ -201,6 +211,7 @@ impl ModelReport {
             peak_activation_bytes: 0,
             seconds_by_source,
             seconds_by_bound,
+            overflows,
         })
     }
 
@@ -297,6 +308,12 @@ impl core::fmt::Display for ModelReport {
             .collect();
         writeln!(f, "by source: {}", sources.join(", "))?;
         writeln!(f, "by bound:  {}", bounds.join(", "))?;
+        for (node, op, why) in &self.overflows {
+            writeln!(
+                f,
+                "kernel over buffers (priced as memory traffic): node {node} `{op}`: {why}"
+            )?;
+        }
         write!(
             f,
             "total {:.3} ms; weights {:.1} MiB; peak activations {:.1} MiB",
@@ -360,6 +377,7 @@ mod tests {
             peak_activation_bytes: 0,
             seconds_by_source: BTreeMap::new(),
             seconds_by_bound: BTreeMap::new(),
+            overflows: Vec::new(),
         };
         let json: serde_json::Value =
             serde_json::from_str(&report.chrome_trace().to_json().expect("serializes"))

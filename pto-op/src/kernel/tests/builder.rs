@@ -102,8 +102,9 @@ fn matmul_checks_levels_shapes_and_the_fractal() {
     let a = k.full([16, 32], DType::F16, 1.0);
     assert_eq!(
         message(k.matmul(&a, &a, None, false)),
-        "op `t.mm`: matmul: a and b must be in l1 (load them with load_l1 or move them with \
-         to_l1), got f16[16, 32]@ub and f16[16, 32]@ub"
+        "op `t.mm`: matmul: a must be in l1 or l0a and b in l1 or l0b (load them with \
+         load_l1, move them with to_l1, to_l0a, to_l0b or extract), got f16[16, 32]@ub and \
+         f16[16, 32]@ub"
     );
     let a1 = a.to_l1();
     assert_eq!(

@@ -1,0 +1,181 @@
+//! `pto estimate` and the estimator refuse what compile and the simulator refuse, and keep
+//! a kernel's own timing bound under user properties (issue 14, item 4).
+
+use pto_estimator::Estimator;
+use pto_estimator::chain::Source;
+use pto_examples as _;
+use pto_op::prelude::*;
+use pto_op::{DeviceProfile, Model};
+
+/// `y = x + 1` with a row kernel, and user properties that claim almost no work.
+#[custom_op(name = "test.underclaimed")]
+pub mod underclaimed {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        let data = x.to_f64_vec();
+        let cols = x.dims().last().copied().unwrap_or(1);
+        Ok(Tensor::from_f64_fn(x.shape(), x.dtype(), |i| {
+            data[i[0] * cols + i[1]] + 1.0
+        }))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+        let (rows, cols) = x.dims2()?;
+        k.grid(rows.div_ceil(16))?;
+        let r0 = k.program_id() * 16;
+        let t = k.load(x, (r0.clone(), 0), [16, cols])?;
+        k.store(y, (r0, 0), &(t + 1.0))
+    }
+
+    #[properties]
+    fn properties(_info: &OpInvokeInfo) -> PerformanceProperties {
+        // One byte read: the roofline alone would call the op free.
+        PerformanceProperties {
+            memory_read_bytes: 1,
+            ..Default::default()
+        }
+    }
+}
+
+/// `y = x` through one UB tile of the whole input: over the UB of every device for a large
+/// input.
+#[custom_op(name = "test.whole_in_ub")]
+pub mod whole_in_ub {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+        Ok(x.clone())
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+        let (rows, cols) = x.dims2()?;
+        k.grid(1)?;
+        let t = k.load(x, (0, 0), [rows, cols])?;
+        k.store(y, (0, 0), &t)
+    }
+}
+
+fn kirin() -> DeviceProfile {
+    DeviceProfile::builtin("kirin9030").expect("built-in profile")
+}
+
+#[test]
+fn user_properties_keep_the_kernels_timing_bound() {
+    let device = kirin();
+    let t = TensorType {
+        shape: Shape::from([256, 1024]),
+        dtype: DType::F32,
+    };
+    let info = underclaimed::def()
+        .invoke_info(&[t.clone()], &Default::default())
+        .unwrap();
+    let mut estimator = Estimator::linked(&device).unwrap();
+    let estimate = estimator.estimate(&info).unwrap();
+    assert_eq!(estimate.source, Source::UserProperties);
+    let roofline = estimate.roofline.unwrap();
+    // The pipe model of the kernel (16 loads, adds and stores of 64 KiB) is the bound.
+    let program = underclaimed::def()
+        .trace_kernel_for(&[t], &Default::default(), &device)
+        .unwrap();
+    let pipeline = pto_estimator::pipes::pipeline_seconds(&program, &device).unwrap();
+    assert!(pipeline > 1e-6, "{pipeline}");
+    assert_eq!(roofline.pipeline_seconds, pipeline);
+    assert_eq!(estimate.seconds, pipeline + roofline.static_seconds);
+    assert_eq!(estimate.bound, pto_estimator::roofline::Bound::Latency);
+}
+
+#[test]
+fn a_kernel_over_the_buffers_is_reported_not_priced() {
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([512, 512]), DType::F32);
+    let y = whole_in_ub::apply(&x).unwrap();
+    graph.output(&y);
+    let model = graph.to_model("too_big").unwrap();
+    let dir = std::env::temp_dir().join(format!("pto-estimate-checks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("too_big.pto");
+    model.save(&path).unwrap();
+    let report = pto_cli::run([
+        "pto",
+        "estimate",
+        path.to_str().unwrap(),
+        "--device",
+        "kirin9030",
+    ])
+    .unwrap();
+    assert!(
+        report.contains(
+            "kernel over buffers (priced as memory traffic): node 0 `test.whole_in_ub`: the \
+             kernel does not fit kirin9030: op `test.whole_in_ub`: inst 0 (load): UB working \
+             set 1048576 bytes exceeds the kirin9030 limit of 120832 bytes"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("kernel over buffers 0.0"), "{report}");
+    // The estimator without the check prices the kernel as if it ran (the check is
+    // opt-in); with it, as memory traffic, saying why.
+    let device = kirin();
+    let t = TensorType {
+        shape: Shape::from([512, 512]),
+        dtype: DType::F32,
+    };
+    let info = whole_in_ub::def().invoke_info(&[t], &Default::default()).unwrap();
+    let plain = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
+    assert_eq!(plain.source, Source::KernelIr);
+    let checked = Estimator::linked(&device)
+        .unwrap()
+        .with_buffer_check(|_, _| Err("too big".into()))
+        .estimate(&info)
+        .unwrap();
+    assert_eq!(checked.source, Source::Overflow);
+    assert_eq!(
+        checked.note.as_deref(),
+        Some("the kernel does not fit kirin9030: too big")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_stale_model_file_is_refused_as_compile_refuses_it() {
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 32]), DType::F32);
+    let y = underclaimed::apply(&x).unwrap();
+    graph.output(&y);
+    let mut model: Model = graph.to_model("stale").unwrap();
+    model.schemas.get_mut("test.underclaimed").unwrap().version = 0;
+    let dir = std::env::temp_dir().join(format!("pto-estimate-stale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("stale.pto");
+    model.save(&path).unwrap();
+    let file = path.to_str().unwrap();
+    let compile = pto_cli::run(["pto", "compile", file]).unwrap_err().to_string();
+    let estimate = pto_cli::run(["pto", "estimate", file]).unwrap_err().to_string();
+    assert!(compile.contains("changed since the model was built"), "{compile}");
+    assert_eq!(estimate, compile);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
