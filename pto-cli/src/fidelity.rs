@@ -48,7 +48,12 @@ struct Measurement {
 }
 
 /// Flash attention, HEAD = 128, fp16: `s0` queries against `s1` keys on `cores` cores.
-const fn fa(name: &'static str, inputs: &'static [&'static [usize]], cores: u32, micros: f64) -> Measurement {
+const fn fa(
+    name: &'static str,
+    inputs: &'static [&'static [usize]],
+    cores: u32,
+    micros: f64,
+) -> Measurement {
     let s0 = inputs[0][0] as f64;
     let s1 = inputs[1][0] as f64;
     Measurement {
@@ -80,18 +85,74 @@ const fn gemm(name: &'static str, inputs: &'static [&'static [usize]], micros: f
 /// The public measurements: the README tables' "Total task time" (flash attention,
 /// A2/A3, one core per 128 queries) and "Execution time" (GEMM, A3, 24 cores).
 const CASES: [Measurement; 12] = [
-    fa("FA S0=128 S1=1K, 1 core", &[&[128, 128], &[1024, 128], &[1024, 128]], 1, 42.08),
-    fa("FA S0=128 S1=2K, 1 core", &[&[128, 128], &[2048, 128], &[2048, 128]], 1, 51.44),
-    fa("FA S0=128 S1=4K, 1 core", &[&[128, 128], &[4096, 128], &[4096, 128]], 1, 43.80),
-    fa("FA S0=128 S1=8K, 1 core", &[&[128, 128], &[8192, 128], &[8192, 128]], 1, 74.54),
-    fa("FA S0=256 S1=1K, 2 cores", &[&[256, 128], &[1024, 128], &[1024, 128]], 2, 33.201),
-    fa("FA S0=256 S1=8K, 2 cores", &[&[256, 128], &[8192, 128], &[8192, 128]], 2, 75.162),
-    fa("FA S0=1024 S1=1K, 8 cores", &[&[1024, 128], &[1024, 128], &[1024, 128]], 8, 63.72),
-    fa("FA S0=1024 S1=8K, 8 cores", &[&[1024, 128], &[8192, 128], &[8192, 128]], 8, 107.342),
-    gemm("GEMM 1536^3, 24 cores", &[&[1536, 1536], &[1536, 1536]], 38.8),
-    gemm("GEMM 3072^3, 24 cores", &[&[3072, 3072], &[3072, 3072]], 206.7),
-    gemm("GEMM 6144^3, 24 cores", &[&[6144, 6144], &[6144, 6144]], 1506.0),
-    gemm("GEMM 7680^3, 24 cores", &[&[7680, 7680], &[7680, 7680]], 3168.0),
+    fa(
+        "FA S0=128 S1=1K, 1 core",
+        &[&[128, 128], &[1024, 128], &[1024, 128]],
+        1,
+        42.08,
+    ),
+    fa(
+        "FA S0=128 S1=2K, 1 core",
+        &[&[128, 128], &[2048, 128], &[2048, 128]],
+        1,
+        51.44,
+    ),
+    fa(
+        "FA S0=128 S1=4K, 1 core",
+        &[&[128, 128], &[4096, 128], &[4096, 128]],
+        1,
+        43.80,
+    ),
+    fa(
+        "FA S0=128 S1=8K, 1 core",
+        &[&[128, 128], &[8192, 128], &[8192, 128]],
+        1,
+        74.54,
+    ),
+    fa(
+        "FA S0=256 S1=1K, 2 cores",
+        &[&[256, 128], &[1024, 128], &[1024, 128]],
+        2,
+        33.201,
+    ),
+    fa(
+        "FA S0=256 S1=8K, 2 cores",
+        &[&[256, 128], &[8192, 128], &[8192, 128]],
+        2,
+        75.162,
+    ),
+    fa(
+        "FA S0=1024 S1=1K, 8 cores",
+        &[&[1024, 128], &[1024, 128], &[1024, 128]],
+        8,
+        63.72,
+    ),
+    fa(
+        "FA S0=1024 S1=8K, 8 cores",
+        &[&[1024, 128], &[8192, 128], &[8192, 128]],
+        8,
+        107.342,
+    ),
+    gemm(
+        "GEMM 1536^3, 24 cores",
+        &[&[1536, 1536], &[1536, 1536]],
+        38.8,
+    ),
+    gemm(
+        "GEMM 3072^3, 24 cores",
+        &[&[3072, 3072], &[3072, 3072]],
+        206.7,
+    ),
+    gemm(
+        "GEMM 6144^3, 24 cores",
+        &[&[6144, 6144], &[6144, 6144]],
+        1506.0,
+    ),
+    gemm(
+        "GEMM 7680^3, 24 cores",
+        &[&[7680, 7680], &[7680, 7680]],
+        3168.0,
+    ),
 ];
 
 /// The device profile every case is simulated on.

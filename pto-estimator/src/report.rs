@@ -160,7 +160,9 @@ impl ModelReport {
         for (node, info) in calls.iter().enumerate() {
             let e = estimator.estimate(info)?;
             if let (Source::Overflow, Some(note)) = (e.source, &e.note)
-                && !overflows.iter().any(|(_, op, why)| *op == e.op && why == note)
+                && !overflows
+                    .iter()
+                    .any(|(_, op, why)| *op == e.op && why == note)
             {
                 overflows.push((node, e.op.clone(), note.clone()));
             }

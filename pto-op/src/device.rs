@@ -582,7 +582,11 @@ mod tests {
         let text = include_str!("../data/devices/ascend910b.json")
             .replace("\"bandwidth\": 4884000000000.0", "\"bandwidth\": 0");
         let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
-        assert!(err.to_string().contains("`l2.bandwidth` must be a positive number"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("`l2.bandwidth` must be a positive number"),
+            "{err}"
+        );
     }
 
     #[test]

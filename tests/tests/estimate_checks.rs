@@ -5,7 +5,7 @@ use pto_estimator::Estimator;
 use pto_estimator::chain::Source;
 use pto_examples as _;
 use pto_op::prelude::*;
-use pto_op::{DeviceProfile, Model};
+use pto_op::{DeviceProfile, Model, TensorType};
 
 /// `y = x + 1` with a row kernel, and user properties that claim almost no work.
 #[custom_op(name = "test.underclaimed")]
@@ -113,7 +113,7 @@ fn user_properties_keep_the_kernels_timing_bound() {
 fn a_kernel_over_the_buffers_is_reported_not_priced() {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([512, 512]), DType::F32);
-    let y = whole_in_ub::apply(&x).unwrap();
+    let y = whole_in_ub::apply(&x, &whole_in_ub::Params::default()).unwrap();
     graph.output(&y);
     let model = graph.to_model("too_big").unwrap();
     let dir = std::env::temp_dir().join(format!("pto-estimate-checks-{}", std::process::id()));
@@ -144,7 +144,9 @@ fn a_kernel_over_the_buffers_is_reported_not_priced() {
         shape: Shape::from([512, 512]),
         dtype: DType::F32,
     };
-    let info = whole_in_ub::def().invoke_info(&[t], &Default::default()).unwrap();
+    let info = whole_in_ub::def()
+        .invoke_info(&[t], &Default::default())
+        .unwrap();
     let plain = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
     assert_eq!(plain.source, Source::KernelIr);
     let checked = Estimator::linked(&device)
@@ -164,7 +166,7 @@ fn a_kernel_over_the_buffers_is_reported_not_priced() {
 fn a_stale_model_file_is_refused_as_compile_refuses_it() {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([4, 32]), DType::F32);
-    let y = underclaimed::apply(&x).unwrap();
+    let y = underclaimed::apply(&x, &underclaimed::Params::default()).unwrap();
     graph.output(&y);
     let mut model: Model = graph.to_model("stale").unwrap();
     model.schemas.get_mut("test.underclaimed").unwrap().version = 0;
@@ -173,9 +175,16 @@ fn a_stale_model_file_is_refused_as_compile_refuses_it() {
     let path = dir.join("stale.pto");
     model.save(&path).unwrap();
     let file = path.to_str().unwrap();
-    let compile = pto_cli::run(["pto", "compile", file]).unwrap_err().to_string();
-    let estimate = pto_cli::run(["pto", "estimate", file]).unwrap_err().to_string();
-    assert!(compile.contains("changed since the model was built"), "{compile}");
+    let compile = pto_cli::run(["pto", "compile", file])
+        .unwrap_err()
+        .to_string();
+    let estimate = pto_cli::run(["pto", "estimate", file])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        compile.contains("changed since the model was built"),
+        "{compile}"
+    );
     assert_eq!(estimate, compile);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -227,7 +227,12 @@ impl Walk {
             for tile in reads {
                 self.read_at(tile, at);
             }
-            if let Inst::Matmul { dst, acc: Some(acc), .. } = inst {
+            if let Inst::Matmul {
+                dst,
+                acc: Some(acc),
+                ..
+            } = inst
+            {
                 let scope = self.loop_stack.last().copied();
                 self.shares.push((*dst, *acc, at, scope));
             }

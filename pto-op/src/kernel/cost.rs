@@ -138,7 +138,12 @@ pub fn input_traffic(program: &Program) -> (u64, u64) {
         }
     }
     let mut per_global = BTreeMap::new();
-    walk(program, &program.body, program.grid.max(1) as u64, &mut per_global);
+    walk(
+        program,
+        &program.body,
+        program.grid.max(1) as u64,
+        &mut per_global,
+    );
     per_global
         .iter()
         .fold((0u64, 0u64), |(loaded, distinct), (global, bytes)| {

@@ -130,7 +130,10 @@ pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Resul
 
     // One stage: the staged A [tm, staged] and B [staged, tn] in L1, then a K-step at a
     // time into L0A / L0B and the cube.
-    let stage = |k: &mut Kernel, k0: super::Idx, acc: Option<super::Tile>| -> Result<super::Tile, OpError> {
+    let stage = |k: &mut Kernel,
+                 k0: super::Idx,
+                 acc: Option<super::Tile>|
+     -> Result<super::Tile, OpError> {
         let a1 = k.load_l1(a, (r0.clone(), k0.clone()), [tm, staged])?;
         let b1 = k.load_l1(b, (k0, c0.clone()), [staged, tn])?;
         let mut acc = acc;
