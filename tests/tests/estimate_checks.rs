@@ -36,7 +36,7 @@ pub mod underclaimed {
         let (rows, cols) = x.dims2()?;
         k.grid(rows.div_ceil(16))?;
         let r0 = k.program_id() * 16;
-        let t = k.load(x, (r0.clone(), 0), [16, cols])?;
+        let t = k.load(x, (r0, 0), [16, cols])?;
         k.store(y, (r0, 0), &(t + 1.0))
     }
 
@@ -92,7 +92,7 @@ fn user_properties_keep_the_kernels_timing_bound() {
         dtype: DType::F32,
     };
     let info = underclaimed::def()
-        .invoke_info(&[t.clone()], &Default::default())
+        .invoke_info(std::slice::from_ref(&t), &Default::default())
         .unwrap();
     let mut estimator = Estimator::linked(&device).unwrap();
     let estimate = estimator.estimate(&info).unwrap();

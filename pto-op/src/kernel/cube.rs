@@ -134,8 +134,8 @@ pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Resul
                  k0: super::Idx,
                  acc: Option<super::Tile>|
      -> Result<super::Tile, OpError> {
-        let a1 = k.load_l1(a, (r0.clone(), k0.clone()), [tm, staged])?;
-        let b1 = k.load_l1(b, (k0, c0.clone()), [staged, tn])?;
+        let a1 = k.load_l1(a, (r0, k0), [tm, staged])?;
+        let b1 = k.load_l1(b, (k0, c0), [staged, tn])?;
         let mut acc = acc;
         for step in 0..steps {
             let a0 = a1.extract(L0A, &[0, step * tk], &[tm, tk]);
