@@ -336,12 +336,14 @@ mod tests {
             sweep(Split::HeldOut).unwrap(),
         );
         assert!(training.iter().all(|c| !held_out.contains(c)));
-        // The std ops with kernels register twelve sizes each, next to the ops.
+        // The std ops with kernels and a sweep register twelve sizes each, next to the ops.
         let ops = [
             "std.add",
+            "std.exp",
             "std.gelu",
             "std.layer_norm",
             "std.matmul",
+            "std.max",
             "std.rms_norm",
             "std.softmax",
         ];
