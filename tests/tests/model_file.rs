@@ -380,6 +380,58 @@ fn broken_graphs_and_weights_are_named() {
     );
 }
 
+/// A model file's graph is read, not traced, so its value sizes are checked on load like a
+/// traced value's: before the fix, the types of such a file reached `pto estimate` and
+/// overflowed there (byte sums of the roofline, the row tiling of a kernel, the memory
+/// properties), found by the structure-aware fuzz (`fuzz_structured.rs`).
+#[test]
+fn values_too_large_for_a_tensor_are_refused_on_load() {
+    let bytes = rms_norm_model().to_bytes().expect("serializes");
+    let huge = [
+        (vec![1usize << 62, 16], DType::F32),
+        (vec![usize::MAX, 2], DType::U8),
+        (vec![1 << 20, 1 << 20, 1 << 20], DType::I64),
+        (vec![(1 << 42) + 1], DType::F32),
+    ];
+    let dir = TempDir::new("too-large");
+    for (dims, dtype) in huge {
+        for value in 0..3 {
+            let edited = edit_graph(&bytes, |g| {
+                g.values[value].ty = TensorType {
+                    shape: Shape::new(dims.clone()),
+                    dtype,
+                };
+            });
+            let name = ["x", "gamma", "n0.y"][value];
+            assert_eq!(
+                load_error(&edited),
+                format!(
+                    "model file: invalid graph: value {value} `{name}` is {dtype}{}, larger than \
+                     the 17592186044416 bytes a tensor may have",
+                    Shape::new(dims.clone())
+                )
+            );
+            let path = dir.0.join("huge.pto");
+            std::fs::write(&path, &edited).expect("writable");
+            let path = path.to_string_lossy().into_owned();
+            for verb in [
+                &["estimate", &path][..],
+                &["inspect", &path],
+                &["compile", &path],
+            ] {
+                let err = pto_cli::run(std::iter::once("pto").chain(verb.iter().copied()))
+                    .expect_err("refused");
+                assert!(err.to_string().contains("larger than"), "{err}");
+            }
+        }
+    }
+    // The largest tensor allowed still loads.
+    let at_limit = edit_graph(&bytes, |g| {
+        g.values[0].ty.shape = Shape::new(vec![1 << 38, 16]);
+    });
+    assert!(Model::from_bytes(&at_limit).is_ok());
+}
+
 #[test]
 fn a_model_json_cannot_hold_is_not_written() {
     let mut model = rms_norm_model();

@@ -72,6 +72,22 @@ pub enum GraphError {
         /// Its name.
         name: String,
     },
+    /// A value larger than [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES): refused so
+    /// that the element counts and byte sizes computed from a graph's types (buffer plans,
+    /// estimates, kernels, runs) cannot overflow, whether the graph was traced or read
+    /// from a file.
+    #[error(
+        "value {id} `{name}` is {ty}, larger than the {} bytes a tensor may have",
+        crate::MAX_TENSOR_BYTES
+    )]
+    TooLarge {
+        /// The value.
+        id: ValueId,
+        /// Its name.
+        name: String,
+        /// Its type.
+        ty: crate::TensorType,
+    },
     /// A value that is not a listed input, a listed weight or a node output.
     #[error("value {id} `{name}` is neither a listed input, a listed weight nor a node output")]
     Unproduced {
@@ -92,7 +108,8 @@ fn kind_name(kind: ValueKind) -> &'static str {
 }
 
 impl GraphDef {
-    /// Checks the graph's structure: every id refers to a value; every value is exactly one
+    /// Checks the graph's structure: every value's size is at most
+    /// [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES); every id refers to a value; every value is exactly one
     /// of a listed input, a listed weight or a node output, of that kind, with a unique
     /// name; nodes read only values produced before them (the node order is topological);
     /// every graph output is produced. Whether the ops exist and accept their inputs is for
@@ -115,7 +132,7 @@ impl GraphDef {
     ///
     /// # Errors
     ///
-    /// The first [`GraphError`] found, in the order: names, inputs and weights, nodes,
+    /// The first [`GraphError`] found, in the order: names and sizes, inputs and weights, nodes,
     /// outputs, unproduced values.
     pub fn validate(&self) -> Result<(), GraphError> {
         let count = self.values.len();
@@ -128,10 +145,17 @@ impl GraphDef {
         };
 
         let mut names = BTreeSet::new();
-        for value in &self.values {
+        for (id, value) in self.values.iter().enumerate() {
             if !names.insert(value.name.as_str()) {
                 return Err(GraphError::DuplicateName {
                     name: value.name.clone(),
+                });
+            }
+            if value.ty.shape.checked_bytes(value.ty.dtype).is_err() {
+                return Err(GraphError::TooLarge {
+                    id,
+                    name: value.name.clone(),
+                    ty: value.ty.clone(),
                 });
             }
         }
