@@ -357,12 +357,27 @@ fn rem_takes_the_sign_of_the_dividend_and_mod_that_of_the_divisor() {
             b.push(binary(tz, op, tile(tx), tile(ty)));
             b.push(store(z, vec![c(0)], tz));
             let inputs = [f32s(&[6], &a).cast(dtype), f32s(&[6], &d).cast(dtype)];
-            let got = out(&b.finish(), &[&inputs[0], &inputs[1]]);
-            assert_eq!(got[..5], expected[..5], "{op:?} on {dtype}");
-            // By zero: NaN for floats, which an integer dtype rounds to 0.
+            let program = b.finish();
             if dtype == DType::I32 {
-                assert_eq!(got[5], 0.0, "{op:?} on {dtype}");
+                // By zero: an error for integers, as the CPU's integer division.
+                let err = execute(&program, &[&inputs[0], &inputs[1]]).unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    format!(
+                        "op `t.rem`: inst 2 (binary of i32): 5 {} 0: division by zero",
+                        op.name()
+                    )
+                );
+                let nonzero = [
+                    f32s(&[6], &a).cast(dtype),
+                    f32s(&[6], &[3.0, 3.0, -3.0, -3.0, 3.0, 1.0]).cast(dtype),
+                ];
+                let got = out(&program, &[&nonzero[0], &nonzero[1]]);
+                assert_eq!(got[..5], expected[..5], "{op:?} on {dtype}");
             } else {
+                let got = out(&program, &[&inputs[0], &inputs[1]]);
+                assert_eq!(got[..5], expected[..5], "{op:?} on {dtype}");
+                // By zero: NaN for floats.
                 assert!(got[5].is_nan(), "{op:?} on {dtype}: {}", got[5]);
             }
         }

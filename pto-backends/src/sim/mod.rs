@@ -80,6 +80,22 @@ pub enum SimError {
         #[source]
         source: pto_op::kernel::ir::IndexOverflow,
     },
+    /// An integer instruction whose exact result is outside its dtype, or an integer
+    /// `div`, `rem` or `mod` by zero: the error the CPU reference raises for the same
+    /// values (the simulator holds integers exactly and never wraps or saturates a result).
+    #[error("op `{op}`: inst {inst} ({mnemonic} of {dtype}): {detail}")]
+    IntegerArithmetic {
+        /// The op.
+        op: String,
+        /// The instruction's number, in program order with loop bodies after their loop.
+        inst: usize,
+        /// Its mnemonic.
+        mnemonic: String,
+        /// The dtype of its result.
+        dtype: pto_op::DType,
+        /// The operands and what went wrong (`2147483647 + 1 = 2147483648 overflows i32`).
+        detail: String,
+    },
     /// A trace could not be written.
     #[error("writing {path}: {message}")]
     Io {
