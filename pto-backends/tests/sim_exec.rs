@@ -448,3 +448,161 @@ fn relu_propagates_nan() {
     assert!(y[0].is_nan(), "{y:?}");
     assert_eq!(&y[1..], &[0.0, 2.0]);
 }
+
+/// Runs the kernel text `body` (after a header declaring `x: {dtype}[4]` input and
+/// `y: {out}[4]` output) on `x`.
+fn run_text(dtype: &str, out: &str, body: &str, x: Tensor) -> Result<Vec<i64>, SimError> {
+    let text = format!(
+        "kernel t.ints grid 1\nglobal @0 x: {dtype}[4] input\nglobal @1 y: {out}[4] output\n\
+         %0: {dtype}[4]@ub = load @0[0] pad 0.0\n{body}"
+    );
+    let program = pto_op::kernel::text::parse(&text).expect("a valid text");
+    let outputs = execute(&program, &[&x])?;
+    Ok(outputs[0]
+        .cast(DType::I64)
+        .to_vec::<i64>()
+        .expect("i64 elements"))
+}
+
+fn ints(values: [i64; 4], dtype: DType) -> Tensor {
+    Tensor::from_vec([4], values.to_vec())
+        .expect("test data")
+        .cast(dtype)
+}
+
+#[test]
+fn integer_tiles_are_exact_past_2_pow_53() {
+    // y = (x + 1) + iota(2^53 + 1): every element past 2^53, where an f64 rounds.
+    let p53 = 1i64 << 53;
+    let x = ints([p53 + 1, 1 << 62, -(1 << 62) - 1, 5], DType::I64);
+    let y = run_text(
+        "i64",
+        "i64",
+        "%1: i64[4]@ub = binary add %0, 1.0\n\
+         %2: i64[4]@ub = iota axis 0 start 9007199254740993\n\
+         %3: i64[4]@ub = binary add %1, %2\n\
+         %4: i64[4]@ub = binary sub %3, %0\n\
+         %5: i64[4]@ub = binary min %4, %3\n\
+         store @1[0], %3\n",
+        x,
+    )
+    .expect("runs");
+    assert_eq!(
+        y,
+        vec![
+            (p53 + 2) + (p53 + 1),
+            ((1 << 62) + 1) + (p53 + 2),
+            (-(1 << 62)) + (p53 + 3),
+            6 + (p53 + 4)
+        ]
+    );
+}
+
+#[test]
+fn integer_overflow_and_division_by_zero_are_errors_naming_the_instruction() {
+    let i32s = |v: [i64; 4]| ints(v, DType::I32);
+    let min32 = i64::from(i32::MIN);
+    let error = |dtype: &str, body: &str, x: Tensor| {
+        run_text(dtype, dtype, body, x)
+            .expect_err("overflows")
+            .to_string()
+    };
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[4]@ub = unary neg %0\nstore @1[0], %1\n",
+            i32s([1, min32, 2, 3])
+        ),
+        "op `t.ints`: inst 1 (unary of i32): neg -2147483648 = 2147483648 overflows i32"
+    );
+    assert_eq!(
+        error(
+            "i64",
+            "%1: i64[4]@ub = unary abs %0\nstore @1[0], %1\n",
+            ints([1, i64::MIN, 2, 3], DType::I64)
+        ),
+        "op `t.ints`: inst 1 (unary of i64): abs -9223372036854775808 overflows i64"
+    );
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[4]@ub = unary square %0\nstore @1[0], %1\n",
+            i32s([46_341, 0, 0, 0])
+        ),
+        "op `t.ints`: inst 1 (unary of i32): square 46341 = 2147488281 overflows i32"
+    );
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[1]@ub = reduce sum %0 axis 0\n%2: i32[4]@ub = binary add %0, %1\n\
+             store @1[0], %2\n",
+            i32s([1 << 30, 1 << 30, 0, 0])
+        ),
+        "op `t.ints`: inst 1 (reduce of i32): a sum along axis 0 = 2147483648 overflows i32"
+    );
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[4]@ub = iota axis 0 start 2147483646\nstore @1[0], %1\n",
+            i32s([0; 4])
+        ),
+        "op `t.ints`: inst 1 (iota of i32): 2147483646 + 2 = 2147483648 overflows i32"
+    );
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[4]@ub = binary div 7.0, %0\nstore @1[0], %1\n",
+            i32s([1, 2, 0, 3])
+        ),
+        "op `t.ints`: inst 1 (binary of i32): 7 / 0: division by zero"
+    );
+    assert_eq!(
+        error(
+            "i32",
+            "%1: i32[4]@ub = binary div %0, -1.0\nstore @1[0], %1\n",
+            i32s([1, min32, 0, 3])
+        ),
+        "op `t.ints`: inst 1 (binary of i32): -2147483648 / -1 = 2147483648 overflows i32"
+    );
+    // Inside a loop, the body's instruction keeps its number in every iteration.
+    assert_eq!(
+        error(
+            "i32",
+            "loop i0 in 0..40 carry(%1: i32[4]@ub = %0) {\n\
+             %2: i32[4]@ub = binary mul %1, 2.0\n\
+             yield %2\n\
+             } -> (%3: i32[4]@ub)\nstore @1[0], %3\n",
+            i32s([1, 0, 0, 0])
+        ),
+        "op `t.ints`: inst 2 (binary of i32): 1073741824 * 2 = 2147483648 overflows i32"
+    );
+}
+
+#[test]
+fn integer_constants_saturate_and_casts_keep_the_low_bits_as_on_cpu() {
+    // A pad of -inf is the lowest i32; a scalar past i32 saturates.
+    let text = "kernel t.pad grid 1\nglobal @0 x: i32[3] input\nglobal @1 y: i32[4] output\n\
+                %0: i32[4]@ub = load @0[0] pad -inf\n\
+                %1: i32[4]@ub = binary max %0, -1e20\n\
+                store @1[0], %1\n";
+    let program = pto_op::kernel::text::parse(text).expect("valid");
+    let x = Tensor::from_vec([3], vec![5i32, -6, 7]).expect("test data");
+    let y = execute(&program, &[&x]).expect("runs");
+    assert_eq!(y[0].to_vec::<i32>().expect("i32"), vec![5, -6, 7, i32::MIN]);
+    // i64 -> i32 keeps the low bits, as Tensor::cast (the CPU reference of std.cast).
+    let x = ints([(1 << 32) + 5, -1, (1 << 31) + 1, 1 << 53], DType::I64);
+    let y = run_text(
+        "i64",
+        "i32",
+        "%1: i32[4]@ub = cast %0\nstore @1[0], %1\n",
+        x.clone(),
+    )
+    .expect("runs");
+    let cpu = x
+        .cast(DType::I32)
+        .cast(DType::I64)
+        .to_vec::<i64>()
+        .expect("i64");
+    assert_eq!(y, cpu);
+    assert_eq!(y, vec![5, -1, i64::from(i32::MIN) + 1, 0]);
+}

@@ -297,11 +297,21 @@ fn scalar(value: f64, dtype: DType) -> String {
     match dtype {
         DType::F32 => float,
         DType::I32 | DType::I64 | DType::I8 | DType::U8 => {
-            format!(
-                "static_cast<{}>({})",
-                c_type(dtype),
-                (v as f64).trunc() as i64
-            )
+            // Truncated toward zero and saturated to the dtype, as the simulator converts
+            // constants (`as` saturates; NaN gives 0); i64::MIN has no literal in C++.
+            let (low, high) = match dtype {
+                DType::I8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
+                DType::U8 => (0, i64::from(u8::MAX)),
+                DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+                _ => (i64::MIN, i64::MAX),
+            };
+            let value = (v as i64).clamp(low, high);
+            let text = if value == i64::MIN {
+                "-9223372036854775807 - 1".to_owned()
+            } else {
+                value.to_string()
+            };
+            format!("static_cast<{}>({text})", c_type(dtype))
         }
         other => format!("static_cast<{}>({float})", c_type(other)),
     }
@@ -1378,6 +1388,12 @@ impl Lowering<'_> {
             }
             (Arg::Tile(a), Arg::Scalar(v)) => match (scalar_op, op) {
                 (Some(sop), _) => self.code.line(format!("{sop}({d}, {a}, {}, {n});", s(v))),
+                // Integers: `a - v` exactly (`a + -v` would overflow for the lowest v).
+                (None, BinaryOp::Sub) if !ty.dtype.is_float() => {
+                    let tmp = self.temp(temp, ty.dtype, &g);
+                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
+                    self.code.line(format!("Sub({d}, {a}, {tmp}, {n});"));
+                }
                 (None, BinaryOp::Sub) => {
                     self.code.line(format!("Adds({d}, {a}, {}, {n});", s(-v)));
                 }
@@ -1389,6 +1405,12 @@ impl Lowering<'_> {
             },
             (Arg::Scalar(v), Arg::Tile(b)) => match (scalar_op, op) {
                 (Some(sop), _) => self.code.line(format!("{sop}({d}, {b}, {}, {n});", s(v))),
+                // Integers: `v - b` exactly (`-b + v` would overflow for the lowest b).
+                (None, BinaryOp::Sub) if !ty.dtype.is_float() => {
+                    let tmp = self.temp(temp, ty.dtype, &g);
+                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
+                    self.code.line(format!("Sub({d}, {tmp}, {b}, {n});"));
+                }
                 (None, BinaryOp::Sub) => {
                     self.code.line(format!("Muls({d}, {b}, {}, {n});", s(-1.0)));
                     self.code.line(format!("Adds({d}, {d}, {}, {n});", s(v)));
@@ -1532,7 +1554,9 @@ impl Lowering<'_> {
             Lowering::name(stat),
         );
         let (p, cols) = (g.pitch, g.cols);
-        let row = (op == BinaryOp::Div).then(|| {
+        // Integers subtract exactly as tiles (`a + -s` goes through float, or overflows).
+        let integer_sub = op == BinaryOp::Sub && !ty.dtype.is_float();
+        let row = (op == BinaryOp::Div || integer_sub).then(|| {
             let one_row = Geom {
                 rows: 1,
                 cols: g.pitch,
@@ -1558,6 +1582,14 @@ impl Lowering<'_> {
             (BinaryOp::Mul, _) => vec![format!("Muls({d}[r * {p}], {a}[r * {p}], s, {cols});")],
             (BinaryOp::Max, _) => vec![format!("Maxs({d}[r * {p}], {a}[r * {p}], s, {cols});")],
             (BinaryOp::Min, _) => vec![format!("Mins({d}[r * {p}], {a}[r * {p}], s, {cols});")],
+            (BinaryOp::Sub, false) if integer_sub => vec![
+                format!("Duplicate(statRow, s, {cols});"),
+                format!("Sub({d}[r * {p}], {a}[r * {p}], statRow, {cols});"),
+            ],
+            (BinaryOp::Sub, true) if integer_sub => vec![
+                format!("Duplicate(statRow, s, {cols});"),
+                format!("Sub({d}[r * {p}], statRow, {a}[r * {p}], {cols});"),
+            ],
             (BinaryOp::Sub, false) => vec![format!(
                 "Adds({d}[r * {p}], {a}[r * {p}], static_cast<{ctype}>(-static_cast<float>(s)), {cols});"
             )],

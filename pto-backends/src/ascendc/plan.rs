@@ -283,7 +283,11 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             if let Some(_) = row_statistic(program, *dst, lhs, rhs) =>
         {
             // Row by row with the statistic as a scalar; a division needs it as a row.
+            // (Integers subtract as tiles too.)
             match (op, geom(*dst), ty(*dst)) {
+                (pto_op::kernel::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
+                    vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
+                }
                 (pto_op::kernel::ir::BinaryOp::Div, Some(g), Some(t)) => {
                     vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
                 }
@@ -295,9 +299,17 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                 .into_iter()
                 .flatten()
                 .collect();
-            let scalar_div = matches!(op, pto_op::kernel::ir::BinaryOp::Div)
-                && (matches!(lhs, Operand::Scalar(_)) || matches!(rhs, Operand::Scalar(_)));
-            if scalar_div {
+            // A scalar divisor or dividend, and an integer subtraction with a scalar (exact
+            // only as a tile subtraction), go through a duplicated tile.
+            let integer = ty(*dst).is_some_and(|t| !t.dtype.is_float());
+            let duplicated = match op {
+                pto_op::kernel::ir::BinaryOp::Div => true,
+                pto_op::kernel::ir::BinaryOp::Sub => integer,
+                _ => false,
+            };
+            let scalar_operand =
+                matches!(lhs, Operand::Scalar(_)) || matches!(rhs, Operand::Scalar(_));
+            if duplicated && scalar_operand {
                 temps.extend(geom(*dst).map(|g| g.bytes));
             }
             temps

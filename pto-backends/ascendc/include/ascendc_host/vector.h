@@ -1,7 +1,10 @@
 // Host implementation of the Ascend C API: vector instructions on UB tensors.
 //
-// Element-wise results are computed in float (int64 for integers) and rounded once to the
-// destination type, round to nearest even.
+// Element-wise results are computed in float and rounded once to the destination type,
+// round to nearest even; integers are computed exactly (int32 and int16 in int64, int64 in
+// __int128), and a result outside the destination type, or an integer division by zero,
+// stops the kernel with an `integer overflow` or `division by zero` error: the error the
+// CPU reference raises, never a wrapped value.
 #ifndef ASCENDC_HOST_VECTOR_H
 #define ASCENDC_HOST_VECTOR_H
 
@@ -43,8 +46,59 @@ struct Compute<int16_t> {
     using type = int64_t;
 };
 
+template <>
+struct Compute<int64_t> {
+    using type = __int128;
+};
+
 template <typename T>
 using Acc = typename Compute<T>::type;
+
+// The decimal text of an integer (std::to_string has no __int128).
+template <typename V>
+inline std::string IntegerText(V v)
+{
+    if (v == 0) {
+        return "0";
+    }
+    const bool negative = v < 0;
+    std::string digits;
+    while (v != 0) {
+        const int d = static_cast<int>(v % 10);
+        digits.push_back(static_cast<char>('0' + (d < 0 ? -d : d)));
+        v /= 10;
+    }
+    if (negative) {
+        digits.push_back('-');
+    }
+    return std::string(digits.rbegin(), digits.rend());
+}
+
+// `v` (computed in Acc<T>) stored as a T: an integer result must fit T.
+template <typename T, typename V>
+inline T Narrow(const char* api, V v)
+{
+    if constexpr (std::is_integral<T>::value && !std::is_floating_point<V>::value) {
+        if (v < static_cast<V>(std::numeric_limits<T>::min()) || v > static_cast<V>(std::numeric_limits<T>::max())) {
+            Fail(api, "integer overflow",
+                 "the exact result " + IntegerText(v) + " is outside the element type's range " +
+                     IntegerText(std::numeric_limits<T>::min()) + ".." + IntegerText(std::numeric_limits<T>::max()));
+        }
+    }
+    return T(v);
+}
+
+// a / b: an integer division by zero is an error (and no trap).
+template <typename V>
+inline V Divide(V a, V b)
+{
+    if constexpr (!std::is_floating_point<V>::value) {
+        if (b == 0) {
+            Fail("Div", "division by zero", IntegerText(a) + " / 0");
+        }
+    }
+    return a / b;
+}
 
 template <typename T>
 inline void CheckVector(const char* api, const LocalTensor<T>& t, int64_t count, const char* which)
@@ -68,7 +122,7 @@ inline void Map1(const char* api, const LocalTensor<T>& dst, const LocalTensor<T
     CheckVector(api, dst, count, "dst");
     CheckVector(api, src, count, "src");
     for (int32_t i = 0; i < count; ++i) {
-        dst.Data()[i] = T(f(static_cast<Acc<T>>(src.Data()[i])));
+        dst.Data()[i] = Narrow<T>(api, f(static_cast<Acc<T>>(src.Data()[i])));
     }
 }
 
@@ -80,7 +134,7 @@ inline void Map2(const char* api, const LocalTensor<T>& dst, const LocalTensor<T
     CheckVector(api, a, count, "src0");
     CheckVector(api, b, count, "src1");
     for (int32_t i = 0; i < count; ++i) {
-        dst.Data()[i] = T(f(static_cast<Acc<T>>(a.Data()[i]), static_cast<Acc<T>>(b.Data()[i])));
+        dst.Data()[i] = Narrow<T>(api, f(static_cast<Acc<T>>(a.Data()[i]), static_cast<Acc<T>>(b.Data()[i])));
     }
 }
 
@@ -112,7 +166,7 @@ inline void Repeat2(const char* api, const LocalTensor<T>& dst, const LocalTenso
             dst.Check(api, di, 1);
             a.Check(api, ai, 1);
             b.Check(api, bi, 1);
-            dst.Data()[di] = T(f(static_cast<Acc<T>>(a.Data()[ai]), static_cast<Acc<T>>(b.Data()[bi])));
+            dst.Data()[di] = Narrow<T>(api, f(static_cast<Acc<T>>(a.Data()[ai]), static_cast<Acc<T>>(b.Data()[bi])));
         }
     }
 }
@@ -140,7 +194,7 @@ inline void Repeat1(const char* api, const LocalTensor<T>& dst, const LocalTenso
             const uint64_t si = (r * p.srcRepStride + blk * p.srcBlkStride) * perBlock + in;
             dst.Check(api, di, 1);
             src.Check(api, si, 1);
-            dst.Data()[di] = T(f(static_cast<Acc<T>>(src.Data()[si])));
+            dst.Data()[di] = Narrow<T>(api, f(static_cast<Acc<T>>(src.Data()[si])));
         }
     }
 }
@@ -165,7 +219,7 @@ inline void Repeat1(const char* api, const LocalTensor<T>& dst, const LocalTenso
 ASCENDC_HOST_BINARY(Add, a + b)
 ASCENDC_HOST_BINARY(Sub, a - b)
 ASCENDC_HOST_BINARY(Mul, a * b)
-ASCENDC_HOST_BINARY(Div, a / b)
+ASCENDC_HOST_BINARY(Div, host::Divide(a, b))
 // Max and Min ignore a NaN operand, like IEEE maxNum.
 ASCENDC_HOST_BINARY(Max, a != a ? b : (b != b ? a : (a > b ? a : b)))
 ASCENDC_HOST_BINARY(Min, a != a ? b : (b != b ? a : (a < b ? a : b)))
@@ -207,7 +261,7 @@ ASCENDC_HOST_UNARY(Ln, std::log(a))
 ASCENDC_HOST_UNARY(Sqrt, std::sqrt(a))
 ASCENDC_HOST_UNARY(Rsqrt, 1.0f / std::sqrt(a))
 ASCENDC_HOST_UNARY(Reciprocal, 1.0f / a)
-ASCENDC_HOST_UNARY(Abs, std::abs(a))
+ASCENDC_HOST_UNARY(Abs, a < 0 ? -a : a)
 ASCENDC_HOST_UNARY(Relu, a > 0 ? a : 0 * a)
 
 #undef ASCENDC_HOST_UNARY
@@ -282,10 +336,19 @@ template <typename T>
 inline void ArithProgression(const LocalTensor<T>& dst, const T firstValue, const T diffValue, const int32_t count)
 {
     host::CheckVector("ArithProgression", dst, count, "dst");
-    const double first = static_cast<double>(static_cast<host::Acc<T>>(firstValue));
-    const double diff = static_cast<double>(static_cast<host::Acc<T>>(diffValue));
-    for (int32_t i = 0; i < count; ++i) {
-        dst.Data()[i] = T(static_cast<host::Acc<T>>(first + diff * i));
+    if constexpr (std::is_integral<T>::value) {
+        // Exact, and checked like the other integer results.
+        const host::Acc<T> first = static_cast<host::Acc<T>>(firstValue);
+        const host::Acc<T> diff = static_cast<host::Acc<T>>(diffValue);
+        for (int32_t i = 0; i < count; ++i) {
+            dst.Data()[i] = host::Narrow<T>("ArithProgression", first + diff * i);
+        }
+    } else {
+        const double first = static_cast<double>(static_cast<host::Acc<T>>(firstValue));
+        const double diff = static_cast<double>(static_cast<host::Acc<T>>(diffValue));
+        for (int32_t i = 0; i < count; ++i) {
+            dst.Data()[i] = T(static_cast<host::Acc<T>>(first + diff * i));
+        }
     }
 }
 
