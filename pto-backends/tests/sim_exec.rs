@@ -606,3 +606,20 @@ fn integer_constants_saturate_and_casts_keep_the_low_bits_as_on_cpu() {
     assert_eq!(y, cpu);
     assert_eq!(y, vec![5, -1, i64::from(i32::MIN) + 1, 0]);
 }
+
+/// Found by the kernel-text fuzz (`tests/tests/fuzz_structured.rs`): a valid offset near
+/// `i64::MAX` plus the tile's size overflowed in the masked window of a load or store.
+#[test]
+fn loads_and_stores_at_offsets_near_the_ends_of_i64_are_masked() {
+    for offset in [i64::MAX, i64::MAX - 2, i64::MIN, i64::MIN + 3] {
+        let text = format!(
+            "kernel t.far grid 1\nglobal @0 x: f32[3] input\nglobal @1 y: f32[4] output\n\
+             %0: f32[4]@ub = load @0[{offset}] pad 7.0\n\
+             store @1[{offset}], %0\n\
+             store @1[0], %0\n"
+        );
+        let program = pto_op::kernel::text::parse(&text).expect("a valid text");
+        let x = f32s(&[3], &[1.0, 2.0, 3.0]);
+        assert_eq!(out(&program, &[&x]), vec![7.0; 4], "offset {offset}");
+    }
+}
