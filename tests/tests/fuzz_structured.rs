@@ -825,15 +825,51 @@ fn mutate_onnx(rng: &mut SplitMix64, proto: &mut ModelProto) {
     }
 }
 
-/// The ONNX seeds: the seed models exported, and standard-ONNX models built by hand.
-fn onnx_seeds() -> Vec<Vec<u8>> {
-    seed_models()
+/// The ONNX seeds: the seed models exported, and (in `heavy`) the real exported
+/// transformers of `tests/fixtures/onnx` (GPT-2, BERT and Llama style, from
+/// `torch.onnx.export`) with their symbolic input dims made static (1, 8), so that every
+/// stage takes them as they are.
+fn onnx_seeds() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let light = seed_models()
         .iter()
         .map(|m| to_onnx(m).expect("a seed model exports"))
-        .collect()
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/onnx");
+    let heavy = ["gpt2_tiny", "bert_tiny", "llama_tiny"]
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(format!("{name}.onnx"))).expect("a fixture");
+            let mut proto = ModelProto::decode(bytes.as_slice()).expect("a fixture decodes");
+            for input in proto.graph.iter_mut().flat_map(|g| g.input.iter_mut()) {
+                let dims = input
+                    .r#type
+                    .iter_mut()
+                    .filter_map(|t| t.tensor_type.as_mut())
+                    .filter_map(|t| t.shape.as_mut())
+                    .flat_map(|s| s.dim.iter_mut());
+                for (axis, dim) in dims.enumerate() {
+                    if dim.dim_param.take().is_some() {
+                        dim.dim_value = Some(if axis == 0 { 1 } else { 8 });
+                    }
+                }
+            }
+            let bytes = proto.encode_to_vec();
+            if let Err(e) = from_onnx(&bytes) {
+                panic!("the fixture {name} with static dims must import: {e}");
+            }
+            bytes
+        })
+        .collect();
+    (light, heavy)
 }
 
-fn onnx_case(rng: &mut SplitMix64, seeds: &[Vec<u8>], scratch: &Scratch) -> &'static str {
+fn onnx_case(
+    rng: &mut SplitMix64,
+    (light, heavy): &(Vec<Vec<u8>>, Vec<Vec<u8>>),
+    scratch: &Scratch,
+) -> &'static str {
+    // One case in eight edits a real transformer (each costs ten light ones).
+    let seeds = if rng.below(8) == 0 { heavy } else { light };
     let mut proto = ModelProto::decode(pick(rng, seeds).as_slice()).expect("a seed decodes");
     mutate_onnx(rng, &mut proto);
     let bytes = proto.encode_to_vec();
