@@ -331,7 +331,7 @@ struct Tally {
 
 impl Tally {
     fn case(&mut self, case: u64, case_seed: u64, run: impl FnOnce() -> &'static str) {
-        if let Some(replay) = std::env::var("PTO_FUZZ_REPLAY").ok() {
+        if let Ok(replay) = std::env::var("PTO_FUZZ_REPLAY") {
             // Only the case asked for, panicking as usual (with a backtrace if asked).
             if replay.trim_start_matches("0x") == format!("{case_seed:x}") {
                 eprintln!("replaying case seed {case_seed:#x}: {}", run());
@@ -1029,7 +1029,7 @@ fn split_safetensors(bytes: &[u8]) -> (serde_json::Value, Vec<u8>) {
 fn join_safetensors(header: &serde_json::Value, data: &[u8]) -> Vec<u8> {
     let mut text = serde_json::to_vec(header).expect("JSON serializes");
     // safetensors pads the header with spaces to a multiple of 8.
-    while text.len() % 8 != 0 {
+    while !text.len().is_multiple_of(8) {
         text.push(b' ');
     }
     let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
@@ -1548,8 +1548,8 @@ fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) 
     if kernel_work(&program) > KERNEL_WORK_CAP {
         return "valid, over the work cap";
     }
-    let _ = pto_op::kernel::cost::CostModel::new(profile, program.grid as usize)
-        .busy(&program, &program.body);
+    let _ =
+        pto_op::kernel::cost::CostModel::new(profile, program.grid).busy(&program, &program.body);
     let sim = Simulator::new(profile.clone(), SimOptions::default());
     if sim.time(&program).is_err() {
         return "valid, refused by the buffer plan or schedule";

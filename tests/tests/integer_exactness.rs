@@ -71,7 +71,7 @@ fn run(
     g.output(&z);
     let model = g.to_model("ints").expect("a model");
     let compiled = compile(&model, target.clone()).expect("compiles");
-    let runs = compiled.report().nodes[0].runs.clone();
+    let runs = compiled.report().nodes[0].runs;
     let result = compiled
         .run(&[tensor(a), tensor(b)])
         .map(|r| {
