@@ -521,7 +521,8 @@ fn integer_overflow_and_division_by_zero_are_errors_naming_the_instruction() {
             "%1: i64[4]@ub = unary abs %0\nstore @1[0], %1\n",
             ints([1, i64::MIN, 2, 3], DType::I64)
         ),
-        "op `t.ints`: inst 1 (unary of i64): abs -9223372036854775808 overflows i64"
+        "op `t.ints`: inst 1 (unary of i64): abs -9223372036854775808 = 9223372036854775808 \
+         overflows i64"
     );
     assert_eq!(
         error(
@@ -575,6 +576,29 @@ fn integer_overflow_and_division_by_zero_are_errors_naming_the_instruction() {
             i32s([1, 0, 0, 0])
         ),
         "op `t.ints`: inst 2 (binary of i32): 1073741824 * 2 = 2147483648 overflows i32"
+    );
+}
+
+#[test]
+fn u64_tiles_are_exact_past_i64_max() {
+    let big = [(1u64 << 63) + 5, u64::MAX - 1, 1 << 53, 0];
+    let x = Tensor::from_vec([4], big.to_vec()).expect("test data");
+    let body = "%1: u64[4]@ub = binary add %0, 1.0\nstore @1[0], %1\n";
+    let text = format!(
+        "kernel t.u64 grid 1\nglobal @0 x: u64[4] input\nglobal @1 y: u64[4] output\n\
+         %0: u64[4]@ub = load @0[0] pad 0.0\n{body}"
+    );
+    let program = pto_op::kernel::text::parse(&text).expect("a valid text");
+    let y = execute(&program, &[&x]).expect("runs");
+    assert_eq!(
+        y[0].to_vec::<u64>().expect("u64"),
+        big.iter().map(|v| v + 1).collect::<Vec<_>>()
+    );
+    let over = Tensor::from_vec([4], vec![u64::MAX, 0, 0, 0]).expect("test data");
+    assert_eq!(
+        execute(&program, &[&over]).unwrap_err().to_string(),
+        "op `t.u64`: inst 1 (binary of u64): 18446744073709551615 + 1 = 18446744073709551616 \
+         overflows u64"
     );
 }
 
