@@ -1117,6 +1117,11 @@ fn inputs_file(compiled: &CompiledModel, seed: u64) -> Vec<u8> {
             DType::I8 => "I8",
             DType::U8 => "U8",
             DType::Bool => "BOOL",
+            DType::I16 => "I16",
+            DType::U16 => "U16",
+            DType::U32 => "U32",
+            DType::U64 => "U64",
+            DType::F64 => "F64",
         };
         header.insert(
             input.name.clone(),
