@@ -1553,8 +1553,7 @@ fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) 
     if kernel_work(&program) > KERNEL_WORK_CAP {
         return "valid, over the work cap";
     }
-    let _ =
-        pto_op::kernel::cost::CostModel::new(profile, program.grid).busy(&program, &program.body);
+    let _ = pto_op::kernel::cost::CostModel::new(profile, &program).busy(&program, &program.body);
     let sim = Simulator::new(profile.clone(), SimOptions::default());
     if sim.time(&program).is_err() {
         return "valid, refused by the buffer plan or schedule";

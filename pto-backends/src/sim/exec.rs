@@ -704,12 +704,15 @@ impl Machine<'_> {
             }
             Inst::Extract { dst, src, offsets } => {
                 let dst_ty = ty(*dst);
-                let value = self.value(*src);
-                let part = value.slice_each_axis(|axis| {
+                let window = |axis: ndarray::AxisDescription| {
                     let start = offsets[axis.axis.index()];
                     ndarray::Slice::from(start..start + dst_ty.shape[axis.axis.index()])
-                });
-                self.define(*dst, part.to_owned(), dst_ty.dtype);
+                };
+                let part = match self.value(*src) {
+                    Data::F(value) => Data::F(value.slice_each_axis(window).to_owned()),
+                    Data::I(value) => Data::I(value.slice_each_axis(window).to_owned()),
+                };
+                self.bind(*dst, Rc::new(part));
             }
             Inst::Matmul {
                 dst,
