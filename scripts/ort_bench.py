@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Median latency of an ONNX model in ONNX Runtime, single-threaded, as JSON.
+"""Median latency of an ONNX model in ONNX Runtime, as JSON.
 
-Usage: scripts/ort_bench.py MODEL.onnx INPUTS_DIR ITERATIONS
+Usage: scripts/ort_bench.py MODEL.onnx INPUTS_DIR ITERATIONS [THREADS]
 
 INPUTS_DIR holds one `<input name>.npy` per graph input (the layout the pto-tests ONNX
 tests write). Runs one warm-up, then ITERATIONS timed runs on the CPUExecutionProvider with
-one intra-op and one inter-op thread, and prints
+THREADS intra-op threads (default 1) and one inter-op thread, and prints
 {"median_ms": ..., "total_ms": ..., "runs": ITERATIONS}; total_ms is the sum of the timed
 runs (what a benchmark harness timing ITERATIONS calls wants).
 """
@@ -21,13 +21,16 @@ import onnxruntime as ort
 
 
 def main(argv):
-    if len(argv) != 4:
-        sys.exit(f"usage: {argv[0]} MODEL.onnx INPUTS_DIR ITERATIONS")
+    if len(argv) not in (4, 5):
+        sys.exit(f"usage: {argv[0]} MODEL.onnx INPUTS_DIR ITERATIONS [THREADS]")
     model, inputs_dir, iterations = argv[1], argv[2], int(argv[3])
+    threads = int(argv[4]) if len(argv) == 5 else 1
     if iterations < 1:
         sys.exit(f"ITERATIONS must be at least 1, got {iterations}")
+    if threads < 1:
+        sys.exit(f"THREADS must be at least 1, got {threads}")
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     feeds = {}

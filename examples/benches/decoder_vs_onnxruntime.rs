@@ -1,5 +1,5 @@
-//! Models on our CPU runtime against the same ONNX file in ONNX Runtime (Python, one
-//! thread), side by side in one run.
+//! Models on our CPU runtime against the same ONNX file in ONNX Runtime (Python), side by
+//! side in one run: both on one thread, then both on every core.
 //!
 //! `cargo bench -p pto-examples --bench decoder_vs_onnxruntime` (needs `python3` with the
 //! packages of `requirements-test.txt`; `scripts/test` installs them).
@@ -14,9 +14,10 @@
 //! All f32. `PTO_BENCH_SIZE=small` shrinks the two large models (width / 8, fewer tokens)
 //! for a quick or CI run; the default, `full`, is the sizes above.
 //!
-//! Our side is the compiled model on the `cpu` target (each op's reference); ONNX Runtime's
-//! side is timed by `scripts/ort_bench.py` inside its own process (the sum of `iters` runs
-//! after a warm-up), so process start-up is not counted.
+//! Our side is the compiled model on the `cpu` target (the ops' fast CPU paths, with
+//! `pto_op::cpu::set_threads`); ONNX Runtime's side is timed by `scripts/ort_bench.py`
+//! inside its own process (the sum of `iters` runs after a warm-up, `intra_op_num_threads`
+//! 1 or the core count), so process start-up is not counted.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -34,13 +35,15 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// ONNX Runtime's time for `iters` runs, as measured by `scripts/ort_bench.py`.
-fn onnxruntime_time(model: &Path, inputs: &Path, iters: u64) -> Duration {
+/// ONNX Runtime's time for `iters` runs on `threads` threads, as measured by
+/// `scripts/ort_bench.py`.
+fn onnxruntime_time(model: &Path, inputs: &Path, iters: u64, threads: usize) -> Duration {
     let out = Command::new("python3")
         .arg(repo_root().join("scripts/ort_bench.py"))
         .arg(model)
         .arg(inputs)
         .arg(iters.to_string())
+        .arg(threads.to_string())
         .output()
         .expect("python3 runs (install it, then `scripts/test` installs onnxruntime)");
     assert!(
@@ -67,6 +70,7 @@ fn small() -> bool {
 /// samples each.
 fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
     let compiled = compile(model, "cpu").expect("compiles for cpu");
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let inputs = compiled.random_inputs(0);
 
     let dir = std::env::temp_dir().join(format!("pto-bench-{group}-{}", std::process::id()));
@@ -82,12 +86,15 @@ fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
 
     let mut group = c.benchmark_group(group);
     group.sample_size(samples);
-    group.bench_function("pto_cpu", |b| {
-        b.iter(|| black_box(compiled.run(&inputs).expect("runs")))
-    });
-    group.bench_function("onnxruntime_1_thread", |b| {
-        b.iter_custom(|iters| onnxruntime_time(&onnx, &inputs_dir, iters))
-    });
+    for (threads, label) in [(1, "1_thread"), (cores, "all_cores")] {
+        group.bench_function(format!("pto_cpu_{label}"), |b| {
+            pto_op::cpu::set_threads(threads);
+            b.iter(|| black_box(compiled.run(&inputs).expect("runs")))
+        });
+        group.bench_function(format!("onnxruntime_{label}"), |b| {
+            b.iter_custom(|iters| onnxruntime_time(&onnx, &inputs_dir, iters, threads))
+        });
+    }
     group.finish();
     // The large models' ONNX files are hundreds of MB: do not leave them behind.
     std::fs::remove_dir_all(&dir).expect("removable temp dir");

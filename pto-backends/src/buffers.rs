@@ -1,8 +1,9 @@
 //! Buffer planning: how much activation memory a run needs at its peak (from
-//! [`Liveness`]), and when each activation can be freed.
+//! [`Liveness`]), when each activation can be freed, and which reusable buffer each
+//! activation lives in.
 
 use pto_op::graph::Liveness;
-use pto_op::{GraphDef, ValueId};
+use pto_op::{DType, GraphDef, ValueId, ValueKind};
 use serde::Serialize;
 
 /// The memory a model needs to run: activations (graph inputs and node outputs) live from
@@ -31,6 +32,9 @@ use serde::Serialize;
 /// let plan = BufferPlan::of(&graph);
 /// assert_eq!(plan.peak_activation_bytes, 2048);
 /// assert_eq!(plan.release_after[1], vec![1]);
+/// // a and b need two buffers; y, the graph output, is handed to the caller.
+/// assert_eq!(plan.buffers.len(), 2);
+/// assert_eq!((plan.buffer_of[1], plan.buffer_of[2], plan.buffer_of[3]), (Some(0), Some(1), None));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BufferPlan {
@@ -45,6 +49,22 @@ pub struct BufferPlan {
     /// The activations no later node reads, by the node after which they can be freed
     /// (graph outputs are never freed).
     pub release_after: Vec<Vec<ValueId>>,
+    /// The buffer each value lives in during a run, by value id: node outputs that are not
+    /// graph outputs (`None` for the rest: inputs and weights are the caller's and the
+    /// model's, graph outputs go to the caller).
+    pub buffer_of: Vec<Option<usize>>,
+    /// The reusable buffers, each the dtype and the most elements of the values it holds
+    /// in turn. Two values share a buffer only when their lives do not overlap.
+    pub buffers: Vec<BufferDef>,
+}
+
+/// One reusable activation buffer of a [`BufferPlan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BufferDef {
+    /// The dtype of the values it holds.
+    pub dtype: DType,
+    /// The most elements of a value it holds.
+    pub elements: usize,
 }
 
 impl BufferPlan {
@@ -63,9 +83,83 @@ impl BufferPlan {
                 .filter_map(|&id| graph.values.get(id))
                 .map(|v| v.ty.bytes())
                 .sum(),
+            buffer_of: assign_buffers(graph, &liveness.release_after),
+            buffers: Vec::new(),
             release_after: liveness.release_after,
         }
+        .with_buffer_sizes(graph)
     }
+
+    /// Fills [`buffers`](BufferPlan::buffers) from `buffer_of`: each buffer's dtype and
+    /// largest value.
+    fn with_buffer_sizes(mut self, graph: &GraphDef) -> BufferPlan {
+        let count = self
+            .buffer_of
+            .iter()
+            .flatten()
+            .map(|&b| b + 1)
+            .max()
+            .unwrap_or(0);
+        let mut buffers = vec![None::<BufferDef>; count];
+        for (value, buffer) in graph.values.iter().zip(&self.buffer_of) {
+            if let Some(&b) = buffer.as_ref() {
+                let elements = value.ty.shape.numel();
+                let def = buffers[b].get_or_insert(BufferDef {
+                    dtype: value.ty.dtype,
+                    elements,
+                });
+                def.elements = def.elements.max(elements);
+            }
+        }
+        self.buffers = buffers.into_iter().flatten().collect();
+        self
+    }
+}
+
+/// Gives every node output that is not a graph output a buffer, walking the nodes in run
+/// order: a value takes the smallest free buffer of its dtype that holds it, or a new one; its buffer is free again after the node that
+/// releases it (`release_after`), so a node's outputs never share a buffer with its inputs.
+fn assign_buffers(graph: &GraphDef, release_after: &[Vec<ValueId>]) -> Vec<Option<usize>> {
+    let mut buffer_of = vec![None; graph.values.len()];
+    // (dtype, elements) per buffer, and the free ones.
+    let mut sizes: Vec<(DType, usize)> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    for (index, node) in graph.nodes.iter().enumerate() {
+        for &id in &node.outputs {
+            let Some(value) = graph.values.get(id) else {
+                continue;
+            };
+            if value.kind != ValueKind::Node || graph.outputs.contains(&id) {
+                continue;
+            }
+            let (dtype, elements) = (value.ty.dtype, value.ty.shape.numel());
+            // A buffer of exactly the value's size first: reshaping it to the value then
+            // neither shortens nor (the next time) lengthens its elements.
+            let fits = |&&b: &&usize| sizes[b].0 == dtype && sizes[b].1 >= elements;
+            let chosen = free
+                .iter()
+                .filter(fits)
+                .min_by_key(|&&b| sizes[b].1)
+                .copied();
+            let buffer = match chosen {
+                Some(b) => {
+                    free.retain(|&f| f != b);
+                    b
+                }
+                None => {
+                    sizes.push((dtype, elements));
+                    sizes.len() - 1
+                }
+            };
+            buffer_of[id] = Some(buffer);
+        }
+        for &id in release_after.get(index).into_iter().flatten() {
+            if let Some(Some(b)) = buffer_of.get(id) {
+                free.push(*b);
+            }
+        }
+    }
+    buffer_of
 }
 
 /// Bytes for people: `512 B`, `48.0 KiB`, `3.2 MiB`.

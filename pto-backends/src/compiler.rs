@@ -18,14 +18,14 @@
 use core::fmt;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::Mutex;
 use std::time::Instant;
 
+use pto_op::cpu::CpuKernel;
 use pto_op::registry::RegistryError;
 use pto_op::table::column_width;
 use pto_op::target::{TargetConfig, TargetError};
-use pto_op::{
-    Executor, Lowering, Model, NodeDef, OpDef, OpError, Tensor, TensorType, ValueId, ValueKind,
-};
+use pto_op::{Executor, Lowering, Model, NodeDef, OpDef, OpError, Tensor, TensorType, ValueId};
 use serde::Serialize;
 
 use crate::buffers::{BufferPlan, human_bytes};
@@ -259,6 +259,9 @@ pub struct NodeReport {
     pub outputs: Vec<ValueInfo>,
     /// Activation bytes alive while it runs.
     pub live_bytes: u64,
+    /// Whether it runs on the op's fast CPU path ([`pto_op::cpu`]) rather than the
+    /// reference (for nodes that run on the CPU).
+    pub fast_path: bool,
 }
 
 /// What [`compile`] decided: per node, what runs it; kernels traced; fallbacks; memory.
@@ -300,7 +303,14 @@ impl fmt::Display for CompileReport {
                 ),
             }
         )?;
-        let runs: Vec<String> = self.nodes.iter().map(|n| n.runs.to_string()).collect();
+        let runs: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| match n.fast_path {
+                true => format!("{} (fast path)", n.runs),
+                false => n.runs.to_string(),
+            })
+            .collect();
         let op_w = column_width("op", self.nodes.iter().map(|n| n.op.as_str()));
         let runs_w = column_width("runs", runs.iter().map(String::as_str));
         writeln!(
@@ -336,15 +346,23 @@ impl fmt::Display for CompileReport {
 struct CompiledNode {
     op: &'static OpDef,
     runs: NodeRuns,
+    /// The op's fast CPU path for this node, when it runs on the CPU and has one.
+    fast: Option<Box<dyn CpuKernel>>,
 }
 
 /// A model compiled for one target: compile once, [`run`](CompiledModel::run) many times.
+///
+/// Runs keep the activation buffers of the [`BufferPlan`] from one run to the next: nodes
+/// on a fast CPU path write into them, so after the first run a run allocates only its
+/// result (the graph outputs and the timings), not per node.
 pub struct CompiledModel {
     model: Model,
     executor: Box<dyn Executor>,
     nodes: Vec<CompiledNode>,
     plan: BufferPlan,
     report: CompileReport,
+    /// The plan's buffers between runs (`None`: not allocated yet, or lent to a run).
+    buffers: Mutex<Vec<Option<Tensor>>>,
 }
 
 impl fmt::Debug for CompiledModel {
@@ -404,12 +422,13 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
     let ops = resolve(model)?;
     let types = check_types(model, &ops)?;
     let plan = BufferPlan::of(&model.graph);
-    // Before anything is allocated for a run (and before the model is copied).
+    // Before anything is allocated for a run.
     config
         .budget()
         .check(&model.name, &model.graph)
         .map_err(|e| CompileError::MemoryBudget(Box::new(e)))?;
     let lowered = lower(model, executor.as_ref(), &ops, &types)?;
+    let fast = prepare_cpu_kernels(model, executor.as_ref(), &ops, &types, &lowered.runs)?;
 
     let reports = types
         .into_iter()
@@ -423,6 +442,7 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
             inputs: types.inputs,
             outputs: types.outputs,
             live_bytes: plan.live_bytes.get(index).copied().unwrap_or(0),
+            fast_path: fast[index].is_some(),
         })
         .collect();
     let report = CompileReport {
@@ -438,15 +458,58 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
     let nodes = ops
         .into_iter()
         .zip(lowered.runs)
-        .map(|(op, runs)| CompiledNode { op, runs })
+        .zip(fast)
+        .map(|((op, runs), fast)| CompiledNode { op, runs, fast })
         .collect();
+    let buffers = Mutex::new(vec![None; plan.buffers.len()]);
     Ok(CompiledModel {
         model: owned.into_owned(),
         executor,
         nodes,
         plan,
         report,
+        buffers,
     })
+}
+
+/// The fast CPU path of every node that runs on the CPU (the target's, or its fallback's)
+/// and whose op has one that accepts the node.
+fn prepare_cpu_kernels(
+    model: &Model,
+    executor: &dyn Executor,
+    ops: &[&'static OpDef],
+    types: &[NodeTypes],
+    runs: &[NodeRuns],
+) -> Result<Vec<Option<Box<dyn CpuKernel>>>, CompileError> {
+    let mut fast = Vec::with_capacity(ops.len());
+    for (index, ((node, op), (types, runs))) in model
+        .graph
+        .nodes
+        .iter()
+        .zip(ops)
+        .zip(types.iter().zip(runs))
+        .enumerate()
+    {
+        let on = match runs {
+            NodeRuns::Reference => Some(executor),
+            NodeRuns::Fallback => executor.fallback(),
+            NodeRuns::Kernel { .. } => None,
+        };
+        let kernel = match on {
+            Some(on) => on
+                .prepare_cpu_kernel(op, &types.input_types(), &node.attrs)
+                .map_err(|source| CompileError::Lower {
+                    model: model.name.clone(),
+                    node: index,
+                    node_name: node.name.clone(),
+                    target: on.target().to_owned(),
+                    source: Box::new(source),
+                })?,
+            None => None,
+        };
+        fast.push(kernel);
+    }
+    Ok(fast)
 }
 
 /// Pass 1: checks that the graph's ids and weights are sound, and finds every node's op,
@@ -706,7 +769,7 @@ pub struct NodeTime {
     /// The node's index.
     pub node: usize,
     /// The op.
-    pub op: String,
+    pub op: &'static str,
     /// Seconds, of the kind `kind`.
     pub seconds: f64,
     /// What `seconds` measures.
@@ -724,10 +787,32 @@ pub struct RunResult {
     pub node_times: Vec<NodeTime>,
 }
 
+/// A value during a run.
+enum Slot<'a> {
+    /// Not computed yet, or released.
+    Empty,
+    /// A graph input (the caller's) or a weight (the model's).
+    Borrowed(&'a Tensor),
+    /// A node output the run allocated.
+    Owned(Tensor),
+    /// A node output in one of the plan's buffers, returned to it when released.
+    Buffer(Tensor),
+}
+
+impl Slot<'_> {
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Slot::Empty => None,
+            Slot::Borrowed(t) => Some(t),
+            Slot::Owned(t) | Slot::Buffer(t) => Some(t),
+        }
+    }
+}
+
 impl RunResult {
     /// The per-node timing table: node, op, time, kind, cycles, and the total per kind.
     pub fn timing_table(&self) -> String {
-        let op_w = column_width("op", self.node_times.iter().map(|t| t.op.as_str()));
+        let op_w = column_width("op", self.node_times.iter().map(|t| t.op));
         let mut table = format!(
             "{:>4}  {:<op_w$} {:>12}  {:<9} {:>12}\n",
             "node", "op", "time", "kind", "cycles"
@@ -958,35 +1043,14 @@ impl CompiledModel {
         progress: &mut dyn FnMut(usize, &str),
     ) -> Result<RunResult, RunError> {
         let graph = &self.model.graph;
-        let declared = self.inputs();
-        if inputs.len() != declared.len() {
-            return Err(RunError::InputCount {
-                model: self.model.name.clone(),
-                expected: declared.len(),
-                names: declared
-                    .iter()
-                    .map(|i| i.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                actual: inputs.len(),
-            });
-        }
-        let mut slots: Vec<Option<Tensor>> = vec![None; graph.values.len()];
-        for ((declared, tensor), &id) in declared.iter().zip(inputs).zip(&graph.inputs) {
-            let actual = TensorType {
-                shape: tensor.shape(),
-                dtype: tensor.dtype(),
-            };
-            if actual != declared.ty {
-                return Err(RunError::InputType {
-                    model: self.model.name.clone(),
-                    input: declared.name.clone(),
-                    expected: Box::new(declared.ty.clone()),
-                    actual: Box::new(actual),
-                });
-            }
-            slots[id] = Some(tensor.clone());
-        }
+        let mut values = self.bind_inputs(inputs)?;
+        // The plan's buffers, lent to this run (a concurrent run allocates its own).
+        let mut pool = self.buffers.try_lock().map_or_else(
+            |_| vec![None; self.plan.buffers.len()],
+            |mut kept| std::mem::take(&mut *kept),
+        );
+        pool.resize_with(self.plan.buffers.len(), || None);
+        let mut outputs: Vec<Tensor> = Vec::new();
 
         let mut node_times = Vec::with_capacity(self.nodes.len());
         for (index, (node, compiled)) in graph.nodes.iter().zip(&self.nodes).enumerate() {
@@ -998,31 +1062,47 @@ impl CompiledModel {
                 target: self.executor.target().to_owned(),
                 source: Box::new(source),
             };
-            let args = node
-                .inputs
-                .iter()
-                .map(|&id| self.value(&slots, id))
-                .collect::<Result<Vec<&Tensor>, OpError>>()
-                .map_err(node_error)?;
-            let runner = match compiled.runs {
-                NodeRuns::Fallback => self.executor.fallback().ok_or_else(|| {
-                    node_error(OpError::Unsupported {
-                        op: compiled.op.name.to_owned(),
-                        message: "the op has no kernel and the target no fallback".to_owned(),
-                    })
-                })?,
-                NodeRuns::Reference | NodeRuns::Kernel { .. } => self.executor.as_ref(),
-            };
             let started = Instant::now();
-            let execution = runner
-                .execute(compiled.op, &args, &node.attrs)
-                .map_err(node_error)?;
+            let simulated = if let Some(fast) = &compiled.fast {
+                outputs.clear();
+                for &id in &node.outputs {
+                    outputs.push(self.output_buffer(id, &mut pool).map_err(node_error)?);
+                }
+                self.with_args(&node.inputs, &values, |args| fast.run(args, &mut outputs))
+                    .and_then(|ran| ran)
+                    .map_err(node_error)?;
+                for (&id, tensor) in node.outputs.iter().zip(outputs.drain(..)) {
+                    values[id] = match self.plan.buffer_of.get(id) {
+                        Some(Some(_)) => Slot::Buffer(tensor),
+                        _ => Slot::Owned(tensor),
+                    };
+                }
+                None
+            } else {
+                let runner = match compiled.runs {
+                    NodeRuns::Fallback => self.executor.fallback().ok_or_else(|| {
+                        node_error(OpError::Unsupported {
+                            op: compiled.op.name.to_owned(),
+                            message: "the op has no kernel and the target no fallback".to_owned(),
+                        })
+                    })?,
+                    NodeRuns::Reference | NodeRuns::Kernel { .. } => self.executor.as_ref(),
+                };
+                let execution = self
+                    .with_args(&node.inputs, &values, |args| {
+                        runner.execute(compiled.op, args, &node.attrs)
+                    })
+                    .and_then(|ran| ran)
+                    .map_err(node_error)?;
+                for (&id, tensor) in node.outputs.iter().zip(execution.outputs) {
+                    values[id] = Slot::Owned(tensor);
+                }
+                execution.simulated
+            };
             let wall = started.elapsed().as_secs_f64();
-            let simulated = execution.simulated;
-            let outputs = execution.outputs;
             node_times.push(NodeTime {
                 node: index,
-                op: compiled.op.name.to_owned(),
+                op: compiled.op.name,
                 seconds: simulated.map_or(wall, |s| s.seconds),
                 kind: if simulated.is_some() {
                     TimeKind::Simulated
@@ -1031,19 +1111,32 @@ impl CompiledModel {
                 },
                 cycles: simulated.map(|s| s.cycles),
             });
-            for (&id, tensor) in node.outputs.iter().zip(outputs) {
-                slots[id] = Some(tensor);
-            }
-            if let Some(dead) = self.plan.release_after.get(index) {
-                for &id in dead {
-                    slots[id] = None;
+            for &id in self.plan.release_after.get(index).into_iter().flatten() {
+                let released = std::mem::replace(&mut values[id], Slot::Empty);
+                if let (Slot::Buffer(tensor), Some(Some(buffer))) =
+                    (released, self.plan.buffer_of.get(id))
+                {
+                    pool[*buffer] = Some(tensor);
                 }
             }
         }
         let outputs = graph
             .outputs
             .iter()
-            .map(|&id| self.value(&slots, id).cloned())
+            .enumerate()
+            .map(|(position, &id)| {
+                let used_again = graph.outputs[position + 1..].contains(&id);
+                match values.get_mut(id) {
+                    Some(slot @ Slot::Owned(_)) if !used_again => {
+                        match std::mem::replace(slot, Slot::Empty) {
+                            Slot::Owned(tensor) => Ok(tensor),
+                            _ => Err(self.unset(id)),
+                        }
+                    }
+                    Some(slot) => slot.tensor().cloned().ok_or_else(|| self.unset(id)),
+                    None => Err(self.unset(id)),
+                }
+            })
             .collect::<Result<Vec<Tensor>, OpError>>()
             .map_err(|source| RunError::Node {
                 model: self.model.name.clone(),
@@ -1052,33 +1145,124 @@ impl CompiledModel {
                 target: self.executor.target().to_owned(),
                 source: Box::new(source),
             })?;
+        // Buffers still lent (values no node released) go back as well.
+        for (id, slot) in values.into_iter().enumerate() {
+            if let (Slot::Buffer(tensor), Some(Some(buffer))) = (slot, self.plan.buffer_of.get(id))
+            {
+                pool[*buffer] = Some(tensor);
+            }
+        }
+        if let Ok(mut kept) = self.buffers.try_lock() {
+            *kept = pool;
+        }
         Ok(RunResult {
             outputs,
             node_times,
         })
     }
 
-    /// A value's tensor during a run: a weight, or a slot filled by an input or a node.
-    fn value<'a>(
-        &'a self,
-        slots: &'a [Option<Tensor>],
-        id: ValueId,
-    ) -> Result<&'a Tensor, OpError> {
+    /// The values of a run with the graph inputs (checked against the graph's types) and
+    /// the weights bound; node outputs empty.
+    fn bind_inputs<'a>(&'a self, inputs: &'a [Tensor]) -> Result<Vec<Slot<'a>>, RunError> {
+        let graph = &self.model.graph;
+        if inputs.len() != graph.inputs.len() {
+            let declared = self.inputs();
+            return Err(RunError::InputCount {
+                model: self.model.name.clone(),
+                expected: declared.len(),
+                names: declared
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                actual: inputs.len(),
+            });
+        }
+        let mut values: Vec<Slot<'a>> = Vec::with_capacity(graph.values.len());
+        values.resize_with(graph.values.len(), || Slot::Empty);
+        for (tensor, &id) in inputs.iter().zip(&graph.inputs) {
+            let Some(declared) = graph.values.get(id) else {
+                continue;
+            };
+            if tensor.dims() != declared.ty.shape.dims() || tensor.dtype() != declared.ty.dtype {
+                return Err(RunError::InputType {
+                    model: self.model.name.clone(),
+                    input: declared.name.clone(),
+                    expected: Box::new(declared.ty.clone()),
+                    actual: Box::new(tensor.tensor_type()),
+                });
+            }
+            values[id] = Slot::Borrowed(tensor);
+        }
+        for &id in &graph.weights {
+            if let Some(weight) = graph
+                .values
+                .get(id)
+                .and_then(|def| self.model.weights.get(&def.name))
+            {
+                values[id] = Slot::Borrowed(weight);
+            }
+        }
+        Ok(values)
+    }
+
+    /// The tensor a fast path writes value `id` into: its planned buffer, shaped for it
+    /// (allocated on the buffer's first use), or a new tensor for a graph output.
+    fn output_buffer(&self, id: ValueId, pool: &mut [Option<Tensor>]) -> Result<Tensor, OpError> {
         let def = self
             .model
             .graph
             .values
             .get(id)
             .ok_or_else(|| OpError::invalid(format!("value {id} does not exist")))?;
-        let tensor = match def.kind {
-            ValueKind::Weight => self.model.weights.get(&def.name),
-            ValueKind::Input | ValueKind::Node => slots.get(id).and_then(Option::as_ref),
+        let dims = def.ty.shape.dims();
+        Ok(match self.plan.buffer_of.get(id) {
+            Some(&Some(buffer)) => {
+                let kept = pool.get_mut(buffer).and_then(Option::take);
+                let kept = kept.unwrap_or_else(|| {
+                    let size = self.plan.buffers.get(buffer).map_or(0, |b| b.elements);
+                    Tensor::zeros([size], def.ty.dtype)
+                });
+                kept.reuse_as(dims)
+            }
+            _ => Tensor::zeros(def.ty.shape.clone(), def.ty.dtype),
+        })
+    }
+
+    /// Calls `f` with the tensors of `ids`; up to four without allocating.
+    fn with_args<R>(
+        &self,
+        ids: &[ValueId],
+        values: &[Slot<'_>],
+        f: impl FnOnce(&[&Tensor]) -> R,
+    ) -> Result<R, OpError> {
+        let get = |id: ValueId| {
+            values
+                .get(id)
+                .and_then(Slot::tensor)
+                .ok_or_else(|| self.unset(id))
         };
-        tensor.ok_or_else(|| {
-            OpError::invalid(format!(
+        Ok(match *ids {
+            [] => f(&[]),
+            [a] => f(&[get(a)?]),
+            [a, b] => f(&[get(a)?, get(b)?]),
+            [a, b, c] => f(&[get(a)?, get(b)?, get(c)?]),
+            [a, b, c, d] => f(&[get(a)?, get(b)?, get(c)?, get(d)?]),
+            _ => f(&ids
+                .iter()
+                .map(|&id| get(id))
+                .collect::<Result<Vec<_>, _>>()?),
+        })
+    }
+
+    /// The error for reading value `id` before it is computed.
+    fn unset(&self, id: ValueId) -> OpError {
+        match self.model.graph.values.get(id) {
+            Some(def) => OpError::invalid(format!(
                 "value `{}` is read before it is computed: the nodes are not in a topological order",
                 def.name
-            ))
-        })
+            )),
+            None => OpError::invalid(format!("value {id} does not exist")),
+        }
     }
 }

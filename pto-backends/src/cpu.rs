@@ -1,14 +1,16 @@
-//! The CPU target: runs each op's reference implementation.
+//! The CPU target: runs each op's reference implementation, or the op's fast CPU path
+//! ([`pto_op::cpu`]) where it registers one and the graph compiler prepares it.
 
 use pto_op::__private::linkme;
+use pto_op::cpu::CpuKernel;
 use pto_op::target::TargetDef;
-use pto_op::{Attributes, Execution, Executor, OpDef, OpError, Tensor};
+use pto_op::{Attributes, Execution, Executor, OpDef, OpError, Tensor, TensorType};
 
 #[linkme::distributed_slice(pto_op::__private::TARGETS)]
 #[linkme(crate = pto_op::__private::linkme)]
 static CPU_TARGET: TargetDef = TargetDef {
     name: "cpu",
-    description: "the CPU reference: each op's #[reference] function",
+    description: "the CPU: each op's #[reference] function, or its fast CPU path",
     make: |_device| Box::new(Cpu),
     source: pto_op::source_location!(),
 };
@@ -37,5 +39,14 @@ impl Executor for Cpu {
         attrs: &Attributes,
     ) -> Result<Execution, OpError> {
         op.run_reference(inputs, attrs).map(Execution::untimed)
+    }
+
+    fn prepare_cpu_kernel(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Option<Box<dyn CpuKernel>>, OpError> {
+        pto_op::cpu::prepare(op.name, inputs, attrs)
     }
 }

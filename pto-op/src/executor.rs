@@ -84,6 +84,24 @@ pub trait Executor {
         Ok(Lowering::Reference)
     }
 
+    /// A fast path for calls of `op` on inputs of types `inputs` with `attrs`, prepared once
+    /// by a graph compiler: a kernel that writes the outputs into buffers the runtime
+    /// reuses (see [`crate::cpu`]). `None` (the default): calls go through
+    /// [`execute`](Executor::execute).
+    ///
+    /// # Errors
+    ///
+    /// Params the fast path cannot read.
+    fn prepare_cpu_kernel(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<Option<Box<dyn crate::cpu::CpuKernel>>, OpError> {
+        let _ = (op, inputs, attrs);
+        Ok(None)
+    }
+
     /// The target that runs the ops this one cannot ([`Lowering::NoKernel`]): a kernel
     /// target answers with the CPU reference. `None` (the default): this target runs every
     /// op it prepares.

@@ -48,6 +48,7 @@ extern crate self as pto_op;
 pub mod attr;
 pub mod budget;
 pub mod chrome_trace;
+pub mod cpu;
 pub mod device;
 pub mod dtype;
 pub mod error;
@@ -110,6 +111,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
+    pub use crate::cpu::CPU_KERNELS;
     pub use crate::fusion::FUSIONS;
     pub use crate::models::MODELS;
     pub use crate::op::SourceLocation;

@@ -3,6 +3,8 @@
 use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 
 use super::{expect_dtype_of, kernel_unsupported};
+use crate::cpu::{CpuKernel, PreparedCpuKernel};
+use crate::op::TensorType;
 use crate::prelude::*;
 
 /// `y [.., m, n] = a [.., m, k] @ b [k, n]`, a matrix product; the leading dims of `a`
@@ -99,29 +101,79 @@ fn gemm_f32(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
         // Nothing to sum (or a shape the caller never passes; its inputs are checked).
         return y;
     }
-    let (a_rows, a_cols) = (a.strides()[0], a.strides()[1]);
-    let (b_rows, b_cols) = (b.strides()[0], b.strides()[1]);
-    let y_rows = n as isize;
-    // SAFETY: `y` is an owned, contiguous m x n row-major array (row stride n, column
-    // stride 1), written only here; `a` (m x depth) and `b` (depth x n) are live views
-    // whose pointers and element strides describe exactly their elements, so every
-    // address gemm reads is inside them. `read_dst = false` with alpha 0 and beta 1
+    if let Some(out) = y.as_slice_mut() {
+        let (a_rows, a_cols) = (a.strides()[0], a.strides()[1]);
+        let (b_rows, b_cols) = (b.strides()[0], b.strides()[1]);
+        let a_operand = Operand {
+            ptr: a.as_ptr(),
+            rows: a_rows,
+            cols: a_cols,
+        };
+        let b_operand = Operand {
+            ptr: b.as_ptr(),
+            rows: b_rows,
+            cols: b_cols,
+        };
+        let out = Output(out.as_mut_ptr());
+        // SAFETY: `out` is the m x n slice of `y`, borrowed mutably for this call; the
+        // operands describe the live views `a` and `b`.
+        unsafe {
+            gemm_columns(m, depth, n, a_operand, b_operand, out, 0..n);
+        }
+    }
+    y
+}
+
+/// An f32 matrix operand of [`gemm_columns`]: its first element and element strides.
+#[derive(Clone, Copy)]
+struct Operand {
+    ptr: *const f32,
+    rows: isize,
+    cols: isize,
+}
+
+/// `y[:, columns] = a @ b[:, columns]` for `a` m x depth, `b` depth x n, `y` the m x n
+/// row-major output, with the `gemm` crate on this thread.
+///
+/// # Safety
+///
+/// `a` and `b` describe live m x depth and depth x n views; `y` points to m * n writable
+/// f32 that nothing else reads or writes in `columns` during the call; `columns` lies
+/// within `0..n` and all of m, depth, n are non-zero.
+#[allow(unsafe_code)]
+unsafe fn gemm_columns(
+    m: usize,
+    depth: usize,
+    n: usize,
+    a: Operand,
+    b: Operand,
+    y: Output,
+    columns: core::ops::Range<usize>,
+) {
+    let width = columns.end.saturating_sub(columns.start);
+    if width == 0 {
+        return;
+    }
+    let start = columns.start;
+    // SAFETY: the caller's contract: `y` (row stride n, column stride 1) has columns
+    // `start..start + width` to itself, and gemm writes only those; offsetting `b` by
+    // `start` columns stays inside it. `read_dst = false` with alpha 0 and beta 1
     // computes y = a @ b without reading `y`; no conjugation (real numbers); one thread.
     unsafe {
         gemm::gemm(
             m,
-            n,
+            width,
             depth,
-            y.as_mut_ptr(),
+            y.0.add(start),
             1,
-            y_rows,
+            n as isize,
             false,
-            a.as_ptr(),
-            a_cols,
-            a_rows,
-            b.as_ptr(),
-            b_cols,
-            b_rows,
+            a.ptr,
+            a.cols,
+            a.rows,
+            b.ptr.offset(start as isize * b.cols),
+            b.cols,
+            b.rows,
             0.0,
             1.0,
             false,
@@ -130,8 +182,103 @@ fn gemm_f32(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
             gemm::Parallelism::None,
         );
     }
-    y
 }
+
+/// Output columns per piece of the fast path's product: the pieces are fixed by `n`
+/// alone, so the result does not depend on the number of threads.
+const MATMUL_COLUMNS: usize = 256;
+
+/// The fast path of an f32 `std.matmul`: the product written straight into the output
+/// buffer, in pieces of [`MATMUL_COLUMNS`] output columns over threads (each piece reads
+/// its own columns of `b`, so threads share the reading of the weights).
+#[derive(Debug)]
+struct MatmulCpu {
+    rows: usize,
+    depth: usize,
+    n: usize,
+}
+
+fn prepare_matmul(inputs: &[TensorType], _: &Attributes) -> PreparedCpuKernel {
+    let [a, b] = inputs else {
+        return Ok(None);
+    };
+    if a.dtype != DType::F32 || b.dtype != DType::F32 || b.shape.rank() != 2 {
+        return Ok(None);
+    }
+    let Some((&depth, leading)) = a.shape.dims().split_last() else {
+        return Ok(None);
+    };
+    Ok(Some(Box::new(MatmulCpu {
+        rows: leading.iter().product(),
+        depth,
+        n: b.shape.dims()[1],
+    })))
+}
+
+impl CpuKernel for MatmulCpu {
+    #[allow(unsafe_code)]
+    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
+        let (a, b, y) = crate::cpu::binary_f32(inputs, outputs)?;
+        let (m, depth, n) = (self.rows, self.depth, self.n);
+        if a.len() != m * depth || b.len() != depth * n || y.len() != m * n {
+            return Err(OpError::invalid(format!(
+                "the matmul fast path was prepared for [{m}, {depth}] @ [{depth}, {n}], got \
+                 {} and {} elements into {}",
+                a.len(),
+                b.len(),
+                y.len()
+            )));
+        }
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if depth == 0 {
+            y.fill(0.0);
+            return Ok(());
+        }
+        let a = Operand {
+            ptr: a.as_ptr(),
+            rows: depth as isize,
+            cols: 1,
+        };
+        let b = Operand {
+            ptr: b.as_ptr(),
+            rows: n as isize,
+            cols: 1,
+        };
+        let pieces = n.div_ceil(MATMUL_COLUMNS);
+        let out = Output(y.as_mut_ptr());
+        crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
+            let start = piece * MATMUL_COLUMNS;
+            let columns = start..(start + MATMUL_COLUMNS).min(n);
+            // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the
+            // threads are scoped); each piece writes only its own columns; the operands
+            // are the checked slices `a` and `b`; m, depth, n are non-zero here.
+            unsafe {
+                gemm_columns(m, depth, n, a, b, out, columns);
+            }
+        });
+        Ok(())
+    }
+}
+
+/// The output of [`gemm_columns`]: threads write disjoint columns of it.
+#[derive(Clone, Copy)]
+struct Output(*mut f32);
+
+// SAFETY: the pointers are plain addresses of the operands and the output of one product,
+// which outlive the scoped threads that use them; the output's columns are split
+// between threads (see `gemm_columns`), and the operands are only read.
+#[allow(unsafe_code)]
+unsafe impl Send for Output {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Output {}
+#[allow(unsafe_code)]
+unsafe impl Send for Operand {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Operand {}
+
+crate::register_cpu_kernel!(MATMUL_CPU, matmul::NAME, prepare_matmul);
 
 /// `t` converted to f32 unless it already is f32 (then it is read in place).
 fn widened(t: &Tensor) -> Option<ArrayD<f32>> {

@@ -46,6 +46,8 @@
 // `unsafe_code` lint reports when the expansion is local to the crate (see Cargo.toml).
 #![allow(unsafe_code)]
 
+#[cfg(test)]
+mod cpu_kernel_tests;
 mod elementwise;
 mod exported;
 #[cfg(test)]

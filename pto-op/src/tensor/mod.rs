@@ -240,6 +240,51 @@ impl Tensor {
         })
     }
 
+    /// The elements in row-major order, or an error if the dtype is not `T`'s.
+    ///
+    /// ```
+    /// let t = pto_op::Tensor::from_vec([2], vec![1.0f32, 2.0]).unwrap();
+    /// assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, 2.0]);
+    /// ```
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], TensorError> {
+        let actual = self.dtype();
+        T::slice(&self.data).ok_or(TensorError::DTypeMismatch {
+            expected: T::DTYPE,
+            actual,
+        })
+    }
+
+    /// The elements in row-major order, mutably, or an error if the dtype is not `T`'s.
+    pub fn as_slice_mut<T: Element>(&mut self) -> Result<&mut [T], TensorError> {
+        let actual = self.dtype();
+        T::slice_mut(&mut self.data).ok_or(TensorError::DTypeMismatch {
+            expected: T::DTYPE,
+            actual,
+        })
+    }
+
+    /// This tensor's allocation as a tensor of shape `dims` and the same dtype, without
+    /// allocating when it has room for `dims`' elements (it grows otherwise). Elements it
+    /// already held keep their values; the rest are zero. For buffers reused from run to
+    /// run.
+    ///
+    /// ```
+    /// let t = pto_op::Tensor::from_vec([2, 3], vec![1.0f32; 6]).unwrap();
+    /// let t = t.reuse_as(&[4]);
+    /// assert_eq!(t.dims(), &[4]);
+    /// ```
+    pub fn reuse_as(self, dims: &[usize]) -> Tensor {
+        let len: usize = dims.iter().product();
+        let data = dispatch!(self.data, a => {
+            let (mut elements, _) = a.into_raw_vec_and_offset();
+            elements.resize(len, Default::default());
+            Element::wrap(ArrayD::from_shape_vec(IxDyn(dims), elements).unwrap_or_else(|_| {
+                unreachable!("{len} elements make shape {dims:?}")
+            }))
+        });
+        Tensor { data }
+    }
+
     /// The elements as an owned array of `T`, or an error if the dtype is not `T`'s.
     pub fn into_array<T: Element>(self) -> Result<ArrayD<T>, TensorError> {
         let actual = self.dtype();

@@ -151,6 +151,12 @@ pub trait Element: Copy + 'static + sealed::Sealed {
     /// The array inside `data`, mutably, if it holds this type.
     fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>>;
 
+    /// The elements of `data` in row-major order, if it holds this type.
+    fn slice(data: &TensorData) -> Option<&[Self]>;
+
+    /// The elements of `data` in row-major order, mutably, if it holds this type.
+    fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]>;
+
     /// The value as an f64: exact, except i64 beyond ±2^53, which rounds to nearest.
     fn to_f64(self) -> f64;
 
@@ -195,6 +201,20 @@ macro_rules! element {
             fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
                 match data {
                     TensorData::$variant(a) => Some(a.view_mut()),
+                    _ => None,
+                }
+            }
+
+            fn slice(data: &TensorData) -> Option<&[Self]> {
+                match data {
+                    TensorData::$variant(a) => a.as_slice(),
+                    _ => None,
+                }
+            }
+
+            fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]> {
+                match data {
+                    TensorData::$variant(a) => a.as_slice_mut(),
                     _ => None,
                 }
             }
@@ -267,6 +287,20 @@ impl Element for bool {
     fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
         match data {
             TensorData::Bool(a) => Some(a.view_mut()),
+            _ => None,
+        }
+    }
+
+    fn slice(data: &TensorData) -> Option<&[Self]> {
+        match data {
+            TensorData::Bool(a) => a.as_slice(),
+            _ => None,
+        }
+    }
+
+    fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]> {
+        match data {
+            TensorData::Bool(a) => a.as_slice_mut(),
             _ => None,
         }
     }

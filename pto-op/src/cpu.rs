@@ -1,0 +1,401 @@
+//! Fast CPU paths: kernels an op registers for the `cpu` target beside its reference, and
+//! the thread knob they share.
+//!
+//! An op's `#[reference]` is the ground truth: plain, allocating, one thread. A graph run on
+//! the CPU spends its time in a few ops (matrix products, softmax, norms, activations), so
+//! an op may also register a [`CpuKernelDef`] with [`register_cpu_kernel!`]: at compile
+//! time its `prepare` looks at the node's input types and params and either declines
+//! (`Ok(None)`: the reference runs) or returns a [`CpuKernel`] that writes the node's
+//! outputs into buffers the runtime owns and reuses from run to run (no allocation per
+//! node). A fast path's results match the reference within the op's tolerance, which the
+//! op's parity tests check.
+//!
+//! Kernels split large work over [`threads`] threads in fixed pieces (a piece never depends
+//! on the thread count), so results are bit-identical whatever the number of threads:
+//! `PTO_CPU_THREADS=1` or [`set_threads`]`(1)` gives the single-threaded runs benchmarks
+//! compare against, and the default is every core.
+
+use core::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::attr::Attributes;
+use crate::error::OpError;
+use crate::op::{SourceLocation, TensorType};
+use crate::tensor::Tensor;
+
+/// A prepared fast path of one node: its input types and params were accepted at compile
+/// time, so a run only computes.
+pub trait CpuKernel: fmt::Debug + Send + Sync {
+    /// Writes the node's outputs into `outputs`: tensors of the node's output types whose
+    /// elements are unspecified (reused buffers). Every element must be written.
+    ///
+    /// # Errors
+    ///
+    /// Inputs that do not have the types the kernel was prepared for, or a value error of
+    /// the op (as its reference would report it).
+    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError>;
+}
+
+/// What preparing a fast path gives: a kernel, or `None` to decline (the reference runs).
+pub type PreparedCpuKernel = Result<Option<Box<dyn CpuKernel>>, OpError>;
+
+/// Prepares a fast path for a node of the op from its input types and params.
+pub type PrepareCpuKernelFn = fn(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel;
+
+/// A fast CPU path of one op, registered with [`register_cpu_kernel!`].
+#[derive(Debug)]
+pub struct CpuKernelDef {
+    /// The op's name.
+    pub op: &'static str,
+    /// Accepts or declines a node, by its input types and params.
+    pub prepare: PrepareCpuKernelFn,
+    /// Where it is registered.
+    pub source: SourceLocation,
+}
+
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static CPU_KERNELS: [CpuKernelDef];
+
+/// Registers a fast CPU path (one per op): `register_cpu_kernel!(STATIC_NAME, op_name,
+/// prepare)` with `prepare` a [`PrepareCpuKernelFn`].
+///
+/// ```ignore
+/// pto_op::register_cpu_kernel!(MY_OP_CPU, my_op::NAME, prepare_my_op);
+/// ```
+#[macro_export]
+macro_rules! register_cpu_kernel {
+    ($static_name:ident, $op:expr, $prepare:expr) => {
+        #[$crate::__private::linkme::distributed_slice($crate::__private::CPU_KERNELS)]
+        #[linkme(crate = $crate::__private::linkme)]
+        static $static_name: $crate::cpu::CpuKernelDef = $crate::cpu::CpuKernelDef {
+            op: $op,
+            prepare: $prepare,
+            source: $crate::source_location!(),
+        };
+    };
+}
+
+/// The fast path of `op` for a node with `inputs` and `attrs`, if one is registered and
+/// accepts it.
+///
+/// # Errors
+///
+/// Two fast paths registered for one op (naming both places), or params the fast path
+/// cannot read.
+pub fn prepare(op: &str, inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
+    let mut found = CPU_KERNELS.iter().filter(|def| def.op == op);
+    let Some(def) = found.next() else {
+        return Ok(None);
+    };
+    if let Some(other) = found.next() {
+        return Err(OpError::Unsupported {
+            op: op.to_owned(),
+            message: format!(
+                "two CPU fast paths are registered for the op, at {} and at {}: link one",
+                def.source, other.source
+            ),
+        });
+    }
+    (def.prepare)(inputs, attrs)
+}
+
+/// The f32 elements of a unary op's input and output.
+///
+/// # Errors
+///
+/// Not one input and one output, or not f32.
+pub fn unary_f32<'a>(
+    inputs: &[&'a Tensor],
+    outputs: &'a mut [Tensor],
+) -> Result<(&'a [f32], &'a mut [f32]), OpError> {
+    match (inputs, outputs) {
+        ([x], [y]) => Ok((x.as_slice::<f32>()?, y.as_slice_mut::<f32>()?)),
+        (inputs, outputs) => Err(arity(inputs.len(), outputs.len(), 1)),
+    }
+}
+
+/// The f32 elements of a binary op's inputs and output.
+///
+/// # Errors
+///
+/// Not two inputs and one output, or not f32.
+pub fn binary_f32<'a>(
+    inputs: &[&'a Tensor],
+    outputs: &'a mut [Tensor],
+) -> Result<(&'a [f32], &'a [f32], &'a mut [f32]), OpError> {
+    match (inputs, outputs) {
+        ([a, b], [y]) => Ok((
+            a.as_slice::<f32>()?,
+            b.as_slice::<f32>()?,
+            y.as_slice_mut::<f32>()?,
+        )),
+        (inputs, outputs) => Err(arity(inputs.len(), outputs.len(), 2)),
+    }
+}
+
+fn arity(inputs: usize, outputs: usize, expected: usize) -> OpError {
+    OpError::invalid(format!(
+        "a fast path prepared for {expected} input(s) and 1 output was run with {inputs} \
+         input(s) and {outputs} output(s)"
+    ))
+}
+
+/// 0: not set by [`set_threads`] (the environment or the core count decides).
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the number of threads fast paths use (at least 1), overriding `PTO_CPU_THREADS`.
+pub fn set_threads(threads: usize) {
+    THREADS.store(threads.max(1), Ordering::Relaxed);
+}
+
+/// The number of threads fast paths use: [`set_threads`], else `PTO_CPU_THREADS`, else
+/// every core.
+///
+/// # Panics
+///
+/// `PTO_CPU_THREADS` set to something other than a positive integer: a typo must not go
+/// unnoticed in a benchmark.
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            static FROM_ENV: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            *FROM_ENV.get_or_init(|| match std::env::var("PTO_CPU_THREADS") {
+                Ok(value) => match value.trim().parse::<usize>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => panic!("PTO_CPU_THREADS is a positive integer, got `{value}`"),
+                },
+                Err(_) => std::thread::available_parallelism().map_or(1, usize::from),
+            })
+        }
+        n => n,
+    }
+}
+
+/// Work (in multiply-adds or element operations) below which a job stays on one thread:
+/// spawning a scoped thread costs some 10-30 us, so a piece must be worth milliseconds'
+/// fraction more than that.
+pub const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+/// Rows of `row` elements per piece of a row-wise job: some 16 K elements, at least one row.
+pub fn rows_per_piece(row: usize) -> usize {
+    ((1 << 14) / row.max(1)).max(1)
+}
+
+/// Runs `job(piece)` for every piece in `0..pieces`, on up to [`threads`] threads when
+/// `work` (the whole job's) reaches [`PARALLEL_MIN_WORK`]. Pieces are handed out in order
+/// from a shared counter; what a piece computes never depends on the thread that runs it,
+/// so results do not depend on the number of threads.
+pub fn for_each_piece(pieces: usize, work: usize, job: impl Fn(usize) + Sync) {
+    let threads = threads().min(pieces);
+    if threads <= 1 || work < PARALLEL_MIN_WORK {
+        (0..pieces).for_each(job);
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        loop {
+            let piece = next.fetch_add(1, Ordering::Relaxed);
+            if piece >= pieces {
+                break;
+            }
+            job(piece);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+}
+
+/// Runs `job(index, chunk)` for each `chunk_len`-element chunk of `data` (the last may be
+/// shorter), on up to [`threads`] threads when `work` reaches [`PARALLEL_MIN_WORK`]. The
+/// chunks are fixed by `chunk_len` alone, so results do not depend on the number of threads.
+pub fn for_each_chunk<T: Send>(
+    data: &mut [T],
+    chunk_len: usize,
+    work: usize,
+    job: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let chunk_len = chunk_len.max(1);
+    let pieces = data.len().div_ceil(chunk_len);
+    let threads = threads().min(pieces);
+    if threads <= 1 || work < PARALLEL_MIN_WORK {
+        data.chunks_mut(chunk_len)
+            .enumerate()
+            .for_each(|(i, c)| job(i, c));
+        return;
+    }
+    // Contiguous runs of chunks per thread, balanced to within one chunk.
+    let per_thread = pieces.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let job = &job;
+        let mut rest = data;
+        let mut first = 0;
+        let mut mine = None;
+        while !rest.is_empty() {
+            let take = (per_thread * chunk_len).min(rest.len());
+            let (part, tail) = rest.split_at_mut(take);
+            rest = tail;
+            let start = first;
+            first += per_thread;
+            let run = move || {
+                part.chunks_mut(chunk_len)
+                    .enumerate()
+                    .for_each(|(i, c)| job(start + i, c));
+            };
+            if mine.is_none() {
+                mine = Some(run);
+            } else {
+                scope.spawn(run);
+            }
+        }
+        if let Some(mut run) = mine {
+            run();
+        }
+    });
+}
+
+/// Row kernels in f32 for fast paths: written so the compiler vectorizes them (several
+/// independent accumulators, no branches in the element loops).
+pub mod rows {
+    /// Independent partial sums per reduction: enough for the compiler to keep a few vector
+    /// registers busy.
+    const LANES: usize = 16;
+
+    /// `exp(x)` in f32 (Cephes' `expf`: a degree-6 polynomial on `x - n ln 2`, scaled by
+    /// `2^n`), within a few ulp of the correctly rounded value; 0 below -86.9 (where the
+    /// true value is below 2^-125), infinity above 88.72, NaN for NaN.
+    ///
+    /// ```
+    /// use pto_op::cpu::rows::exp;
+    /// for x in [-20.0f32, -1.0, 0.0, 0.5, 3.0, 80.0] {
+    ///     assert!((exp(x) - x.exp()).abs() <= x.exp() * 3e-7);
+    /// }
+    /// assert_eq!(exp(-1e9), 0.0);
+    /// assert!(exp(f32::NAN).is_nan());
+    /// ```
+    #[inline]
+    pub fn exp(x: f32) -> f32 {
+        const LOG2_E: f32 = core::f32::consts::LOG2_E;
+        const LN2_HI: f32 = 0.693_359_4;
+        const LN2_LO: f32 = -2.121_944_4e-4;
+        const LOW: f32 = -86.9;
+        const HIGH: f32 = 88.722_84;
+        // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a call
+        // to `floor` (which baseline x86-64 has no instruction for), so the loop vectorizes.
+        const ROUND: f32 = 12_582_912.0;
+        let clamped = x.clamp(LOW, HIGH);
+        let n = (clamped * LOG2_E + ROUND) - ROUND;
+        let r = clamped - n * LN2_HI - n * LN2_LO;
+        let mut p = 1.987_569_1e-4_f32;
+        p = p * r + 1.398_199_9e-3;
+        p = p * r + 8.333_452e-3;
+        p = p * r + 4.166_579_6e-2;
+        p = p * r + 1.666_666_5e-1;
+        p = p * r + 5.000_000_1e-1;
+        let e = p * r * r + r + 1.0;
+        // 2^n for n in -125..=128, as 2^(n - 1) * 2 so that n = 128 has exponent bits.
+        let n = n as i32;
+        let scale = f32::from_bits(((n - 1 + 127) as u32) << 23);
+        let y = e * scale * 2.0;
+        let y = if x < LOW { 0.0 } else { y };
+        let y = if x > HIGH { f32::INFINITY } else { y };
+        if x.is_nan() { x } else { y }
+    }
+
+    /// The sum of `values`, in [`LANES`] interleaved partial sums.
+    #[inline]
+    pub fn sum(values: &[f32]) -> f32 {
+        fold(values, 0.0, |acc, v| acc + v, |a, b| a + b)
+    }
+
+    /// The sum of squares of `values`.
+    #[inline]
+    pub fn sum_of_squares(values: &[f32]) -> f32 {
+        fold(values, 0.0, |acc, v| acc + v * v, |a, b| a + b)
+    }
+
+    /// The largest of `values` (NaN if one is NaN; -infinity for none).
+    #[inline]
+    pub fn max(values: &[f32]) -> f32 {
+        let m = fold(
+            values,
+            f32::NEG_INFINITY,
+            |acc, v| if v > acc { v } else { acc },
+            |a, b| if b > a { b } else { a },
+        );
+        if values.iter().any(|v| v.is_nan()) {
+            f32::NAN
+        } else {
+            m
+        }
+    }
+
+    fn fold(
+        values: &[f32],
+        init: f32,
+        step: impl Fn(f32, f32) -> f32,
+        merge: impl Fn(f32, f32) -> f32,
+    ) -> f32 {
+        let mut acc = [init; LANES];
+        let mut chunks = values.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (a, &v) in acc.iter_mut().zip(chunk) {
+                *a = step(*a, v);
+            }
+        }
+        let mut total = acc.into_iter().fold(init, &merge);
+        for &v in chunks.remainder() {
+            total = step(total, v);
+        }
+        total
+    }
+
+    /// `row = softmax(row)`: `exp(x - max) / sum`, with [`exp`].
+    pub fn softmax(row: &mut [f32]) {
+        let max = max(row);
+        for v in row.iter_mut() {
+            *v = exp(*v - max);
+        }
+        let sum = sum(row);
+        for v in row.iter_mut() {
+            *v /= sum;
+        }
+    }
+
+    /// `y = x * rsqrt(mean(x^2) + eps) * gamma` over one row.
+    pub fn rms_norm(x: &[f32], gamma: &[f32], eps: f32, y: &mut [f32]) {
+        let inv = 1.0 / (sum_of_squares(x) / x.len() as f32 + eps).sqrt();
+        for ((y, &x), &g) in y.iter_mut().zip(x).zip(gamma) {
+            *y = x * inv * g;
+        }
+    }
+
+    /// `y = (x - mean) * rsqrt(var + eps) * gamma + beta` over one row (biased variance).
+    pub fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, y: &mut [f32]) {
+        let n = x.len() as f32;
+        let mean = sum(x) / n;
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = x - mean;
+        }
+        let inv = 1.0 / (sum_of_squares(y) / n + eps).sqrt();
+        for ((y, &g), &b) in y.iter_mut().zip(gamma).zip(beta) {
+            *y = *y * inv * g + b;
+        }
+    }
+
+    /// `x * sigmoid(x)`, with [`exp`].
+    #[inline]
+    pub fn silu(x: f32) -> f32 {
+        x / (1.0 + exp(-x))
+    }
+
+    /// `1 / (1 + exp(-x))`, with [`exp`].
+    #[inline]
+    pub fn sigmoid(x: f32) -> f32 {
+        1.0 / (1.0 + exp(-x))
+    }
+}
