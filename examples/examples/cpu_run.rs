@@ -4,8 +4,8 @@
 //! `cargo run --release -p pto-examples --example cpu_run -- MODEL [RUNS]`, MODEL one of
 //! `block` (the 64x64 decoder block), `layer` (the 2048-wide 16-head decoder layer), `mlp`
 //! (the 7B-width MLP block), `layer-small`, `mlp-small` (the benchmark's small sizes); RUNS
-//! defaults to 1. Prints the model's weight and planned peak activation bytes, then the
-//! time of each run.
+//! defaults to 1; `PTO_CPU_THREADS` sets the threads (default: every core). Prints the
+//! model's weight and planned peak activation bytes, then the time of each run.
 
 use std::time::Instant;
 
@@ -40,6 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let name = args.next().unwrap_or_else(|| "block".to_owned());
     let runs: usize = args.next().map_or(Ok(1), |r| r.parse())?;
+    if let Ok(threads) = std::env::var("PTO_CPU_THREADS") {
+        pto_op::cpu::set_threads(threads.parse()?);
+    }
     let compiled = compile_owned(model(&name)?, "cpu")?;
     let plan = compiled.plan();
     println!(

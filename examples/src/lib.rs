@@ -20,6 +20,7 @@
 //! runs them on the CPU and the simulator.
 
 mod attention;
+mod cpu_kernels;
 mod elementwise;
 mod linalg;
 mod math;

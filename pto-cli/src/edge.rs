@@ -1,6 +1,7 @@
 //! The command line's edge: the one place that reads the environment. `PTO_TARGET` and
-//! `PTO_DEVICE` stand in for `--target` and `--device`; the libraries below take a
-//! [`TargetConfig`] and a [`DeviceProfile`] and read no environment.
+//! `PTO_DEVICE` stand in for `--target` and `--device`, `PTO_CPU_THREADS` sets the CPU
+//! fast paths' threads; the libraries below take a [`TargetConfig`], a [`DeviceProfile`]
+//! and `pto_op::cpu::set_threads`, and read no environment.
 
 use pto_op::DeviceProfile;
 use pto_op::target::TargetConfig;
@@ -11,6 +12,28 @@ pub const TARGET_ENV: &str = "PTO_TARGET";
 /// The environment variable that names the device profile (or a profile file) when no
 /// `--device` does.
 pub const DEVICE_ENV: &str = "PTO_DEVICE";
+
+/// The environment variable that sets the number of threads of the CPU fast paths
+/// (`pto_op::cpu::set_threads`); unset: every core.
+pub const CPU_THREADS_ENV: &str = "PTO_CPU_THREADS";
+
+/// Sets the CPU fast paths' threads from [`CPU_THREADS_ENV`], when it is set.
+///
+/// # Errors
+///
+/// A value that is not a positive integer, named.
+pub fn apply_cpu_threads() -> Result<(), crate::CliError> {
+    let Some(value) = or_env(None, CPU_THREADS_ENV) else {
+        return Ok(());
+    };
+    match value.trim().parse::<usize>() {
+        Ok(threads) if threads >= 1 => {
+            pto_op::cpu::set_threads(threads);
+            Ok(())
+        }
+        _ => Err(crate::CliError::CpuThreads { value }),
+    }
+}
 
 /// The target used when neither `--target` nor [`TARGET_ENV`] names one.
 pub const DEFAULT_TARGET: &str = "cpu";

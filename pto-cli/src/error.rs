@@ -15,6 +15,12 @@ pub enum CliError {
     /// The arguments do not parse (or ask for help or the version).
     #[error("{0}")]
     Usage(#[from] clap::Error),
+    /// `PTO_CPU_THREADS` is not a number of threads.
+    #[error("PTO_CPU_THREADS is the number of CPU threads, a positive integer; got `{value}`")]
+    CpuThreads {
+        /// The variable's value.
+        value: String,
+    },
     /// Two built-in models share a name.
     #[error(transparent)]
     DuplicateModel(#[from] Box<pto_op::registration::DuplicateRegistration>),

@@ -86,6 +86,7 @@ where
     T: Into<OsString> + Clone,
 {
     let cli = Cli::try_parse_from(args)?;
+    edge::apply_cpu_threads()?;
     let load = &cli.load;
     match cli.command {
         Command::Ops { json } => listing::ops(json),

@@ -12,16 +12,17 @@
 //!
 //! Kernels split large work over [`threads`] threads in fixed pieces (a piece never depends
 //! on the thread count), so results are bit-identical whatever the number of threads:
-//! `PTO_CPU_THREADS=1` or [`set_threads`]`(1)` gives the single-threaded runs benchmarks
-//! compare against, and the default is every core.
+//! [`set_threads`]`(1)` gives the single-threaded runs benchmarks compare against, and the
+//! default is every core. The library reads no environment; the command line sets the
+//! knob from `PTO_CPU_THREADS`.
 
 use core::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::attr::Attributes;
 use crate::error::OpError;
-use crate::op::{SourceLocation, TensorType};
-use crate::tensor::Tensor;
+use crate::op::{OpDef, SourceLocation, TensorType};
+use crate::tensor::{Comparison, Tensor};
 
 /// A prepared fast path of one node: its input types and params were accepted at compile
 /// time, so a run only computes.
@@ -141,33 +142,103 @@ fn arity(inputs: usize, outputs: usize, expected: usize) -> OpError {
     ))
 }
 
+/// How the second operand of [`matmul`] is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `b` (depth x n) row-major.
+    RowMajor,
+    /// `b`'s transpose (n x depth) row-major: `a @ b^T` of a stored `b^T`, as in `q k^T`.
+    Transposed,
+}
+
+/// `y = a @ b` in f32: `a` m x depth row-major, `b` depth x n stored as `b_layout` says,
+/// `y` m x n row-major, with the `gemm` crate, over [`threads`] threads in pieces of 256
+/// output columns (fixed by `n` alone).
+///
+/// ```
+/// use pto_op::cpu::{Layout, matmul};
+/// let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [1.0f32, 0.0, 0.0, 1.0]);
+/// let mut y = [0.0f32; 4];
+/// matmul(&a, &b, Layout::Transposed, (2, 2, 2), &mut y).unwrap();
+/// assert_eq!(y, [1.0, 2.0, 3.0, 4.0]);
+/// ```
+///
+/// # Errors
+///
+/// Slices of other lengths than the dims say.
+pub fn matmul(
+    a: &[f32],
+    b: &[f32],
+    b_layout: Layout,
+    dims: (usize, usize, usize),
+    y: &mut [f32],
+) -> Result<(), OpError> {
+    crate::ops::matmul_f32(a, b, b_layout == Layout::Transposed, dims, y)
+}
+
+/// Runs `def`'s fast path and its reference on `inputs` and compares each output with the
+/// op's tolerance for its dtype; `None` when no fast path accepts the inputs. The fast path
+/// writes over outputs filled with NaN, so an element it leaves out fails the comparison.
+/// For an op's tests: a fast path stays within tolerance of its reference.
+///
+/// ```
+/// use pto_op::{Attributes, DType, Tensor};
+/// let x = Tensor::random([4, 100], DType::F32, 1);
+/// let def = pto_op::ops::softmax::def();
+/// let comparisons = pto_op::cpu::compare_with_reference(def, &[&x], &Attributes::new())
+///     .unwrap()
+///     .expect("std.softmax has an f32 fast path");
+/// assert!(comparisons.iter().all(|c| c.passed()));
+/// ```
+///
+/// # Errors
+///
+/// The reference or the fast path failing, or params the fast path cannot read.
+pub fn compare_with_reference(
+    def: &OpDef,
+    inputs: &[&Tensor],
+    attrs: &Attributes,
+) -> Result<Option<Vec<Comparison>>, OpError> {
+    let types: Vec<TensorType> = inputs.iter().map(|t| t.tensor_type()).collect();
+    let Some(kernel) = prepare(def.name, &types, attrs)? else {
+        return Ok(None);
+    };
+    let expected = def.run_reference(inputs, attrs)?;
+    let mut outputs: Vec<Tensor> = def
+        .infer(&types, attrs)?
+        .into_iter()
+        .map(|t| Tensor::from_f64_fn(t.shape, t.dtype, |_| f64::NAN))
+        .collect();
+    kernel.run(inputs, &mut outputs)?;
+    outputs
+        .iter()
+        .zip(&expected)
+        .map(|(actual, expected)| {
+            actual
+                .compare(expected, def.tolerance(expected.dtype()))
+                .map_err(OpError::from)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// 0: not set by [`set_threads`] (the environment or the core count decides).
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// Sets the number of threads fast paths use (at least 1), overriding `PTO_CPU_THREADS`.
+/// Sets the number of threads fast paths use, for the whole process (at least 1).
+///
+/// ```
+/// pto_op::cpu::set_threads(1);
+/// assert_eq!(pto_op::cpu::threads(), 1);
+/// ```
 pub fn set_threads(threads: usize) {
     THREADS.store(threads.max(1), Ordering::Relaxed);
 }
 
-/// The number of threads fast paths use: [`set_threads`], else `PTO_CPU_THREADS`, else
-/// every core.
-///
-/// # Panics
-///
-/// `PTO_CPU_THREADS` set to something other than a positive integer: a typo must not go
-/// unnoticed in a benchmark.
+/// The number of threads fast paths use: what [`set_threads`] set, else every core.
 pub fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
-        0 => {
-            static FROM_ENV: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-            *FROM_ENV.get_or_init(|| match std::env::var("PTO_CPU_THREADS") {
-                Ok(value) => match value.trim().parse::<usize>() {
-                    Ok(n) if n >= 1 => n,
-                    _ => panic!("PTO_CPU_THREADS is a positive integer, got `{value}`"),
-                },
-                Err(_) => std::thread::available_parallelism().map_or(1, usize::from),
-            })
-        }
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
         n => n,
     }
 }

@@ -245,7 +245,7 @@ pub fn build_std_sized(size: StdBlockSize, name: &str) -> Result<Model, OpError>
     let hidden = mul::apply(&gate, &mm(&m, &w_up)?, &mul::Params {})?;
     let y = add::apply(&residual, &mm(&hidden, &w_down)?, &add::Params {})?;
     graph.output(&y);
-    graph.to_model(name)
+    graph.into_model(name)
 }
 
 /// A SwiGLU MLP block with its residual, standard ops only:
@@ -273,7 +273,9 @@ pub fn build_mlp_std(seq: usize, d_model: usize, d_hidden: usize) -> Result<Mode
     let hidden = mul::apply(&gate, &mm(&x, &w_up)?, &mul::Params {})?;
     let y = add::apply(&x, &mm(&hidden, &w_down)?, &add::Params {})?;
     graph.output(&y);
-    graph.to_model("mlp-block-std")
+    // The graph's last handle moves its weights into the model instead of copying them.
+    drop((x, w_gate, w_up, w_down, gate, hidden, y));
+    graph.into_model("mlp-block-std")
 }
 
 fn mm(a: &Value, b: &Value) -> Result<Value, OpError> {

@@ -216,50 +216,69 @@ fn prepare_matmul(inputs: &[TensorType], _: &Attributes) -> PreparedCpuKernel {
 }
 
 impl CpuKernel for MatmulCpu {
-    #[allow(unsafe_code)]
     fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
         let (a, b, y) = crate::cpu::binary_f32(inputs, outputs)?;
-        let (m, depth, n) = (self.rows, self.depth, self.n);
-        if a.len() != m * depth || b.len() != depth * n || y.len() != m * n {
-            return Err(OpError::invalid(format!(
-                "the matmul fast path was prepared for [{m}, {depth}] @ [{depth}, {n}], got \
-                 {} and {} elements into {}",
-                a.len(),
-                b.len(),
-                y.len()
-            )));
+        matmul_f32(a, b, false, (self.rows, self.depth, self.n), y)
+    }
+}
+
+/// `y = a @ b` (`b_transposed`: `a @ b^T` of a stored `b^T`) on f32 slices, in pieces of
+/// [`MATMUL_COLUMNS`] output columns over threads: [`crate::cpu::matmul`].
+#[allow(unsafe_code)]
+pub(crate) fn matmul_f32(
+    a: &[f32],
+    b: &[f32],
+    b_transposed: bool,
+    (m, depth, n): (usize, usize, usize),
+    y: &mut [f32],
+) -> Result<(), OpError> {
+    if a.len() != m * depth || b.len() != depth * n || y.len() != m * n {
+        return Err(OpError::invalid(format!(
+            "a matrix product of [{m}, {depth}] @ [{depth}, {n}] was given {}, {} and {} \
+             elements",
+            a.len(),
+            b.len(),
+            y.len()
+        )));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if depth == 0 {
+        y.fill(0.0);
+        return Ok(());
+    }
+    let a = Operand {
+        ptr: a.as_ptr(),
+        rows: depth as isize,
+        cols: 1,
+    };
+    let b = if b_transposed {
+        Operand {
+            ptr: b.as_ptr(),
+            rows: 1,
+            cols: depth as isize,
         }
-        if m == 0 || n == 0 {
-            return Ok(());
-        }
-        if depth == 0 {
-            y.fill(0.0);
-            return Ok(());
-        }
-        let a = Operand {
-            ptr: a.as_ptr(),
-            rows: depth as isize,
-            cols: 1,
-        };
-        let b = Operand {
+    } else {
+        Operand {
             ptr: b.as_ptr(),
             rows: n as isize,
             cols: 1,
-        };
-        let pieces = n.div_ceil(MATMUL_COLUMNS);
-        let out = Output(y.as_mut_ptr());
-        crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
-            let start = piece * MATMUL_COLUMNS;
-            let columns = start..(start + MATMUL_COLUMNS).min(n);
-            // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the
-            // threads are scoped); each piece writes only its own columns; the operands
-            // are the checked slices `a` and `b`; m, depth, n are non-zero here.
-            unsafe {
-                gemm_columns(m, depth, n, a, b, out, columns);
-            }
-        });
-        Ok(())
-    }
+        }
+    };
+    let pieces = n.div_ceil(MATMUL_COLUMNS);
+    let out = Output(y.as_mut_ptr());
+    crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
+        let start = piece * MATMUL_COLUMNS;
+        let columns = start..(start + MATMUL_COLUMNS).min(n);
+        // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the threads
+        // are scoped); each piece writes only its own columns; the operands are the
+        // checked slices `a` and `b`; m, depth, n are non-zero here.
+        unsafe {
+            gemm_columns(m, depth, n, a, b, out, columns);
+        }
+    });
+    Ok(())
 }
 
 /// The output of [`gemm_columns`]: threads write disjoint columns of it.
