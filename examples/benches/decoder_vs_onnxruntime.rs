@@ -14,6 +14,12 @@
 //! All f32. `PTO_BENCH_SIZE=small` shrinks the two large models (width / 8, fewer tokens)
 //! for a quick or CI run; the default, `full`, is the sizes above.
 //!
+//! `PTO_BENCH_CLOCK=cpu` times the one-thread rows by the CPU time of the running thread
+//! (both sides: `/proc/thread-self/stat` here, `time.thread_time` in Python) instead of the
+//! wall clock: on a machine shared with other work, it leaves out the time a run waited
+//! for a core (10 ms resolution on our side, so each sample runs long). The all-cores rows
+//! are always wall time.
+//!
 //! Our side is the compiled model on the `cpu` target (the ops' fast CPU paths, with
 //! `pto_op::cpu::set_threads`); ONNX Runtime's side is timed by `scripts/ort_bench.py`
 //! inside its own process (the sum of `iters` runs after a warm-up, `intra_op_num_threads`
@@ -37,13 +43,20 @@ fn repo_root() -> PathBuf {
 
 /// ONNX Runtime's time for `iters` runs on `threads` threads, as measured by
 /// `scripts/ort_bench.py`.
-fn onnxruntime_time(model: &Path, inputs: &Path, iters: u64, threads: usize) -> Duration {
+fn onnxruntime_time(
+    model: &Path,
+    inputs: &Path,
+    iters: u64,
+    threads: usize,
+    cpu_clock: bool,
+) -> Duration {
     let out = Command::new("python3")
         .arg(repo_root().join("scripts/ort_bench.py"))
         .arg(model)
         .arg(inputs)
         .arg(iters.to_string())
         .arg(threads.to_string())
+        .arg(if cpu_clock { "cpu" } else { "wall" })
         .output()
         .expect("python3 runs (install it, then `scripts/test` installs onnxruntime)");
     assert!(
@@ -64,6 +77,29 @@ fn small() -> bool {
         Ok("full") | Err(_) => false,
         Ok(other) => panic!("PTO_BENCH_SIZE is `small` or `full`, got `{other}`"),
     }
+}
+
+/// Whether `PTO_BENCH_CLOCK=cpu` asks for the one-thread rows in CPU time.
+fn cpu_clock() -> bool {
+    match std::env::var("PTO_BENCH_CLOCK").as_deref() {
+        Ok("cpu") => true,
+        Ok("wall") | Err(_) => false,
+        Ok(other) => panic!("PTO_BENCH_CLOCK is `wall` or `cpu`, got `{other}`"),
+    }
+}
+
+/// The CPU time this thread has run (user and system), from `/proc/thread-self/stat` in
+/// clock ticks of 10 ms.
+fn thread_cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("Linux /proc");
+    // Fields after the command name (which may hold spaces), closed by the last ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
+        .split(' ')
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
 }
 
 /// Benchmarks `model` on our cpu target and in ONNX Runtime, in group `group`, `samples`
@@ -87,12 +123,28 @@ fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
     let mut group = c.benchmark_group(group);
     group.sample_size(samples);
     for (threads, label) in [(1, "1_thread"), (cores, "all_cores")] {
+        let cpu = cpu_clock() && threads == 1;
+        let label = if cpu {
+            format!("{label}_cpu_time")
+        } else {
+            label.to_owned()
+        };
         group.bench_function(format!("pto_cpu_{label}"), |b| {
             pto_op::cpu::set_threads(threads);
-            b.iter(|| black_box(compiled.run(&inputs).expect("runs")))
+            if cpu {
+                b.iter_custom(|iters| {
+                    let start = thread_cpu_time();
+                    for _ in 0..iters {
+                        black_box(compiled.run(&inputs).expect("runs"));
+                    }
+                    thread_cpu_time() - start
+                })
+            } else {
+                b.iter(|| black_box(compiled.run(&inputs).expect("runs")))
+            }
         });
         group.bench_function(format!("onnxruntime_{label}"), |b| {
-            b.iter_custom(|iters| onnxruntime_time(&onnx, &inputs_dir, iters, threads))
+            b.iter_custom(|iters| onnxruntime_time(&onnx, &inputs_dir, iters, threads, cpu))
         });
     }
     group.finish();

@@ -77,14 +77,14 @@ fn blocks(layers: usize) -> Model {
     let graph = Graph::new();
     let weight = |name: String, dims: [usize; 2], seed| {
         graph
-            .weight(&name, Tensor::random(dims, DType::F32, seed))
+            .weight(name, Tensor::random(dims, DType::F32, seed))
             .expect("a new weight name")
     };
     let mut h = graph.input("x", Shape::from([seq, width]), DType::F32);
     for layer in 0..layers as u64 {
         let gamma = graph
             .weight(
-                &format!("gamma{layer}"),
+                format!("gamma{layer}"),
                 Tensor::random([width], DType::F32, 10 * layer),
             )
             .expect("a new weight name");

@@ -116,6 +116,9 @@ pub fn unary_f32<'a>(
     }
 }
 
+/// A binary op's f32 elements: `a`, `b` and the output `y`.
+pub type BinaryF32<'a> = (&'a [f32], &'a [f32], &'a mut [f32]);
+
 /// The f32 elements of a binary op's inputs and output.
 ///
 /// # Errors
@@ -124,7 +127,7 @@ pub fn unary_f32<'a>(
 pub fn binary_f32<'a>(
     inputs: &[&'a Tensor],
     outputs: &'a mut [Tensor],
-) -> Result<(&'a [f32], &'a [f32], &'a mut [f32]), OpError> {
+) -> Result<BinaryF32<'a>, OpError> {
     match (inputs, outputs) {
         ([a, b], [y]) => Ok((
             a.as_slice::<f32>()?,
@@ -366,7 +369,7 @@ pub mod rows {
         p = p * r + 8.333_452e-3;
         p = p * r + 4.166_579_6e-2;
         p = p * r + 1.666_666_5e-1;
-        p = p * r + 5.000_000_1e-1;
+        p = p * r + 0.5;
         let e = p * r * r + r + 1.0;
         // 2^n for n in -125..=128, as 2^(n - 1) * 2 so that n = 128 has exponent bits.
         let n = n as i32;
