@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::npy_bytes;
 use pto_examples::models::decoder_block::{StdBlockSize, build_mlp_std, build_std_sized};
@@ -122,6 +122,11 @@ fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
 
     let mut group = c.benchmark_group(group);
     group.sample_size(samples);
+    if cpu_clock() {
+        // Every sample runs as many iterations (long enough for the 10 ms ticks of the
+        // CPU clock); criterion's default grows them from one, which would read zero.
+        group.sampling_mode(SamplingMode::Flat);
+    }
     for (threads, label) in [(1, "1_thread"), (cores, "all_cores")] {
         let cpu = cpu_clock() && threads == 1;
         let label = if cpu {
