@@ -3,7 +3,7 @@
 //!
 //! An op's `#[reference]` is the ground truth: plain, allocating, one thread. A graph run on
 //! the CPU spends its time in a few ops (matrix products, softmax, norms, activations), so
-//! an op may also register a [`CpuKernelDef`] with [`register_cpu_kernel!`]: at compile
+//! an op may also register a [`CpuKernelDef`] with [`register_cpu_kernel!`](crate::register_cpu_kernel): at compile
 //! time its `prepare` looks at the node's input types and params and either declines
 //! (`Ok(None)`: the reference runs) or returns a [`CpuKernel`] that writes the node's
 //! outputs into buffers the runtime owns and reuses from run to run (no allocation per
@@ -43,7 +43,7 @@ pub type PreparedCpuKernel = Result<Option<Box<dyn CpuKernel>>, OpError>;
 /// Prepares a fast path for a node of the op from its input types and params.
 pub type PrepareCpuKernelFn = fn(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel;
 
-/// A fast CPU path of one op, registered with [`register_cpu_kernel!`].
+/// A fast CPU path of one op, registered with [`register_cpu_kernel!`](crate::register_cpu_kernel).
 #[derive(Debug)]
 pub struct CpuKernelDef {
     /// The op's name.
@@ -380,7 +380,7 @@ pub mod rows {
         if x.is_nan() { x } else { y }
     }
 
-    /// The sum of `values`, in [`LANES`] interleaved partial sums.
+    /// The sum of `values`, in 16 interleaved partial sums.
     #[inline]
     pub fn sum(values: &[f32]) -> f32 {
         fold(values, 0.0, |acc, v| acc + v, |a, b| a + b)
