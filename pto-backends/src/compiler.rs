@@ -22,6 +22,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use pto_op::cpu::CpuKernel;
+use pto_op::model::ShippedKernel;
 use pto_op::registry::RegistryError;
 use pto_op::table::column_width;
 use pto_op::target::{TargetConfig, TargetError};
@@ -166,6 +167,17 @@ pub enum CompileError {
     /// [`MemoryBudget`](pto_op::budget::MemoryBudget): refused before anything is allocated.
     #[error(transparent)]
     MemoryBudget(Box<pto_op::budget::BudgetError>),
+    /// A kernel shipped with the model matches a node but cannot run: its op's signature
+    /// changed since it was shipped, or its (edited) text does not parse or fit the node.
+    #[error("model `{model}`: node {node}: {source}")]
+    ShippedKernel {
+        /// The model.
+        model: String,
+        /// The node.
+        node: usize,
+        /// Why the kernel is refused.
+        source: Box<pto_op::model::ShippedKernelError>,
+    },
     /// The target could not prepare a node (its kernel does not trace, or does not fit).
     #[error(
         "model `{model}`: node {node}{} on target `{target}`: {source}",
@@ -208,21 +220,47 @@ fn join(changes: &[SchemaChange]) -> String {
 pub enum NodeRuns {
     /// The op's reference, on the CPU: what the target runs.
     Reference,
-    /// The op's kernel on the target, traced into `grid` block programs.
+    /// The op's kernel on the target, traced into `grid` block programs, or a kernel
+    /// shipped with the model.
     Kernel {
         /// Block programs.
         grid: usize,
+        /// Where the kernel comes from.
+        source: KernelSource,
     },
     /// The target runs kernels but the op has none, or its kernel does not cover these
     /// inputs or params: the target's fallback (the CPU reference) runs it instead.
     Fallback,
 }
 
+/// Where a node's kernel comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelSource {
+    /// The linked op's `#[kernel]`, traced at compile time.
+    Traced,
+    /// A kernel shipped with the model, as it was traced at export.
+    Shipped,
+    /// A kernel shipped with the model whose text was edited since.
+    ShippedEdited,
+}
+
 impl fmt::Display for NodeRuns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NodeRuns::Reference => f.write_str("reference"),
-            NodeRuns::Kernel { grid } => write!(f, "kernel (grid {grid})"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::Traced,
+            } => write!(f, "kernel (grid {grid})"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::Shipped,
+            } => write!(f, "kernel: shipped (grid {grid})"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::ShippedEdited,
+            } => write!(f, "kernel: shipped, edited (grid {grid})"),
             NodeRuns::Fallback => f.write_str("reference (fallback: no kernel)"),
         }
     }
@@ -275,6 +313,10 @@ pub struct CompileReport {
     pub nodes: Vec<NodeReport>,
     /// Distinct kernels traced: one per (op, input types, params).
     pub kernels_traced: usize,
+    /// Distinct kernels shipped with the model that run, edited or not.
+    pub kernels_shipped: usize,
+    /// Of those, the ones whose text was edited since they were shipped.
+    pub kernels_edited: usize,
     /// Ops that run on the target's fallback (the CPU reference) because the target needs a
     /// kernel they lack.
     pub fallbacks: Vec<String>,
@@ -290,11 +332,16 @@ impl fmt::Display for CompileReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "model `{}` compiled for target `{}`: {} node(s), {} kernel(s) traced, {}",
+            "model `{}` compiled for target `{}`: {} node(s), {} kernel(s) traced, {}{}",
             self.model,
             self.target,
             self.nodes.len(),
             self.kernels_traced,
+            match (self.kernels_shipped, self.kernels_edited) {
+                (0, _) => String::new(),
+                (n, 0) => format!("{n} shipped, "),
+                (n, e) => format!("{n} shipped ({e} edited), "),
+            },
             match self.fallbacks.len() {
                 0 => "no fallbacks".to_owned(),
                 n => format!(
@@ -450,6 +497,8 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
         target: executor.target().to_owned(),
         nodes: reports,
         kernels_traced: lowered.kernels,
+        kernels_shipped: lowered.shipped,
+        kernels_edited: lowered.edited,
         fallbacks: lowered.fallbacks,
         peak_activation_bytes: plan.peak_activation_bytes,
         peak_node: plan.peak_node,
@@ -694,18 +743,26 @@ pub struct Lowered {
     pub runs: Vec<NodeRuns>,
     /// Distinct kernels traced: one per (op, input types, params).
     pub kernels: usize,
+    /// Distinct shipped kernels that run.
+    pub shipped: usize,
+    /// Of those, the edited ones.
+    pub edited: usize,
     /// Ops that run on the target's fallback, by name, each once.
     pub fallbacks: Vec<String>,
 }
 
 /// Pass 4: prepares every node on `executor` (tracing and caching kernels); an op the
-/// target has no kernel for runs on the target's [`Executor::fallback`].
+/// target has no kernel for runs on the target's [`Executor::fallback`]. On a target that
+/// runs kernel programs (`sim`, `ascendc-host`), a node matched by a kernel shipped with the
+/// model (op, input types, full params; see [`pto_op::model::ShippedKernel`]) runs that
+/// kernel, and the report says `kernel: shipped` (or `kernel: shipped, edited`).
 ///
 /// # Errors
 ///
 /// [`CompileError::Lower`] for a node the target cannot prepare (a kernel that does not
-/// trace or fit), [`CompileError::NoFallback`] for an op without a kernel on a target
-/// without a fallback.
+/// trace or fit), [`CompileError::ShippedKernel`] for a matching shipped kernel that is
+/// refused (its op's fingerprint changed, its text does not parse or fit the node),
+/// [`CompileError::NoFallback`] for an op without a kernel on a target without a fallback.
 pub fn lower(
     model: &Model,
     executor: &dyn Executor,
@@ -713,24 +770,53 @@ pub fn lower(
     types: &[NodeTypes],
 ) -> Result<Lowered, CompileError> {
     let mut kernels = BTreeSet::new();
+    let mut shipped = BTreeSet::new();
+    let mut edited = BTreeSet::new();
     let mut fallbacks = BTreeSet::new();
     let mut runs = Vec::with_capacity(ops.len());
     for (index, ((node, op), types)) in model.graph.nodes.iter().zip(ops).zip(types).enumerate() {
         let input_types = types.input_types();
+        let lower_error = |source: OpError| CompileError::Lower {
+            model: model.name.clone(),
+            node: index,
+            node_name: node.name.clone(),
+            target: executor.target().to_owned(),
+            source: Box::new(source),
+        };
+        let key = format!("{}{:?}{:?}", op.name, input_types, node.attrs);
+        if let Some((lowering, kernel)) =
+            prepare_shipped(model, index, executor, op, &input_types, &node.attrs)?
+        {
+            let Lowering::Kernel { grid } = lowering else {
+                return Err(lower_error(OpError::Unsupported {
+                    op: op.name.to_owned(),
+                    message: format!(
+                        "target `{}` took the shipped kernel but did not prepare it as a kernel",
+                        executor.target()
+                    ),
+                }));
+            };
+            let source = if kernel.edited() {
+                edited.insert(key.clone());
+                KernelSource::ShippedEdited
+            } else {
+                KernelSource::Shipped
+            };
+            shipped.insert(key);
+            runs.push(NodeRuns::Kernel { grid, source });
+            continue;
+        }
         let lowering = executor
             .prepare(op, &input_types, &node.attrs)
-            .map_err(|source| CompileError::Lower {
-                model: model.name.clone(),
-                node: index,
-                node_name: node.name.clone(),
-                target: executor.target().to_owned(),
-                source: Box::new(source),
-            })?;
+            .map_err(lower_error)?;
         runs.push(match lowering {
             Lowering::Reference => NodeRuns::Reference,
             Lowering::Kernel { grid } => {
-                kernels.insert(format!("{}{:?}{:?}", op.name, input_types, node.attrs));
-                NodeRuns::Kernel { grid }
+                kernels.insert(key);
+                NodeRuns::Kernel {
+                    grid,
+                    source: KernelSource::Traced,
+                }
             }
             Lowering::NoKernel if executor.fallback().is_some() => {
                 fallbacks.insert(op.name.to_owned());
@@ -749,8 +835,53 @@ pub fn lower(
     Ok(Lowered {
         runs,
         kernels: kernels.len(),
+        shipped: shipped.len(),
+        edited: edited.len(),
         fallbacks: fallbacks.into_iter().collect(),
     })
+}
+
+/// Node `index` on a shipped kernel of `model`, when one matches it and `executor` runs
+/// kernel programs: the kernel checked against the linked op (fingerprint, text, instance)
+/// and prepared on the target. `None`: no shipped kernel matches, or the target runs none.
+fn prepare_shipped<'m>(
+    model: &'m Model,
+    index: usize,
+    executor: &dyn Executor,
+    op: &'static OpDef,
+    inputs: &[TensorType],
+    attrs: &pto_op::Attributes,
+) -> Result<Option<(Lowering, &'m ShippedKernel)>, CompileError> {
+    if op.kernel.is_none() {
+        return Ok(None);
+    }
+    let Ok(params) = op.full_params(attrs) else {
+        return Ok(None);
+    };
+    let Some(kernel) = model.shipped_kernel(op.name, inputs, &params) else {
+        return Ok(None);
+    };
+    let program = kernel
+        .program(op)
+        .map_err(|source| CompileError::ShippedKernel {
+            model: model.name.clone(),
+            node: index,
+            source: Box::new(source),
+        })?;
+    let lowering = executor
+        .prepare_program(op, inputs, attrs, &program)
+        .map_err(|source| CompileError::Lower {
+            model: model.name.clone(),
+            node: index,
+            node_name: model
+                .graph
+                .nodes
+                .get(index)
+                .map_or_else(String::new, |n| n.name.clone()),
+            target: executor.target().to_owned(),
+            source: Box::new(source),
+        })?;
+    Ok(lowering.map(|lowering| (lowering, kernel)))
 }
 
 /// What a node's time measures.

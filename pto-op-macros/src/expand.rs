@@ -343,6 +343,7 @@ fn op_def(model: &Model) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let parity_cases = model.parity.iter().map(parity_case);
     let estimator = optional(&model.estimator);
     let properties = optional(&model.properties);
     let tolerances = model.tolerances.iter().map(|t| {
@@ -378,7 +379,13 @@ fn op_def(model: &Model) -> TokenStream {
             estimator: #estimator,
             properties: #properties,
             tolerances: &[#(#tolerances),*],
+            parity_cases: __pto_parity_cases,
         };
+
+        /// The op's `#[parity]` cases, for checks at run time (a redeployed kernel's).
+        fn __pto_parity_cases() -> ::std::vec::Vec<::pto_op::parity::ParityCase> {
+            ::std::vec::Vec::from([#(#parity_cases),*])
+        }
 
         #shape_wrapper
         #dtype_wrapper
@@ -489,8 +496,8 @@ fn parity_tests(model: &Model) -> TokenStream {
     }
 }
 
-fn parity_test(case: &ParityCase) -> TokenStream {
-    let name = &case.test_name;
+/// The `::pto_op::parity::ParityCase` expression of one `#[parity]` case.
+fn parity_case(case: &ParityCase) -> TokenStream {
     let inputs = case.inputs.iter().map(|input| {
         let dtype = format_ident!("{}", input.dtype);
         let shape = if input.dims.is_empty() {
@@ -522,17 +529,22 @@ fn parity_test(case: &ParityCase) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     quote! {
+        ::pto_op::parity::ParityCase {
+            inputs: ::std::vec::Vec::from([#(#inputs),*]),
+            attrs: ::pto_op::Attributes::from([#(#attrs),*]),
+            seed: #seed,
+            tolerance: #tolerance,
+        }
+    }
+}
+
+fn parity_test(case: &ParityCase) -> TokenStream {
+    let name = &case.test_name;
+    let value = parity_case(case);
+    quote! {
         #[test]
         pub(crate) fn #name() {
-            ::pto_op::__private::parity::assert_parity(
-                super::def(),
-                &::pto_op::parity::ParityCase {
-                    inputs: ::std::vec::Vec::from([#(#inputs),*]),
-                    attrs: ::pto_op::Attributes::from([#(#attrs),*]),
-                    seed: #seed,
-                    tolerance: #tolerance,
-                },
-            )
+            ::pto_op::__private::parity::assert_parity(super::def(), &#value)
         }
     }
 }

@@ -102,6 +102,23 @@ pub trait Executor {
         Ok(None)
     }
 
+    /// Prepares calls of `op` on inputs of types `inputs` with `attrs` to run `program`, a
+    /// kernel shipped with a model (see [`crate::model::ShippedKernel`]), in place of the
+    /// op's own kernel. The caller has checked that `program` is a kernel of this instance.
+    ///
+    /// `None` (the default): this target runs no kernel programs (the CPU reference), and the
+    /// caller prepares the op with [`Executor::prepare`].
+    fn prepare_program(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        program: &crate::kernel::ValidProgram,
+    ) -> Result<Option<Lowering>, OpError> {
+        let _ = (op, inputs, attrs, program);
+        Ok(None)
+    }
+
     /// The target that runs the ops this one cannot ([`Lowering::NoKernel`]): a kernel
     /// target answers with the CPU reference. `None` (the default): this target runs every
     /// op it prepares.

@@ -90,6 +90,9 @@ pub struct OpDef {
     /// that legitimately differs from its reference (f32 accumulation, online softmax).
     /// Output dtypes not listed here use [`Tolerance::for_dtype`]; see [`OpDef::tolerance`].
     pub tolerances: &'static [(DType, Tolerance)],
+    /// The `#[parity]` cases declared on the kernel (the same cases the generated tests
+    /// run), for checks at run time: a redeployed kernel is held to them.
+    pub parity_cases: fn() -> Vec<crate::parity::ParityCase>,
 }
 
 /// The shape and dtype of one tensor, without its data.
@@ -125,6 +128,31 @@ impl OpDef {
             .iter()
             .find(|(d, _)| *d == dtype)
             .map_or_else(|| Tolerance::for_dtype(dtype), |(_, t)| *t)
+    }
+
+    /// `attrs` with every param of the op: the given values, the defaults for the others.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Param`] for a param that is neither given nor has a default.
+    pub fn full_params(&self, attrs: &Attributes) -> Result<Attributes, OpError> {
+        self.params
+            .iter()
+            .map(|p| {
+                let value = match (attrs.get(p.name), p.default) {
+                    (Some(value), _) => value.clone(),
+                    (None, Some(default)) => default(),
+                    (None, None) => {
+                        return Err(OpError::Param {
+                            op: self.name.to_owned(),
+                            param: p.name.to_owned(),
+                            problem: "missing, and it has no default".to_owned(),
+                        });
+                    }
+                };
+                Ok((p.name.to_owned(), value))
+            })
+            .collect()
     }
 
     /// Checks the number of inputs a call passes.

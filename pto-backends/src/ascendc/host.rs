@@ -21,13 +21,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pto_op::__private::linkme;
+use pto_op::kernel::ValidProgram;
 use pto_op::target::TargetDef;
 use pto_op::{
     Attributes, DeviceProfile, Execution, Executor, Lowering, OpDef, OpError, Tensor, TensorError,
     TensorType,
 };
 
-use super::{LowerError, LoweredKernel, Soc, lower_with_profile};
+use super::{LowerError, LoweredKernel, Soc, lower_program, lower_with_profile};
 use crate::cpu::Cpu;
 
 /// The headers of the host implementation, by path under `include/`.
@@ -271,6 +272,42 @@ impl AscendcHost {
         Ok(build)
     }
 
+    /// Compiles `kernel` (lowered from a shipped program, or with an edited Ascend C
+    /// source) and runs it for the calls of `op` on `inputs` with `attrs` from now on, in
+    /// place of the op's own kernel.
+    ///
+    /// # Errors
+    ///
+    /// The compiler's or the file system's error.
+    pub fn use_kernel(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        kernel: LoweredKernel,
+    ) -> Result<Arc<HostBuild>, HostError> {
+        let (profile, _) = self
+            .device
+            .as_ref()
+            .map_err(|e| HostError::Device(e.clone()))?;
+        let attrs_key = serde_json::to_string(attrs).unwrap_or_default();
+        let key = (op.name.to_owned(), inputs.to_vec(), attrs_key);
+        let build = Arc::new(self.compile(kernel, profile)?);
+        self.builds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, Arc::clone(&build));
+        Ok(build)
+    }
+
+    /// The device profile and SoC of the target, or why it has none.
+    pub fn device(&self) -> Result<(&DeviceProfile, Soc), HostError> {
+        self.device
+            .as_ref()
+            .map(|(p, soc)| (p, *soc))
+            .map_err(|e| HostError::Device(e.clone()))
+    }
+
     /// Compiles `kernel` with a generated harness, or finds the build in the cache.
     ///
     /// # Errors
@@ -497,6 +534,34 @@ impl Executor for AscendcHost {
             Err(HostError::Lower(e)) if e.is_unsupported_dtype() => Ok(Lowering::NoKernel),
             Err(e) => Err(e.into_op_error(op.name)),
         }
+    }
+
+    /// Lowers `program` for the target's SoC, compiles it and runs it for these calls
+    /// ([`AscendcHost::use_kernel`]).
+    fn prepare_program(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        program: &ValidProgram,
+    ) -> Result<Option<Lowering>, OpError> {
+        op.infer(inputs, attrs)?;
+        let (profile, soc) = self.device().map_err(|e| e.into_op_error(op.name))?;
+        let instance = inputs
+            .iter()
+            .zip(op.inputs)
+            .map(|(t, name)| format!("{name}={t}"))
+            .chain(attrs.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let kernel = lower_program(program, &instance, soc, profile)
+            .map_err(|e| HostError::from(e).into_op_error(op.name))?;
+        let build = self
+            .use_kernel(op, inputs, attrs, kernel)
+            .map_err(|e| e.into_op_error(op.name))?;
+        Ok(Some(Lowering::Kernel {
+            grid: build.kernel.grid as usize,
+        }))
     }
 
     /// The CPU reference runs the ops without a kernel, as on `sim`.

@@ -388,16 +388,50 @@ impl Sim {
             .map_err(|e| e.into_op_error(op.name))
     }
 
+    fn cache_key(
+        op: &'static OpDef,
+        types: &[TensorType],
+        attrs: &Attributes,
+    ) -> Result<(String, Vec<TensorType>, String), OpError> {
+        let attrs_key = serde_json::to_string(attrs).map_err(|e| {
+            OpError::invalid(format!("attributes cannot be serialized: {e}")).with_op(op.name)
+        })?;
+        Ok((op.name.to_owned(), types.to_vec(), attrs_key))
+    }
+
+    /// Runs `program` for the calls of `op` on `types` with `attrs` from now on, in place of
+    /// the op's traced kernel (a shipped kernel), after checking that it fits the device's
+    /// buffers.
+    ///
+    /// # Errors
+    ///
+    /// The simulator's error (a buffer overflow, an unsupported program), naming the op.
+    pub fn use_program(
+        &self,
+        op: &'static OpDef,
+        types: &[TensorType],
+        attrs: &Attributes,
+        program: ValidProgram,
+    ) -> Result<SimReport, OpError> {
+        let report = self
+            .simulator(op)?
+            .time(&program)
+            .map_err(|e| e.into_op_error(op.name))?;
+        let key = Sim::cache_key(op, types, attrs)?;
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, Arc::new(program));
+        Ok(report)
+    }
+
     fn program(
         &self,
         op: &'static OpDef,
         types: &[TensorType],
         attrs: &Attributes,
     ) -> Result<Arc<ValidProgram>, OpError> {
-        let attrs_key = serde_json::to_string(attrs).map_err(|e| {
-            OpError::invalid(format!("attributes cannot be serialized: {e}")).with_op(op.name)
-        })?;
-        let key = (op.name.to_owned(), types.to_vec(), attrs_key);
+        let key = Sim::cache_key(op, types, attrs)?;
         let cache = || self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(program) = cache().get(&key) {
             return Ok(Arc::clone(program));
@@ -453,6 +487,19 @@ impl Executor for Sim {
             Err(OpError::Unsupported { .. }) => Ok(Lowering::NoKernel),
             Err(e) => Err(e),
         }
+    }
+
+    /// Runs `program` for these calls ([`Sim::use_program`]).
+    fn prepare_program(
+        &self,
+        op: &'static OpDef,
+        inputs: &[TensorType],
+        attrs: &Attributes,
+        program: &ValidProgram,
+    ) -> Result<Option<Lowering>, OpError> {
+        op.infer(inputs, attrs)?;
+        self.use_program(op, inputs, attrs, program.clone())?;
+        Ok(Some(Lowering::Kernel { grid: program.grid }))
     }
 
     /// The CPU reference runs the ops without a kernel.

@@ -9,7 +9,11 @@
 //! | `name`           | the model's name                                 |
 //! | `graph`          | the [`GraphDef`] as JSON                         |
 //! | `schemas`        | the op schemas, op name -> [`OpSchema`], as JSON |
+//! | `kernels`        | the shipped kernels ([`ShippedKernel`](super::ShippedKernel): key and text form), as JSON |
 //!
+//! Saving ships a kernel for every kernel instance of the graph
+//! ([`Model::with_traced_kernels`]); a file without `kernels` (written before kernels were
+//! shipped) loads with none.
 //! Loading validates the structure of everything it reads (header, offsets, graph references,
 //! weights against the graph) and never panics, whatever the bytes; whether the graph's ops
 //! exist and match their schemas is for the graph compiler to check.
@@ -271,10 +275,11 @@ impl Model {
     /// graph.output(&x);
     /// let model = graph.to_model("tiny").unwrap();
     /// let bytes = model.to_bytes().unwrap();
-    /// assert_eq!(Model::from_bytes(&bytes).unwrap(), model);
+    /// assert_eq!(Model::from_bytes(&bytes).unwrap(), model.with_traced_kernels());
     /// ```
     pub fn to_bytes(&self) -> Result<Vec<u8>, ModelFileError> {
         check_graph(&self.graph, &self.schemas)?;
+        let shipped = self.with_traced_kernels();
         let weight_values = weight_values(&self.graph);
         for (name, tensor) in &self.weights {
             check_weight(&weight_values, name, Ok(tensor.dtype()), tensor.dims())?;
@@ -296,6 +301,10 @@ impl Model {
             (
                 "schemas",
                 json("schemas", serde_json::to_string(&self.schemas))?,
+            ),
+            (
+                "kernels",
+                json("kernels", serde_json::to_string(&shipped.kernels))?,
             ),
         ]);
         write_safetensors(&metadata, &self.weights)
@@ -522,6 +531,10 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
     let schemas: BTreeMap<String, OpSchema> =
         serde_json::from_str(entry("schemas")?).map_err(|e| bad_json("schemas", e))?;
     check_graph(&graph, &schemas)?;
+    let kernels: Vec<super::ShippedKernel> = match metadata.get("kernels") {
+        Some(text) => serde_json::from_str(text).map_err(|e| bad_json("kernels", e))?,
+        None => Vec::new(),
+    };
 
     let weight_values = weight_values(&graph);
     let mut weights = BTreeMap::new();
@@ -541,6 +554,7 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         graph,
         weights,
         schemas,
+        kernels,
     })
 }
 

@@ -12,8 +12,10 @@ use crate::schema::OpSchema;
 use crate::tensor::Tensor;
 
 pub mod file;
+pub mod kernels;
 
 pub use file::ModelFileError;
+pub use kernels::{ShippedKernel, ShippedKernelError};
 
 /// A traced or loaded model.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +29,10 @@ pub struct Model {
     /// The schema of every op the graph uses, as it was when the model was built: what a
     /// later compile compares against the ops it links.
     pub schemas: BTreeMap<String, OpSchema>,
+    /// The kernels shipped with the model, in their text form (see [`kernels`]): empty for
+    /// a freshly traced model, whose exports trace them ([`Model::with_traced_kernels`]);
+    /// a loaded model runs these where they match a node.
+    pub kernels: Vec<ShippedKernel>,
 }
 
 impl Model {
@@ -49,6 +55,7 @@ impl Model {
             graph,
             weights,
             schemas,
+            kernels: Vec::new(),
         };
         model.check_weights()?;
         Ok(model)

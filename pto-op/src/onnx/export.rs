@@ -10,7 +10,7 @@ use super::proto::{
     TypeProto, ValueInfoProto, data_type,
 };
 use super::standard::{self, Lowering, ParamForm, SIGMOID_MUL_OPSET, StandardOp};
-use super::{FINGERPRINT_KEY, IR_VERSION, OnnxError, PRODUCER, VERSION_KEY};
+use super::{FINGERPRINT_KEY, IR_VERSION, KERNELS_KEY, OnnxError, PRODUCER, VERSION_KEY};
 use crate::attr::{AttrValue, Attributes};
 use crate::dtype::DType;
 use crate::graph::{NodeDef, ValueId};
@@ -81,7 +81,11 @@ fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {
         producer_version: env!("CARGO_PKG_VERSION").to_owned(),
         doc_string: format!("model `{}`, exported by pto-op", model.name),
         graph: Some(graph_proto),
-        metadata_props: Vec::new(),
+        metadata_props: vec![entry(
+            KERNELS_KEY,
+            serde_json::to_string(&model.with_traced_kernels().kernels)
+                .map_err(|e| OnnxError::Model(format!("the shipped kernels: {e}")))?,
+        )],
     })
 }
 

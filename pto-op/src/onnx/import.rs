@@ -12,7 +12,7 @@ use super::proto::{
 };
 use super::read::{self, Extent, Skeleton};
 use super::standard::{self, Lowering, ParamForm, StandardOp};
-use super::{FINGERPRINT_KEY, OnnxError, node_label};
+use super::{FINGERPRINT_KEY, KERNELS_KEY, OnnxError, node_label};
 use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::dtype::DType;
 use crate::graph::{Graph, Value, ValueId, ValueKind};
@@ -191,9 +191,14 @@ pub(super) fn from_reader<R: Read + Seek>(
         ..
     } = importer;
     drop((values, constants));
-    traced
+    let mut model = traced
         .into_model(name)
-        .map_err(|e| OnnxError::Model(e.to_string()))
+        .map_err(|e| OnnxError::Model(e.to_string()))?;
+    if let Some(kernels) = proto.metadata_props.iter().find(|e| e.key == KERNELS_KEY) {
+        model.kernels = serde_json::from_str(&kernels.value)
+            .map_err(|e| OnnxError::Model(format!("the `{KERNELS_KEY}` metadata entry: {e}")))?;
+    }
+    Ok(model)
 }
 
 /// The tensor of an initializer: from its raw data at `extent` in `reader`, from its

@@ -16,6 +16,9 @@
 //!   its param.
 //! - Weights are initializers (raw little-endian data); graph inputs and outputs carry
 //!   their element type and static shape.
+//! - The shipped kernels ([`ShippedKernel`](crate::model::ShippedKernel): key and text form,
+//!   one per kernel instance, see [`Model::with_traced_kernels`]) are the model's
+//!   `metadata_props` entry `pto.kernels`, as JSON; import reads them back.
 //!
 //! ```
 //! use pto_op::prelude::*;
@@ -94,6 +97,9 @@ pub const VERSION_KEY: &str = "pto.version";
 
 /// Metadata key of a custom node: the op's schema fingerprint.
 pub const FINGERPRINT_KEY: &str = "pto.fingerprint";
+
+/// Metadata key of the model: the shipped kernels, as JSON.
+pub const KERNELS_KEY: &str = "pto.kernels";
 
 /// An error of ONNX export or import. Messages name the node (by name, or `#index`), the
 /// attribute or the value, and what was expected against what was found.
