@@ -203,6 +203,29 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Redeploy the edited kernels of a package in one step: each edited text-form kernel
+    /// (`op_kernel/<stem>.pto`) or Ascend C source (`op_kernel/<stem>.cpp`) is parsed,
+    /// checked against the device's buffers and, against the op's reference, on the op's
+    /// parity cases and the model's input types (sim and ascendc-host), lowered, and only
+    /// then swapped into the package atomically. A refused edit changes nothing.
+    #[cfg(feature = "device")]
+    Redeploy {
+        /// The package directory (written by `pto package`).
+        dir: PathBuf,
+        /// Redeploy this op only (its pto-op name, `demo.flash_attention`).
+        #[arg(long)]
+        op: Option<String>,
+        /// Let a text edit replace Ascend C that was edited by hand and redeployed.
+        #[arg(long)]
+        replace_ascend_c: bool,
+        /// Random parity cases of each instance's own input types, besides the op's
+        /// `#[parity]` cases.
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        random_cases: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Where a model runs: the target and its device.
@@ -215,6 +238,11 @@ pub(crate) struct TargetArgs {
     pub device: DeviceArg,
     #[command(flatten)]
     pub budget: BudgetArg,
+    /// Run the kernels deployed in this package (`pto package`, `pto redeploy`) where they
+    /// match a node; the compile report says `kernel: shipped` or `kernel: shipped, edited`.
+    #[cfg(feature = "device")]
+    #[arg(long, value_name = "DIR")]
+    pub kernels: Option<PathBuf>,
 }
 
 /// The memory a model may need.

@@ -111,6 +111,10 @@ pub enum CliError {
     #[cfg(feature = "device")]
     #[error(transparent)]
     Package(#[from] pto_backends::ascendc::package::PackageError),
+    /// A redeploy was refused; the package is as it was.
+    #[cfg(feature = "device")]
+    #[error("redeploy refused, nothing changed: {0}")]
+    Redeploy(#[from] Box<pto_backends::ascendc::package::RedeployError>),
     /// No SoC of that name.
     #[cfg(feature = "device")]
     #[error("no SoC `{name}`; known: {known}")]

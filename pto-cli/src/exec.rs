@@ -21,6 +21,11 @@ use crate::tensor_file::{read_safetensors, write_tensors};
 /// The model MODEL compiled for the target and device the arguments name.
 fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<CompiledModel, CliError> {
     let model = load_model(model, load)?;
+    #[cfg(feature = "device")]
+    let model = match &target.kernels {
+        Some(dir) => pto_backends::ascendc::package::with_package_kernels(&model, dir)?,
+        None => model,
+    };
     let config = edge::target_config(
         &edge::target_name(target.target.as_deref()),
         target.device.device.as_deref(),

@@ -177,6 +177,22 @@ where
             build.then(edge::toolkit),
             json,
         ),
+        #[cfg(feature = "device")]
+        Command::Redeploy {
+            dir,
+            op,
+            replace_ascend_c,
+            random_cases,
+            json,
+        } => package::redeploy_package(
+            &dir,
+            &pto_backends::ascendc::package::RedeployOptions {
+                op,
+                replace_ascend_c,
+                random_cases,
+            },
+            json,
+        ),
     }
 }
 

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use pto_backends::ascendc::Soc;
-use pto_backends::ascendc::package::{PackageError, build_package, check_package, write_package};
+use pto_backends::ascendc::package::{
+    PackageError, RedeployOptions, build_package, check_package, redeploy, write_package,
+};
 
 use crate::error::CliError;
 use crate::load::load_model;
@@ -73,4 +75,14 @@ pub(crate) fn package(
         ),
     };
     Ok(format!("wrote `{}`\n{manifest}\n{next}", dir.display()))
+}
+
+/// `pto redeploy DIR [--op NAME] [--replace-ascend-c] [--random-cases N]`.
+pub(crate) fn redeploy_package(
+    dir: &Path,
+    options: &RedeployOptions,
+    json: bool,
+) -> Result<String, CliError> {
+    let report = redeploy(dir, options).map_err(Box::new)?;
+    Ok(crate::render(&report, json)?.trim_end().to_owned())
 }

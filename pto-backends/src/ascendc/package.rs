@@ -30,6 +30,12 @@
 
 mod cpp;
 mod project;
+pub mod redeploy;
+
+pub use redeploy::{
+    RedeployError, RedeployOptions, RedeployReport, package_kernels, redeploy,
+    with_package_kernels,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -40,7 +46,9 @@ use std::process::Command;
 use pto_op::{Attributes, Fingerprint, Model, OpDef, TensorType};
 use serde::{Deserialize, Serialize};
 
-use super::{LowerError, LoweredKernel, Soc, lower};
+use pto_op::model::kernels::text_digest;
+
+use super::{LowerError, LoweredKernel, Soc, lower_program};
 
 /// The manifest's file name in a package directory.
 pub const MANIFEST_FILE: &str = "pto_package.json";
@@ -277,6 +285,17 @@ pub struct PackagedOp {
     pub tilings: Vec<InstanceTiling>,
     /// The op's generated files (relative to the package) and their line counts.
     pub files: BTreeMap<String, usize>,
+    /// The kernel of each instance as deployed, in the order of `instances` (empty in a
+    /// package written before kernels were shipped).
+    #[serde(default)]
+    pub kernels: Vec<DeployedKernel>,
+    /// What `op_kernel/<stem>.cpp` is: the lowering of the text form, or Ascend C edited
+    /// by hand.
+    #[serde(default)]
+    pub kernel_origin: KernelOrigin,
+    /// The digest of `op_kernel/<stem>.cpp` as deployed, to tell a hand edit.
+    #[serde(default)]
+    pub cpp_digest: String,
 }
 
 impl PackagedOp {
@@ -507,6 +526,233 @@ impl GeneratedFile {
     }
 }
 
+/// One instance's kernel: its text form (what runs on the simulator and what a user edits)
+/// and its lowering to Ascend C.
+struct InstanceKernel {
+    /// The text form, as deployed.
+    text: String,
+    /// The digest of the text as traced from the op (see [`text_digest`]).
+    traced_digest: String,
+    /// The text's program lowered for the SoC.
+    lowered: LoweredKernel,
+}
+
+/// The instance of a call as the lowering's header comment names it:
+/// `x=f32[64, 256], gamma=f32[256], eps=0.000001`.
+fn instance_text(def: &OpDef, instance: &Instance) -> String {
+    instance
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match def.inputs.get(i) {
+            Some(name) => format!("{name}={t}"),
+            None => t.to_string(),
+        })
+        .chain(instance.attrs.iter().map(|(k, v)| format!("{k}={v}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `def`'s kernel traced for each instance and lowered for `soc`.
+fn traced_kernels(
+    def: &'static OpDef,
+    instances: &[Instance],
+    soc: Soc,
+) -> Result<Vec<InstanceKernel>, PackageError> {
+    let lower_error = |instance: &Instance, source: LowerError| PackageError::Lower {
+        op: def.name.to_owned(),
+        instance: instance.inputs_text(),
+        soc,
+        source: Box::new(source),
+    };
+    let profile = pto_op::DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
+        PackageError::Manifest {
+            path: PathBuf::from(MANIFEST_FILE),
+            message: format!("no device profile for SoC {soc}: {e}"),
+        }
+    })?;
+    instances
+        .iter()
+        .map(|instance| {
+            let program = def
+                .trace_kernel(&instance.inputs, &instance.attrs)
+                .map_err(|source| {
+                    lower_error(
+                        instance,
+                        LowerError::Trace {
+                            op: def.name.to_owned(),
+                            source,
+                        },
+                    )
+                })?;
+            let text = program.to_string();
+            let lowered = lower_program(&program, &instance_text(def, instance), soc, &profile)
+                .map_err(|e| lower_error(instance, e))?;
+            Ok(InstanceKernel {
+                traced_digest: text_digest(&text),
+                text,
+                lowered,
+            })
+        })
+        .collect()
+}
+
+/// What `op_kernel/<stem>.cpp` of a packaged op is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelOrigin {
+    /// The lowering of the text-form kernels (`op_kernel/<stem>.pto`).
+    #[default]
+    Lowered,
+    /// Ascend C edited by hand and redeployed: the text form no longer describes it.
+    EditedAscendC,
+}
+
+/// The kernel of one instance as deployed, in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeployedKernel {
+    /// The text form that runs (on the simulator, and lowered into the package).
+    pub text: String,
+    /// The digest of the text as it was traced from the op: a text that no longer has it was
+    /// edited.
+    pub traced_digest: String,
+}
+
+/// One op's files and manifest entry, from its kernel per instance (`kernels`, in the order
+/// of `u.instances`); `cpp` replaces the lowered `op_kernel/<stem>.cpp` (an Ascend C edit).
+fn op_package(
+    u: &OpUse,
+    opset: u32,
+    soc: Soc,
+    kernels: &[InstanceKernel],
+    cpp: Option<&str>,
+) -> Result<(PackagedOp, Vec<GeneratedFile>, serde_json::Value), PackageError> {
+    let stem = stem_name(u.def.name);
+    let op_type = op_type_name(u.def.name);
+    let mut tilings = Vec::new();
+    let mut kernel: Option<(&LoweredKernel, &Instance)> = None;
+    for (instance, k) in u.instances.iter().zip(kernels) {
+        let lowered = &k.lowered;
+        tilings.push(InstanceTiling {
+            fields: lowered
+                .tiling
+                .iter()
+                .map(|f| (f.name.clone(), f.value))
+                .collect(),
+            block_dim: lowered.block_dim,
+        });
+        match &kernel {
+            Some((first, first_instance)) => {
+                if first.kernel_source != lowered.kernel_source
+                    || first.tiling_header != lowered.tiling_header
+                {
+                    return Err(PackageError::InstancesDiffer {
+                        op: u.def.name.to_owned(),
+                        first: first_instance.inputs_text(),
+                        second: instance.inputs_text(),
+                    });
+                }
+            }
+            None => kernel = Some((lowered, instance)),
+        }
+    }
+    let Some((kernel, _)) = kernel else {
+        return Err(PackageError::NothingToPackage {
+            model: u.def.name.to_owned(),
+        });
+    };
+    let op = cpp::OpSources {
+        def: u.def,
+        stem: &stem,
+        op_type: &op_type,
+        soc,
+        instances: &u.instances,
+        tilings: &tilings,
+        kernel,
+        origin_op_type: format!("{}::{opset}::{}", u.domain, u.onnx_op_type),
+    };
+    let texts: Vec<&str> = kernels.iter().map(|k| k.text.as_str()).collect();
+    let kernel_cpp = cpp.map_or_else(|| kernel.kernel_source.clone(), str::to_owned);
+    let op_files = vec![
+        GeneratedFile::new(format!("op_host/{stem}.cpp"), op.op_host()),
+        GeneratedFile::new(format!("op_host/{stem}_infer.h"), op.infer_header()),
+        GeneratedFile::new(
+            format!("op_host/{stem}_tiling.h"),
+            kernel.tiling_header.clone(),
+        ),
+        GeneratedFile::new(format!("op_kernel/{stem}.cpp"), kernel_cpp.clone()),
+        GeneratedFile::new(
+            format!("op_kernel/{stem}_tiling.h"),
+            kernel.tiling_header.clone(),
+        ),
+        GeneratedFile::new(
+            kernel_file(&stem),
+            kernel_file_text(u.def, &u.instances, &texts),
+        ),
+        GeneratedFile::new(format!("op_graph/{stem}_proto.h"), op.graph_proto()),
+        GeneratedFile::new(
+            format!("framework/onnx_plugin/{stem}_plugin.cc"),
+            op.onnx_plugin(),
+        ),
+    ];
+    let op_desc = project::op_desc_entry(u.def, &op_type, &op.dtype_columns());
+    let packaged = PackagedOp {
+        op: u.def.name.to_owned(),
+        op_type: op_type.clone(),
+        stem: stem.clone(),
+        version: u.def.version,
+        fingerprint: u.def.fingerprint(),
+        origin_op_type: op.origin_op_type.clone(),
+        instances: u.instances.clone(),
+        tilings,
+        files: op_files
+            .iter()
+            .map(|f| (f.path.clone(), f.lines()))
+            .collect(),
+        kernels: kernels
+            .iter()
+            .map(|k| DeployedKernel {
+                text: k.text.clone(),
+                traced_digest: k.traced_digest.clone(),
+            })
+            .collect(),
+        kernel_origin: if cpp.is_some() {
+            KernelOrigin::EditedAscendC
+        } else {
+            KernelOrigin::Lowered
+        },
+        cpp_digest: text_digest(&kernel_cpp),
+    };
+    Ok((packaged, op_files, op_desc))
+}
+
+/// The path of an op's text-form kernels in a package: `op_kernel/<stem>.pto`.
+pub fn kernel_file(stem: &str) -> String {
+    format!("op_kernel/{stem}.pto")
+}
+
+/// The text of `op_kernel/<stem>.pto`: a header, then each instance's kernel after a comment
+/// naming the instance, in the manifest's order.
+fn kernel_file_text(def: &OpDef, instances: &[Instance], texts: &[&str]) -> String {
+    let mut out = format!(
+        "// The kernel of op `{}`, in the tile language's text form: one kernel per instance, \
+         in the order\n// of the manifest's instances. Edit it, then run `pto redeploy DIR` \
+         (parity-checked, atomic).\n",
+        def.name
+    );
+    for (index, (instance, text)) in instances.iter().zip(texts).enumerate() {
+        out.push_str(&format!(
+            "\n// instance {index}: {}\n",
+            instance_text(def, instance)
+        ));
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Generates the package of `model` for `soc` in memory: the manifest and every file.
 fn generate(model: &Model, soc: Soc) -> Result<(Manifest, Vec<GeneratedFile>), PackageError> {
     let uses = custom_ops(model)?;
@@ -520,96 +766,34 @@ fn generate(model: &Model, soc: Soc) -> Result<(Manifest, Vec<GeneratedFile>), P
     let mut ops = Vec::new();
     let mut op_descs = Vec::new();
     for u in &uses {
-        let stem = stem_name(u.def.name);
-        let op_type = op_type_name(u.def.name);
-        let opset = opsets.get(&u.domain).copied().unwrap_or(u.def.version);
-        let mut kernel: Option<(LoweredKernel, &Instance)> = None;
-        let mut tilings = Vec::new();
-        for instance in &u.instances {
-            let lowered =
-                lower(u.def, &instance.inputs, &instance.attrs, soc).map_err(|source| {
-                    PackageError::Lower {
-                        op: u.def.name.to_owned(),
-                        instance: instance.inputs_text(),
-                        soc,
-                        source: Box::new(source),
-                    }
-                })?;
-            tilings.push(InstanceTiling {
-                fields: lowered
-                    .tiling
-                    .iter()
-                    .map(|f| (f.name.clone(), f.value))
-                    .collect(),
-                block_dim: lowered.block_dim,
-            });
-            match &kernel {
-                Some((first, first_instance)) => {
-                    if first.kernel_source != lowered.kernel_source
-                        || first.tiling_header != lowered.tiling_header
-                    {
-                        return Err(PackageError::InstancesDiffer {
-                            op: u.def.name.to_owned(),
-                            first: first_instance.inputs_text(),
-                            second: instance.inputs_text(),
-                        });
-                    }
-                }
-                None => kernel = Some((lowered, instance)),
-            }
-        }
-        let Some((kernel, _)) = kernel else {
+        if u.instances.is_empty() {
             continue;
-        };
-        let op = cpp::OpSources {
-            def: u.def,
-            stem: &stem,
-            op_type: &op_type,
-            soc,
-            instances: &u.instances,
-            tilings: &tilings,
-            kernel: &kernel,
-            origin_op_type: format!("{}::{opset}::{}", u.domain, u.onnx_op_type),
-        };
-        let op_files = vec![
-            GeneratedFile::new(format!("op_host/{stem}.cpp"), op.op_host()),
-            GeneratedFile::new(format!("op_host/{stem}_infer.h"), op.infer_header()),
-            GeneratedFile::new(
-                format!("op_host/{stem}_tiling.h"),
-                kernel.tiling_header.clone(),
-            ),
-            GeneratedFile::new(
-                format!("op_kernel/{stem}.cpp"),
-                kernel.kernel_source.clone(),
-            ),
-            GeneratedFile::new(
-                format!("op_kernel/{stem}_tiling.h"),
-                kernel.tiling_header.clone(),
-            ),
-            GeneratedFile::new(format!("op_graph/{stem}_proto.h"), op.graph_proto()),
-            GeneratedFile::new(
-                format!("framework/onnx_plugin/{stem}_plugin.cc"),
-                op.onnx_plugin(),
-            ),
-        ];
-        op_descs.push(project::op_desc_entry(u.def, &op_type, &op.dtype_columns()));
-        ops.push(PackagedOp {
-            op: u.def.name.to_owned(),
-            op_type: op_type.clone(),
-            stem: stem.clone(),
-            version: u.def.version,
-            fingerprint: u.def.fingerprint(),
-            origin_op_type: op.origin_op_type.clone(),
-            instances: u.instances.clone(),
-            tilings,
-            files: op_files
-                .iter()
-                .map(|f| (f.path.clone(), f.lines()))
-                .collect(),
-        });
+        }
+        let opset = opsets.get(&u.domain).copied().unwrap_or(u.def.version);
+        let kernels = traced_kernels(u.def, &u.instances, soc)?;
+        let (packaged, op_files, op_desc) = op_package(u, opset, soc, &kernels, None)?;
+        op_descs.push(op_desc);
+        ops.push(packaged);
         files.extend(op_files);
     }
-    let shared = vec![
+    let shared = shared_files(model, soc, op_descs);
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT,
+        model: model.name.clone(),
+        soc: soc.profile_name().to_owned(),
+        soc_version: soc.soc_version().to_owned(),
+        cann_version: super::CANN_VERSION.to_owned(),
+        pto_op_version: env!("CARGO_PKG_VERSION").to_owned(),
+        ops,
+        shared_files: shared.iter().map(|f| (f.path.clone(), f.lines())).collect(),
+    };
+    files.extend(shared);
+    Ok((manifest, files))
+}
+
+/// The files every op of a package shares.
+fn shared_files(model: &Model, soc: Soc, op_descs: Vec<serde_json::Value>) -> Vec<GeneratedFile> {
+    vec![
         GeneratedFile::new("op_host/pto_capi.h", cpp::CAPI_HEADER.to_owned()),
         GeneratedFile::new("op_host/pto_op_host.h", cpp::OP_HOST_HEADER.to_owned()),
         GeneratedFile::new(
@@ -624,19 +808,7 @@ fn generate(model: &Model, soc: Soc) -> Result<(Manifest, Vec<GeneratedFile>), P
         GeneratedFile::new("CMakeLists.txt", project::cmake_lists(&model.name)),
         GeneratedFile::new("build.sh", project::build_script(soc)),
         GeneratedFile::new("op_desc.json", project::op_desc_json(op_descs)),
-    ];
-    let manifest = Manifest {
-        format: MANIFEST_FORMAT,
-        model: model.name.clone(),
-        soc: soc.profile_name().to_owned(),
-        soc_version: soc.soc_version().to_owned(),
-        cann_version: super::CANN_VERSION.to_owned(),
-        pto_op_version: env!("CARGO_PKG_VERSION").to_owned(),
-        ops,
-        shared_files: shared.iter().map(|f| (f.path.clone(), f.lines())).collect(),
-    };
-    files.extend(shared);
-    Ok((manifest, files))
+    ]
 }
 
 /// Writes the custom-op package of `model` for `soc` into `dir`, atomically: everything is
@@ -730,9 +902,12 @@ fn make_executable(_path: &Path) -> Result<(), PackageError> {
     Ok(())
 }
 
-/// Puts the finished `staging` directory in place of `dir`. A directory cannot be renamed
-/// over a non-empty one, so a previous package is first renamed aside, and renamed back if
-/// the second rename fails; it is removed only once the new package is in place.
+/// Puts the finished `staging` directory in place of `dir`. On Linux the two are exchanged
+/// with one `renameat2(RENAME_EXCHANGE)`, so at every instant `dir` is the previous package
+/// or the new one, whole, even if the process is killed; the previous package is then
+/// removed. Elsewhere (or on a file system without the exchange) a previous package is first
+/// renamed aside, and renamed back if the second rename fails; it is removed only once the
+/// new package is in place.
 fn replace_dir(staging: &Path, dir: &Path) -> Result<(), PackageError> {
     let rename = |from: &Path, to: &Path| {
         fs::rename(from, to).map_err(|source| PackageError::Io {
@@ -744,6 +919,31 @@ fn replace_dir(staging: &Path, dir: &Path) -> Result<(), PackageError> {
     if !dir.exists() {
         return rename(staging, dir);
     }
+    let remove_previous = |previous: &Path| {
+        fs::remove_dir_all(previous).map_err(|source| PackageError::Io {
+            action: "removing the previous package",
+            path: previous.to_path_buf(),
+            source,
+        })
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        use rustix::io::Errno;
+        match renameat_with(CWD, staging, CWD, dir, RenameFlags::EXCHANGE) {
+            // `staging` now holds the previous package.
+            Ok(()) => return remove_previous(staging),
+            // No exchange on this kernel or file system: rename in two steps below.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {}
+            Err(e) => {
+                return Err(PackageError::Io {
+                    action: "swapping into place",
+                    path: dir.to_path_buf(),
+                    source: e.into(),
+                });
+            }
+        }
+    }
     let old = sibling(dir, "old")?;
     rename(dir, &old)?;
     if let Err(e) = rename(staging, dir) {
@@ -752,11 +952,7 @@ fn replace_dir(staging: &Path, dir: &Path) -> Result<(), PackageError> {
         let _ = fs::rename(&old, dir);
         return Err(e);
     }
-    fs::remove_dir_all(&old).map_err(|source| PackageError::Io {
-        action: "removing the previous package",
-        path: old,
-        source,
-    })
+    remove_previous(&old)
 }
 
 /// Reads the manifest of the package in `dir`.

@@ -57,7 +57,7 @@ pub struct ShippedKernel {
 #[non_exhaustive]
 pub enum ShippedKernelError {
     /// The text does not parse or breaks a rule of the tile language.
-    #[error("op `{op}`: the shipped kernel does not parse: {source}")]
+    #[error("op `{op}`: the kernel text does not parse: {source}")]
     Parse {
         /// The op.
         op: String,

@@ -1,0 +1,847 @@
+//! Redeploying edited kernels of a package in one step: [`redeploy`] (`pto redeploy DIR`).
+//!
+//! A package ships each op's kernel twice: in the tile language's text form,
+//! `op_kernel/<stem>.pto` (one kernel per instance), and lowered to Ascend C,
+//! `op_kernel/<stem>.cpp`. Either may be edited:
+//!
+//! - **The text form.** Each kernel is parsed and validated (errors give the file, line and
+//!   column), checked to be a kernel of its instance (the op, the globals' types) and to fit
+//!   the package's device (the simulator's buffer check and the lowering's), run against the
+//!   op's reference on the op's `#[parity]` cases of the instance's input types and params
+//!   and on random inputs of the instance's own types, on `sim` and on `ascendc-host` (the
+//!   lowered kernel compiled against the host implementation of the Ascend C API); then the
+//!   op's lowered sources are regenerated (the kernel, its tiling struct, op_host's tiling
+//!   values) and the manifest records the new text.
+//! - **The Ascend C.** The edited `op_kernel/<stem>.cpp` is compiled against the host
+//!   implementation and run against the reference on the same cases (host parity); the
+//!   manifest then marks the op's kernel as edited Ascend C, which the text form no longer
+//!   describes. A later text edit of that op is refused unless it is asked to replace the
+//!   hand edit ([`RedeployOptions::replace_ascend_c`]).
+//!
+//! Only then is the package replaced, atomically: the whole package is rewritten beside it and
+//! swapped in with one rename ([`super::write_package`]'s way), so every file of the op
+//! switches together, and a redeploy that fails (or is killed) leaves the package as it was.
+//! The deployed kernels are the manifest's, never the editable file's: a refused edit stays in
+//! `op_kernel/<stem>.pto` for the user to fix, and the previous kernel keeps running.
+
+use core::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use pto_op::kernel::ValidProgram;
+use pto_op::kernel::text::ParseError;
+use pto_op::model::kernels::text_digest;
+use pto_op::model::{ShippedKernel, ShippedKernelError};
+use pto_op::parity::{ParityCase, check_parity};
+use pto_op::{DeviceProfile, Model, OpDef, OpError};
+
+use super::{
+    InstanceKernel, KernelOrigin, MANIFEST_FILE, Manifest, OpUse, PackageError,
+    PackagedOp, instance_text, kernel_file, op_package, read_manifest, replace_dir, sibling,
+    write_file,
+};
+use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
+use crate::cpu::Cpu;
+use crate::sim::{Sim, SimError, SimOptions, Simulator};
+
+/// How [`redeploy`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedeployOptions {
+    /// Redeploy this op only (by its pto-op name); `None`: every op with an edit.
+    pub op: Option<String>,
+    /// Let a text edit replace an op's hand-edited Ascend C.
+    pub replace_ascend_c: bool,
+    /// Random parity cases of each instance's own input types (seeds 0, 1, ...), besides the
+    /// op's `#[parity]` cases of the instance.
+    pub random_cases: u64,
+}
+
+impl Default for RedeployOptions {
+    /// Every edited op, no replacing of hand-edited Ascend C, two random cases per instance.
+    fn default() -> RedeployOptions {
+        RedeployOptions {
+            op: None,
+            replace_ascend_c: false,
+            random_cases: 2,
+        }
+    }
+}
+
+/// Why a redeploy was refused. Nothing in the package changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedeployError {
+    /// Reading the package, or writing the new one, failed.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    /// `--op` names an op the package does not hold.
+    #[error("the package in `{}` has no op `{op}`; its ops: {known}", dir.display())]
+    UnknownOp {
+        /// The package.
+        dir: PathBuf,
+        /// The op asked for.
+        op: String,
+        /// The packaged ops.
+        known: String,
+    },
+    /// The packaged op is not linked into this program: its reference is the parity baseline.
+    #[error(
+        "op `{op}` is not linked into this program, and a redeploy checks the kernel against \
+         the op's reference: run the `pto` of the operator crate that defines it ({source})"
+    )]
+    NotLinked {
+        /// The op.
+        op: String,
+        /// The registry's error.
+        source: Box<pto_op::RegistryError>,
+    },
+    /// The package was written before kernels were shipped: it has no text form.
+    #[error(
+        "op `{op}`: the package in `{}` ships no text-form kernel (written by an older \
+         pto-op); re-run `pto package`",
+        dir.display()
+    )]
+    NoKernelText {
+        /// The package.
+        dir: PathBuf,
+        /// The op.
+        op: String,
+    },
+    /// The kernel file holds another number of kernels than the op has instances.
+    #[error(
+        "`{}`: expected {expected} kernel(s), one per instance of the op in the manifest's \
+         order, each starting with a `kernel` line; found {actual}",
+        file.display()
+    )]
+    KernelCount {
+        /// The kernel file.
+        file: PathBuf,
+        /// The op's instances.
+        expected: usize,
+        /// `kernel` lines found.
+        actual: usize,
+    },
+    /// An edited kernel does not parse, does not validate, or is not a kernel of its
+    /// instance, or the op's signature changed since the package was written.
+    #[error("`{}`: kernel {instance}: {source}", file.display())]
+    Kernel {
+        /// The kernel file.
+        file: PathBuf,
+        /// The instance's number and description.
+        instance: String,
+        /// Why.
+        source: Box<ShippedKernelError>,
+    },
+    /// An edited kernel does not fit the package's device (a buffer overflows).
+    #[error("`{}`: kernel {instance} does not fit {device}: {source}", file.display())]
+    Fit {
+        /// The kernel file.
+        file: PathBuf,
+        /// The instance.
+        instance: String,
+        /// The device profile.
+        device: String,
+        /// The simulator's check.
+        source: Box<SimError>,
+    },
+    /// An edited kernel does not lower to Ascend C for the SoC.
+    #[error("`{}`: kernel {instance}: {source}", file.display())]
+    Lower {
+        /// The kernel file.
+        file: PathBuf,
+        /// The instance.
+        instance: String,
+        /// The lowering's error.
+        source: Box<LowerError>,
+    },
+    /// The edited Ascend C does not compile against the host implementation.
+    #[error("`{}`: {source}", file.display())]
+    Host {
+        /// The edited file.
+        file: PathBuf,
+        /// The compiler's (or the harness's) error.
+        source: Box<HostError>,
+    },
+    /// A parity case could not run (the kernel failed on its inputs).
+    #[error("op `{op}`: parity on `{target}` for {case}: {source}")]
+    ParityRun {
+        /// The op.
+        op: String,
+        /// The target of the kernel.
+        target: String,
+        /// The case.
+        case: String,
+        /// The error.
+        source: Box<OpError>,
+    },
+    /// The edited kernel's outputs differ from the reference's.
+    #[error("{report}; the edit is not deployed")]
+    Parity {
+        /// The failed report.
+        report: Box<pto_op::parity::ParityReport>,
+    },
+    /// Both forms of one op's kernel were edited.
+    #[error(
+        "op `{op}`: both `{text}` and `{cpp}` were edited; redeploy one of them (restore the \
+         other)"
+    )]
+    BothEdited {
+        /// The op.
+        op: String,
+        /// The text-form file.
+        text: String,
+        /// The Ascend C file.
+        cpp: String,
+    },
+    /// A text edit of an op whose Ascend C was edited by hand and redeployed.
+    #[error(
+        "op `{op}`: `{cpp}` was edited by hand and redeployed, so `{text}` no longer \
+         describes the deployed kernel; redeploying this text edit replaces the hand-edited \
+         Ascend C with the text's lowering: run again with --replace-ascend-c to do that"
+    )]
+    AscendCEdited {
+        /// The op.
+        op: String,
+        /// The text-form file.
+        text: String,
+        /// The Ascend C file.
+        cpp: String,
+    },
+}
+
+/// What was redeployed of one op.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OpRedeploy {
+    /// The op.
+    pub op: String,
+    /// The file whose edit was deployed (`op_kernel/<stem>.pto` or `.cpp`).
+    pub file: String,
+    /// What the deployed kernel now is.
+    pub origin: KernelOrigin,
+    /// The parity cases run, with the targets: `sim: x=f32[..], seed 0`.
+    pub parity: Vec<String>,
+    /// Per instance: its description and the simulated time before and after.
+    pub instances: Vec<InstanceTimes>,
+    /// Things the user should know (a hand edit replaced, a text form that no longer
+    /// describes the kernel).
+    pub notes: Vec<String>,
+}
+
+/// The simulated time of one instance's kernel before and after a redeploy.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InstanceTimes {
+    /// The instance (`q=f16[64, 64], ..., causal=true`).
+    pub instance: String,
+    /// Simulated cycles of the kernel deployed before.
+    pub cycles_before: u64,
+    /// Simulated cycles of the kernel deployed now.
+    pub cycles_after: u64,
+    /// `cycles_before` in seconds at the device's clock.
+    pub seconds_before: f64,
+    /// `cycles_after` in seconds.
+    pub seconds_after: f64,
+}
+
+/// What [`redeploy`] did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RedeployReport {
+    /// The package.
+    pub dir: PathBuf,
+    /// The device profile of the package's SoC.
+    pub device: String,
+    /// The ops redeployed; empty when nothing was edited.
+    pub ops: Vec<OpRedeploy>,
+}
+
+impl fmt::Display for RedeployReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ops.is_empty() {
+            return write!(
+                f,
+                "nothing to redeploy: no kernel of the package in `{}` differs from the deployed one",
+                self.dir.display()
+            );
+        }
+        for (index, op) in self.ops.iter().enumerate() {
+            if index > 0 {
+                writeln!(f)?;
+            }
+            writeln!(
+                f,
+                "redeployed `{}` in `{}` from {} ({})",
+                op.op,
+                self.dir.display(),
+                op.file,
+                match op.origin {
+                    KernelOrigin::Lowered => "text form, lowered to Ascend C",
+                    KernelOrigin::EditedAscendC => "Ascend C edited by hand",
+                }
+            )?;
+            writeln!(f, "parity passed, {} case(s):", op.parity.len())?;
+            for case in &op.parity {
+                writeln!(f, "  {case}")?;
+            }
+            writeln!(f, "simulated time on {}:", self.device)?;
+            for t in &op.instances {
+                let change = if t.cycles_before == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        " ({:+.1}%)",
+                        (t.cycles_after as f64 / t.cycles_before as f64 - 1.0) * 100.0
+                    )
+                };
+                writeln!(
+                    f,
+                    "  {}: {} cycles ({:.2} us) -> {} cycles ({:.2} us){change}",
+                    t.instance,
+                    t.cycles_before,
+                    t.seconds_before * 1e6,
+                    t.cycles_after,
+                    t.seconds_after * 1e6
+                )?;
+            }
+            for note in &op.notes {
+                writeln!(f, "note: {note}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kernels deployed in the package in `dir` (the manifest's, not the editable files'),
+/// as shipped kernels: what a model compiled with them runs (see [`with_package_kernels`]).
+///
+/// # Errors
+///
+/// The manifest's errors.
+pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
+    let manifest = read_manifest(dir)?;
+    Ok(manifest
+        .ops
+        .iter()
+        .flat_map(|op| {
+            op.instances
+                .iter()
+                .zip(&op.kernels)
+                .map(|(instance, kernel)| ShippedKernel {
+                    op: op.op.clone(),
+                    fingerprint: op.fingerprint,
+                    inputs: instance.inputs.clone(),
+                    params: instance.attrs.clone(),
+                    text: kernel.text.clone(),
+                    traced_digest: kernel.traced_digest.clone(),
+                })
+        })
+        .collect())
+}
+
+/// `model` with the kernels deployed in the package in `dir` in place of its own shipped
+/// kernels of the same instances, after checking the package against the model
+/// ([`super::check_package`]): compiled, it runs the package's kernels, and its compile report
+/// says `kernel: shipped` or `kernel: shipped, edited`.
+///
+/// # Errors
+///
+/// The errors of [`super::check_package`].
+pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
+    super::check_package(model, dir)?;
+    let packaged = package_kernels(dir)?;
+    let mut model = model.clone();
+    model
+        .kernels
+        .retain(|k| !packaged.iter().any(|p| p.is_for(&k.op, &k.inputs, &k.params)));
+    model.kernels.extend(packaged);
+    Ok(model)
+}
+
+/// The kernels of a kernel file, one per `kernel` line (comments and blank lines before the
+/// first belong to none), each padded with blank lines so that the parser's line numbers are
+/// the file's. `None` with the number found when it is not `expected`.
+fn split_kernels(text: &str, expected: usize) -> Result<Vec<String>, usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = line.trim_start();
+            line == "kernel" || line.starts_with("kernel ") || line.starts_with("kernel\t")
+        })
+        .map(|(index, _)| index)
+        .collect();
+    if starts.len() != expected {
+        return Err(starts.len());
+    }
+    Ok(starts
+        .iter()
+        .enumerate()
+        .map(|(k, &start)| {
+            let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+            let mut section = "\n".repeat(start);
+            for line in &lines[start..end] {
+                section.push_str(line);
+                section.push('\n');
+            }
+            section
+        })
+        .collect())
+}
+
+/// The parity cases an instance's kernel is held to: the op's `#[parity]` cases of the
+/// instance's input types and params, then `random` cases of its own types (seeds 0, 1, ...).
+/// Every case carries the instance's full params, so that it runs the instance's kernel.
+fn instance_cases(def: &OpDef, instance: &super::Instance, random: u64) -> Vec<ParityCase> {
+    let declared = (def.parity_cases)().into_iter().filter_map(|case| {
+        let params = def.full_params(&case.attrs).ok()?;
+        (case.inputs == instance.inputs && params == instance.attrs).then(|| ParityCase {
+            attrs: params,
+            ..case
+        })
+    });
+    let own = (0..random).map(|seed| ParityCase {
+        inputs: instance.inputs.clone(),
+        attrs: instance.attrs.clone(),
+        seed,
+        tolerance: None,
+    });
+    declared.chain(own).collect()
+}
+
+/// Checks `cases` of `def` on `kernel` against the CPU reference; the passed cases, described
+/// with the target.
+fn run_parity(
+    def: &'static OpDef,
+    cases: &[ParityCase],
+    kernel: &dyn pto_op::Executor,
+) -> Result<Vec<String>, RedeployError> {
+    let mut passed = Vec::with_capacity(cases.len());
+    for case in cases {
+        let report = check_parity(def, case, &Cpu, kernel).map_err(|source| {
+            RedeployError::ParityRun {
+                op: def.name.to_owned(),
+                target: kernel.target().to_owned(),
+                case: case.describe(def.inputs),
+                source: Box::new(source),
+            }
+        })?;
+        if !report.passed() {
+            return Err(RedeployError::Parity {
+                report: Box::new(report),
+            });
+        }
+        passed.push(format!("{}: {}", kernel.target(), report.case));
+    }
+    Ok(passed)
+}
+
+/// Which form of an op's kernel was edited.
+enum Edit {
+    /// The text form: the new programs, one per instance.
+    Text(Vec<ValidProgram>),
+    /// The Ascend C: the new source.
+    AscendC(String),
+}
+
+/// Redeploys the edited kernels of the package in `dir` (see the [module docs](self)): checks
+/// every edit, and only when all pass replaces the package, atomically.
+///
+/// # Errors
+///
+/// A [`RedeployError`] saying what is wrong (with the file, line and column of a text that
+/// does not parse); the package is then as it was.
+pub fn redeploy(dir: &Path, options: &RedeployOptions) -> Result<RedeployReport, RedeployError> {
+    let mut manifest = read_manifest(dir)?;
+    let soc = Soc::from_profile_name(&manifest.soc).ok_or_else(|| PackageError::Manifest {
+        path: dir.join(MANIFEST_FILE),
+        message: format!("unknown SoC `{}`", manifest.soc),
+    })?;
+    let profile = DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
+        PackageError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            message: format!("no device profile for SoC `{}`: {e}", manifest.soc),
+        }
+    })?;
+    if let Some(op) = &options.op
+        && manifest.op(op).is_none()
+    {
+        return Err(RedeployError::UnknownOp {
+            dir: dir.to_path_buf(),
+            op: op.clone(),
+            known: manifest
+                .ops
+                .iter()
+                .map(|p| format!("`{}`", p.op))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let mut redeployed = Vec::new();
+    let mut files = Vec::new();
+    for index in 0..manifest.ops.len() {
+        let packaged = &manifest.ops[index];
+        if options.op.as_ref().is_some_and(|op| *op != packaged.op) {
+            continue;
+        }
+        let Some(edit) = find_edit(dir, packaged, options)? else {
+            continue;
+        };
+        let (report, new_op, op_files) =
+            redeploy_op(dir, packaged, edit, soc, &profile, options)?;
+        manifest.ops[index] = new_op;
+        files.extend(op_files);
+        redeployed.push(report);
+    }
+    let report = RedeployReport {
+        dir: dir.to_path_buf(),
+        device: profile.name.clone(),
+        ops: redeployed,
+    };
+    if report.ops.is_empty() {
+        return Ok(report);
+    }
+    write_redeployed(dir, &manifest, &files)?;
+    Ok(report)
+}
+
+/// The edit of `packaged` in `dir`, if any: a text form whose programs differ from the
+/// deployed ones (comments and layout aside), or an Ascend C source that is not the deployed
+/// one.
+fn find_edit(
+    dir: &Path,
+    packaged: &PackagedOp,
+    options: &RedeployOptions,
+) -> Result<Option<Edit>, RedeployError> {
+    let def = pto_op::registry::find(&packaged.op).map_err(|source| RedeployError::NotLinked {
+        op: packaged.op.clone(),
+        source: Box::new(source),
+    })?;
+    if packaged.kernels.len() != packaged.instances.len() {
+        return Err(RedeployError::NoKernelText {
+            dir: dir.to_path_buf(),
+            op: packaged.op.clone(),
+        });
+    }
+    let text_path = kernel_file(&packaged.stem);
+    let cpp_path = format!("op_kernel/{}.cpp", packaged.stem);
+    let read = |path: &str| {
+        fs::read_to_string(dir.join(path)).map_err(|source| PackageError::Io {
+            action: "reading",
+            path: dir.join(path),
+            source,
+        })
+    };
+    let text = read(&text_path)?;
+    let cpp = read(&cpp_path)?;
+    let file = dir.join(&text_path);
+    let sections = split_kernels(&text, packaged.instances.len()).map_err(|actual| {
+        RedeployError::KernelCount {
+            file: file.clone(),
+            expected: packaged.instances.len(),
+            actual,
+        }
+    })?;
+    let mut programs = Vec::with_capacity(sections.len());
+    let mut text_edited = false;
+    for (i, ((section, instance), deployed)) in sections
+        .into_iter()
+        .zip(&packaged.instances)
+        .zip(&packaged.kernels)
+        .enumerate()
+    {
+        let shipped = ShippedKernel {
+            op: packaged.op.clone(),
+            fingerprint: packaged.fingerprint,
+            inputs: instance.inputs.clone(),
+            params: instance.attrs.clone(),
+            text: section,
+            traced_digest: deployed.traced_digest.clone(),
+        };
+        let instance_name = || format!("{i} ({})", instance_text(def, instance));
+        let program = shipped
+            .program(def)
+            .map_err(|source| RedeployError::Kernel {
+                file: file.clone(),
+                instance: instance_name(),
+                source: Box::new(source),
+            })?;
+        let deployed_program = deployed_program(&file, def, &packaged.kernels[i].text)
+            .map_err(|source| RedeployError::Kernel {
+                file: file.clone(),
+                instance: instance_name(),
+                source: Box::new(source),
+            })?;
+        text_edited |= program.program() != deployed_program.program();
+        programs.push(program);
+    }
+    let cpp_edited = text_digest(&cpp) != packaged.cpp_digest;
+    match (text_edited, cpp_edited) {
+        (false, false) => Ok(None),
+        (true, true) => Err(RedeployError::BothEdited {
+            op: packaged.op.clone(),
+            text: text_path,
+            cpp: cpp_path,
+        }),
+        (true, false) => {
+            if packaged.kernel_origin == KernelOrigin::EditedAscendC && !options.replace_ascend_c
+            {
+                return Err(RedeployError::AscendCEdited {
+                    op: packaged.op.clone(),
+                    text: text_path,
+                    cpp: cpp_path,
+                });
+            }
+            Ok(Some(Edit::Text(programs)))
+        }
+        (false, true) => Ok(Some(Edit::AscendC(cpp))),
+    }
+}
+
+/// A deployed kernel's program (the manifest's text).
+fn deployed_program(
+    file: &Path,
+    def: &OpDef,
+    text: &str,
+) -> Result<ValidProgram, ShippedKernelError> {
+    pto_op::kernel::text::parse(text).map_err(|source: ParseError| ShippedKernelError::Parse {
+        op: format!("{} (deployed, from the manifest beside `{}`)", def.name, file.display()),
+        source,
+    })
+}
+
+/// Checks and prepares one op's edit: the report, the new manifest entry and the op's files.
+fn redeploy_op(
+    dir: &Path,
+    packaged: &PackagedOp,
+    edit: Edit,
+    soc: Soc,
+    profile: &DeviceProfile,
+    options: &RedeployOptions,
+) -> Result<(OpRedeploy, PackagedOp, Vec<super::GeneratedFile>), RedeployError> {
+    let def = pto_op::registry::find(&packaged.op).map_err(|source| RedeployError::NotLinked {
+        op: packaged.op.clone(),
+        source: Box::new(source),
+    })?;
+    let text_path = kernel_file(&packaged.stem);
+    let cpp_path = format!("op_kernel/{}.cpp", packaged.stem);
+    let text_file = dir.join(&text_path);
+    let simulator = Simulator::new(profile.clone(), SimOptions::default());
+    let instance_name = |i: usize| format!("{i} ({})", instance_text(def, &packaged.instances[i]));
+    let time = |i: usize, program: &ValidProgram| {
+        simulator
+            .time(program)
+            .map_err(|source| RedeployError::Fit {
+                file: text_file.clone(),
+                instance: instance_name(i),
+                device: profile.name.clone(),
+                source: Box::new(source),
+            })
+    };
+    let deployed: Vec<ValidProgram> = packaged
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            deployed_program(&text_file, def, &k.text).map_err(|source| RedeployError::Kernel {
+                file: text_file.clone(),
+                instance: instance_name(i),
+                source: Box::new(source),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let (programs, cpp, file) = match edit {
+        Edit::Text(programs) => (programs, None, text_path.clone()),
+        Edit::AscendC(cpp) => (deployed.clone(), Some(cpp), cpp_path.clone()),
+    };
+    let mut instances = Vec::with_capacity(programs.len());
+    let mut kernels = Vec::with_capacity(programs.len());
+    for (i, (program, before)) in programs.iter().zip(&deployed).enumerate() {
+        let (before, after) = (time(i, before)?, time(i, program)?);
+        instances.push(InstanceTimes {
+            instance: instance_text(def, &packaged.instances[i]),
+            cycles_before: before.cycles,
+            cycles_after: after.cycles,
+            seconds_before: before.seconds,
+            seconds_after: after.seconds,
+        });
+        let lowered = lower_program(
+            program,
+            &instance_text(def, &packaged.instances[i]),
+            soc,
+            profile,
+        )
+        .map_err(|source| RedeployError::Lower {
+            file: text_file.clone(),
+            instance: instance_name(i),
+            source: Box::new(source),
+        })?;
+        let text = program.to_string();
+        kernels.push(InstanceKernel {
+            traced_digest: packaged.kernels[i].traced_digest.clone(),
+            text,
+            lowered,
+        });
+    }
+
+    // Parity: the text form on the simulator, and the deployed Ascend C on the host.
+    let cases: Vec<Vec<ParityCase>> = packaged
+        .instances
+        .iter()
+        .map(|instance| instance_cases(def, instance, options.random_cases))
+        .collect();
+    let mut parity = Vec::new();
+    if cpp.is_none() {
+        let sim = Sim::new(profile.clone());
+        for ((instance, program), cases) in packaged.instances.iter().zip(&programs).zip(&cases) {
+            sim.use_program(def, &instance.inputs, &instance.attrs, program.clone())
+                .map_err(|source| RedeployError::ParityRun {
+                    op: def.name.to_owned(),
+                    target: "sim".to_owned(),
+                    case: instance_text(def, instance),
+                    source: Box::new(source),
+                })?;
+            parity.extend(run_parity(def, cases, &sim)?);
+        }
+    }
+    let host = AscendcHost::on(Some(profile));
+    let host_file = if cpp.is_some() { &cpp_path } else { &text_path };
+    for ((instance, kernel), cases) in packaged.instances.iter().zip(&kernels).zip(&cases) {
+        let mut lowered = kernel.lowered.clone();
+        if let Some(cpp) = &cpp {
+            lowered.kernel_source.clone_from(cpp);
+        }
+        host.use_kernel(def, &instance.inputs, &instance.attrs, lowered)
+            .map_err(|source| RedeployError::Host {
+                file: dir.join(host_file),
+                source: Box::new(source),
+            })?;
+        parity.extend(run_parity(def, cases, &host)?);
+    }
+
+    let u = OpUse {
+        def,
+        domain: def
+            .name
+            .rsplit_once('.')
+            .map_or_else(String::new, |(d, _)| d.to_owned()),
+        onnx_op_type: def
+            .name
+            .rsplit_once('.')
+            .map_or_else(|| def.name.to_owned(), |(_, o)| o.to_owned()),
+        instances: packaged.instances.clone(),
+    };
+    let opset = packaged
+        .origin_op_type
+        .split("::")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(def.version);
+    let (mut new_op, op_files, _) = op_package(&u, opset, soc, &kernels, cpp.as_deref())?;
+    // The editable text stays as the user wrote it (comments included).
+    let op_files: Vec<super::GeneratedFile> = op_files
+        .into_iter()
+        .filter(|f| f.path != text_path)
+        .collect();
+    let text_lines = fs::read_to_string(&text_file)
+        .map(|t| t.lines().count())
+        .map_err(|source| PackageError::Io {
+            action: "reading",
+            path: text_file.clone(),
+            source,
+        })?;
+    new_op.files.insert(text_path.clone(), text_lines);
+    let mut notes = Vec::new();
+    match (&cpp, packaged.kernel_origin) {
+        (Some(_), _) => notes.push(format!(
+            "`{text_path}` no longer describes the deployed kernel (the manifest marks \
+             `{cpp_path}` as edited by hand); the simulator and `--kernels` runs still run \
+             the text form, and a text edit is refused unless it replaces the hand edit \
+             (--replace-ascend-c)"
+        )),
+        (None, KernelOrigin::EditedAscendC) => notes.push(format!(
+            "the hand-edited `{cpp_path}` was replaced by the lowering of `{text_path}`"
+        )),
+        (None, KernelOrigin::Lowered) => {}
+    }
+    Ok((
+        OpRedeploy {
+            op: def.name.to_owned(),
+            file,
+            origin: new_op.kernel_origin,
+            parity,
+            instances,
+            notes,
+        },
+        new_op,
+        op_files,
+    ))
+}
+
+/// Replaces the package in `dir` by a copy with `files` and `manifest` written: the copy is
+/// made beside it, then swapped in with one rename ([`replace_dir`]).
+fn write_redeployed(
+    dir: &Path,
+    manifest: &Manifest,
+    files: &[super::GeneratedFile],
+) -> Result<(), PackageError> {
+    let manifest_text =
+        serde_json::to_string_pretty(manifest).map_err(|e| PackageError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            message: e.to_string(),
+        })?;
+    let staging = sibling(dir, "tmp")?;
+    let written = (|| {
+        copy_dir(dir, &staging)?;
+        for file in files {
+            write_file(&staging.join(&file.path), &file.text)?;
+        }
+        write_file(&staging.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
+        replace_dir(&staging, dir)
+    })();
+    if written.is_err() {
+        // The staging directory is ours alone; a failure to remove it leaves only litter.
+        let _ = fs::remove_dir_all(&staging);
+    }
+    written
+}
+
+/// Copies the directory `from` to `to` (which must not exist): directories and files, with
+/// their permissions.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), PackageError> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PackageError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    fs::create_dir_all(to).map_err(io("creating the directory", to))?;
+    for entry in fs::read_dir(from).map_err(io("reading the directory", from))? {
+        let entry = entry.map_err(io("reading the directory", from))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry
+            .file_type()
+            .map_err(io("reading the file type of", &source))?;
+        if kind.is_dir() {
+            copy_dir(&source, &target)?;
+        } else {
+            fs::copy(&source, &target).map_err(io("copying", &source))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_split_on_kernel_lines_and_keep_the_file_s_line_numbers() {
+        let text = "// header\n\nkernel a grid 1\n%0 x\n// instance 1\nkernel b grid 2\n%1 y\n";
+        let sections = split_kernels(text, 2).expect("two kernels");
+        assert_eq!(sections[0], "\n\nkernel a grid 1\n%0 x\n// instance 1\n");
+        assert_eq!(sections[1], "\n\n\n\n\nkernel b grid 2\n%1 y\n");
+        assert_eq!(split_kernels(text, 3), Err(2));
+        assert_eq!(split_kernels("// nothing\n", 1), Err(0));
+    }
+}
