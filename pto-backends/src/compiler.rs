@@ -852,7 +852,7 @@ fn prepare_shipped<'m>(
     inputs: &[TensorType],
     attrs: &pto_op::Attributes,
 ) -> Result<Option<(Lowering, &'m ShippedKernel)>, CompileError> {
-    if op.kernel.is_none() {
+    if op.kernel.is_none() || !executor.runs_programs() {
         return Ok(None);
     }
     let Ok(params) = op.full_params(attrs) else {

@@ -379,11 +379,11 @@ fn op_def(model: &Model) -> TokenStream {
             estimator: #estimator,
             properties: #properties,
             tolerances: &[#(#tolerances),*],
-            parity_cases: __pto_parity_cases,
+            parity_cases: __pto_op_parity_cases,
         };
 
         /// The op's `#[parity]` cases, for checks at run time (a redeployed kernel's).
-        fn __pto_parity_cases() -> ::std::vec::Vec<::pto_op::parity::ParityCase> {
+        fn __pto_op_parity_cases() -> ::std::vec::Vec<::pto_op::parity::ParityCase> {
             ::std::vec::Vec::from([#(#parity_cases),*])
         }
 

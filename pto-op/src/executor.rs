@@ -102,6 +102,13 @@ pub trait Executor {
         Ok(None)
     }
 
+    /// True when this target runs kernel programs, so that a kernel shipped with a model can
+    /// replace an op's own ([`Executor::prepare_program`]); false (the default) for targets
+    /// that run references, which need no kernel.
+    fn runs_programs(&self) -> bool {
+        false
+    }
+
     /// Prepares calls of `op` on inputs of types `inputs` with `attrs` to run `program`, a
     /// kernel shipped with a model (see [`crate::model::ShippedKernel`]), in place of the
     /// op's own kernel. The caller has checked that `program` is a kernel of this instance.

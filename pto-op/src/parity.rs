@@ -318,6 +318,7 @@ mod tests {
         estimator: None,
         properties: None,
         tolerances: &[(DType::F16, Tolerance::new(2e-3, 1e-3))],
+        parity_cases: Vec::new,
     };
 
     fn case(dtype: DType) -> ParityCase {

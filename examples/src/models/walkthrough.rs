@@ -42,10 +42,15 @@ pub fn walkthrough(model: &Model, dir: &Path) -> Result<String, Box<dyn Error>> 
     model.save_onnx(&onnx_file)?;
     let loaded = Model::load_onnx(&onnx_file)?;
     out.push_str(&format!(
-        "\n== 2. export: {} and {}; the ONNX file loads back{}\n",
+        "\n== 2. export: {} and {}; the ONNX file loads back{}, with {} shipped kernel(s)\n",
         model_file.display(),
         onnx_file.display(),
-        if &loaded == model { " identical" } else { "" }
+        if loaded == model.with_traced_kernels() {
+            " identical"
+        } else {
+            ""
+        },
+        loaded.kernels.len()
     ));
 
     let cpu = compile(&loaded, "cpu")?;

@@ -536,6 +536,10 @@ impl Executor for AscendcHost {
         }
     }
 
+    fn runs_programs(&self) -> bool {
+        true
+    }
+
     /// Lowers `program` for the target's SoC, compiles it and runs it for these calls
     /// ([`AscendcHost::use_kernel`]).
     fn prepare_program(

@@ -33,8 +33,7 @@ mod project;
 pub mod redeploy;
 
 pub use redeploy::{
-    RedeployError, RedeployOptions, RedeployReport, package_kernels, redeploy,
-    with_package_kernels,
+    RedeployError, RedeployOptions, RedeployReport, package_kernels, redeploy, with_package_kernels,
 };
 
 use std::collections::BTreeMap;
@@ -565,12 +564,11 @@ fn traced_kernels(
         soc,
         source: Box::new(source),
     };
-    let profile = pto_op::DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
-        PackageError::Manifest {
+    let profile =
+        pto_op::DeviceProfile::builtin(soc.profile_name()).map_err(|e| PackageError::Manifest {
             path: PathBuf::from(MANIFEST_FILE),
             message: format!("no device profile for SoC {soc}: {e}"),
-        }
-    })?;
+        })?;
     instances
         .iter()
         .map(|instance| {

@@ -489,6 +489,10 @@ impl Executor for Sim {
         }
     }
 
+    fn runs_programs(&self) -> bool {
+        true
+    }
+
     /// Runs `program` for these calls ([`Sim::use_program`]).
     fn prepare_program(
         &self,

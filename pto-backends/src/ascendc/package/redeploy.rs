@@ -36,9 +36,8 @@ use pto_op::parity::{ParityCase, check_parity};
 use pto_op::{DeviceProfile, Model, OpDef, OpError};
 
 use super::{
-    InstanceKernel, KernelOrigin, MANIFEST_FILE, Manifest, OpUse, PackageError,
-    PackagedOp, instance_text, kernel_file, op_package, read_manifest, replace_dir, sibling,
-    write_file,
+    InstanceKernel, KernelOrigin, MANIFEST_FILE, Manifest, OpUse, PackageError, PackagedOp,
+    instance_text, kernel_file, op_package, read_manifest, replace_dir, sibling, write_file,
 };
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
@@ -348,9 +347,11 @@ pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageE
     super::check_package(model, dir)?;
     let packaged = package_kernels(dir)?;
     let mut model = model.clone();
-    model
-        .kernels
-        .retain(|k| !packaged.iter().any(|p| p.is_for(&k.op, &k.inputs, &k.params)));
+    model.kernels.retain(|k| {
+        !packaged
+            .iter()
+            .any(|p| p.is_for(&k.op, &k.inputs, &k.params))
+    });
     model.kernels.extend(packaged);
     Ok(model)
 }
@@ -416,14 +417,13 @@ fn run_parity(
 ) -> Result<Vec<String>, RedeployError> {
     let mut passed = Vec::with_capacity(cases.len());
     for case in cases {
-        let report = check_parity(def, case, &Cpu, kernel).map_err(|source| {
-            RedeployError::ParityRun {
+        let report =
+            check_parity(def, case, &Cpu, kernel).map_err(|source| RedeployError::ParityRun {
                 op: def.name.to_owned(),
                 target: kernel.target().to_owned(),
                 case: case.describe(def.inputs),
                 source: Box::new(source),
-            }
-        })?;
+            })?;
         if !report.passed() {
             return Err(RedeployError::Parity {
                 report: Box::new(report),
@@ -455,12 +455,11 @@ pub fn redeploy(dir: &Path, options: &RedeployOptions) -> Result<RedeployReport,
         path: dir.join(MANIFEST_FILE),
         message: format!("unknown SoC `{}`", manifest.soc),
     })?;
-    let profile = DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
-        PackageError::Manifest {
+    let profile =
+        DeviceProfile::builtin(soc.profile_name()).map_err(|e| PackageError::Manifest {
             path: dir.join(MANIFEST_FILE),
             message: format!("no device profile for SoC `{}`: {e}", manifest.soc),
-        }
-    })?;
+        })?;
     if let Some(op) = &options.op
         && manifest.op(op).is_none()
     {
@@ -485,8 +484,7 @@ pub fn redeploy(dir: &Path, options: &RedeployOptions) -> Result<RedeployReport,
         let Some(edit) = find_edit(dir, packaged, options)? else {
             continue;
         };
-        let (report, new_op, op_files) =
-            redeploy_op(dir, packaged, edit, soc, &profile, options)?;
+        let (report, new_op, op_files) = redeploy_op(dir, packaged, edit, soc, &profile, options)?;
         manifest.ops[index] = new_op;
         files.extend(op_files);
         redeployed.push(report);
@@ -564,11 +562,13 @@ fn find_edit(
                 instance: instance_name(),
                 source: Box::new(source),
             })?;
-        let deployed_program = deployed_program(&file, def, &packaged.kernels[i].text)
-            .map_err(|source| RedeployError::Kernel {
-                file: file.clone(),
-                instance: instance_name(),
-                source: Box::new(source),
+        let deployed_program =
+            deployed_program(&file, def, &packaged.kernels[i].text).map_err(|source| {
+                RedeployError::Kernel {
+                    file: file.clone(),
+                    instance: instance_name(),
+                    source: Box::new(source),
+                }
             })?;
         text_edited |= program.program() != deployed_program.program();
         programs.push(program);
@@ -582,8 +582,7 @@ fn find_edit(
             cpp: cpp_path,
         }),
         (true, false) => {
-            if packaged.kernel_origin == KernelOrigin::EditedAscendC && !options.replace_ascend_c
-            {
+            if packaged.kernel_origin == KernelOrigin::EditedAscendC && !options.replace_ascend_c {
                 return Err(RedeployError::AscendCEdited {
                     op: packaged.op.clone(),
                     text: text_path,
@@ -603,7 +602,11 @@ fn deployed_program(
     text: &str,
 ) -> Result<ValidProgram, ShippedKernelError> {
     pto_op::kernel::text::parse(text).map_err(|source: ParseError| ShippedKernelError::Parse {
-        op: format!("{} (deployed, from the manifest beside `{}`)", def.name, file.display()),
+        op: format!(
+            "{} (deployed, from the manifest beside `{}`)",
+            def.name,
+            file.display()
+        ),
         source,
     })
 }

@@ -1,0 +1,188 @@
+//! Kernels shipped with a model: the model file and ONNX carry each kernel instance in its
+//! text form, a compiled model runs them (the report says so), an edited one runs as edited,
+//! and one whose key no longer matches the linked op is refused.
+
+use pto_backends::compiler::{CompileError, KernelSource, NodeRuns, compile};
+use pto_backends::parity::compare_compiled;
+use pto_op::{Fingerprint, Model};
+// Links the example ops and models into this test.
+use pto_examples as _;
+
+fn decoder_block() -> Model {
+    pto_examples::models::decoder_block::build().expect("the decoder block builds")
+}
+
+/// The flash attention's query block, 64 rows in the decoder block's kernel, halved to 32:
+/// twice the block programs, each on half the rows (the key and value tiles, `%9`, `%10`,
+/// `%12` and `%31`, keep their 64 rows).
+fn flash_block_32(text: &str) -> String {
+    let kv_tiles = ["%9:", "%10:", "%12:", "%31:"];
+    let edited: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut line = line.replace("grid 1", "grid 2").replace("pid * 64", "pid * 32");
+            if !kv_tiles.iter().any(|t| line.trim_start().starts_with(t)) {
+                line = line
+                    .replace("[64, 64]@", "[32, 64]@")
+                    .replace("[64, 1]@", "[32, 1]@");
+            }
+            line
+        })
+        .collect();
+    assert_ne!(edited.join("\n"), text.trim_end(), "the edit changes the kernel");
+    edited.join("\n") + "\n"
+}
+
+fn flash_node(model: &Model) -> usize {
+    model
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.op == "demo.flash_attention")
+        .expect("the block has an attention")
+}
+
+#[test]
+fn a_saved_model_ships_its_kernels_and_runs_them() {
+    let model = decoder_block();
+    assert!(model.kernels.is_empty(), "a traced model ships nothing yet");
+    let loaded = Model::from_bytes(&model.to_bytes().expect("saves")).expect("loads");
+    // One per distinct (op, input types, params): rms_norm, matmul, flash_attention, add,
+    // swiglu.
+    let mut ops: Vec<&str> = loaded.kernels.iter().map(|k| k.op.as_str()).collect();
+    ops.sort_unstable();
+    assert_eq!(
+        ops,
+        [
+            "demo.flash_attention",
+            "demo.rms_norm",
+            "demo.swiglu",
+            "std.add",
+            "std.matmul"
+        ]
+    );
+    assert!(loaded.kernels.iter().all(|k| !k.edited()));
+    let from_onnx = pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&model).expect("exports"))
+        .expect("imports");
+    assert_eq!(from_onnx.kernels, loaded.kernels);
+
+    let compiled = compile(&loaded, "sim").expect("compiles");
+    let report = compiled.report();
+    assert_eq!((report.kernels_traced, report.kernels_shipped), (0, 5));
+    for node in &report.nodes {
+        assert!(
+            matches!(
+                node.runs,
+                NodeRuns::Kernel {
+                    source: KernelSource::Shipped,
+                    ..
+                }
+            ),
+            "{node:?}"
+        );
+    }
+    assert!(report.to_string().contains("kernel: shipped (grid 1)"));
+    // The shipped kernels are the linked ones, traced: the same outputs and times.
+    let inputs = compiled.random_inputs(3);
+    let fresh = compile(&model, "sim").expect("compiles");
+    let (a, b) = (
+        compiled.run(&inputs).expect("runs"),
+        fresh.run(&inputs).expect("runs"),
+    );
+    assert_eq!(a.outputs, b.outputs);
+    assert_eq!(a.node_times, b.node_times);
+}
+
+#[test]
+fn an_edited_shipped_kernel_runs_as_edited_through_the_model_file_and_onnx() {
+    let model = decoder_block();
+    let node = flash_node(&model);
+    let mut shipped = model.with_traced_kernels();
+    let kernel = shipped
+        .kernels
+        .iter_mut()
+        .find(|k| k.op == "demo.flash_attention")
+        .expect("shipped");
+    kernel.text = flash_block_32(&kernel.text);
+    assert!(kernel.edited());
+
+    for loaded in [
+        Model::from_bytes(&shipped.to_bytes().expect("saves")).expect("loads"),
+        pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&shipped).expect("exports"))
+            .expect("imports"),
+    ] {
+        let compiled = compile(&loaded, "sim").expect("compiles");
+        let report = compiled.report();
+        assert_eq!(
+            report.nodes[node].runs,
+            NodeRuns::Kernel {
+                grid: 2,
+                source: KernelSource::ShippedEdited
+            }
+        );
+        assert_eq!((report.kernels_shipped, report.kernels_edited), (5, 1));
+        assert!(
+            report
+                .to_string()
+                .contains("demo.flash_attention kernel: shipped, edited (grid 2)"),
+            "{report}"
+        );
+        let reference = compile(&loaded, "cpu").expect("compiles");
+        let inputs = compiled.random_inputs(1);
+        let parity = compare_compiled(&compiled, &reference, &inputs).expect("runs");
+        assert!(parity.passed(), "{parity}");
+        let edited = compiled.run(&inputs).expect("runs").node_times[node].clone();
+        let original = compile(&model, "sim")
+            .expect("compiles")
+            .run(&inputs)
+            .expect("runs")
+            .node_times[node]
+            .clone();
+        assert_ne!(edited.cycles, original.cycles, "the edit changes the time");
+    }
+}
+
+#[test]
+fn a_shipped_kernel_that_no_longer_fits_the_linked_op_is_refused() {
+    let model = decoder_block().with_traced_kernels();
+    let node = flash_node(&model);
+    let at = model
+        .kernels
+        .iter()
+        .position(|k| k.op == "demo.flash_attention")
+        .expect("shipped");
+
+    // The op's signature changed since the kernel was shipped.
+    let mut changed = model.clone();
+    changed.kernels[at].fingerprint = Fingerprint(0x1234);
+    let err = compile(&changed, "sim").expect_err("refused");
+    assert!(matches!(err, CompileError::ShippedKernel { node: n, .. } if n == node));
+    let message = err.to_string();
+    assert!(
+        message.contains("traced against fingerprint 0000000000001234")
+            && message.contains("re-export the model"),
+        "{message}"
+    );
+
+    // An edit that does not parse: the line and column.
+    let mut broken = model.clone();
+    broken.kernels[at].text = broken.kernels[at]
+        .text
+        .replace("unary exp", "unary expp");
+    let message = compile(&broken, "sim").expect_err("refused").to_string();
+    assert!(
+        message.contains("the kernel text does not parse: line 26, column 31: unknown unary"),
+        "{message}"
+    );
+
+    // An edit of another instance's types.
+    let mut other = model.clone();
+    other.kernels[at].text = other.kernels[at]
+        .text
+        .replace("global @0 q: f32[64, 64]", "global @0 q: f32[32, 64]");
+    let message = compile(&other, "sim").expect_err("refused").to_string();
+    assert!(message.contains("does not fit the instance"), "{message}");
+
+    // The CPU reference needs no kernel: the model still runs there.
+    compile(&broken, "cpu").expect("the cpu target runs references");
+}
