@@ -20,7 +20,9 @@ fn flash_block_32(text: &str) -> String {
     let edited: Vec<String> = text
         .lines()
         .map(|line| {
-            let mut line = line.replace("grid 1", "grid 2").replace("pid * 64", "pid * 32");
+            let mut line = line
+                .replace("grid 1", "grid 2")
+                .replace("pid * 64", "pid * 32");
             if !kv_tiles.iter().any(|t| line.trim_start().starts_with(t)) {
                 line = line
                     .replace("[64, 64]@", "[32, 64]@")
@@ -29,7 +31,11 @@ fn flash_block_32(text: &str) -> String {
             line
         })
         .collect();
-    assert_ne!(edited.join("\n"), text.trim_end(), "the edit changes the kernel");
+    assert_ne!(
+        edited.join("\n"),
+        text.trim_end(),
+        "the edit changes the kernel"
+    );
     edited.join("\n") + "\n"
 }
 
@@ -62,8 +68,8 @@ fn a_saved_model_ships_its_kernels_and_runs_them() {
         ]
     );
     assert!(loaded.kernels.iter().all(|k| !k.edited()));
-    let from_onnx = pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&model).expect("exports"))
-        .expect("imports");
+    let from_onnx =
+        pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&model).expect("exports")).expect("imports");
     assert_eq!(from_onnx.kernels, loaded.kernels);
 
     let compiled = compile(&loaded, "sim").expect("compiles");
@@ -166,9 +172,7 @@ fn a_shipped_kernel_that_no_longer_fits_the_linked_op_is_refused() {
 
     // An edit that does not parse: the line and column.
     let mut broken = model.clone();
-    broken.kernels[at].text = broken.kernels[at]
-        .text
-        .replace("unary exp", "unary expp");
+    broken.kernels[at].text = broken.kernels[at].text.replace("unary exp", "unary expp");
     let message = compile(&broken, "sim").expect_err("refused").to_string();
     assert!(
         message.contains("the kernel text does not parse: line 26, column 31: unknown unary"),
