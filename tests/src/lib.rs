@@ -40,4 +40,7 @@ pub mod docs {
 
     #[doc = include_str!("../../docs/fidelity.md")]
     pub mod fidelity {}
+
+    #[doc = include_str!("../../docs/redeploying.md")]
+    pub mod redeploying {}
 }

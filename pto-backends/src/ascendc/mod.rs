@@ -4,7 +4,8 @@
 //! - [`soc`]: the target SoCs and what each supports.
 //! - [`lower()`]: one traced kernel instance -> an Ascend C kernel source with its tiling
 //!   header ([`LoweredKernel`]), written against the CANN 9.0.0 API names.
-//! - [`package`]: the custom-op package of a model (msopgen layout, manifest, check, build).
+//! - [`package`]: the custom-op package of a model (msopgen layout, manifest, check, build),
+//!   and redeploying its edited kernels ([`package::redeploy()`]).
 //! - [`host`]: the `ascendc-host` execution target: the generated kernel is compiled with
 //!   the system C++ compiler against this crate's header-only host implementation of the
 //!   Ascend C API subset (`pto-backends/ascendc/include/`), which enforces what the device

@@ -7,6 +7,7 @@
 //!      op_host/<stem>.cpp                    OpDef, InferShape/InferDataType, TilingFunc
 //!      op_host/<stem>_infer.h                the op's C ABI calls (pto_infer_shapes/_dtypes)
 //!      op_host/<stem>_tiling.h, op_kernel/<stem>.cpp, op_kernel/<stem>_tiling.h
+//!      op_kernel/<stem>.pto                  the kernel's text form, one per instance: editable
 //!      op_host/pto_capi.h, op_host/pto_infer_common.h
 //!      op_graph/<stem>_proto.h               REG_OP ... OP_END_FACTORY_REG
 //!      framework/onnx_plugin/<stem>_plugin.cc, framework/onnx_plugin/pto_onnx_attrs.h
@@ -16,6 +17,11 @@
 //! calls the C ABI of `pto-capi` (`libpto_capi.so`), which runs the op's `#[infer_shape]`
 //! and `#[infer_dtype]`. Standard ops (`std.*`) are exported as ONNX standard operators and
 //! served by CANN's built-in kernels, so they are not part of the package.
+//!
+//! Each op's kernel ships in the tile language's text form beside its lowering, and the
+//! manifest holds the deployed kernels: an edit of either form is checked and swapped in by
+//! [`redeploy()`](redeploy::redeploy) (`pto redeploy`), and [`with_package_kernels`] makes a
+//! model run the deployed kernels.
 //!
 //! One kernel serves each op: every instance of an op in the model (its input types and
 //! params) must lower to the same kernel source, and the TilingFunc picks the instance's
