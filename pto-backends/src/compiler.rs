@@ -784,39 +784,37 @@ pub fn lower(
             source: Box::new(source),
         };
         let key = format!("{}{:?}{:?}", op.name, input_types, node.attrs);
-        if let Some((lowering, kernel)) =
-            prepare_shipped(model, index, executor, op, &input_types, &node.attrs)?
-        {
-            let Lowering::Kernel { grid } = lowering else {
-                return Err(lower_error(OpError::Unsupported {
-                    op: op.name.to_owned(),
-                    message: format!(
-                        "target `{}` took the shipped kernel but did not prepare it as a kernel",
-                        executor.target()
-                    ),
-                }));
+        let (lowering, kernel) =
+            match prepare_shipped(model, index, executor, op, &input_types, &node.attrs)? {
+                Some((lowering, kernel)) => (lowering, Some(kernel)),
+                None => (
+                    executor
+                        .prepare(op, &input_types, &node.attrs)
+                        .map_err(lower_error)?,
+                    None,
+                ),
             };
-            let source = if kernel.edited() {
-                edited.insert(key.clone());
-                KernelSource::ShippedEdited
-            } else {
-                KernelSource::Shipped
-            };
-            shipped.insert(key);
-            runs.push(NodeRuns::Kernel { grid, source });
-            continue;
-        }
-        let lowering = executor
-            .prepare(op, &input_types, &node.attrs)
-            .map_err(lower_error)?;
         runs.push(match lowering {
             Lowering::Reference => NodeRuns::Reference,
             Lowering::Kernel { grid } => {
-                kernels.insert(key);
-                NodeRuns::Kernel {
-                    grid,
-                    source: KernelSource::Traced,
-                }
+                let source = match kernel {
+                    None => {
+                        kernels.insert(key);
+                        KernelSource::Traced
+                    }
+                    Some(kernel) => {
+                        if kernel.edited() {
+                            edited.insert(key.clone());
+                        }
+                        shipped.insert(key);
+                        if kernel.edited() {
+                            KernelSource::ShippedEdited
+                        } else {
+                            KernelSource::Shipped
+                        }
+                    }
+                };
+                NodeRuns::Kernel { grid, source }
             }
             Lowering::NoKernel if executor.fallback().is_some() => {
                 fallbacks.insert(op.name.to_owned());

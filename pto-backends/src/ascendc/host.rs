@@ -541,7 +541,8 @@ impl Executor for AscendcHost {
     }
 
     /// Lowers `program` for the target's SoC, compiles it and runs it for these calls
-    /// ([`AscendcHost::use_kernel`]).
+    /// ([`AscendcHost::use_kernel`]); [`Lowering::NoKernel`] for an instance whose dtype the
+    /// SoC cannot hold, as [`Executor::prepare`] does.
     fn prepare_program(
         &self,
         op: &'static OpDef,
@@ -558,8 +559,13 @@ impl Executor for AscendcHost {
             .chain(attrs.iter().map(|(k, v)| format!("{k}={v}")))
             .collect::<Vec<_>>()
             .join(", ");
-        let kernel = lower_program(program, &instance, soc, profile)
-            .map_err(|e| HostError::from(e).into_op_error(op.name))?;
+        let kernel = match lower_program(program, &instance, soc, profile) {
+            Ok(kernel) => kernel,
+            // As for the op's own kernel: the CPU reference runs an instance the SoC cannot
+            // hold (bf16 on Kirin).
+            Err(e) if e.is_unsupported_dtype() => return Ok(Some(Lowering::NoKernel)),
+            Err(e) => return Err(HostError::from(e).into_op_error(op.name)),
+        };
         let build = self
             .use_kernel(op, inputs, attrs, kernel)
             .map_err(|e| e.into_op_error(op.name))?;
