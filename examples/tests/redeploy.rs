@@ -24,6 +24,9 @@ use pto_op::{DType, Graph, Model, Shape, Tensor};
 // Links the example ops and models into this test.
 use pto_examples as _;
 
+mod kernel_edits;
+use kernel_edits::flash_block_32;
+
 /// A fresh directory under the target's temp dir, removed first if a previous run left it.
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redeploy-{name}"));
@@ -56,25 +59,6 @@ fn deployed_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).expect("readable")
-}
-
-/// The flash attention's query block, 64 rows in the decoder block's kernel, halved to 32 (the
-/// key and value tiles, `%9`, `%10`, `%12` and `%31`, keep their 64 rows).
-fn flash_block_32(text: &str) -> String {
-    let kv_tiles = ["%9:", "%10:", "%12:", "%31:"];
-    text.lines()
-        .map(|line| {
-            let mut line = line
-                .replace("grid 1", "grid 2")
-                .replace("pid * 64", "pid * 32");
-            if !kv_tiles.iter().any(|t| line.trim_start().starts_with(t)) {
-                line = line
-                    .replace("[64, 64]@", "[32, 64]@")
-                    .replace("[64, 1]@", "[32, 1]@");
-            }
-            line + "\n"
-        })
-        .collect()
 }
 
 /// `demo.rms_norm` over `[64, 64]` f32 in one block of 64 rows, or (`rows` 32) in two of 32.

@@ -8,35 +8,11 @@ use pto_op::{Fingerprint, Model};
 // Links the example ops and models into this test.
 use pto_examples as _;
 
+mod kernel_edits;
+use kernel_edits::flash_block_32;
+
 fn decoder_block() -> Model {
     pto_examples::models::decoder_block::build().expect("the decoder block builds")
-}
-
-/// The flash attention's query block, 64 rows in the decoder block's kernel, halved to 32:
-/// twice the block programs, each on half the rows (the key and value tiles, `%9`, `%10`,
-/// `%12` and `%31`, keep their 64 rows).
-fn flash_block_32(text: &str) -> String {
-    let kv_tiles = ["%9:", "%10:", "%12:", "%31:"];
-    let edited: Vec<String> = text
-        .lines()
-        .map(|line| {
-            let mut line = line
-                .replace("grid 1", "grid 2")
-                .replace("pid * 64", "pid * 32");
-            if !kv_tiles.iter().any(|t| line.trim_start().starts_with(t)) {
-                line = line
-                    .replace("[64, 64]@", "[32, 64]@")
-                    .replace("[64, 1]@", "[32, 1]@");
-            }
-            line
-        })
-        .collect();
-    assert_ne!(
-        edited.join("\n"),
-        text.trim_end(),
-        "the edit changes the kernel"
-    );
-    edited.join("\n") + "\n"
 }
 
 fn flash_node(model: &Model) -> usize {

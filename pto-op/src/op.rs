@@ -130,6 +130,21 @@ impl OpDef {
             .map_or_else(|| Tolerance::for_dtype(dtype), |(_, t)| *t)
     }
 
+    /// A call of the op as text, inputs named, then params: `x=f32[64, 256], gamma=f32[256],
+    /// eps=1e-6` (inputs beyond the op's names by type only).
+    pub fn call_text(&self, inputs: &[TensorType], attrs: &Attributes) -> String {
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match self.inputs.get(i) {
+                Some(name) => format!("{name}={t}"),
+                None => t.to_string(),
+            })
+            .chain(attrs.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `attrs` with every param of the op: the given values, the defaults for the others.
     ///
     /// # Errors

@@ -552,14 +552,7 @@ impl Executor for AscendcHost {
     ) -> Result<Option<Lowering>, OpError> {
         op.infer(inputs, attrs)?;
         let (profile, soc) = self.device().map_err(|e| e.into_op_error(op.name))?;
-        let instance = inputs
-            .iter()
-            .zip(op.inputs)
-            .map(|(t, name)| format!("{name}={t}"))
-            .chain(attrs.iter().map(|(k, v)| format!("{k}={v}")))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let kernel = match lower_program(program, &instance, soc, profile) {
+        let kernel = match lower_program(program, &op.call_text(inputs, attrs), soc, profile) {
             Ok(kernel) => kernel,
             // As for the op's own kernel: the CPU reference runs an instance the SoC cannot
             // hold (bf16 on Kirin).

@@ -59,17 +59,7 @@ pub fn lower_with_profile(
             op: op.name.to_owned(),
             source,
         })?;
-    let instance = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| match op.inputs.get(i) {
-            Some(name) => format!("{name}={t}"),
-            None => t.to_string(),
-        })
-        .chain(attrs.iter().map(|(k, v)| format!("{k}={v}")))
-        .collect::<Vec<_>>()
-        .join(", ");
-    lower_program(&program, &instance, soc, profile)
+    lower_program(&program, &op.call_text(inputs, attrs), soc, profile)
 }
 
 /// Lowers a traced and validated `program` for `soc`; `instance` describes the call in the

@@ -545,17 +545,7 @@ struct InstanceKernel {
 /// The instance of a call as the lowering's header comment names it:
 /// `x=f32[64, 256], gamma=f32[256], eps=0.000001`.
 fn instance_text(def: &OpDef, instance: &Instance) -> String {
-    instance
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| match def.inputs.get(i) {
-            Some(name) => format!("{name}={t}"),
-            None => t.to_string(),
-        })
-        .chain(instance.attrs.iter().map(|(k, v)| format!("{k}={v}")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    def.call_text(&instance.inputs, &instance.attrs)
 }
 
 /// `def`'s kernel traced for each instance and lowered for `soc`.

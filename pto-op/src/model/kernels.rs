@@ -135,16 +135,7 @@ impl ShippedKernel {
 
     /// The instance as text: `q=f16[64, 64], k=..., causal=false`.
     pub fn instance(&self, def: &OpDef) -> String {
-        self.inputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| match def.inputs.get(i) {
-                Some(name) => format!("{name}={t}"),
-                None => t.to_string(),
-            })
-            .chain(self.params.iter().map(|(k, v)| format!("{k}={v}")))
-            .collect::<Vec<_>>()
-            .join(", ")
+        def.call_text(&self.inputs, &self.params)
     }
 
     /// The kernel as a program for `def`: its fingerprint is the linked op's, its text

@@ -394,7 +394,8 @@ fn split_kernels(text: &str, expected: usize) -> Result<Vec<String>, usize> {
 fn instance_cases(def: &OpDef, instance: &super::Instance, random: u64) -> Vec<ParityCase> {
     let declared = (def.parity_cases)().into_iter().filter_map(|case| {
         let params = def.full_params(&case.attrs).ok()?;
-        (case.inputs == instance.inputs && params == instance.attrs).then(|| ParityCase {
+        let fits = case.inputs == instance.inputs && params == instance.attrs;
+        fits.then_some(ParityCase {
             attrs: params,
             ..case
         })
