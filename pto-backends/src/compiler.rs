@@ -40,22 +40,29 @@ pub enum CompileError {
     #[error(transparent)]
     Target(#[from] TargetError),
     /// A node calls an op that is not linked.
-    #[error("model `{model}`: node {node}: {source}")]
+    #[error("model `{model}`: node {node}{}: {source}", named(node_name))]
     UnknownOp {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The registry's answer, with look-alike names.
         source: Box<RegistryError>,
     },
     /// The model records no schema for an op its graph uses.
-    #[error("model `{model}`: node {node} calls `{op}`, but the model records no schema of it")]
+    #[error(
+        "model `{model}`: node {node}{} calls `{op}`, but the model records no schema of it",
+        named(node_name)
+    )]
     MissingSchema {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The op.
         op: String,
     },
@@ -74,15 +81,18 @@ pub enum CompileError {
     /// A node's recorded version or fingerprint differs from the linked op's, although the
     /// model's schema of the op matches it: the node was traced against another signature.
     #[error(
-        "op `{op}` changed since the model was built: node {node} was traced against \
+        "op `{op}` changed since the model was built: node {node}{} was traced against \
          version {recorded_version} (fingerprint {recorded}), the linked op is version \
-         {linked_version} (fingerprint {linked})"
+         {linked_version} (fingerprint {linked})",
+        named(node_name)
     )]
     NodeSignature {
         /// The op.
         op: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The node's version.
         recorded_version: u32,
         /// The linked version.
@@ -131,14 +141,17 @@ pub enum CompileError {
     },
     /// An op's rules give another type than the model recorded for a value.
     #[error(
-        "model `{model}`: node {node} (`{op}`): value `{value}` is recorded as {recorded}, \
-         but the op's rules now give {inferred}"
+        "model `{model}`: node {node}{} (`{op}`): value `{value}` is recorded as {recorded}, \
+         but the op's rules now give {inferred}",
+        named(node_name)
     )]
     TypeMismatch {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The op.
         op: String,
         /// The value.
@@ -150,14 +163,17 @@ pub enum CompileError {
     },
     /// The target cannot run a node's op (it has no kernel) and has no fallback target.
     #[error(
-        "model `{model}`: node {node}: op `{op}` has no kernel, and target `{target}` has no \
-         fallback to run its reference"
+        "model `{model}`: node {node}{}: op `{op}` has no kernel, and target `{target}` has no \
+         fallback to run its reference",
+        named(node_name)
     )]
     NoFallback {
         /// The model.
         model: String,
         /// The node.
         node: usize,
+        /// Its name (an imported node's), or empty.
+        node_name: String,
         /// The op.
         op: String,
         /// The target.
@@ -578,6 +594,7 @@ pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
         let op = pto_op::registry::find(&node.op).map_err(|source| CompileError::UnknownOp {
             model: model.name.clone(),
             node: index,
+            node_name: node.name.clone(),
             source: Box::new(source),
         })?;
         if checked_ops.insert(op.name) {
@@ -614,6 +631,12 @@ fn check_schema(model: &Model, node: usize, op: &'static OpDef) -> Result<(), Co
         .ok_or_else(|| CompileError::MissingSchema {
             model: model.name.clone(),
             node,
+            node_name: model
+                .graph
+                .nodes
+                .get(node)
+                .map(|n| n.name.clone())
+                .unwrap_or_default(),
             op: op.name.to_owned(),
         })?;
     let changes = schema_changes(recorded, &op.schema());
@@ -639,6 +662,7 @@ fn check_node_signature(
     Err(CompileError::NodeSignature {
         op: op.name.to_owned(),
         node: index,
+        node_name: node.name.clone(),
         recorded_version: node.version,
         linked_version: op.version,
         recorded: node.fingerprint,
@@ -723,6 +747,7 @@ pub fn check_types(model: &Model, ops: &[&'static OpDef]) -> Result<Vec<NodeType
                 return Err(CompileError::TypeMismatch {
                     model: model.name.clone(),
                     node: index,
+                    node_name: node.name.clone(),
                     op: op.name.to_owned(),
                     value: v.name,
                     recorded: Box::new(v.ty),
@@ -824,6 +849,7 @@ pub fn lower(
                 return Err(CompileError::NoFallback {
                     model: model.name.clone(),
                     node: index,
+                    node_name: node.name.clone(),
                     op: op.name.to_owned(),
                     target: executor.target().to_owned(),
                 });

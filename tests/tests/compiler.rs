@@ -110,6 +110,54 @@ fn unknown_ops_and_targets_are_named() {
     );
 }
 
+/// Imported nodes keep their ONNX names (`NodeDef::name`): every error about a node gives
+/// the name beside the index, so a user finds the node in the file they imported.
+#[test]
+fn errors_about_a_named_node_give_its_name() {
+    let named = |edit: &dyn Fn(&mut Model)| {
+        let mut m = model();
+        m.graph.nodes[0].name = "act".into();
+        m.graph.nodes[1].name = "norm".into();
+        edit(&mut m);
+        compile(&m, "cpu").unwrap_err().to_string()
+    };
+    assert_eq!(
+        named(&|m| m.graph.nodes[1].op = "demo.rms_nrom".into()),
+        "model `tiny`: node 1 `norm`: no op named `demo.rms_nrom` is registered; did you mean \
+         demo.rms_norm?"
+    );
+    let y = model().graph.nodes[0].outputs[0];
+    assert_eq!(
+        named(&|m| m.graph.values[y].ty.dtype = DType::F16),
+        "model `tiny`: node 0 `act` (`demo.gelu_affine`): value `n0.y` is recorded as \
+         f16[4, 32], but the op's rules now give f32[4, 32]"
+    );
+    assert_eq!(
+        named(&|m| {
+            m.schemas.remove("demo.rms_norm");
+        }),
+        "model `tiny`: node 1 `norm` calls `demo.rms_norm`, but the model records no schema of it"
+    );
+    let stale = named(&|m| m.graph.nodes[0].version += 1);
+    assert!(
+        stale.contains("node 0 `act` was traced against version"),
+        "{stale}"
+    );
+
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 32]), DType::F32);
+    let (mean, _rstd) = pto_examples::moments::apply(&x, &pto_examples::moments::Params::default())
+        .expect("a valid call");
+    graph.output(&mean);
+    let mut model = graph.to_model("moments").expect("linked ops");
+    model.graph.nodes[0].name = "stats".into();
+    assert_eq!(
+        compile(&model, "kernels-only").unwrap_err().to_string(),
+        "model `moments`: node 0 `stats`: op `demo.moments` has no kernel, and target \
+         `kernels-only` has no fallback to run its reference"
+    );
+}
+
 /// A target that runs kernels only: the simulator, without a fallback.
 struct KernelsOnly(pto_backends::sim::Sim);
 
