@@ -277,9 +277,18 @@ pub(crate) struct InputArgs {
 /// How an ONNX file is read, for every verb that takes a MODEL.
 #[derive(Debug, Args)]
 pub(crate) struct LoadArgs {
-    /// Bind the symbolic dims of an ONNX input: `--shape input_ids=1x128` (repeat for more
-    /// inputs). A symbolic dim left unbound is an error naming the input and the dim.
-    #[arg(long = "shape", value_name = "INPUT=DIMS", global = true, value_parser = parse_shape)]
+    /// Bind symbolic dims: by name, `--shape batch=1,seq=128`, or by an input's whole shape,
+    /// `--shape input_ids=1x128` (comma-separated or repeated). At import (an ONNX MODEL)
+    /// they bind early, and the model is static; a model file saved with its dims symbolic
+    /// binds them when it compiles. A symbolic dim left unbound is an error naming the input
+    /// and the dim.
+    #[arg(
+        long = "shape",
+        value_name = "DIM=SIZE|INPUT=DIMS",
+        global = true,
+        value_delimiter = ',',
+        value_parser = parse_shape
+    )]
     pub shapes: Vec<(String, Shape)>,
     /// Rewrite the std-op subgraphs that linked custom ops declare (`pto_op::fusion`) into
     /// those ops, after import.
@@ -287,11 +296,13 @@ pub(crate) struct LoadArgs {
     pub fuse: bool,
 }
 
-/// `NAME=D0xD1x...` (a scalar input is `NAME=`).
+/// `NAME=D0xD1x...` (a scalar input is `NAME=`; a dim `NAME=SIZE`).
 fn parse_shape(text: &str) -> Result<(String, Shape), String> {
     let (name, dims) = text
         .split_once('=')
-        .ok_or_else(|| format!("expected INPUT=DIMS such as input_ids=1x128, got `{text}`"))?;
+        .ok_or_else(|| {
+            format!("expected DIM=SIZE such as seq=128 or INPUT=DIMS such as input_ids=1x128, got `{text}`")
+        })?;
     if name.is_empty() {
         return Err(format!("no input name before `=` in `{text}`"));
     }

@@ -62,6 +62,22 @@ pub enum CliError {
         /// The path given.
         path: String,
     },
+    /// A model with symbolic dims where a verb needs them bound (fusing it, writing it as
+    /// ONNX).
+    #[error(
+        "model `{model}` has symbolic dims ({dims}): {verb} needs them bound; give \
+         `--shape {example}`"
+    )]
+    Unbound {
+        /// The model.
+        model: String,
+        /// Its symbolic dims, comma-separated.
+        dims: String,
+        /// What needs them bound.
+        verb: String,
+        /// A binding of each, `batch=<size>,seq=<size>`.
+        example: String,
+    },
     /// Fusing a model's std-op patterns failed.
     #[error("fusing model `{model}`: {source}")]
     Fuse {
@@ -130,6 +146,32 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// `verb` of the symbolic model `model` needs its dims bound.
+    pub(crate) fn unbound(model: &pto_op::model::SymbolicModel, verb: &str) -> CliError {
+        let dims = model.dims();
+        CliError::Unbound {
+            model: model.name.clone(),
+            dims: if dims.is_empty() {
+                "unnamed".to_owned()
+            } else {
+                dims.join(", ")
+            },
+            verb: verb.to_owned(),
+            example: if dims.is_empty() {
+                model
+                    .inputs
+                    .iter()
+                    .find(|i| !i.is_static())
+                    .map_or_else(String::new, |i| format!("{}=<dims>", i.name))
+            } else {
+                dims.iter()
+                    .map(|d| format!("{d}=<size>"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+        }
+    }
+
     /// The failure of the built-in model `def`'s builder.
     pub(crate) fn build(def: &ModelDef, source: OpError) -> CliError {
         CliError::Build {

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use pto_op::models::{builtin_models, find_builtin};
 use pto_op::onnx::ImportOptions;
+use pto_op::model::LoadedModel;
 use pto_op::{GraphDef, Model};
 
 use crate::args::LoadArgs;
@@ -42,7 +43,7 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
         return Ok(if is_onnx(path) {
             Model::load_onnx_with(path, &import_options(load))?
         } else {
-            Model::load(path)?
+            LoadedModel::load(path)?.bind(&import_options(load))?
         });
     }
     let def = find_builtin(name)?.ok_or_else(|| CliError::UnknownModel {
@@ -53,6 +54,34 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
         },
     })?;
     (def.build)().map_err(|e| CliError::build(def, e))
+}
+
+/// The model a MODEL argument names, its symbolic dims kept when `--shape` binds none (an
+/// ONNX file or a model file saved so): what `import`, `inspect` and `export` show or write.
+pub(crate) fn load_loaded(name: &str, load: &LoadArgs) -> Result<LoadedModel, CliError> {
+    let path = Path::new(name);
+    let options = import_options(load);
+    let loaded = if path.is_file() && options.is_empty() {
+        if is_onnx(path) {
+            LoadedModel::load_onnx(path)?
+        } else {
+            LoadedModel::load(path)?
+        }
+    } else {
+        LoadedModel::Static(load_unfused(name, load)?)
+    };
+    match loaded {
+        LoadedModel::Static(model) if load.fuse => Ok(LoadedModel::Static(
+            pto_op::fusion::fuse(&model)
+                .map_err(|source| CliError::Fuse {
+                    model: model.name.clone(),
+                    source,
+                })?
+                .0,
+        )),
+        LoadedModel::Symbolic(model) if load.fuse => Err(CliError::unbound(&model, "`--fuse`")),
+        other => Ok(other),
+    }
 }
 
 /// True when a MODEL argument names a built-in model (no file at that path).

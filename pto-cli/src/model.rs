@@ -6,12 +6,13 @@ use std::path::Path;
 use pto_backends::buffers::{BufferPlan, human_bytes};
 use pto_backends::compiler::ValueInfo;
 use pto_op::table::column_width;
+use pto_op::model::{LoadedModel, SymbolicModel, SymbolicValue};
 use pto_op::{AttrValue, Model};
 use serde::Serialize;
 
 use crate::args::LoadArgs;
 use crate::error::CliError;
-use crate::load::{import_options, is_onnx, load_model};
+use crate::load::{import_options, is_onnx, load_loaded};
 use crate::render;
 
 /// `pto export MODEL -o FILE`: the model as an ONNX file or a model file.
@@ -21,7 +22,16 @@ pub(crate) fn export(
     output: &Path,
     json: bool,
 ) -> Result<String, CliError> {
-    let model = load_model(model, load)?;
+    let model = match load_loaded(model, load)? {
+        LoadedModel::Static(model) => model,
+        LoadedModel::Symbolic(symbolic) => {
+            if is_onnx(output) {
+                return Err(CliError::unbound(&symbolic, "writing it as ONNX"));
+            }
+            symbolic.save(output)?;
+            return render(&Symbolic::of(&symbolic, Some(output)), json);
+        }
+    };
     if is_onnx(output) {
         model.save_onnx(output)?;
     } else {
@@ -39,7 +49,10 @@ pub(crate) fn export(
 
 /// `pto inspect MODEL`: values, nodes and memory.
 pub(crate) fn inspect(model: &str, load: &LoadArgs, json: bool) -> Result<String, CliError> {
-    render(&Inspection::of(&load_model(model, load)?), json)
+    match load_loaded(model, load)? {
+        LoadedModel::Static(model) => render(&Inspection::of(&model), json),
+        LoadedModel::Symbolic(model) => render(&Symbolic::of(&model, None), json),
+    }
 }
 
 /// `pto import MODEL.onnx [--shape ..] [--fuse] [-o FILE]`: the imported model, what was
@@ -56,7 +69,26 @@ pub(crate) fn import(
             path: model.to_owned(),
         });
     }
-    let imported = Model::load_onnx_with(path, &import_options(load))?;
+    let options = import_options(load);
+    let imported = if options.is_empty() {
+        match LoadedModel::load_onnx(path)? {
+            LoadedModel::Static(model) => model,
+            LoadedModel::Symbolic(symbolic) => {
+                if load.fuse {
+                    return Err(CliError::unbound(&symbolic, "`--fuse`"));
+                }
+                if let Some(output) = output {
+                    if is_onnx(output) {
+                        return Err(CliError::unbound(&symbolic, "writing it as ONNX"));
+                    }
+                    symbolic.save(output)?;
+                }
+                return render(&Symbolic::of(&symbolic, output), json);
+            }
+        }
+    } else {
+        Model::load_onnx_with(path, &options)?
+    };
     let nodes_imported = imported.graph.nodes.len();
     let (model, fused) = match load.fuse {
         true => pto_op::fusion::fuse(&imported).map_err(|source| CliError::Fuse {
@@ -137,6 +169,71 @@ impl core::fmt::Display for Imported {
                 write!(f, "\n  {count} x {fusion} (replacing {nodes} nodes each)")?;
             }
         }
+        if let Some(written) = &self.written {
+            write!(f, "\nwritten to {written}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What `pto import`, `inspect` and `export` print of a model with symbolic dims.
+#[derive(Debug, Serialize)]
+struct Symbolic {
+    model: String,
+    /// The names of the symbolic dims.
+    dims: Vec<String>,
+    inputs: Vec<SymbolicValue>,
+    outputs: Vec<SymbolicValue>,
+    weight_bytes: u64,
+    written: Option<String>,
+}
+
+impl Symbolic {
+    fn of(model: &SymbolicModel, written: Option<&Path>) -> Symbolic {
+        Symbolic {
+            model: model.name.clone(),
+            dims: model.dims(),
+            inputs: model.inputs.clone(),
+            outputs: model.outputs.clone(),
+            weight_bytes: model
+                .weights
+                .values()
+                .map(|t| (t.numel() as u64).saturating_mul(t.dtype().size_bytes() as u64))
+                .fold(0, u64::saturating_add),
+            written: written.map(|p| p.display().to_string()),
+        }
+    }
+}
+
+impl core::fmt::Display for Symbolic {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let list = |values: &[SymbolicValue]| {
+            values
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(f, "model `{}`", self.model)?;
+        writeln!(f, "inputs:  {}", list(&self.inputs))?;
+        writeln!(f, "outputs: {}", list(&self.outputs))?;
+        let bind: Vec<String> = self.dims.iter().map(|d| format!("{d}=<size>")).collect();
+        writeln!(
+            f,
+            "symbolic dims: {} (bound when the model compiles: `--shape {}`, or an input's \
+             whole shape `--shape INPUT=DIMS`)",
+            if self.dims.is_empty() {
+                "unnamed only".to_owned()
+            } else {
+                self.dims.join(", ")
+            },
+            if bind.is_empty() {
+                "INPUT=DIMS".to_owned()
+            } else {
+                bind.join(",")
+            }
+        )?;
+        write!(f, "weights {}", human_bytes(self.weight_bytes))?;
         if let Some(written) = &self.written {
             write!(f, "\nwritten to {written}")?;
         }

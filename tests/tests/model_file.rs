@@ -247,11 +247,12 @@ fn load_error(bytes: &[u8]) -> String {
 #[test]
 fn an_unknown_format_version_says_which_and_what_to_do() {
     let bytes = rms_norm_model().to_bytes().expect("serializes");
-    let newer = edit_header(&bytes, |h| h["__metadata__"]["format_version"] = "2".into());
+    let newer = edit_header(&bytes, |h| h["__metadata__"]["format_version"] = "3".into());
     assert_eq!(
         load_error(&newer),
-        "model file: format version `2` is not supported: this pto-op reads version 1; load \
-         the file with the pto-op that wrote it, or rebuild the model and save it with this one"
+        "model file: format version `3` is not supported: this pto-op reads versions 1 and 2 \
+         (a model with symbolic dims); load the file with the pto-op that wrote it, or \
+         rebuild the model and save it with this one"
     );
     let dir = TempDir::new("version");
     let path = dir.0.join("newer.pto");
@@ -259,7 +260,7 @@ fn an_unknown_format_version_says_which_and_what_to_do() {
     let err = Model::load(&path).expect_err("must fail").to_string();
     assert!(
         err.starts_with(&format!(
-            "model file `{}`: format version `2`",
+            "model file `{}`: format version `3`",
             path.display()
         )),
         "{err}"

@@ -11,6 +11,16 @@
 //! | `schemas`        | the op schemas, op name -> [`OpSchema`], as JSON |
 //! | `kernels`        | the shipped kernels ([`ShippedKernel`](super::ShippedKernel): key and text form), as JSON |
 //!
+//! A model whose inputs keep symbolic dims ([`SymbolicModel`](super::SymbolicModel), bound
+//! when it compiles) is written with `format_version` `2`: its tensors are the ONNX
+//! initializers, by name, and its `__metadata__` holds `format`, `format_version`, `name`,
+//! `inputs` and `outputs` (the declared [`SymbolicValue`]s as JSON: a dim is a size, a name,
+//! or `null` for an unnamed one) and `onnx` (the ONNX `ModelProto` without the initializers'
+//! data, as hex). A file of version 1 (every model of static shapes, and every file written
+//! before symbolic models) loads as it always did; [`LoadedModel::load`](super::LoadedModel)
+//! reads either version, [`Model::load`] only version 1 and says how to bind a version 2
+//! file's dims.
+//!
 //! Saving ships a kernel for every kernel instance of the graph
 //! ([`Model::with_traced_kernels`]); a file without `kernels` (written before kernels were
 //! shipped) loads with none.
@@ -34,13 +44,18 @@ use crate::schema::OpSchema;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
-use super::Model;
+use super::{LoadedModel, Model, SymbolicModel, SymbolicValue};
 
 /// The `format` entry of every model file's `__metadata__`.
 pub const FORMAT: &str = "pto-model";
 
-/// The `format_version` this pto-op writes, and the only one it reads.
+/// The `format_version` of a model of static shapes: what this pto-op writes for a
+/// [`Model`], and what every earlier pto-op wrote.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The `format_version` of a model with symbolic dims ([`SymbolicModel`]): a pto-op that
+/// predates them refuses the file by its version.
+pub const SYMBOLIC_FORMAT_VERSION: u32 = 2;
 
 /// The name safetensors reserves for the metadata in the header: no weight may take it.
 const METADATA_KEY: &str = "__metadata__";
@@ -81,9 +96,9 @@ pub enum ModelFileError {
     },
     /// The file is a pto model of another format version.
     #[error(
-        "{}format version `{found}` is not supported: this pto-op reads version {supported}; \
-         load the file with the pto-op that wrote it, or rebuild the model and save it with \
-         this one",
+        "{}format version `{found}` is not supported: this pto-op reads versions 1 and \
+         {supported} (a model with symbolic dims); load the file with the pto-op that wrote \
+         it, or rebuild the model and save it with this one",
         FilePrefix(file)
     )]
     UnsupportedVersion {
@@ -91,8 +106,21 @@ pub enum ModelFileError {
         file: Option<PathBuf>,
         /// The `format_version` in the file.
         found: String,
-        /// The version this pto-op reads.
+        /// The newest version this pto-op reads.
         supported: u32,
+    },
+    /// A model with symbolic dims, read where a model of static shapes is needed.
+    #[error(
+        "{}the model has symbolic dims ({dims}), bound when it compiles: `--shape \
+         {example}` on the command line, `LoadedModel::load(..)?.bind(..)` in the API"
+    , FilePrefix(file))]
+    Symbolic {
+        /// The model file, if the bytes came from one.
+        file: Option<PathBuf>,
+        /// The names of the symbolic dims, comma-separated.
+        dims: String,
+        /// A binding of each, `batch=<size>,seq=<size>`.
+        example: String,
     },
     /// The file ends before what its header describes.
     #[error(
@@ -232,6 +260,7 @@ impl ModelFileError {
             E::Io { .. } | E::Write(_) => {}
             E::NotAModelFile { file, .. }
             | E::UnsupportedVersion { file, .. }
+            | E::Symbolic { file, .. }
             | E::Truncated { file, .. }
             | E::Corrupt { file, .. }
             | E::BadJson { file, .. }
@@ -348,6 +377,200 @@ impl Model {
         })?;
         Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }
+}
+
+impl SymbolicModel {
+    /// The model as the bytes of a model file of version 2 (see
+    /// [the module docs](crate::model::file)). The same model always gives the same bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, ModelFileError> {
+        if self.weights.contains_key(METADATA_KEY) {
+            return Err(ModelFileError::invalid_graph(format!(
+                "initializer `{METADATA_KEY}` takes the name safetensors reserves for the \
+                 metadata; rename it"
+            )));
+        }
+        let json = |entry, result: serde_json::Result<String>| {
+            result.map_err(|e| ModelFileError::BadJson {
+                file: None,
+                entry,
+                message: format!("cannot be written: {e}"),
+            })
+        };
+        let metadata = BTreeMap::from([
+            ("format", FORMAT.to_owned()),
+            ("format_version", SYMBOLIC_FORMAT_VERSION.to_string()),
+            ("name", self.name.clone()),
+            ("inputs", json("inputs", serde_json::to_string(&self.inputs))?),
+            ("outputs", json("outputs", serde_json::to_string(&self.outputs))?),
+            ("onnx", hex(&self.onnx)),
+        ]);
+        write_safetensors(&metadata, &self.weights)
+    }
+
+    /// Saves the model to the model file `path`, atomically (as [`Model::save`]).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
+        let path = path.as_ref();
+        let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
+        Ok(crate::fs::write_atomic(path, &bytes)?)
+    }
+}
+
+impl LoadedModel {
+    /// The model in the bytes of a model file of either version, validated.
+    ///
+    /// Never panics: any bytes give a model or an error that says what is wrong.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LoadedModel, ModelFileError> {
+        let (header_end, header) = read_header(bytes).map_err(ModelFileError::from)?;
+        if check_version(&header.metadata)? == SYMBOLIC_FORMAT_VERSION {
+            return Ok(LoadedModel::Symbolic(read_symbolic(
+                bytes, header_end, &header,
+            )?));
+        }
+        Ok(LoadedModel::Static(read_model(bytes)?))
+    }
+
+    /// Loads and validates the model file `path`, of either version.
+    pub fn load(path: impl AsRef<Path>) -> Result<LoadedModel, ModelFileError> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
+            file: path.to_owned(),
+            operation: "read it".to_owned(),
+            source,
+        })?;
+        LoadedModel::from_bytes(&bytes).map_err(|e| e.in_file(path))
+    }
+
+    /// Saves the model to the model file `path`, atomically: version 1 for a model of static
+    /// shapes, 2 for one with symbolic dims.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
+        match self {
+            LoadedModel::Static(model) => model.save(path),
+            LoadedModel::Symbolic(model) => model.save(path),
+        }
+    }
+}
+
+/// `bytes` as lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
+}
+
+/// The bytes of hex `text`, or where it is not hex.
+fn unhex(text: &str) -> Result<Vec<u8>, String> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    };
+    let raw = text.as_bytes();
+    if raw.len() % 2 != 0 {
+        return Err(format!("{} hex digits, an odd count", raw.len()));
+    }
+    raw.chunks(2)
+        .enumerate()
+        .map(|(i, pair)| match (digit(pair[0]), digit(pair[1])) {
+            (Some(high), Some(low)) => Ok(high << 4 | low),
+            _ => Err(format!("character {} is not a hex digit", 2 * i)),
+        })
+        .collect()
+}
+
+/// The symbolic model of a version 2 file: its entries, its ONNX graph and the tensors of
+/// its initializers, each checked against the initializer's declared dtype and dims.
+fn read_symbolic(
+    bytes: &[u8],
+    header_end: usize,
+    header: &RawHeader,
+) -> Result<SymbolicModel, ModelFileError> {
+    use prost::Message;
+    let metadata = &header.metadata;
+    let entry = |key: &'static str| {
+        metadata.get(key).ok_or_else(|| ModelFileError::BadJson {
+            file: None,
+            entry: key,
+            message: "missing".to_owned(),
+        })
+    };
+    let bad = |entry, message: String| ModelFileError::BadJson {
+        file: None,
+        entry,
+        message,
+    };
+    let name = entry("name")?.clone();
+    let inputs: Vec<SymbolicValue> =
+        serde_json::from_str(entry("inputs")?).map_err(|e| bad("inputs", e.to_string()))?;
+    let outputs: Vec<SymbolicValue> =
+        serde_json::from_str(entry("outputs")?).map_err(|e| bad("outputs", e.to_string()))?;
+    let onnx = unhex(entry("onnx")?).map_err(|e| bad("onnx", e))?;
+    let proto = crate::onnx::proto::ModelProto::decode(onnx.as_slice())
+        .map_err(|e| bad("onnx", format!("not an ONNX model: {e}")))?;
+    let initializers = proto.graph.as_ref().map_or(&[][..], |g| &g.initializer[..]);
+    let tensors = check_tensors(bytes, header_end, header)?;
+    let mut weights = BTreeMap::new();
+    for name in header.tensors.keys() {
+        let Some(init) = initializers.iter().find(|i| &i.name == name) else {
+            return Err(ModelFileError::ExtraWeight {
+                file: None,
+                tensor: name.clone(),
+                weights: list_names(initializers.iter().map(|i| i.name.as_str())),
+            });
+        };
+        let view = tensors
+            .tensor(name)
+            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+        let declared_dims: Vec<usize> = init
+            .dims
+            .iter()
+            .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
+            .collect();
+        let declared_dtype = DType::from_onnx_code(init.data_type);
+        let dtype = pto_dtype(view.dtype());
+        match (declared_dtype, dtype) {
+            (Some(declared), Ok(actual))
+                if declared == actual && declared_dims.as_slice() == view.shape() => {}
+            _ => {
+                return Err(ModelFileError::WeightMismatch {
+                    file: None,
+                    weight: name.clone(),
+                    expected: match declared_dtype {
+                        Some(d) => describe(d, &declared_dims),
+                        None => format!("ONNX data type {}", init.data_type),
+                    },
+                    actual: match dtype {
+                        Ok(d) => describe(d, view.shape()),
+                        Err(other) => format!("{other}{}", Shape::from(view.shape())),
+                    },
+                });
+            }
+        }
+        let dtype = dtype.map_err(|d| ModelFileError::corrupt(format!("dtype {d}")))?;
+        let tensor = Tensor::from_le_bytes(dtype, view.shape(), view.data())
+            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
+        weights.insert(name.clone(), tensor);
+    }
+    if let Some(init) = initializers
+        .iter()
+        .find(|i| !weights.contains_key(&i.name))
+    {
+        return Err(ModelFileError::MissingWeight {
+            file: None,
+            weight: init.name.clone(),
+        });
+    }
+    Ok(SymbolicModel {
+        name,
+        inputs,
+        outputs,
+        onnx,
+        weights,
+    })
 }
 
 /// The safetensors dtype of `dtype`.
@@ -478,10 +701,8 @@ struct RawTensorInfo {
     data_offsets: (usize, usize),
 }
 
-fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
-    let (header_end, header) = read_header(bytes).map_err(ModelFileError::from)?;
-
-    let metadata = &header.metadata;
+/// The model file's format version, 1 or 2, after its format.
+fn check_version(metadata: &BTreeMap<String, String>) -> Result<u32, ModelFileError> {
     match metadata.get("format") {
         Some(format) if format == FORMAT => {}
         Some(other) => {
@@ -498,14 +719,33 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         }
     }
     match metadata.get("format_version") {
-        Some(version) if *version == FORMAT_VERSION.to_string() => {}
-        found => {
-            return Err(ModelFileError::UnsupportedVersion {
-                file: None,
-                found: found.map_or("(none)", String::as_str).to_owned(),
-                supported: FORMAT_VERSION,
-            });
+        Some(version) if *version == FORMAT_VERSION.to_string() => Ok(FORMAT_VERSION),
+        Some(version) if *version == SYMBOLIC_FORMAT_VERSION.to_string() => {
+            Ok(SYMBOLIC_FORMAT_VERSION)
         }
+        found => Err(ModelFileError::UnsupportedVersion {
+            file: None,
+            found: found.map_or("(none)", String::as_str).to_owned(),
+            supported: SYMBOLIC_FORMAT_VERSION,
+        }),
+    }
+}
+
+fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
+    let (header_end, header) = read_header(bytes).map_err(ModelFileError::from)?;
+    let metadata = &header.metadata;
+    if check_version(metadata)? == SYMBOLIC_FORMAT_VERSION {
+        let symbolic = read_symbolic(bytes, header_end, &header)?;
+        let dims = symbolic.dims();
+        return Err(ModelFileError::Symbolic {
+            file: None,
+            dims: dims.join(", "),
+            example: dims
+                .iter()
+                .map(|d| format!("{d}=<size>"))
+                .collect::<Vec<_>>()
+                .join(","),
+        });
     }
 
     let tensors = check_tensors(bytes, header_end, &header)?;

@@ -13,9 +13,11 @@ use crate::tensor::Tensor;
 
 pub mod file;
 pub mod kernels;
+pub mod symbolic;
 
 pub use file::ModelFileError;
 pub use kernels::{ShippedKernel, ShippedKernelError};
+pub use symbolic::{Dim, LoadedModel, SymbolicModel, SymbolicValue};
 
 /// A traced or loaded model.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,6 +16,7 @@ use super::{FINGERPRINT_KEY, KERNELS_KEY, OnnxError, node_label};
 use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::dtype::DType;
 use crate::graph::{Graph, Value, ValueId, ValueKind};
+use crate::model::symbolic::{Dim, LoadedModel, SymbolicModel, SymbolicValue};
 use crate::model::Model;
 use crate::op::{OpDef, TensorType};
 use crate::registry;
@@ -99,7 +100,14 @@ pub struct ImportOptions {
     /// (`batch`, `seq`; exporters write them for dynamic axes), which import needs static.
     /// The static dims of a bound input must agree; an input not named keeps its declared
     /// shape, and a symbolic dim left unbound is an error naming the input and the dim.
+    /// A name that is no input but a symbolic dim, with a shape of one size (`seq` =
+    /// `[128]`), binds that dim as [`dims`](ImportOptions::dims) does (what `--shape
+    /// seq=128` gives).
     pub shapes: BTreeMap<String, Shape>,
+    /// The sizes of symbolic dims, by dim name (`batch` = 1, `seq` = 128): every input dim
+    /// of that name takes the size. A size that conflicts with an input shape of `shapes`
+    /// is an error naming both; a name the model has no dim of is an error listing its dims.
+    pub dims: BTreeMap<String, usize>,
     /// The values of graph inputs fixed at import, by input name: each is read as if it were
     /// an initializer of that name, so the params it feeds (Reshape's shape, Slice's starts,
     /// the axes of a reduction: inputs in ONNX, params here) are known. A bound input is no
@@ -118,6 +126,17 @@ impl ImportOptions {
     pub fn shape(mut self, name: impl Into<String>, shape: impl Into<Shape>) -> ImportOptions {
         self.shapes.insert(name.into(), shape.into());
         self
+    }
+
+    /// Binds the symbolic dim `name` (every input dim of that name) to `size`.
+    pub fn dim(mut self, name: impl Into<String>, size: usize) -> ImportOptions {
+        self.dims.insert(name.into(), size);
+        self
+    }
+
+    /// True when the options bind nothing (no shape, dim or constant).
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty() && self.dims.is_empty() && self.constants.is_empty()
     }
 }
 
@@ -149,7 +168,132 @@ pub(super) fn from_reader<R: Read + Seek>(
     dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Model, OnnxError> {
+    let (proto, tensors) = read_source(reader, len, dir)?;
+    build(&proto, tensors, options)
+}
+
+/// The model in the `len` bytes of `reader` as it is: a [`Model`] when its inputs are
+/// static, else a [`SymbolicModel`] (checked by importing it once with every symbolic dim
+/// bound to 1).
+pub(super) fn loaded_from_reader<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    dir: Option<&Path>,
+) -> Result<LoadedModel, OnnxError> {
+    let (mut proto, tensors) = read_source(reader, len, dir)?;
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Model("the model has no graph".to_owned()))?;
+    let inputs = declared_inputs(graph)?;
+    if inputs.iter().all(SymbolicValue::is_static) {
+        return Ok(LoadedModel::Static(build(&proto, tensors, &ImportOptions::default())?));
+    }
+    // The check: the graph imports for one binding (every dim 1, unnamed ones too).
+    let mut probe = ImportOptions::default();
+    for input in &inputs {
+        let dims: Vec<usize> = input
+            .dims
+            .iter()
+            .map(|d| match d {
+                Dim::Size(size) => *size,
+                Dim::Named(_) | Dim::Unnamed => 1,
+            })
+            .collect();
+        probe.shapes.insert(input.name.clone(), Shape::new(dims));
+    }
+    let probed = build(&proto, tensors.clone(), &probe).map_err(|e| {
+        OnnxError::Model(format!(
+            "the model has symbolic dims ({}); importing it with each bound to 1, to check \
+             its graph before they are bound: {e}",
+            symbolic_dims_text(&inputs)
+        ))
+    })?;
+    let name = probed.name.clone();
+    let outputs = declared_outputs(graph, &probed)?;
+    let mut weights = BTreeMap::new();
+    if let Some(graph) = proto.graph.as_mut() {
+        for (init, tensor) in graph.initializer.iter_mut().zip(tensors) {
+            // The data lives in the tensor; the proto keeps the name, dtype and dims.
+            init.raw_data = Vec::new();
+            init.float_data = Vec::new();
+            init.int32_data = Vec::new();
+            init.int64_data = Vec::new();
+            init.double_data = Vec::new();
+            init.uint64_data = Vec::new();
+            init.external_data = Vec::new();
+            init.data_location = 0;
+            weights.insert(init.name.clone(), tensor);
+        }
+    }
+    Ok(LoadedModel::Symbolic(SymbolicModel {
+        name,
+        inputs,
+        outputs,
+        onnx: proto.encode_to_vec(),
+        weights,
+    }))
+}
+
+/// The model of `symbolic` for the bindings of `options`: the import of its ONNX graph with
+/// its initializers' tensors.
+pub(crate) fn bind_symbolic(
+    symbolic: &SymbolicModel,
+    options: &ImportOptions,
+) -> Result<Model, OnnxError> {
+    let proto = super::proto::ModelProto::decode(symbolic.onnx.as_slice())?;
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Model("the model has no graph".to_owned()))?;
+    let tensors = graph
+        .initializer
+        .iter()
+        .map(|init| {
+            symbolic
+                .weights
+                .get(&init.name)
+                .cloned()
+                .ok_or_else(|| OnnxError::Value {
+                    value: init.name.clone(),
+                    problem: "the initializer has no tensor in the symbolic model".to_owned(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    build(&proto, tensors, options)
+}
+
+/// The ONNX model in the `len` bytes of `reader`, and its initializers' tensors in order.
+fn read_source<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    dir: Option<&Path>,
+) -> Result<(super::proto::ModelProto, Vec<Tensor>), OnnxError> {
     let Skeleton { model: proto, raw } = read::skeleton(reader, len)?;
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Model("the model has no graph".to_owned()))?;
+    let mut tensors = Vec::with_capacity(graph.initializer.len());
+    for (index, init) in graph.initializer.iter().enumerate() {
+        let extent = raw.get(index).copied().flatten();
+        let tensor =
+            initializer_tensor(init, extent, reader, dir).map_err(|problem| OnnxError::Value {
+                value: init.name.clone(),
+                problem,
+            })?;
+        tensors.push(tensor);
+    }
+    Ok((proto, tensors))
+}
+
+/// The model of `proto`, whose initializers' tensors are `tensors` (in order), imported with
+/// `options`.
+fn build(
+    proto: &super::proto::ModelProto,
+    tensors: Vec<Tensor>,
+    options: &ImportOptions,
+) -> Result<Model, OnnxError> {
     let graph = proto
         .graph
         .as_ref()
@@ -167,16 +311,6 @@ pub(super) fn from_reader<R: Read + Seek>(
         default_opset,
         named: HashSet::new(),
     };
-    let mut tensors = Vec::with_capacity(graph.initializer.len());
-    for (index, init) in graph.initializer.iter().enumerate() {
-        let extent = raw.get(index).copied().flatten();
-        let tensor =
-            initializer_tensor(init, extent, reader, dir).map_err(|problem| OnnxError::Value {
-                value: init.name.clone(),
-                problem,
-            })?;
-        tensors.push(tensor);
-    }
     importer.import(graph, tensors, options)?;
     let name = if graph.name.is_empty() {
         "model".to_owned()
@@ -261,12 +395,38 @@ impl Importer {
                 });
             }
         }
+        let declared: Vec<SymbolicValue> = graph
+            .input
+            .iter()
+            .filter(|input| !self.constants.contains_key(&input.name))
+            .map(declared_type)
+            .collect::<Result<_, _>>()?;
+        // An input bound to a constant binds its dims with the constant's shape.
+        let mut binding = options.clone();
+        for (name, value) in &options.constants {
+            binding
+                .shapes
+                .entry(name.clone())
+                .or_insert_with(|| value.shape());
+        }
+        let shapes = bound_shapes(&declared, &binding)?;
         for input in &graph.input {
             // Before IR 4, initializers were also listed as inputs.
             if self.constants.contains_key(&input.name) {
                 continue;
             }
-            let ty = input_type(input, options.shapes.get(&input.name))?;
+            let Some(shape) = shapes.get(&input.name).cloned() else {
+                continue;
+            };
+            let ty = TensorType {
+                shape: dims(shape.dims().iter().map(|&d| i64::try_from(d).ok())).map_err(
+                    |problem| OnnxError::Value {
+                        value: input.name.clone(),
+                        problem,
+                    },
+                )?,
+                dtype: value_dtype(input)?,
+            };
             if let Some(value) = options.constants.get(&input.name) {
                 if value.tensor_type() != ty {
                     return Err(OnnxError::Value {
@@ -309,7 +469,7 @@ impl Importer {
             let value = self.data_value(&output.name)?;
             if output.r#type.is_some() {
                 // Symbolic dims of an output take the size the ops infer.
-                let declared = input_type(output, Some(value.shape()))?;
+                let declared = output_type(output, value.shape())?;
                 if &declared != value.ty() {
                     return Err(OnnxError::Value {
                         value: output.name.clone(),
@@ -1081,93 +1241,354 @@ fn dims(raw: impl IntoIterator<Item = Option<i64>>) -> Result<Shape, String> {
     Ok(Shape::new(dims))
 }
 
-fn value_type(info: &ValueInfoProto) -> Result<TensorType, OnnxError> {
-    let problem = |problem: String| OnnxError::Value {
-        value: info.name.clone(),
-        problem,
-    };
+/// The dtype `info` declares.
+fn value_dtype(info: &ValueInfoProto) -> Result<DType, OnnxError> {
     let tensor = info
         .r#type
         .as_ref()
         .and_then(|t| t.tensor_type.as_ref())
-        .ok_or_else(|| problem("has no tensor type".to_owned()))?;
-    let dtype = DType::from_onnx_code(tensor.elem_type).ok_or_else(|| {
-        problem(format!(
+        .ok_or_else(|| OnnxError::Value {
+            value: info.name.clone(),
+            problem: "has no tensor type".to_owned(),
+        })?;
+    DType::from_onnx_code(tensor.elem_type).ok_or_else(|| OnnxError::Value {
+        value: info.name.clone(),
+        problem: format!(
             "element type {} is not one of pto-op's dtypes ({SUPPORTED})",
             element_type_name(tensor.elem_type)
-        ))
-    })?;
-    let shape = tensor
-        .shape
-        .as_ref()
-        .ok_or_else(|| problem("has no shape; pto-op needs static shapes".to_owned()))?;
-    if let Some((axis, dim)) = shape
-        .dim
-        .iter()
-        .enumerate()
-        .find(|(_, d)| d.dim_value.is_none())
-    {
-        return Err(problem(match &dim.dim_param {
-            Some(name) if !name.is_empty() => {
-                format!("dimension {axis} is symbolic (`{name}`); pto-op needs static shapes")
-            }
-            _ => format!("dimension {axis} is symbolic (unnamed); pto-op needs static shapes"),
-        }));
-    }
-    let shape = dims(shape.dim.iter().map(|d| d.dim_value)).map_err(problem)?;
-    Ok(TensorType { shape, dtype })
+        ),
+    })
 }
 
-/// The type of graph input (or output) `info`, its symbolic or unknown dims bound by
-/// `bound`; `bound`'s other dims must equal the declared ones.
-fn input_type(info: &ValueInfoProto, bound: Option<&Shape>) -> Result<TensorType, OnnxError> {
-    let Some(bound) = bound else {
-        return value_type(info).map_err(|e| match e {
-            OnnxError::Value { value, problem } if problem.contains("symbolic") => OnnxError::Value {
-                problem: format!(
-                    "{problem}: bind it with a shape for `{value}` (`--shape {value}=2x16` on the \
-                     command line, `ImportOptions::shape` in the API)"
-                ),
-                value,
-            },
-            other => other,
-        });
-    };
+/// The type `info` declares, its symbolic dims by name.
+fn declared_type(info: &ValueInfoProto) -> Result<SymbolicValue, OnnxError> {
+    let dtype = value_dtype(info)?;
     let problem = |problem: String| OnnxError::Value {
         value: info.name.clone(),
         problem,
     };
-    let tensor = info
+    let shape = info
         .r#type
         .as_ref()
         .and_then(|t| t.tensor_type.as_ref())
-        .ok_or_else(|| problem("has no tensor type".to_owned()))?;
-    let dtype = DType::from_onnx_code(tensor.elem_type).ok_or_else(|| {
-        problem(format!(
-            "element type {} is not one of pto-op's dtypes ({SUPPORTED})",
-            element_type_name(tensor.elem_type)
-        ))
-    })?;
-    if let Some(shape) = &tensor.shape {
-        if shape.dim.len() != bound.rank() {
-            return Err(problem(format!(
-                "is declared with rank {}, the shape given for it is {bound} (rank {})",
-                shape.dim.len(),
-                bound.rank()
-            )));
-        }
-        for (axis, (dim, &size)) in shape.dim.iter().zip(bound.dims()).enumerate() {
-            if let Some(declared) = dim.dim_value
-                && declared != size as i64
-            {
-                return Err(problem(format!(
-                    "dimension {axis} is declared {declared}, the shape given for it is {bound}"
-                )));
+        .and_then(|t| t.shape.as_ref())
+        .ok_or_else(|| {
+            problem("has no shape (not even a rank); pto-op needs one for an input".to_owned())
+        })?;
+    let mut dims = Vec::with_capacity(shape.dim.len());
+    for (axis, dim) in shape.dim.iter().enumerate() {
+        dims.push(match (dim.dim_value, &dim.dim_param) {
+            (Some(size), _) => Dim::Size(
+                usize::try_from(size)
+                    .ok()
+                    .filter(|&d| d as u64 <= MAX_DIM)
+                    .ok_or_else(|| {
+                        problem(format!(
+                            "dimension {axis} is {size}, outside 0..={MAX_DIM}"
+                        ))
+                    })?,
+            ),
+            (None, Some(name)) if !name.is_empty() => Dim::Named(name.clone()),
+            (None, _) => Dim::Unnamed,
+        });
+    }
+    Ok(SymbolicValue {
+        name: info.name.clone(),
+        dtype,
+        dims,
+    })
+}
+
+/// The graph inputs a run gives (not initializers), as declared.
+fn declared_inputs(graph: &GraphProto) -> Result<Vec<SymbolicValue>, OnnxError> {
+    let initializers: HashSet<&str> = graph.initializer.iter().map(|i| i.name.as_str()).collect();
+    graph
+        .input
+        .iter()
+        .filter(|i| !initializers.contains(i.name.as_str()))
+        .map(declared_type)
+        .collect()
+}
+
+/// The graph outputs as declared; one declared without a type (or shape) takes the dtype
+/// and rank of `probed`'s output, its dims unnamed.
+fn declared_outputs(graph: &GraphProto, probed: &Model) -> Result<Vec<SymbolicValue>, OnnxError> {
+    let g = &probed.graph;
+    graph
+        .output
+        .iter()
+        .zip(&g.outputs)
+        .map(|(info, &id)| match declared_type(info) {
+            Ok(value) => Ok(value),
+            Err(_) => {
+                let ty = &g.values[id].ty;
+                Ok(SymbolicValue {
+                    name: info.name.clone(),
+                    dtype: ty.dtype,
+                    dims: vec![Dim::Unnamed; ty.shape.rank()],
+                })
+            }
+        })
+        .collect()
+}
+
+/// `batch, seq` (and `? of x` for an unnamed dim of input `x`).
+fn symbolic_dims_text(inputs: &[SymbolicValue]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for input in inputs {
+        for (axis, dim) in input.dims.iter().enumerate() {
+            let text = match dim {
+                Dim::Size(_) => continue,
+                Dim::Named(name) => name.clone(),
+                Dim::Unnamed => format!("dimension {axis} of `{}` (unnamed)", input.name),
+            };
+            if !names.contains(&text) {
+                names.push(text);
             }
         }
     }
-    let shape = dims(bound.dims().iter().map(|&d| i64::try_from(d).ok())).map_err(problem)?;
-    Ok(TensorType { shape, dtype })
+    if names.is_empty() {
+        "none, every dim is static".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// `ImportOptions::shape` on the command line: `--shape x=<batch>x8`.
+fn shape_hint(input: &SymbolicValue) -> String {
+    let dims: Vec<String> = input
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(axis, d)| match d {
+            Dim::Size(size) => size.to_string(),
+            Dim::Named(name) => format!("<{name}>"),
+            Dim::Unnamed => format!("<d{axis}>"),
+        })
+        .collect();
+    format!("--shape {}={}", input.name, dims.join("x"))
+}
+
+/// The shape of every input of `inputs` for the bindings of `options` (input shapes, and
+/// dims by name): the one place where bindings are checked, at import and when a symbolic
+/// model is bound.
+pub(crate) fn bound_shapes(
+    inputs: &[SymbolicValue],
+    options: &ImportOptions,
+) -> Result<BTreeMap<String, Shape>, OnnxError> {
+    let value_error = |value: &str, problem: String| OnnxError::Value {
+        value: value.to_owned(),
+        problem,
+    };
+    let mut dim_names: Vec<&str> = Vec::new();
+    for input in inputs {
+        for dim in &input.dims {
+            if let Dim::Named(name) = dim
+                && !dim_names.contains(&name.as_str())
+            {
+                dim_names.push(name);
+            }
+        }
+    }
+    // Each bound dim: its size, and what bound it (for the message of a conflict).
+    let mut sizes: BTreeMap<&str, (usize, String)> = BTreeMap::new();
+    let mut bind = |name: &str, size: usize, by: String| -> Result<(), String> {
+        match dim_names.iter().find(|n| **n == name) {
+            None => Err("is no symbolic dim of the model".to_owned()),
+            Some(&name) => match sizes.get(name) {
+                Some((bound, first)) if *bound != size => Err(format!(
+                    "the symbolic dim `{name}` is {size} by {by}, but {bound} by {first}"
+                )),
+                Some(_) => Ok(()),
+                None => {
+                    sizes.insert(name, (size, by));
+                    Ok(())
+                }
+            },
+        }
+    };
+    let mut given: BTreeMap<&str, &Shape> = BTreeMap::new();
+    let mut by_dim: Vec<(&str, usize, String)> = Vec::new();
+    for (name, shape) in &options.shapes {
+        if let Some(input) = inputs.iter().find(|i| &i.name == name) {
+            if input.dims.len() != shape.rank() {
+                return Err(value_error(
+                    name,
+                    format!(
+                        "is declared with rank {} ({input}), the shape given for it is {shape} \
+                         (rank {})",
+                        input.dims.len(),
+                        shape.rank()
+                    ),
+                ));
+            }
+            for (axis, (dim, &size)) in input.dims.iter().zip(shape.dims()).enumerate() {
+                match dim {
+                    Dim::Size(declared) if *declared != size => {
+                        return Err(value_error(
+                            name,
+                            format!(
+                                "dimension {axis} is declared {declared} ({input}), the shape \
+                                 given for it is {shape}"
+                            ),
+                        ));
+                    }
+                    Dim::Named(dim) => {
+                        bind(dim, size, format!("the shape {shape} given for input `{name}`"))
+                            .map_err(|problem| value_error(name, problem))?;
+                    }
+                    _ => {}
+                }
+            }
+            given.insert(name, shape);
+        } else if dim_names.contains(&name.as_str()) {
+            let [size] = shape.dims() else {
+                return Err(value_error(
+                    name,
+                    format!(
+                        "is a symbolic dim of the model, not an input: bind it to one size \
+                         (`--shape {name}=128`), not to {shape}"
+                    ),
+                ));
+            };
+            by_dim.push((name, *size, format!("`--shape {name}={size}`")));
+        } else {
+            return Err(unknown_name(name, inputs));
+        }
+    }
+    for (name, &size) in &options.dims {
+        if given.contains_key(name.as_str()) {
+            return Err(value_error(
+                name,
+                "is an input, not a symbolic dim: bind its shape (`ImportOptions::shape`)"
+                    .to_owned(),
+            ));
+        }
+        by_dim.push((name, size, format!("`ImportOptions::dim(\"{name}\", {size})`")));
+    }
+    for (name, size, by) in by_dim {
+        bind(name, size, by).map_err(|problem| {
+            if dim_names.contains(&name) {
+                value_error(name, problem)
+            } else {
+                unknown_name(name, inputs)
+            }
+        })?;
+    }
+    let mut shapes = BTreeMap::new();
+    let mut unbound: Vec<(&SymbolicValue, Vec<String>)> = Vec::new();
+    for input in inputs {
+        if let Some(shape) = given.get(input.name.as_str()) {
+            shapes.insert(input.name.clone(), (*shape).clone());
+            continue;
+        }
+        let mut dims = Vec::with_capacity(input.dims.len());
+        let mut missing = Vec::new();
+        for (axis, dim) in input.dims.iter().enumerate() {
+            match dim {
+                Dim::Size(size) => dims.push(*size),
+                Dim::Named(name) => match sizes.get(name.as_str()) {
+                    Some((size, _)) => dims.push(*size),
+                    None => missing.push(format!("dimension {axis} (`{name}`)")),
+                },
+                Dim::Unnamed => missing.push(format!("dimension {axis} (unnamed)")),
+            }
+        }
+        if missing.is_empty() {
+            shapes.insert(input.name.clone(), Shape::new(dims));
+        } else {
+            unbound.push((input, missing));
+        }
+    }
+    if let Some((first, missing)) = unbound.first() {
+        let unbound_names: Vec<&str> = dim_names
+            .iter()
+            .copied()
+            .filter(|n| !sizes.contains_key(n))
+            .collect();
+        let mut how = Vec::new();
+        if !unbound_names.is_empty() {
+            let list: Vec<String> = unbound_names.iter().map(|n| format!("{n}=<size>")).collect();
+            how.push(format!(
+                "bind the dims by name with `--shape {}` on the command line \
+                 (`ImportOptions::dim` in the API)",
+                list.join(",")
+            ));
+        }
+        how.push(format!(
+            "give the input's shape with `{}` (`ImportOptions::shape`)",
+            shape_hint(first)
+        ));
+        let symbolic = |missing: &[String]| match missing {
+            [one] => format!("{one} is symbolic and not bound"),
+            more => format!("{} are symbolic and not bound", more.join(", ")),
+        };
+        let mut problem = symbolic(missing);
+        for (other, missing) in &unbound[1..] {
+            problem.push_str(&format!("; input `{}`: {}", other.name, symbolic(missing)));
+        }
+        problem.push_str(&format!(": {}", how.join(", or ")));
+        return Err(value_error(&first.name, problem));
+    }
+    Ok(shapes)
+}
+
+/// The error of a binding that names neither an input nor a symbolic dim.
+fn unknown_name(name: &str, inputs: &[SymbolicValue]) -> OnnxError {
+    let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+    OnnxError::Value {
+        value: name.to_owned(),
+        problem: format!(
+            "is bound, but it is neither an input nor a symbolic dim of the model: its inputs \
+             are {}; its symbolic dims: {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            },
+            symbolic_dims_text(inputs)
+        ),
+    }
+}
+
+/// The type of graph output `info` for the shape `inferred` its op gives: symbolic or unknown
+/// dims take the inferred size; the static ones must be declared as inferred.
+fn output_type(info: &ValueInfoProto, inferred: &Shape) -> Result<TensorType, OnnxError> {
+    let has_shape = info
+        .r#type
+        .as_ref()
+        .and_then(|t| t.tensor_type.as_ref())
+        .is_some_and(|t| t.shape.is_some());
+    if !has_shape {
+        return Ok(TensorType {
+            shape: inferred.clone(),
+            dtype: value_dtype(info)?,
+        });
+    }
+    let declared = declared_type(info)?;
+    let problem = |problem: String| OnnxError::Value {
+        value: info.name.clone(),
+        problem,
+    };
+    if declared.dims.len() != inferred.rank() {
+        return Err(problem(format!(
+            "is declared with rank {} ({declared}), but its op infers {inferred}",
+            declared.dims.len()
+        )));
+    }
+    let dims = declared
+        .dims
+        .iter()
+        .zip(inferred.dims())
+        .map(|(d, &size)| match d {
+            Dim::Size(declared) => *declared,
+            _ => size,
+        })
+        .collect::<Vec<_>>();
+    Ok(TensorType {
+        shape: Shape::new(dims),
+        dtype: declared.dtype,
+    })
 }
 
 /// The tensor an initializer or a Constant holds.

@@ -49,7 +49,7 @@
 //! ```
 
 mod export;
-mod import;
+pub(crate) mod import;
 pub mod proto;
 mod read;
 mod standard;
@@ -192,6 +192,7 @@ impl Model {
     }
 
     /// Reads an ONNX file with `options` (see [`from_onnx_with`]): symbolic dims bound.
+    /// To keep them symbolic instead, [`LoadedModel::load_onnx`](crate::model::LoadedModel::load_onnx).
     pub fn load_onnx_with(
         path: impl AsRef<Path>,
         options: &ImportOptions,
@@ -211,6 +212,43 @@ impl Model {
             }
         });
         import::from_reader(&mut std::io::BufReader::new(file), len, dir, options)
+    }
+}
+
+impl crate::model::LoadedModel {
+    /// Reads an ONNX file as it is: a [`Model`] when its inputs are static, else a
+    /// [`SymbolicModel`](crate::model::SymbolicModel) whose symbolic dims (`batch`, `seq`)
+    /// are bound later ([`SymbolicModel::bind`](crate::model::SymbolicModel::bind)). The
+    /// symbolic model is checked by importing it once with every symbolic dim bound to 1.
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::load_onnx`], and an error of that check.
+    pub fn load_onnx(path: impl AsRef<Path>) -> Result<crate::model::LoadedModel, OnnxError> {
+        let path = path.as_ref();
+        let io = |source| OnnxError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let dir = path.parent().map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        });
+        import::loaded_from_reader(&mut std::io::BufReader::new(file), len, dir)
+    }
+
+    /// The model in ONNX protobuf `bytes`, as [`LoadedModel::load_onnx`](crate::model::LoadedModel::load_onnx) reads a file.
+    ///
+    /// # Errors
+    ///
+    /// As [`LoadedModel::load_onnx`](crate::model::LoadedModel::load_onnx).
+    pub fn from_onnx(bytes: &[u8]) -> Result<crate::model::LoadedModel, OnnxError> {
+        import::loaded_from_reader(&mut std::io::Cursor::new(bytes), bytes.len() as u64, None)
     }
 }
 
