@@ -298,11 +298,11 @@ pub(crate) struct LoadArgs {
 
 /// `NAME=D0xD1x...` (a scalar input is `NAME=`; a dim `NAME=SIZE`).
 fn parse_shape(text: &str) -> Result<(String, Shape), String> {
-    let (name, dims) = text
-        .split_once('=')
-        .ok_or_else(|| {
-            format!("expected DIM=SIZE such as seq=128 or INPUT=DIMS such as input_ids=1x128, got `{text}`")
-        })?;
+    let (name, dims) = text.split_once('=').ok_or_else(|| {
+        format!(
+            "expected DIM=SIZE such as seq=128 or INPUT=DIMS such as input_ids=1x128, got `{text}`"
+        )
+    })?;
     if name.is_empty() {
         return Err(format!("no input name before `=` in `{text}`"));
     }

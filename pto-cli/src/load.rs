@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
+use pto_op::model::LoadedModel;
 use pto_op::models::{builtin_models, find_builtin};
 use pto_op::onnx::ImportOptions;
-use pto_op::model::LoadedModel;
 use pto_op::{GraphDef, Model};
 
 use crate::args::LoadArgs;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use pto_backends::buffers::{BufferPlan, human_bytes};
 use pto_backends::compiler::ValueInfo;
-use pto_op::table::column_width;
 use pto_op::model::{LoadedModel, SymbolicModel, SymbolicValue};
+use pto_op::table::column_width;
 use pto_op::{AttrValue, Model};
 use serde::Serialize;
 

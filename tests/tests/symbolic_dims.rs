@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::python::python;
+use prost::Message;
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::read_safetensors;
 use pto_examples as _;
@@ -19,7 +20,6 @@ use pto_op::onnx::proto::{
     TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
 };
 use pto_op::{Model, Shape, Tensor, Tolerance};
-use prost::Message;
 
 const TOLERANCE: Tolerance = Tolerance {
     rtol: 1e-4,
@@ -86,7 +86,10 @@ fn assert_close(name: &str, actual: &[f64], expected: &[f64]) {
         );
         worst = worst.max(error);
     }
-    println!("{name}: max |error| {worst:.3e} over {} values", actual.len());
+    println!(
+        "{name}: max |error| {worst:.3e} over {} values",
+        actual.len()
+    );
 }
 
 /// The GPT-2-style export (`input_ids: i64[batch, seq]`) imports with its dims symbolic,
@@ -124,7 +127,11 @@ fn one_symbolic_model_file_compiles_for_two_bindings_and_matches_onnxruntime() {
         (
             ImportOptions::default().dim("batch", 2).dim("seq", 8),
             Tensor::from_vec([2, 8], twice).expect("ids"),
-            recorded.iter().chain(&recorded).copied().collect::<Vec<f64>>(),
+            recorded
+                .iter()
+                .chain(&recorded)
+                .copied()
+                .collect::<Vec<f64>>(),
         ),
         (
             ImportOptions::default().shape("input_ids", [1, 5]),
@@ -165,8 +172,9 @@ fn binding_at_import_and_binding_later_give_the_same_model() {
         .bind(&options)
         .expect("binds");
     assert_eq!(early, late);
-    let by_shape = Model::load_onnx_with(&onnx, &ImportOptions::default().shape("input_ids", [1, 4]))
-        .expect("binds at import");
+    let by_shape =
+        Model::load_onnx_with(&onnx, &ImportOptions::default().shape("input_ids", [1, 4]))
+            .expect("binds at import");
     assert_eq!(by_shape, early);
 }
 
@@ -270,7 +278,10 @@ fn assert_contains(message: &str, parts: &[&str]) {
 #[test]
 fn an_unbound_dim_is_an_error_naming_the_dim_the_input_and_how_to_bind_it() {
     let model = add_model();
-    assert_eq!(model.inputs[0].dims, [Dim::Named("batch".into()), Dim::Size(4)]);
+    assert_eq!(
+        model.inputs[0].dims,
+        [Dim::Named("batch".into()), Dim::Size(4)]
+    );
     let err = bind_error(&model, ImportOptions::default());
     assert_contains(
         &err,
@@ -286,7 +297,9 @@ fn an_unbound_dim_is_an_error_naming_the_dim_the_input_and_how_to_bind_it() {
     let file = dir.0.join("add.pto");
     model.save(&file).expect("saves");
     let file = file.to_str().expect("utf-8");
-    let err = pto_cli::run(["pto", "compile", file]).unwrap_err().to_string();
+    let err = pto_cli::run(["pto", "compile", file])
+        .unwrap_err()
+        .to_string();
     assert_contains(&err, &["`batch`", "input", "--shape batch="]);
     let out = pto_cli::run(["pto", "run", file, "--shape", "batch=3"]).expect("runs");
     assert!(out.contains("f32[3, 4]"), "{out}");
@@ -299,12 +312,18 @@ fn a_binding_that_conflicts_names_both_sides() {
     let err = bind_error(&model, ImportOptions::default().shape("x", [2, 5]));
     assert_contains(
         &err,
-        &["value `x`", "dimension 1 is declared 4", "given for it is [2, 5]"],
+        &[
+            "value `x`",
+            "dimension 1 is declared 4",
+            "given for it is [2, 5]",
+        ],
     );
     // With the same dim of another input.
     let err = bind_error(
         &model,
-        ImportOptions::default().shape("x", [2, 4]).shape("y", [3, 4]),
+        ImportOptions::default()
+            .shape("x", [2, 4])
+            .shape("y", [3, 4]),
     );
     assert_contains(
         &err,
@@ -318,12 +337,21 @@ fn a_binding_that_conflicts_names_both_sides() {
         &model,
         ImportOptions::default().shape("x", [2, 4]).dim("batch", 7),
     );
-    assert_contains(&err, &["`batch` is 7 by", "but 2 by the shape [2, 4] given for input `x`"]);
+    assert_contains(
+        &err,
+        &[
+            "`batch` is 7 by",
+            "but 2 by the shape [2, 4] given for input `x`",
+        ],
+    );
     // Agreeing bindings are fine.
     let bound = model
         .bind(&ImportOptions::default().shape("x", [2, 4]).dim("batch", 2))
         .expect("agrees");
-    assert_eq!(bound.graph.values[bound.graph.outputs[0]].ty.shape, Shape::from([2, 4]));
+    assert_eq!(
+        bound.graph.values[bound.graph.outputs[0]].ty.shape,
+        Shape::from([2, 4])
+    );
 }
 
 #[test]
@@ -332,7 +360,11 @@ fn binding_a_dim_the_model_does_not_have_is_refused_with_its_dims() {
     let err = bind_error(&model, ImportOptions::default().dim("seq", 8));
     assert_contains(
         &err,
-        &["value `seq`", "neither an input nor a symbolic dim", "its symbolic dims: batch"],
+        &[
+            "value `seq`",
+            "neither an input nor a symbolic dim",
+            "its symbolic dims: batch",
+        ],
     );
     // `--shape seq=8` on the command line, and a dim given a whole shape.
     let err = bind_error(&model, ImportOptions::default().shape("seq", [8]));
@@ -353,7 +385,10 @@ fn binding_a_dim_the_model_does_not_have_is_refused_with_its_dims() {
         .bind(&ImportOptions::default().dim("batch", 1))
         .unwrap_err()
         .to_string();
-    assert_contains(&err, &["`batch`", "its symbolic dims: none, every dim is static"]);
+    assert_contains(
+        &err,
+        &["`batch`", "its symbolic dims: none, every dim is static"],
+    );
     let same = LoadedModel::Static(model.clone())
         .bind(&ImportOptions::default().shape("x", [2, 4]))
         .expect("its own shape");
@@ -372,11 +407,17 @@ fn an_unnamed_dim_binds_by_its_inputs_shape() {
     assert_eq!(model.inputs[0].to_string(), "x f32[?, 4]");
     assert!(model.dims().is_empty());
     let err = bind_error(&model, ImportOptions::default());
-    assert_contains(&err, &["dimension 0 (unnamed) is symbolic", "`--shape x=<d0>x4`"]);
+    assert_contains(
+        &err,
+        &["dimension 0 (unnamed) is symbolic", "`--shape x=<d0>x4`"],
+    );
     let bound = model
         .bind(&ImportOptions::default().shape("x", [6, 4]))
         .expect("binds");
-    assert_eq!(bound.graph.values[bound.graph.outputs[0]].ty.shape, Shape::from([6, 4]));
+    assert_eq!(
+        bound.graph.values[bound.graph.outputs[0]].ty.shape,
+        Shape::from([6, 4])
+    );
 }
 
 /// A declared output dim named like an input's dim must get that dim's size: a Reshape
@@ -397,7 +438,11 @@ fn an_output_dim_of_an_input_dims_name_is_checked() {
     let err = bind_error(&model, ImportOptions::default().dim("batch", 4));
     assert_contains(
         &err,
-        &["value `y`", "dimension 0 is `batch` = 4", "its op infers [2, 8]"],
+        &[
+            "value `y`",
+            "dimension 0 is `batch` = 4",
+            "its op infers [2, 8]",
+        ],
     );
 }
 
@@ -420,38 +465,72 @@ fn the_command_line_keeps_dims_symbolic_until_they_are_bound() {
         ],
     );
     let out = pto_cli::run(["pto", "inspect", file]).expect("inspects");
-    assert_contains(&out, &["input_ids i64[batch, seq]", "logits f32[batch, seq, 64]"]);
-    let err = pto_cli::run(["pto", "compile", file]).unwrap_err().to_string();
+    assert_contains(
+        &out,
+        &["input_ids i64[batch, seq]", "logits f32[batch, seq, 64]"],
+    );
+    let err = pto_cli::run(["pto", "compile", file])
+        .unwrap_err()
+        .to_string();
     assert_contains(
         &err,
-        &["`input_ids`", "`batch`", "`seq`", "--shape batch=<size>,seq=<size>"],
+        &[
+            "`input_ids`",
+            "`batch`",
+            "`seq`",
+            "--shape batch=<size>,seq=<size>",
+        ],
     );
     for shape in [["--shape", "batch=1,seq=6"], ["--shape", "input_ids=1x6"]] {
-        let out = pto_cli::run(["pto", "compile", file, shape[0], shape[1], "--target", "sim"])
-            .expect("compiles");
+        let out = pto_cli::run([
+            "pto", "compile", file, shape[0], shape[1], "--target", "sim",
+        ])
+        .expect("compiles");
         assert!(out.contains("logits f32[1, 6, 64]"), "{out}");
     }
-    let out = pto_cli::run(["pto", "run", file, "--shape", "seq=3", "--shape", "batch=2"])
-        .expect("runs");
+    let out =
+        pto_cli::run(["pto", "run", file, "--shape", "seq=3", "--shape", "batch=2"]).expect("runs");
     assert!(out.contains("f32[2, 3, 64]"), "{out}");
     let err = pto_cli::run(["pto", "compile", file, "--shape", "batch=1,seq=4,heads=2"])
         .unwrap_err()
         .to_string();
     assert_contains(&err, &["`heads`", "its symbolic dims: batch, seq"]);
     // Fusing and writing ONNX need the dims bound.
-    let err = pto_cli::run(["pto", "inspect", file, "--fuse"]).unwrap_err().to_string();
-    assert_contains(&err, &["symbolic dims (batch, seq)", "`--fuse`", "--shape batch="]);
-    let onnx_out = dir.0.join("out.onnx");
-    let err = pto_cli::run(["pto", "export", file, "-o", onnx_out.to_str().expect("utf-8")])
+    let err = pto_cli::run(["pto", "inspect", file, "--fuse"])
         .unwrap_err()
         .to_string();
+    assert_contains(
+        &err,
+        &["symbolic dims (batch, seq)", "`--fuse`", "--shape batch="],
+    );
+    let onnx_out = dir.0.join("out.onnx");
+    let err = pto_cli::run([
+        "pto",
+        "export",
+        file,
+        "-o",
+        onnx_out.to_str().expect("utf-8"),
+    ])
+    .unwrap_err()
+    .to_string();
     assert_contains(&err, &["writing it as ONNX"]);
     // `--shape` at import binds early: the file is static, of format version 1.
     let fixed = dir.0.join("fixed.pto");
-    pto_cli::run(["pto", "import", gpt2, "--shape", "batch=1,seq=8", "-o", fixed.to_str().expect("utf-8")])
-        .expect("imports");
+    pto_cli::run([
+        "pto",
+        "import",
+        gpt2,
+        "--shape",
+        "batch=1,seq=8",
+        "-o",
+        fixed.to_str().expect("utf-8"),
+    ])
+    .expect("imports");
     let model = Model::load(&fixed).expect("a static model file");
-    assert_eq!(model.graph.values[model.graph.outputs[0]].ty.to_string(), "f32[1, 8, 64]");
+    assert_eq!(
+        model.graph.values[model.graph.outputs[0]].ty.to_string(),
+        "f32[1, 8, 64]"
+    );
 }
 
 /// A file of format version 1 (every file written before symbolic models) loads as before,

@@ -112,8 +112,9 @@ pub enum ModelFileError {
     /// A model with symbolic dims, read where a model of static shapes is needed.
     #[error(
         "{}the model has symbolic dims ({dims}), bound when it compiles: `--shape \
-         {example}` on the command line, `LoadedModel::load(..)?.bind(..)` in the API"
-    , FilePrefix(file))]
+         {example}` on the command line, `LoadedModel::load(..)?.bind(..)` in the API",
+        FilePrefix(file)
+    )]
     Symbolic {
         /// The model file, if the bytes came from one.
         file: Option<PathBuf>,
@@ -400,8 +401,14 @@ impl SymbolicModel {
             ("format", FORMAT.to_owned()),
             ("format_version", SYMBOLIC_FORMAT_VERSION.to_string()),
             ("name", self.name.clone()),
-            ("inputs", json("inputs", serde_json::to_string(&self.inputs))?),
-            ("outputs", json("outputs", serde_json::to_string(&self.outputs))?),
+            (
+                "inputs",
+                json("inputs", serde_json::to_string(&self.inputs))?,
+            ),
+            (
+                "outputs",
+                json("outputs", serde_json::to_string(&self.outputs))?,
+            ),
             ("onnx", hex(&self.onnx)),
         ]);
         write_safetensors(&metadata, &self.weights)
@@ -555,10 +562,7 @@ fn read_symbolic(
             .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
         weights.insert(name.clone(), tensor);
     }
-    if let Some(init) = initializers
-        .iter()
-        .find(|i| !weights.contains_key(&i.name))
-    {
+    if let Some(init) = initializers.iter().find(|i| !weights.contains_key(&i.name)) {
         return Err(ModelFileError::MissingWeight {
             file: None,
             weight: init.name.clone(),

@@ -19,7 +19,40 @@
 //! ```
 //! use pto_op::model::{Dim, LoadedModel};
 //! use pto_op::onnx::ImportOptions;
-//! # let bytes = pto_op::model::symbolic::doc_model();
+//! # use pto_op::onnx::proto::*;
+//! # use prost::Message;
+//! # let value = |name: &str| ValueInfoProto {
+//! #     name: name.to_owned(),
+//! #     r#type: Some(TypeProto {
+//! #         tensor_type: Some(TensorTypeProto {
+//! #             elem_type: 1,
+//! #             shape: Some(TensorShapeProto {
+//! #                 dim: vec![
+//! #                     Dimension { dim_value: None, dim_param: Some("batch".to_owned()) },
+//! #                     Dimension { dim_value: Some(4), dim_param: None },
+//! #                 ],
+//! #             }),
+//! #         }),
+//! #     }),
+//! # };
+//! # let bytes = ModelProto {
+//! #     ir_version: 8,
+//! #     opset_import: vec![OperatorSetIdProto { domain: String::new(), version: 17 }],
+//! #     graph: Some(GraphProto {
+//! #         name: "relu".to_owned(),
+//! #         node: vec![NodeProto {
+//! #             op_type: "Relu".to_owned(),
+//! #             input: vec!["x".to_owned()],
+//! #             output: vec!["y".to_owned()],
+//! #             ..Default::default()
+//! #         }],
+//! #         input: vec![value("x")],
+//! #         output: vec![value("y")],
+//! #         ..Default::default()
+//! #     }),
+//! #     ..Default::default()
+//! # }
+//! # .encode_to_vec();
 //! // `x: f32[batch, 4]` -> relu -> `y: f32[batch, 4]`
 //! let LoadedModel::Symbolic(model) = LoadedModel::from_onnx(&bytes)? else { panic!() };
 //! assert_eq!(model.inputs[0].to_string(), "x f32[batch, 4]");
@@ -244,56 +277,4 @@ impl LoadedModel {
             }
         }
     }
-}
-
-/// An ONNX model `x: f32[batch, 4] -> Relu -> y: f32[batch, 4]`, for the examples of the
-/// docs.
-#[doc(hidden)]
-pub fn doc_model() -> Vec<u8> {
-    use crate::onnx::proto::{
-        Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto,
-        TensorTypeProto, TypeProto, ValueInfoProto,
-    };
-    use prost::Message;
-    let value = |name: &str| ValueInfoProto {
-        name: name.to_owned(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto {
-                    dim: vec![
-                        Dimension {
-                            dim_value: None,
-                            dim_param: Some("batch".to_owned()),
-                        },
-                        Dimension {
-                            dim_value: Some(4),
-                            dim_param: None,
-                        },
-                    ],
-                }),
-            }),
-        }),
-    };
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(GraphProto {
-            name: "relu".to_owned(),
-            node: vec![NodeProto {
-                op_type: "Relu".to_owned(),
-                input: vec!["x".to_owned()],
-                output: vec!["y".to_owned()],
-                ..Default::default()
-            }],
-            input: vec![value("x")],
-            output: vec![value("y")],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-    .encode_to_vec()
 }

@@ -16,8 +16,8 @@ use super::{FINGERPRINT_KEY, KERNELS_KEY, OnnxError, node_label};
 use crate::attr::{AttrType, AttrValue, Attributes};
 use crate::dtype::DType;
 use crate::graph::{Graph, Value, ValueId, ValueKind};
-use crate::model::symbolic::{Dim, LoadedModel, SymbolicModel, SymbolicValue};
 use crate::model::Model;
+use crate::model::symbolic::{Dim, LoadedModel, SymbolicModel, SymbolicValue};
 use crate::op::{OpDef, TensorType};
 use crate::registry;
 use crate::shape::Shape;
@@ -187,7 +187,11 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
         .ok_or_else(|| OnnxError::Model("the model has no graph".to_owned()))?;
     let inputs = declared_inputs(graph)?;
     if inputs.iter().all(SymbolicValue::is_static) {
-        return Ok(LoadedModel::Static(build(&proto, tensors, &ImportOptions::default())?));
+        return Ok(LoadedModel::Static(build(
+            &proto,
+            tensors,
+            &ImportOptions::default(),
+        )?));
     }
     // The check: the graph imports for one binding (every dim 1, unnamed ones too).
     let mut probe = ImportOptions::default();
@@ -1283,9 +1287,7 @@ fn declared_type(info: &ValueInfoProto) -> Result<SymbolicValue, OnnxError> {
                     .ok()
                     .filter(|&d| d as u64 <= MAX_DIM)
                     .ok_or_else(|| {
-                        problem(format!(
-                            "dimension {axis} is {size}, outside 0..={MAX_DIM}"
-                        ))
+                        problem(format!("dimension {axis} is {size}, outside 0..={MAX_DIM}"))
                     })?,
             ),
             (None, Some(name)) if !name.is_empty() => Dim::Named(name.clone()),
@@ -1434,8 +1436,12 @@ pub(crate) fn bound_shapes(
                         ));
                     }
                     Dim::Named(dim) => {
-                        bind(dim, size, format!("the shape {shape} given for input `{name}`"))
-                            .map_err(|problem| value_error(name, problem))?;
+                        bind(
+                            dim,
+                            size,
+                            format!("the shape {shape} given for input `{name}`"),
+                        )
+                        .map_err(|problem| value_error(name, problem))?;
                     }
                     _ => {}
                 }
@@ -1464,7 +1470,11 @@ pub(crate) fn bound_shapes(
                     .to_owned(),
             ));
         }
-        by_dim.push((name, size, format!("`ImportOptions::dim(\"{name}\", {size})`")));
+        by_dim.push((
+            name,
+            size,
+            format!("`ImportOptions::dim(\"{name}\", {size})`"),
+        ));
     }
     for (name, size, by) in by_dim {
         bind(name, size, by).map_err(|problem| {
@@ -1508,7 +1518,10 @@ pub(crate) fn bound_shapes(
             .collect();
         let mut how = Vec::new();
         if !unbound_names.is_empty() {
-            let list: Vec<String> = unbound_names.iter().map(|n| format!("{n}=<size>")).collect();
+            let list: Vec<String> = unbound_names
+                .iter()
+                .map(|n| format!("{n}=<size>"))
+                .collect();
             how.push(format!(
                 "bind the dims by name with `--shape {}` on the command line \
                  (`ImportOptions::dim` in the API)",
