@@ -477,7 +477,7 @@ fn unhex(text: &str) -> Result<Vec<u8>, String> {
         _ => None,
     };
     let raw = text.as_bytes();
-    if raw.len() % 2 != 0 {
+    if !raw.len().is_multiple_of(2) {
         return Err(format!("{} hex digits, an odd count", raw.len()));
     }
     raw.chunks(2)
