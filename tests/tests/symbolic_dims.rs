@@ -554,3 +554,55 @@ fn a_version_1_file_still_loads() {
     };
     assert_eq!(loaded, Model::from_bytes(&saved).expect("loads"));
 }
+
+/// The header of a safetensors file, edited by `edit`.
+fn edit_header(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).expect("json");
+    edit(&mut header);
+    let mut text = header.to_string().into_bytes();
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&text);
+    out.extend_from_slice(&bytes[8 + len..]);
+    out
+}
+
+/// A symbolic model file whose entries disagree with its ONNX graph is refused naming the
+/// entry; no bytes make loading or binding panic.
+#[test]
+fn a_broken_symbolic_model_file_is_an_error_never_a_panic() {
+    let model = symbolic(LoadedModel::load_onnx(fixture("gpt2_tiny.onnx")).expect("imports"));
+    let bytes = model.to_bytes().expect("saves");
+    let edited = edit_header(&bytes, |h| {
+        h["__metadata__"]["inputs"] =
+            r#"[{"name":"input_ids","dtype":"i64","dims":[1,"seq"]}]"#.into();
+    });
+    let err = LoadedModel::from_bytes(&edited).unwrap_err().to_string();
+    assert_contains(&err, &["the `inputs` entry", "input_ids i64[batch, seq]"]);
+    let edited = edit_header(&bytes, |h| h["__metadata__"]["onnx"] = "0g".into());
+    let err = LoadedModel::from_bytes(&edited).unwrap_err().to_string();
+    assert_contains(&err, &["the `onnx` entry", "not a hex digit"]);
+
+    let options = ImportOptions::default().dim("batch", 1).dim("seq", 2);
+    let mut rng = pto_op::SplitMix64::new(12);
+    let cases: usize = std::env::var("PTO_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let (mut loaded, mut bound) = (0, 0);
+    for _ in 0..cases {
+        let mut mutated = bytes.clone();
+        for _ in 0..1 + rng.next_u64() % 4 {
+            let at = (rng.next_u64() % mutated.len() as u64) as usize;
+            mutated[at] = rng.next_u64() as u8;
+        }
+        if let Ok(model) = LoadedModel::from_bytes(&mutated) {
+            loaded += 1;
+            if model.bind(&options).is_ok() {
+                bound += 1;
+            }
+        }
+    }
+    println!("{cases} mutated files: {loaded} loaded, {bound} bound");
+}

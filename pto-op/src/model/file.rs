@@ -518,7 +518,36 @@ fn read_symbolic(
     let onnx = unhex(entry("onnx")?).map_err(|e| bad("onnx", e))?;
     let proto = crate::onnx::proto::ModelProto::decode(onnx.as_slice())
         .map_err(|e| bad("onnx", format!("not an ONNX model: {e}")))?;
-    let initializers = proto.graph.as_ref().map_or(&[][..], |g| &g.initializer[..]);
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| bad("onnx", "the ONNX model has no graph".to_owned()))?;
+    let declared = crate::onnx::import::declared_inputs(graph)
+        .map_err(|e| bad("onnx", format!("its inputs: {e}")))?;
+    if declared != inputs {
+        return Err(bad(
+            "inputs",
+            format!(
+                "they are not the ONNX graph's inputs as declared ({})",
+                declared
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if outputs.len() != graph.output.len() {
+        return Err(bad(
+            "outputs",
+            format!(
+                "{} outputs, the ONNX graph has {}",
+                outputs.len(),
+                graph.output.len()
+            ),
+        ));
+    }
+    let initializers = &graph.initializer[..];
     let tensors = check_tensors(bytes, header_end, header)?;
     let mut weights = BTreeMap::new();
     for name in header.tensors.keys() {

@@ -1302,7 +1302,7 @@ fn declared_type(info: &ValueInfoProto) -> Result<SymbolicValue, OnnxError> {
 }
 
 /// The graph inputs a run gives (not initializers), as declared.
-fn declared_inputs(graph: &GraphProto) -> Result<Vec<SymbolicValue>, OnnxError> {
+pub(crate) fn declared_inputs(graph: &GraphProto) -> Result<Vec<SymbolicValue>, OnnxError> {
     let initializers: HashSet<&str> = graph.initializer.iter().map(|i| i.name.as_str()).collect();
     graph
         .input
