@@ -11,7 +11,7 @@
 //! | `schemas`        | the op schemas, op name -> [`OpSchema`], as JSON |
 //! | `kernels`        | the shipped kernels ([`ShippedKernel`](super::ShippedKernel): key and text form), as JSON |
 //!
-//! A model whose inputs keep symbolic dims ([`SymbolicModel`](super::SymbolicModel), bound
+//! A model whose inputs keep symbolic dims ([`SymbolicModel`], bound
 //! when it compiles) is written with `format_version` `2`: its tensors are the ONNX
 //! initializers, by name, and its `__metadata__` holds `format`, `format_version`, `name`,
 //! `inputs` and `outputs` (the declared [`SymbolicValue`]s as JSON: a dim is a size, a name,
