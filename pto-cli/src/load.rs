@@ -41,9 +41,9 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
     }
     if path.is_file() {
         return Ok(if is_onnx(path) {
-            Model::load_onnx_with(path, &import_options(load))?
+            Model::load_onnx_with(path, &import_options(load)?)?
         } else {
-            LoadedModel::load(path)?.bind(&import_options(load))?
+            LoadedModel::load(path)?.bind(&import_options(load)?)?
         });
     }
     let def = find_builtin(name)?.ok_or_else(|| CliError::UnknownModel {
@@ -60,7 +60,7 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
 /// ONNX file or a model file saved so): what `import`, `inspect` and `export` show or write.
 pub(crate) fn load_loaded(name: &str, load: &LoadArgs) -> Result<LoadedModel, CliError> {
     let path = Path::new(name);
-    let options = import_options(load);
+    let options = import_options(load)?;
     let loaded = if path.is_file() && options.is_empty() {
         if is_onnx(path) {
             LoadedModel::load_onnx(path)?
@@ -102,10 +102,18 @@ pub(crate) fn load_graph(name: &str, load: &LoadArgs) -> Result<(String, GraphDe
     Ok((model.name, model.graph))
 }
 
-/// The import options of `--shape`.
-pub(crate) fn import_options(load: &LoadArgs) -> ImportOptions {
-    ImportOptions {
-        shapes: load.shapes.iter().cloned().collect(),
-        ..ImportOptions::default()
+/// The import options of `--shape`; a name given two different values is an error.
+pub(crate) fn import_options(load: &LoadArgs) -> Result<ImportOptions, CliError> {
+    let mut options = ImportOptions::default();
+    for (name, shape) in &load.shapes {
+        if let Some(first) = options.shapes.insert(name.clone(), shape.clone())
+            && first != *shape
+        {
+            return Err(CliError::Onnx(pto_op::onnx::OnnxError::Value {
+                value: name.clone(),
+                problem: format!("`--shape` gives it twice, {first} and {shape}"),
+            }));
+        }
     }
+    Ok(options)
 }

@@ -69,7 +69,7 @@ pub(crate) fn import(
             path: model.to_owned(),
         });
     }
-    let options = import_options(load);
+    let options = import_options(load)?;
     let imported = if options.is_empty() {
         match LoadedModel::load_onnx(path)? {
             LoadedModel::Static(model) => model,

@@ -491,6 +491,13 @@ fn the_command_line_keeps_dims_symbolic_until_they_are_bound() {
     let out =
         pto_cli::run(["pto", "run", file, "--shape", "seq=3", "--shape", "batch=2"]).expect("runs");
     assert!(out.contains("f32[2, 3, 64]"), "{out}");
+    let err = pto_cli::run(["pto", "compile", file, "--shape", "seq=4,batch=1,seq=5"])
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &err,
+        &["value `seq`: `--shape` gives it twice, [4] and [5]"],
+    );
     let err = pto_cli::run(["pto", "compile", file, "--shape", "batch=1,seq=4,heads=2"])
         .unwrap_err()
         .to_string();
