@@ -5,41 +5,22 @@
 //! `PTO_LARGE_CONCAT_INPUTS` (default 4096); `cargo run --release -p pto-examples --example
 //! big_onnx` writes the sizes of the issue (a 100k chain, a 16k Concat) to time them.
 
+mod common;
+
 use prost::Message;
 use pto_backends::compiler::compile;
-use pto_op::onnx::proto::{
-    AttributeProto, AttributeType, Dimension, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
-};
+use pto_op::onnx::proto::{AttributeProto, AttributeType, GraphProto, NodeProto};
 use pto_op::onnx::{from_onnx, to_onnx};
 use pto_op::ops::relu;
 use pto_op::prelude::*;
+
+use common::proto::{f32_value, model};
 
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn info(name: String, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name,
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: Some(d),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    }
 }
 
 #[test]
@@ -80,13 +61,9 @@ fn a_long_chain_imports_compiles_and_runs() {
 fn a_concat_of_thousands_of_inputs_is_a_balanced_tree() {
     let n = knob("PTO_LARGE_CONCAT_INPUTS", 4096).max(2);
     let inputs: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
-    let proto = ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 13,
-        }],
-        graph: Some(GraphProto {
+    let proto = model(
+        13,
+        GraphProto {
             node: vec![NodeProto {
                 name: "cat".to_owned(),
                 input: inputs.clone(),
@@ -100,12 +77,14 @@ fn a_concat_of_thousands_of_inputs_is_a_balanced_tree() {
                 }],
                 ..Default::default()
             }],
-            input: inputs.into_iter().map(|name| info(name, &[1, 2])).collect(),
-            output: vec![info("y".to_owned(), &[n as i64, 2])],
+            input: inputs
+                .into_iter()
+                .map(|name| f32_value(name, &[1, 2]))
+                .collect(),
+            output: vec![f32_value("y", &[n as i64, 2])],
             ..Default::default()
-        }),
-        ..Default::default()
-    };
+        },
+    );
     let model = from_onnx(&proto.encode_to_vec()).unwrap();
     let graph = &model.graph;
     assert_eq!(graph.nodes.len(), n - 1);

@@ -3,65 +3,33 @@
 //! are models over a budget given with `--max-memory` / [`TargetConfig::within`], and
 //! device profiles with absurd numbers.
 
-use std::path::PathBuf;
+mod common;
 
 use prost::Message;
 use pto_backends::compiler::{CompileError, compile};
 use pto_op::Model;
 use pto_op::budget::MemoryBudget;
 use pto_op::onnx::from_onnx;
-use pto_op::onnx::proto::{
-    Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto,
-    TensorTypeProto, TypeProto, ValueInfoProto,
-};
+use pto_op::onnx::proto::GraphProto;
 use pto_op::ops::{add, matmul, relu};
 use pto_op::prelude::*;
 use pto_op::target::TargetConfig;
 
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: name.to_owned(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: Some(d),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    }
-}
+use common::proto::{f32_value, model, node, untyped_value};
+use common::temp_dir;
 
 /// An opset-17 model of one node `op_type(inputs) -> y`, its inputs f32 of `dims`.
 fn one_node(op_type: &str, inputs: &[(&str, &[i64])]) -> Vec<u8> {
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(GraphProto {
-            node: vec![NodeProto {
-                input: inputs.iter().map(|(n, _)| (*n).to_owned()).collect(),
-                output: vec!["y".to_owned()],
-                op_type: op_type.to_owned(),
-                ..Default::default()
-            }],
-            input: inputs.iter().map(|(n, d)| value(n, d)).collect(),
-            output: vec![ValueInfoProto {
-                name: "y".to_owned(),
-                ..Default::default()
-            }],
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    model(
+        17,
+        GraphProto {
+            node: vec![node("", op_type, &names, "y")],
+            input: inputs.iter().map(|(n, d)| f32_value(*n, d)).collect(),
+            output: vec![untyped_value("y")],
             ..Default::default()
-        }),
-        ..Default::default()
-    }
+        },
+    )
     .encode_to_vec()
 }
 
@@ -195,17 +163,11 @@ fn weights_over_the_budget_are_refused_naming_the_largest() {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pto-budget-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("the temporary directory can be made");
-    dir
-}
-
 /// `pto compile/run/parity --max-memory SIZE`, and the default budget of `pto run`.
 #[test]
 fn the_command_line_refuses_over_its_budget() {
     use pto_examples as _;
-    let dir = temp_dir("cli");
+    let dir = temp_dir("budget-cli");
     let bomb = dir.join("bomb.onnx");
     std::fs::write(
         &bomb,
@@ -249,7 +211,7 @@ fn device_profiles_with_absurd_numbers_are_refused_on_load() {
             .unwrap(),
     )
     .unwrap();
-    let dir = temp_dir("devices");
+    let dir = temp_dir("budget-devices");
     let cases: [(&str, serde_json::Value, &str); 12] = [
         (
             "/ai_cores",

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use pto_examples::{gelu_affine, moments, rms_norm};
 use pto_op::Model;
-use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto};
+use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto, TensorProto};
 use pto_op::onnx::{OnnxError, from_onnx, to_onnx};
 use pto_op::prelude::*;
 use pto_op::tensor::SplitMix64;
 
+use common::proto::{f32_value, node, untyped_value};
 use common::python::python;
 
 /// gelu_affine -> rms_norm (with a weight) -> moments (two outputs).
@@ -251,41 +252,10 @@ fn the_importer_never_panics_on_flipped_or_truncated_bytes() {
 /// A tiny standard-ONNX model: `y = Reshape(x: f32[4, 4], shape)` with `shape` an int64
 /// initializer.
 fn reshape_model(shape: &[i64]) -> Vec<u8> {
-    use pto_op::onnx::proto::{
-        Dimension, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto,
-        TypeProto, ValueInfoProto,
-    };
-    let value = |name: &str, dims: &[i64]| ValueInfoProto {
-        name: name.to_owned(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: Some(d),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    };
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(GraphProto {
-            node: vec![NodeProto {
-                input: vec!["x".to_owned(), "shape".to_owned()],
-                output: vec!["y".to_owned()],
-                name: "reshape".to_owned(),
-                op_type: "Reshape".to_owned(),
-                ..Default::default()
-            }],
+    common::proto::model(
+        17,
+        GraphProto {
+            node: vec![node("reshape", "Reshape", &["x", "shape"], "y")],
             name: "g".to_owned(),
             initializer: vec![TensorProto {
                 dims: vec![shape.len() as i64],
@@ -294,15 +264,11 @@ fn reshape_model(shape: &[i64]) -> Vec<u8> {
                 name: "shape".to_owned(),
                 ..Default::default()
             }],
-            input: vec![value("x", &[4, 4])],
-            output: vec![ValueInfoProto {
-                name: "y".to_owned(),
-                ..Default::default()
-            }],
+            input: vec![f32_value("x", &[4, 4])],
+            output: vec![untyped_value("y")],
             ..Default::default()
-        }),
-        ..Default::default()
-    }
+        },
+    )
     .encode_to_vec()
 }
 

@@ -8,67 +8,24 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use prost::Message;
 use pto_op::Model;
 use pto_op::model::file::read_safetensors;
 use pto_op::onnx::from_onnx;
-use pto_op::onnx::proto::{
-    Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
-    TensorProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
-};
+use pto_op::onnx::proto::{GraphProto, ModelProto, StringStringEntryProto, TensorProto};
 use pto_op::prelude::*;
 
+use common::proto::{f32_value, model, node};
 use common::python::python;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("onnx-files-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the temporary directory can be made");
-    dir
-}
-
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: name.to_owned(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: Some(d),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    }
-}
-
-fn node(name: &str, op_type: &str, input: &[&str], output: &str) -> NodeProto {
-    NodeProto {
-        name: name.to_owned(),
-        op_type: op_type.to_owned(),
-        input: input.iter().map(|s| (*s).to_owned()).collect(),
-        output: vec![output.to_owned()],
-        ..Default::default()
-    }
-}
+use common::temp_dir;
 
 /// `logits = Relu(MatMul(x: f32[2, 3], w: f32[3, 4]) + b)`, nodes `proj`, `bias`, `act`;
 /// `w` is `weight` (an initializer whose tensor proto the caller completes).
 fn named_model(weight: TensorProto) -> ModelProto {
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(GraphProto {
+    model(
+        17,
+        GraphProto {
             name: "named".to_owned(),
             node: vec![
                 node("proj", "MatMul", &["x", "w"], "/proj/MatMul_output_0"),
@@ -85,12 +42,11 @@ fn named_model(weight: TensorProto) -> ModelProto {
                     ..Default::default()
                 },
             ],
-            input: vec![value("x", &[2, 3])],
-            output: vec![value("logits", &[2, 4])],
+            input: vec![f32_value("x", &[2, 3])],
+            output: vec![f32_value("logits", &[2, 4])],
             ..Default::default()
-        }),
-        ..Default::default()
-    }
+        },
+    )
 }
 
 fn weight_values() -> Vec<f32> {
@@ -154,7 +110,7 @@ fn onnx_value_and_node_names_survive_import() {
 
     // In `inspect`, and as the output of `run`.
     use pto_examples as _;
-    let dir = temp_dir("names");
+    let dir = temp_dir("onnx-files-names");
     let path = dir.join("named.onnx");
     std::fs::write(&path, named_model(raw_weight()).encode_to_vec()).unwrap();
     let path = path.to_str().unwrap();
@@ -190,7 +146,7 @@ fn import_errors_name_the_onnx_node_and_its_operator() {
 
 #[test]
 fn weights_in_external_data_files_are_read_beside_the_model() {
-    let dir = temp_dir("external");
+    let dir = temp_dir("onnx-files-external");
     let mut data = vec![7u8; 16]; // another tensor's bytes before this one
     data.extend(le_bytes(&weight_values()));
     std::fs::write(dir.join("weights.bin"), &data).unwrap();
@@ -274,7 +230,7 @@ fn the_skeleton_reader_decodes_as_protobuf_does() {
     let reference = from_onnx(&bytes).unwrap();
     // A second `graph` field holding one more output merges into the first.
     let extra = GraphProto {
-        output: vec![value("biased", &[2, 4])],
+        output: vec![f32_value("biased", &[2, 4])],
         ..Default::default()
     };
     let extra_model = ModelProto {
@@ -349,7 +305,7 @@ print("ok")
 #[test]
 fn run_outputs_are_written_under_their_onnx_names_and_numpy_reads_them() {
     use pto_examples as _;
-    let dir = temp_dir("outputs");
+    let dir = temp_dir("onnx-files-outputs");
     std::fs::write(dir.join("weights.bin"), le_bytes(&weight_values())).unwrap();
     let model_path = dir.join("model.onnx");
     std::fs::write(

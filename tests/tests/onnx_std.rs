@@ -23,6 +23,7 @@ use pto_op::prelude::*;
 use pto_op::{Model, Tolerance, registry};
 
 use common::python::python;
+use common::temp_dir;
 
 /// A model and the inputs to run it on, by input name.
 struct Case {
@@ -384,15 +385,6 @@ fn cases() -> Vec<Case> {
         transformer_math().expect("the transformer math model traces"),
         exporter_ops().expect("the exporter-ops model traces"),
     ]
-}
-
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    // A leftover of an earlier run is replaced; its absence is fine.
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).expect("the target's temporary directory is writable");
-    dir
 }
 
 /// Writes `model` as `dir/model.onnx` and its inputs as `dir/inputs/<name>.npy`, the layout
