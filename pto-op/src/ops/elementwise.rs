@@ -253,124 +253,56 @@ fn arithmetic_kernel(
     k.store(y, tiles.offsets, &result)
 }
 
-/// y = a + b, numpy broadcasting.
-///
-/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
-/// keeps. Floats are added in f32 (f64 in f64); integers exactly, and a result out of the dtype's range
-/// is an error.
-#[custom_op(name = "std.add")]
-pub mod add {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        arithmetic_dtype(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        arithmetic_reference(a, b, Arith::Add)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, NAME, a, b, y, Arith::Add)
-    }
+broadcast_binary_op! {
+    /// y = a + b, numpy broadcasting.
+    ///
+    /// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+    /// keeps. Floats are added in f32 (f64 in f64); integers exactly, and a result out of the dtype's range
+    /// is an error.
+    "std.add",
+    add,
+    dtype: arithmetic_dtype,
+    reference: |a, b| arithmetic_reference(a, b, Arith::Add),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Add),
 }
 
-/// y = a - b, numpy broadcasting.
-///
-/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
-/// keeps. Floats are subtracted in f32 (f64 in f64); integers exactly, and a result out of the dtype's
-/// range is an error.
-#[custom_op(name = "std.sub")]
-pub mod sub {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        arithmetic_dtype(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        arithmetic_reference(a, b, Arith::Sub)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, NAME, a, b, y, Arith::Sub)
-    }
+broadcast_binary_op! {
+    /// y = a - b, numpy broadcasting.
+    ///
+    /// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+    /// keeps. Floats are subtracted in f32 (f64 in f64); integers exactly, and a result out of the dtype's
+    /// range is an error.
+    "std.sub",
+    sub,
+    dtype: arithmetic_dtype,
+    reference: |a, b| arithmetic_reference(a, b, Arith::Sub),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Sub),
 }
 
-/// y = a * b, numpy broadcasting.
-///
-/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
-/// keeps. Floats are multiplied in f32 (f64 in f64); integers exactly, and a result out of the dtype's
-/// range is an error.
-#[custom_op(name = "std.mul")]
-pub mod mul {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        arithmetic_dtype(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        arithmetic_reference(a, b, Arith::Mul)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, NAME, a, b, y, Arith::Mul)
-    }
+broadcast_binary_op! {
+    /// y = a * b, numpy broadcasting.
+    ///
+    /// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+    /// keeps. Floats are multiplied in f32 (f64 in f64); integers exactly, and a result out of the dtype's
+    /// range is an error.
+    "std.mul",
+    mul,
+    dtype: arithmetic_dtype,
+    reference: |a, b| arithmetic_reference(a, b, Arith::Mul),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Mul),
 }
 
-/// y = a / b, numpy broadcasting.
-///
-/// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
-/// keeps. Floats are divided in f32, f64 in f64 (IEEE: x / 0 is infinite); integers truncate toward
-/// zero, as in ONNX, and division by zero is an error. The kernel divides floats only.
-#[custom_op(name = "std.div")]
-pub mod div {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        arithmetic_dtype(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        arithmetic_reference(a, b, Arith::Div)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        arithmetic_kernel(k, NAME, a, b, y, Arith::Div)
-    }
+broadcast_binary_op! {
+    /// y = a / b, numpy broadcasting.
+    ///
+    /// `a` and `b` share one dtype (a float or an integer type; cast one otherwise), which `y`
+    /// keeps. Floats are divided in f32, f64 in f64 (IEEE: x / 0 is infinite); integers truncate toward
+    /// zero, as in ONNX, and division by zero is an error. The kernel divides floats only.
+    "std.div",
+    div,
+    dtype: arithmetic_dtype,
+    reference: |a, b| arithmetic_reference(a, b, Arith::Div),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Div),
 }
 
 /// The reference of a float activation: `f` on each element in f32.
@@ -394,84 +326,30 @@ pub(super) fn activation_kernel(
     k.store(y, tiles.offsets, &f(&xt).cast(y.dtype()))
 }
 
-/// y = max(x, 0), element-wise. Float dtypes, which `y` keeps.
-#[custom_op(name = "std.relu")]
-pub mod relu {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        // Not `v.max(0.0)`, which gives 0 for NaN: ONNX Relu propagates NaN.
-        Ok(activation_reference(x, |v| if v < 0.0 { 0.0 } else { v }))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::relu)
-    }
+float_unary_op! {
+    /// y = max(x, 0), element-wise. Float dtypes, which `y` keeps.
+    "std.relu",
+    relu,
+    // Not `v.max(0.0)`, which gives 0 for NaN: ONNX Relu propagates NaN.
+    reference: |v| if v < 0.0 { 0.0 } else { v },
+    kernel: Tile::relu,
 }
 
-/// y = 1 / (1 + exp(-x)), element-wise. Float dtypes, which `y` keeps; computed in f32.
-#[custom_op(name = "std.sigmoid")]
-pub mod sigmoid {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| 1.0 / (1.0 + (-v).exp())))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::sigmoid)
-    }
+float_unary_op! {
+    /// y = 1 / (1 + exp(-x)), element-wise. Float dtypes, which `y` keeps; computed in f32.
+    "std.sigmoid",
+    sigmoid,
+    reference: |v| 1.0 / (1.0 + (-v).exp()),
+    kernel: Tile::sigmoid,
 }
 
-/// y = x * sigmoid(x) (SiLU, swish), element-wise. Float dtypes, which `y` keeps; computed
-/// in f32.
-#[custom_op(name = "std.silu")]
-pub mod silu {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| v / (1.0 + (-v).exp())))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::silu)
-    }
+float_unary_op! {
+    /// y = x * sigmoid(x) (SiLU, swish), element-wise. Float dtypes, which `y` keeps; computed
+    /// in f32.
+    "std.silu",
+    silu,
+    reference: |v| v / (1.0 + (-v).exp()),
+    kernel: Tile::silu,
 }
 
 /// The two forms of GELU, as ONNX Gelu's `approximate` attribute names them.

@@ -162,141 +162,51 @@ fn extremum_kernel(
     k.store(y, tiles.offsets, &result.cast(y.dtype()))
 }
 
-/// y = exp(x), element-wise. Float dtypes, which `y` keeps; computed in f32.
-#[custom_op(name = "std.exp")]
-pub mod exp {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, f32::exp))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::exp)
-    }
+float_unary_op! {
+    /// y = exp(x), element-wise. Float dtypes, which `y` keeps; computed in f32.
+    "std.exp",
+    exp,
+    reference: f32::exp,
+    kernel: Tile::exp,
 }
 
-/// y = erf(x), element-wise (the error function). Float dtypes, which `y` keeps; computed
-/// in f64 and rounded.
-#[custom_op(name = "std.erf")]
-pub mod erf {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| {
-            super::super::math::erf(f64::from(v)) as f32
-        }))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::erf)
-    }
+float_unary_op! {
+    /// y = erf(x), element-wise (the error function). Float dtypes, which `y` keeps; computed
+    /// in f64 and rounded.
+    "std.erf",
+    erf,
+    reference: |v| super::super::math::erf(f64::from(v)) as f32,
+    kernel: Tile::erf,
 }
 
-/// y = 1 / x, element-wise (infinite for 0). Float dtypes, which `y` keeps; computed in f32.
-#[custom_op(name = "std.reciprocal")]
-pub mod reciprocal {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| 1.0 / v))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::recip)
-    }
+float_unary_op! {
+    /// y = 1 / x, element-wise (infinite for 0). Float dtypes, which `y` keeps; computed in f32.
+    "std.reciprocal",
+    reciprocal,
+    reference: |v| 1.0 / v,
+    kernel: Tile::recip,
 }
 
-/// y = max(a, b), element-wise with numpy broadcasting, as ONNX Max of two inputs (chain it
-/// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
-/// wins. The kernel takes f32, f16 and bf16.
-#[custom_op(name = "std.max")]
-pub mod max {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        numeric(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        extremum(a, b, true)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        extremum_kernel(k, NAME, a, b, y, true)
-    }
+broadcast_binary_op! {
+    /// y = max(a, b), element-wise with numpy broadcasting, as ONNX Max of two inputs (chain it
+    /// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
+    /// wins. The kernel takes f32, f16 and bf16.
+    "std.max",
+    max,
+    dtype: numeric,
+    reference: |a, b| extremum(a, b, true),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, a, b, y, true),
 }
 
-/// y = min(a, b), element-wise with numpy broadcasting, as ONNX Min of two inputs (chain it
-/// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
-/// wins. The kernel takes f32, f16 and bf16.
-#[custom_op(name = "std.min")]
-pub mod min {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        numeric(a, b)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        extremum(a, b, false)
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-        extremum_kernel(k, NAME, a, b, y, false)
-    }
+broadcast_binary_op! {
+    /// y = min(a, b), element-wise with numpy broadcasting, as ONNX Min of two inputs (chain it
+    /// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
+    /// wins. The kernel takes f32, f16 and bf16.
+    "std.min",
+    min,
+    dtype: numeric,
+    reference: |a, b| extremum(a, b, false),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, a, b, y, false),
 }
 
 /// y = (a == b), element-wise with numpy broadcasting, as ONNX Equal: `a` and `b` share one

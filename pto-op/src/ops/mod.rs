@@ -46,6 +46,88 @@
 // `unsafe_code` lint reports when the expansion is local to the crate (see Cargo.toml).
 #![allow(unsafe_code)]
 
+/// A float element-wise op of one input `x` and one output `y` of the shape and dtype of `x`:
+/// the `#[custom_op]` module `$module` named `$name`, whose reference applies `reference`
+/// (an `f32 -> f32` function) to each element and whose kernel applies `kernel` (a
+/// `&Tile -> Tile` function) to each row tile, both in f32. The doc comments given first
+/// document the module. The module's scope must hold `expect_float`, `activation_reference`
+/// and `activation_kernel`.
+macro_rules! float_unary_op {
+    (
+        $(#[doc = $doc:tt])*
+        $name:literal, $module:ident,
+        reference: $reference:expr,
+        kernel: $tile:expr $(,)?
+    ) => {
+        $(#[doc = $doc])*
+        #[custom_op(name = $name)]
+        pub mod $module {
+            use super::*;
+
+            #[infer_shape]
+            fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+                Ok(x.clone())
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(x: DType) -> Result<DType, OpError> {
+                expect_float("x", x)
+            }
+
+            #[reference]
+            fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+                Ok(activation_reference(x, $reference))
+            }
+
+            #[kernel]
+            fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
+                activation_kernel(k, x, y, $tile)
+            }
+        }
+    };
+}
+
+/// A binary op with numpy broadcasting, inputs `a` and `b`, output `y`: the `#[custom_op]`
+/// module `$module` named `$name`, whose dtype is `dtype(a, b)`, reference
+/// `reference(a, b)` and kernel `kernel(k, a, b, y)` (the module's `NAME` is in scope for
+/// its errors). The doc comments given first document the module. The module's scope must
+/// hold `broadcast_shapes`.
+macro_rules! broadcast_binary_op {
+    (
+        $(#[doc = $doc:tt])*
+        $name:literal, $module:ident,
+        dtype: $dtype:expr,
+        reference: $reference:expr,
+        kernel: $kernel:expr $(,)?
+    ) => {
+        $(#[doc = $doc])*
+        #[custom_op(name = $name)]
+        pub mod $module {
+            use super::*;
+
+            #[infer_shape]
+            fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+                broadcast_shapes(a, b)
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+                ($dtype)(a, b)
+            }
+
+            #[reference]
+            fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+                ($reference)(a, b)
+            }
+
+            #[kernel]
+            fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+                ($kernel)(k, a, b, y)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod cpu_kernel_tests;
 mod elementwise;

@@ -7,83 +7,29 @@ use super::{expect_dtype_of, expect_float};
 use crate::kernel::rows::row_tiles;
 use crate::prelude::*;
 
-/// y = -x, element-wise. Float dtypes, which `y` keeps.
-#[custom_op(name = "std.neg")]
-pub mod neg {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, |v| -v))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::neg)
-    }
+float_unary_op! {
+    /// y = -x, element-wise. Float dtypes, which `y` keeps.
+    "std.neg",
+    neg,
+    reference: |v| -v,
+    kernel: Tile::neg,
 }
 
-/// y = sqrt(x), element-wise (NaN for negative x). Float dtypes, which `y` keeps; computed
-/// in f32.
-#[custom_op(name = "std.sqrt")]
-pub mod sqrt {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, f32::sqrt))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::sqrt)
-    }
+float_unary_op! {
+    /// y = sqrt(x), element-wise (NaN for negative x). Float dtypes, which `y` keeps; computed
+    /// in f32.
+    "std.sqrt",
+    sqrt,
+    reference: f32::sqrt,
+    kernel: Tile::sqrt,
 }
 
-/// y = tanh(x), element-wise. Float dtypes, which `y` keeps; computed in f32.
-#[custom_op(name = "std.tanh")]
-pub mod tanh {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
-        Ok(x.clone())
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(x: DType) -> Result<DType, OpError> {
-        expect_float("x", x)
-    }
-
-    #[reference]
-    fn reference(x: &Tensor) -> Result<Tensor, OpError> {
-        Ok(activation_reference(x, f32::tanh))
-    }
-
-    #[kernel]
-    fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        activation_kernel(k, x, y, Tile::tanh)
-    }
+float_unary_op! {
+    /// y = tanh(x), element-wise. Float dtypes, which `y` keeps; computed in f32.
+    "std.tanh",
+    tanh,
+    reference: f32::tanh,
+    kernel: Tile::tanh,
 }
 
 /// y = a ^ b, numpy broadcasting, as ONNX Pow on floats: `a` and `b` share one float dtype,
