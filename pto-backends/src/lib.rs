@@ -17,6 +17,7 @@ pub mod buffers;
 pub mod compat;
 pub mod compiler;
 pub mod cpu;
+mod instances;
 #[cfg(feature = "device")]
 pub mod kirin;
 pub mod parity;

@@ -14,11 +14,10 @@
 //!   appears by an atomic rename, so concurrent test processes share it safely.
 //! - Inputs and outputs go through files in a fresh directory per call.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use pto_op::__private::linkme;
 use pto_op::kernel::ValidProgram;
@@ -30,6 +29,7 @@ use pto_op::{
 
 use super::{LowerError, LoweredKernel, Soc, lower_program, lower_with_profile};
 use crate::cpu::Cpu;
+use crate::instances::InstanceCache;
 
 /// The headers of the host implementation, by path under `include/`.
 const HEADERS: [(&str, &str); 6] = [
@@ -191,11 +191,9 @@ pub struct AscendcHost {
     device: Result<(DeviceProfile, Soc), String>,
     compiler: String,
     cache_dir: PathBuf,
-    builds: Mutex<HashMap<BuildKey, Arc<HostBuild>>>,
+    /// Compiled builds by op instance.
+    builds: InstanceCache<HostBuild>,
 }
-
-/// Builds by (op, input types, attributes as JSON).
-type BuildKey = (String, Vec<TensorType>, String);
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -221,7 +219,7 @@ impl AscendcHost {
             device,
             compiler: std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned()),
             cache_dir: default_cache_dir(),
-            builds: Mutex::new(HashMap::new()),
+            builds: InstanceCache::new(),
         }
     }
 
@@ -232,7 +230,7 @@ impl AscendcHost {
             device: Ok((profile, soc)),
             compiler: compiler.to_owned(),
             cache_dir: cache_dir.to_owned(),
-            builds: Mutex::new(HashMap::new()),
+            builds: InstanceCache::new(),
         }
     }
 
@@ -259,17 +257,10 @@ impl AscendcHost {
             .device
             .as_ref()
             .map_err(|e| HostError::Device(e.clone()))?;
-        let attrs_key = serde_json::to_string(attrs).unwrap_or_default();
-        let key = (op.name.to_owned(), inputs.to_vec(), attrs_key);
-        let builds = || self.builds.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(build) = builds().get(&key) {
-            return Ok(Arc::clone(build));
-        }
-        // Failures are not cached: the next call reports them again, whole.
-        let kernel = lower_with_profile(op, inputs, attrs, *soc, profile)?;
-        let build = Arc::new(self.compile(kernel, profile)?);
-        builds().insert(key, Arc::clone(&build));
-        Ok(build)
+        self.builds.get_or_try_insert_with(op, inputs, attrs, || {
+            let kernel = lower_with_profile(op, inputs, attrs, *soc, profile)?;
+            self.compile(kernel, profile)
+        })
     }
 
     /// Compiles `kernel` (lowered from a shipped program, or with an edited Ascend C
@@ -290,14 +281,8 @@ impl AscendcHost {
             .device
             .as_ref()
             .map_err(|e| HostError::Device(e.clone()))?;
-        let attrs_key = serde_json::to_string(attrs).unwrap_or_default();
-        let key = (op.name.to_owned(), inputs.to_vec(), attrs_key);
-        let build = Arc::new(self.compile(kernel, profile)?);
-        self.builds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, Arc::clone(&build));
-        Ok(build)
+        let build = self.compile(kernel, profile)?;
+        Ok(self.builds.insert(op, inputs, attrs, build))
     }
 
     /// The device profile and SoC of the target, or why it has none.

@@ -14,8 +14,7 @@ pub mod memory;
 pub mod schedule;
 pub mod trace;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use pto_op::__private::linkme;
 use pto_op::kernel::ValidProgram;
@@ -26,6 +25,7 @@ use pto_op::{
 };
 
 use crate::cpu::Cpu;
+use crate::instances::InstanceCache;
 
 pub use memory::{LoopBuffering, MemoryPlan};
 pub use schedule::{SimReport, Timeline};
@@ -281,9 +281,6 @@ static SIM_TARGET: TargetDef = TargetDef {
 /// The profile the `sim` target simulates when its configuration names none.
 pub const DEFAULT_DEVICE: &str = "kirin9030";
 
-/// Traced programs by (op, input types, attributes as JSON).
-type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<ValidProgram>>;
-
 /// The `sim` execution target: traces each op's kernel into a [`ValidProgram`] and runs it on
 /// the [`Simulator`], checked against the op's description. Each call returns its
 /// simulated time ([`Executor::execute`]) or its whole report ([`Sim::call`]); ops without
@@ -299,7 +296,8 @@ type ProgramCache = HashMap<(String, Vec<TensorType>, String), Arc<ValidProgram>
 #[derive(Debug)]
 pub struct Sim {
     simulator: Result<Simulator, DeviceError>,
-    cache: Mutex<ProgramCache>,
+    /// Traced (or shipped) programs by op instance.
+    programs: InstanceCache<ValidProgram>,
 }
 
 impl Sim {
@@ -312,7 +310,7 @@ impl Sim {
     pub fn with_options(profile: DeviceProfile, options: SimOptions) -> Sim {
         Sim {
             simulator: Ok(Simulator::new(profile, options)),
-            cache: Mutex::new(HashMap::new()),
+            programs: InstanceCache::new(),
         }
     }
 
@@ -325,7 +323,7 @@ impl Sim {
             None => Sim {
                 simulator: DeviceProfile::builtin(DEFAULT_DEVICE)
                     .map(|p| Simulator::new(p, SimOptions::default())),
-                cache: Mutex::new(HashMap::new()),
+                programs: InstanceCache::new(),
             },
         }
     }
@@ -388,17 +386,6 @@ impl Sim {
             .map_err(|e| e.into_op_error(op.name))
     }
 
-    fn cache_key(
-        op: &'static OpDef,
-        types: &[TensorType],
-        attrs: &Attributes,
-    ) -> Result<(String, Vec<TensorType>, String), OpError> {
-        let attrs_key = serde_json::to_string(attrs).map_err(|e| {
-            OpError::invalid(format!("attributes cannot be serialized: {e}")).with_op(op.name)
-        })?;
-        Ok((op.name.to_owned(), types.to_vec(), attrs_key))
-    }
-
     /// Runs `program` for the calls of `op` on `types` with `attrs` from now on, in place of
     /// the op's traced kernel (a shipped kernel), after checking that it fits the device's
     /// buffers.
@@ -417,11 +404,7 @@ impl Sim {
             .simulator(op)?
             .time(&program)
             .map_err(|e| e.into_op_error(op.name))?;
-        let key = Sim::cache_key(op, types, attrs)?;
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, Arc::new(program));
+        self.programs.insert(op, types, attrs, program);
         Ok(report)
     }
 
@@ -431,19 +414,13 @@ impl Sim {
         types: &[TensorType],
         attrs: &Attributes,
     ) -> Result<Arc<ValidProgram>, OpError> {
-        let key = Sim::cache_key(op, types, attrs)?;
-        let cache = || self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(program) = cache().get(&key) {
-            return Ok(Arc::clone(program));
-        }
         // Traced for the profile's cores and buffers (`Kernel::core_count`,
         // `Kernel::buffer_capacity`); without a profile, for one core and no known buffers.
-        let program = Arc::new(match &self.simulator {
-            Ok(s) => op.trace_kernel_for(types, attrs, &s.profile)?,
-            Err(_) => op.trace_kernel_on(types, attrs, pto_op::kernel::UNKNOWN_DEVICE_CORES)?,
-        });
-        cache().insert(key, Arc::clone(&program));
-        Ok(program)
+        self.programs
+            .get_or_try_insert_with(op, types, attrs, || match &self.simulator {
+                Ok(s) => op.trace_kernel_for(types, attrs, &s.profile),
+                Err(_) => op.trace_kernel_on(types, attrs, pto_op::kernel::UNKNOWN_DEVICE_CORES),
+            })
     }
 }
 
