@@ -89,7 +89,10 @@ pub struct GraphDef {
 }
 
 impl GraphDef {
-    /// The value named `name`.
+    /// The value named `name`: a scan of the values, linear in their number. Nothing in
+    /// the workspace calls it (tracing and import keep maps of their own); for many lookups,
+    /// map the names once (`values` is public, so the graph keeps no index that could go
+    /// stale).
     pub fn value_by_name(&self, name: &str) -> Option<ValueId> {
         self.values.iter().position(|v| v.name == name)
     }
