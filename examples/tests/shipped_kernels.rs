@@ -166,3 +166,63 @@ fn a_shipped_kernel_that_no_longer_fits_the_linked_op_is_refused() {
     // The CPU reference needs no kernel: the model still runs there.
     compile(&broken, "cpu").expect("the cpu target runs references");
 }
+
+/// `demo.rope` sizes its grid from the core count. Exported, its kernel is traced without a
+/// device (grid 1); loaded and compiled for a multi-core profile, the unedited kernel is
+/// traced again for the device and runs with the grid the op's own kernel gets, while an
+/// edited one runs as written.
+#[test]
+fn an_unedited_shipped_kernel_is_traced_for_the_target_device() {
+    use pto_op::prelude::*;
+    use pto_op::target::TargetConfig;
+
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([256, 64]), DType::F32);
+    let params = pto_examples::rope::Params {
+        base: 10000.0,
+        seq_len: 0,
+    };
+    let y = pto_examples::rope::apply(&x, &params).expect("rope traces");
+    graph.output(&y);
+    let model = graph.to_model("rope").expect("the model builds");
+    let loaded = Model::from_bytes(&model.to_bytes().expect("saves")).expect("loads");
+    assert_eq!(loaded.kernels.len(), 1);
+    assert!(
+        loaded.kernels[0]
+            .text
+            .starts_with("kernel demo.rope grid 1"),
+        "traced without a device: {}",
+        loaded.kernels[0].text.lines().next().unwrap_or_default()
+    );
+
+    let ascend = pto_op::DeviceProfile::builtin("ascend910b").expect("built in");
+    assert!(ascend.ai_cores >= 2, "a multi-core profile");
+    let grid = |model: &Model| {
+        let compiled =
+            compile(model, TargetConfig::new("sim").on(ascend.clone())).expect("compiles");
+        compiled.report().nodes[0].runs
+    };
+    let NodeRuns::Kernel { grid: own, .. } = grid(&model) else {
+        panic!("rope runs its kernel");
+    };
+    assert!(own > 1, "the op's own kernel on ascend910b: grid {own}");
+    assert_eq!(
+        grid(&loaded),
+        NodeRuns::Kernel {
+            grid: own,
+            source: KernelSource::Shipped
+        }
+    );
+
+    // An edit (here, of layout only) runs as written: grid 1.
+    let mut edited = loaded.clone();
+    edited.kernels[0].text.push('\n');
+    assert!(edited.kernels[0].edited());
+    assert_eq!(
+        grid(&edited),
+        NodeRuns::Kernel {
+            grid: 1,
+            source: KernelSource::ShippedEdited
+        }
+    );
+}

@@ -255,7 +255,8 @@ pub enum NodeRuns {
 pub enum KernelSource {
     /// The linked op's `#[kernel]`, traced at compile time.
     Traced,
-    /// A kernel shipped with the model, as it was traced at export.
+    /// A kernel shipped with the model, as it was traced at export: on a target with a
+    /// device, traced again for it ([`ShippedKernel::program_for`]).
     Shipped,
     /// A kernel shipped with the model whose text was edited since.
     ShippedEdited,
@@ -886,7 +887,7 @@ fn prepare_shipped<'m>(
         return Ok(None);
     };
     let program = kernel
-        .program(op)
+        .program_for(op, executor.device_profile())
         .map_err(|source| CompileError::ShippedKernel {
             model: model.name.clone(),
             node: index,

@@ -102,6 +102,13 @@ pub trait Executor {
         Ok(None)
     }
 
+    /// The device profile the target traces kernels for; `None` (the default): the target
+    /// has none (the CPU reference), or its profile did not load. A kernel shipped with a
+    /// model is traced again for it ([`crate::model::ShippedKernel::program_for`]).
+    fn device_profile(&self) -> Option<&crate::DeviceProfile> {
+        None
+    }
+
     /// True when this target runs kernel programs, so that a kernel shipped with a model can
     /// replace an op's own ([`Executor::prepare_program`]); false (the default) for targets
     /// that run references, which need no kernel.

@@ -521,6 +521,10 @@ impl Executor for AscendcHost {
         }
     }
 
+    fn device_profile(&self) -> Option<&DeviceProfile> {
+        self.device().ok().map(|(profile, _)| profile)
+    }
+
     fn runs_programs(&self) -> bool {
         true
     }

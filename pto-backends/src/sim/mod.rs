@@ -466,6 +466,10 @@ impl Executor for Sim {
         }
     }
 
+    fn device_profile(&self) -> Option<&DeviceProfile> {
+        self.profile().ok()
+    }
+
     fn runs_programs(&self) -> bool {
         true
     }

@@ -101,7 +101,8 @@ pub fn text_digest(text: &str) -> String {
 
 impl ShippedKernel {
     /// Traces `def`'s kernel for one instance (without a device: see
-    /// [`OpDef::trace_kernel`]) and keeps it in its text form.
+    /// [`OpDef::trace_kernel`]) and keeps it in its text form. A target with a device runs
+    /// it traced again for its device while it is unedited ([`ShippedKernel::program_for`]).
     ///
     /// # Errors
     ///
@@ -217,6 +218,41 @@ impl ShippedKernel {
             }
         }
         Ok(program)
+    }
+
+    /// The program a target on `device` runs for this kernel: [`ShippedKernel::program`],
+    /// except that a kernel which is not edited and is still the linked op's kernel (the
+    /// op's kernel traced without a device gives the same text) is traced again for
+    /// `device` ([`OpDef::trace_kernel_for`]: its cores and buffers), as the op's own kernel
+    /// is, so a kernel that sizes its grid from the core count runs on every core. An edited
+    /// kernel, or one the linked op no longer traces to, runs as shipped.
+    ///
+    /// # Errors
+    ///
+    /// As [`ShippedKernel::program`].
+    pub fn program_for(
+        &self,
+        def: &OpDef,
+        device: Option<&crate::DeviceProfile>,
+    ) -> Result<ValidProgram, ShippedKernelError> {
+        let program = self.program(def)?;
+        let Some(device) = device else {
+            return Ok(program);
+        };
+        if self.edited() {
+            return Ok(program);
+        }
+        let unchanged = def
+            .trace_kernel(&self.inputs, &self.params)
+            .is_ok_and(|traced| traced.to_string() == self.text);
+        if !unchanged {
+            return Ok(program);
+        }
+        // The op's kernel traced this instance without a device a moment ago; should it not
+        // trace for the device, the shipped program runs and the target reports any misfit.
+        Ok(def
+            .trace_kernel_for(&self.inputs, &self.params, device)
+            .unwrap_or(program))
     }
 }
 
