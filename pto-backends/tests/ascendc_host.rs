@@ -416,3 +416,71 @@ fn an_integer_remainder_is_refused_by_name() {
          float) on kirin9030 (dav-l311)"
     );
 }
+
+/// An i32 iota starting at `start` along `axis` of an `[8, 64]` tile, stored: its lowering
+/// for kirin9030 run on the host, and the simulator's run of the same program.
+fn run_iota(start: i64, axis: isize) -> (Result<Vec<Tensor>, HostError>, Vec<i64>) {
+    use pto_op::Kernel;
+
+    let mut k = Kernel::new("test.iota");
+    let y = k.output("y", Shape::from([8, 64]), DType::I32);
+    let t = k.iota([8, 64], axis, start, DType::I32);
+    k.store(&y, [0, 0], &t).expect("stores");
+    let program = k.finish().expect("a program");
+    let sim = pto_backends::sim::Simulator::new(profile(), Default::default())
+        .run(&program, &[])
+        .map(|run| {
+            run.outputs[0]
+                .cast(DType::I64)
+                .to_vec::<i64>()
+                .expect("i64")
+        })
+        .map_err(|e| e.to_string());
+    let host = AscendcHost::on(None);
+    let kernel = pto_backends::ascendc::lower_program(&program, "y", Soc::Kirin9030, &profile())
+        .expect("lowers");
+    let run = host
+        .compile(kernel, &profile())
+        .and_then(|build| host.run(&build, &[]));
+    (run, sim.unwrap_or_default())
+}
+
+/// An i32 iota is exact up to `i32::MAX`, and a start beyond the i32 range stops the kernel
+/// naming the value instead of wrapping, along the last axis (`ArithProgression`) and
+/// another (`Duplicate` per row), as the simulator refuses it.
+#[test]
+fn an_i32_iota_is_exact_to_its_range_and_stops_beyond_it() {
+    let top = i64::from(i32::MAX) - 63;
+    let (run, sim) = run_iota(top, 1);
+    let values = run.expect("fits i32")[0]
+        .cast(DType::I64)
+        .to_vec::<i64>()
+        .expect("i64");
+    let expected: Vec<i64> = (0..8).flat_map(|_| top..=i64::from(i32::MAX)).collect();
+    assert_eq!(values, expected);
+    assert_eq!(sim, expected, "the simulator agrees");
+
+    let beyond = i64::from(i32::MAX) + 1;
+    for (start, axis) in [
+        (beyond, 1),
+        (beyond, 0),
+        (i64::from(i32::MIN) - 8, 0),
+        (3 << 31, 1),
+    ] {
+        let (run, sim) = run_iota(start, axis);
+        assert!(
+            sim.is_empty(),
+            "the simulator refuses start {start}: {sim:?}"
+        );
+        let message = match run {
+            Err(HostError::Run { message, .. }) => message,
+            other => panic!("start {start}, axis {axis}: expected a stop, got {other:?}"),
+        };
+        assert!(
+            message.contains("iota: integer overflow")
+                && message.contains(&start.to_string())
+                && message.contains("-2147483648..2147483647"),
+            "start {start}, axis {axis}: {message}"
+        );
+    }
+}

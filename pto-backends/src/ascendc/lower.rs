@@ -1142,7 +1142,7 @@ impl Lowering<'_> {
             self.code
                 .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
             self.code.line(format!(
-                "ArithProgression<{ctype}>({name}[r * {}], static_cast<{ctype}>({start}), \
+                "ArithProgression<{ctype}>({name}[r * {}], PTO_INDEX_AS({ctype}, {start}), \
                  static_cast<{ctype}>(1), {});",
                 g.pitch, g.cols
             ));
@@ -1154,7 +1154,7 @@ impl Lowering<'_> {
             self.code
                 .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
             self.code.line(format!(
-                "Duplicate({name}[r * {}], static_cast<{ctype}>({start} + (r / {inner}) % {len}), {});",
+                "Duplicate({name}[r * {}], PTO_INDEX_AS({ctype}, {start} + (r / {inner}) % {len}), {});",
                 g.pitch, g.cols
             ));
             self.code.close();
@@ -1856,7 +1856,10 @@ impl Lowering<'_> {
             "{header}\n#include \"kernel_operator.h\"\n#include \"{entry}_tiling.h\"\n\n\
              using namespace AscendC;\n\n\
              // The host implementation names the instruction running; nothing on the device.\n\
-             #ifndef PTO_INST\n#define PTO_INST(index, text)\n#endif\n"
+             #ifndef PTO_INST\n#define PTO_INST(index, text)\n#endif\n\
+             // An index value (int64_t) as an element of type T: the host implementation\n\
+             // stops on an integer outside T's range; the device converts.\n\
+             #ifndef PTO_INDEX_AS\n#define PTO_INDEX_AS(T, value) static_cast<T>(value)\n#endif\n"
         );
         out.push_str(HELPERS);
         if self.uses_cube {

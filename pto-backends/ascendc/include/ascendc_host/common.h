@@ -281,5 +281,8 @@ inline void WaitFlag(event_t id)
 }  // namespace AscendC
 
 #define PTO_INST(index, text) ::AscendC::host::SetInst((index), (text))
+// An index value as an element of type T (an iota's start): exact, and an integer outside
+// T's range stops the kernel, as the simulator does, instead of wrapping.
+#define PTO_INDEX_AS(T, value) ::AscendC::host::Narrow<T>("iota", static_cast<int64_t>(value))
 
 #endif  // ASCENDC_HOST_COMMON_H
