@@ -168,10 +168,12 @@ fn binding_at_import_and_binding_later_give_the_same_model() {
     let onnx = fixture("gpt2_tiny.onnx");
     let options = ImportOptions::default().dim("batch", 1).dim("seq", 4);
     let early = Model::load_onnx_with(&onnx, &options).expect("binds at import");
-    let late = symbolic(LoadedModel::load_onnx(&onnx).expect("imports"))
-        .bind(&options)
-        .expect("binds");
+    let model = symbolic(LoadedModel::load_onnx(&onnx).expect("imports"));
+    let late = model.bind(&options).expect("binds");
     assert_eq!(early, late);
+    // Binding the model itself (its weights moved, not copied) gives the same.
+    let moved = model.into_bound(&options).expect("binds");
+    assert_eq!(moved, early);
     let by_shape =
         Model::load_onnx_with(&onnx, &ImportOptions::default().shape("input_ids", [1, 4]))
             .expect("binds at import");

@@ -190,44 +190,76 @@ impl SymbolicModel {
     /// output whose declared symbolic dim does not get the size bound to that name; any
     /// error of the import itself for these shapes.
     pub fn bind(&self, options: &ImportOptions) -> Result<Model, OnnxError> {
-        let model = crate::onnx::import::bind_symbolic(self, options)?;
-        self.check_outputs(&model, options)?;
+        let model = crate::onnx::import::bind_symbolic(
+            &self.onnx,
+            |name| self.weights.get(name).cloned(),
+            options,
+        )?;
+        check_outputs(&self.inputs, &self.outputs, &model, options)?;
         Ok(model)
     }
 
-    /// Each output dim declared with the name of an input's dim has the size bound to it.
-    fn check_outputs(&self, model: &Model, options: &ImportOptions) -> Result<(), OnnxError> {
-        let shapes = crate::onnx::import::bound_shapes(&self.inputs, options)?;
-        let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
-        for input in &self.inputs {
-            if let Some(shape) = shapes.get(&input.name) {
-                for (dim, &size) in input.dims.iter().zip(shape.dims()) {
-                    if let Dim::Named(name) = dim {
-                        sizes.insert(name, size);
-                    }
-                }
-            }
-        }
-        let graph = &model.graph;
-        for (declared, &id) in self.outputs.iter().zip(&graph.outputs) {
-            let actual = &graph.values[id].ty.shape;
-            for (axis, (dim, &size)) in declared.dims.iter().zip(actual.dims()).enumerate() {
-                if let Dim::Named(name) = dim
-                    && let Some(&bound) = sizes.get(name.as_str())
-                    && bound != size
-                {
-                    return Err(OnnxError::Value {
-                        value: declared.name.clone(),
-                        problem: format!(
-                            "the output is declared {declared}, so its dimension {axis} is \
-                             `{name}` = {bound}, but its op infers {actual}"
-                        ),
-                    });
-                }
-            }
-        }
-        Ok(())
+    /// [`bind`](SymbolicModel::bind), moving the weights into the model instead of copying
+    /// them: memory holds them once (what the command line does with a model it has just
+    /// loaded).
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](SymbolicModel::bind).
+    pub fn into_bound(self, options: &ImportOptions) -> Result<Model, OnnxError> {
+        // The checks of the bindings first, so that an error leaves nothing half moved.
+        crate::onnx::import::bound_shapes(&self.inputs, options)?;
+        let SymbolicModel {
+            inputs,
+            outputs,
+            onnx,
+            mut weights,
+            ..
+        } = self;
+        let model = crate::onnx::import::bind_symbolic(&onnx, |n| weights.remove(n), options)?;
+        check_outputs(&inputs, &outputs, &model, options)?;
+        Ok(model)
     }
+}
+
+/// Each dim of `outputs` declared with the name of a dim of `inputs` has the size `options`
+/// bind to it in `model`.
+fn check_outputs(
+    inputs: &[SymbolicValue],
+    outputs: &[SymbolicValue],
+    model: &Model,
+    options: &ImportOptions,
+) -> Result<(), OnnxError> {
+    let shapes = crate::onnx::import::bound_shapes(inputs, options)?;
+    let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
+    for input in inputs {
+        if let Some(shape) = shapes.get(&input.name) {
+            for (dim, &size) in input.dims.iter().zip(shape.dims()) {
+                if let Dim::Named(name) = dim {
+                    sizes.insert(name, size);
+                }
+            }
+        }
+    }
+    let graph = &model.graph;
+    for (declared, &id) in outputs.iter().zip(&graph.outputs) {
+        let actual = &graph.values[id].ty.shape;
+        for (axis, (dim, &size)) in declared.dims.iter().zip(actual.dims()).enumerate() {
+            if let Dim::Named(name) = dim
+                && let Some(&bound) = sizes.get(name.as_str())
+                && bound != size
+            {
+                return Err(OnnxError::Value {
+                    value: declared.name.clone(),
+                    problem: format!(
+                        "the output is declared {declared}, so its dimension {axis} is \
+                             `{name}` = {bound}, but its op infers {actual}"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a model file or an ONNX file holds: a model, or a model whose symbolic dims are
@@ -250,8 +282,8 @@ impl LoadedModel {
     }
 
     /// The model for the bindings of `options`: a symbolic model bound
-    /// ([`SymbolicModel::bind`]); a static model as it is, when `options` agree with its
-    /// input shapes.
+    /// ([`SymbolicModel::into_bound`], its weights moved, not copied); a static model as it
+    /// is, when `options` agree with its input shapes.
     ///
     /// # Errors
     ///
@@ -259,7 +291,7 @@ impl LoadedModel {
     /// or of an input shape it does not have.
     pub fn bind(self, options: &ImportOptions) -> Result<Model, OnnxError> {
         match self {
-            LoadedModel::Symbolic(model) => model.bind(options),
+            LoadedModel::Symbolic(model) => model.into_bound(options),
             LoadedModel::Static(model) => {
                 if !options.shapes.is_empty() || !options.dims.is_empty() {
                     let g = &model.graph;

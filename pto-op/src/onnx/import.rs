@@ -241,11 +241,14 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
 
 /// The model of `symbolic` for the bindings of `options`: the import of its ONNX graph with
 /// its initializers' tensors.
+/// `tensor` gives each initializer's tensor by name: a copy, or the tensor itself when the
+/// symbolic model is used up.
 pub(crate) fn bind_symbolic(
-    symbolic: &SymbolicModel,
+    onnx: &[u8],
+    mut tensor: impl FnMut(&str) -> Option<Tensor>,
     options: &ImportOptions,
 ) -> Result<Model, OnnxError> {
-    let proto = super::proto::ModelProto::decode(symbolic.onnx.as_slice())?;
+    let proto = super::proto::ModelProto::decode(onnx)?;
     let graph = proto
         .graph
         .as_ref()
@@ -254,14 +257,10 @@ pub(crate) fn bind_symbolic(
         .initializer
         .iter()
         .map(|init| {
-            symbolic
-                .weights
-                .get(&init.name)
-                .cloned()
-                .ok_or_else(|| OnnxError::Value {
-                    value: init.name.clone(),
-                    problem: "the initializer has no tensor in the symbolic model".to_owned(),
-                })
+            tensor(&init.name).ok_or_else(|| OnnxError::Value {
+                value: init.name.clone(),
+                problem: "the initializer has no tensor in the symbolic model".to_owned(),
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     build(&proto, tensors, options)
