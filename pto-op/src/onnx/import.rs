@@ -172,9 +172,9 @@ pub(super) fn from_reader<R: Read + Seek>(
     build(&proto, tensors, options)
 }
 
-/// The model in the `len` bytes of `reader` as it is: a [`Model`] when its inputs are
-/// static, else a [`SymbolicModel`] (checked by importing it once with every symbolic dim
-/// bound to 1).
+/// The model in the `len` bytes of `reader` (from its start) as it is: a [`Model`] when its
+/// inputs are static, else a [`SymbolicModel`] (checked by importing it once with every
+/// symbolic dim bound to 1, then its initializers read again).
 pub(super) fn loaded_from_reader<R: Read + Seek>(
     reader: &mut R,
     len: u64,
@@ -206,7 +206,9 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
             .collect();
         probe.shapes.insert(input.name.clone(), Shape::new(dims));
     }
-    let probed = build(&proto, tensors.clone(), &probe).map_err(|e| {
+    // The probe takes the tensors, and the file is read again for the model's: memory holds
+    // the weights once, not twice, at the cost of a second read.
+    let probed = build(&proto, tensors, &probe).map_err(|e| {
         OnnxError::Model(format!(
             "the model has symbolic dims ({}); importing it with each bound to 1, to check \
              its graph before they are bound: {e}",
@@ -215,6 +217,11 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
     })?;
     let name = probed.name.clone();
     let outputs = declared_outputs(graph, &probed)?;
+    drop(probed);
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| OnnxError::Model(format!("reading the model again: {e}")))?;
+    let (_, tensors) = read_source(reader, len, dir)?;
     let mut weights = BTreeMap::new();
     if let Some(graph) = proto.graph.as_mut() {
         for (init, tensor) in graph.initializer.iter_mut().zip(tensors) {
