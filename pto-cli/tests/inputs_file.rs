@@ -368,8 +368,13 @@ fn fuzz_mutated_inputs_files_never_panic() {
         "read_safetensors panicked; replay with PTO_FUZZ_SEED={seed} PTO_FUZZ_CASES=<case + 1>:\n{}",
         panics.join("\n")
     );
-    assert!(
-        loaded > 0,
-        "no mutated file read; the mutations are too coarse"
-    );
+    // Whether the mutations are fine enough to get past the parser is a property of the
+    // mutator, only measurable over enough cases: about one in 90 mutated files reads at the
+    // default seed, so a run of a few dozen cases can read none by chance.
+    if cases >= 1_000 {
+        assert!(
+            loaded > 0,
+            "no mutated file of {cases} read; the mutations are too coarse"
+        );
+    }
 }
