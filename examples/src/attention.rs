@@ -390,12 +390,14 @@ pub mod attention_fusion {
                     starts: vec![i as i64, j as i64],
                     ends: vec![i as i64 + 1, j as i64 + 1],
                     axes: vec![0, 1],
+                    steps: Vec::new(),
                 },
             )?;
             reshape::apply(
                 &part,
                 &reshape::Params {
                     shape: vec![s as i64, d as i64],
+                    allowzero: false,
                 },
             )
         };
@@ -413,6 +415,7 @@ pub mod attention_fusion {
                     &y,
                     &reshape::Params {
                         shape: vec![1, 1, s as i64, d as i64],
+                        allowzero: false,
                     },
                 )?;
                 heads = Some(match heads {

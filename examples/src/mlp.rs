@@ -276,6 +276,7 @@ pub mod swiglu_fusion {
         }
         let reshape = pto_op::ops::reshape::Params {
             shape: vec![rows as i64, d as i64],
+            allowzero: false,
         };
         let x = pto_op::ops::reshape::apply(&h, &reshape)?;
         let y = super::swiglu::apply(

@@ -221,7 +221,13 @@ fn shape_seed() -> Result<Model, OpError> {
             perm: vec![2, 0, 1],
         },
     )?;
-    let r = ops::reshape::apply(&t, &ops::reshape::Params { shape: vec![0, -1] })?;
+    let r = ops::reshape::apply(
+        &t,
+        &ops::reshape::Params {
+            shape: vec![0, -1],
+            allowzero: false,
+        },
+    )?;
     let c = ops::concat::apply(&r, &side, &ops::concat::Params { axis: 1 })?;
     let s = ops::slice::apply(
         &c,
@@ -229,6 +235,7 @@ fn shape_seed() -> Result<Model, OpError> {
             starts: vec![1, -10],
             ends: vec![-1, 100],
             axes: vec![0, 1],
+            steps: Vec::new(),
         },
     )?;
     g.output(&ops::reduce_sum::apply(

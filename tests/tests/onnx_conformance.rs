@@ -30,9 +30,10 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use pto_backends::compiler::compile;
-use pto_op::onnx::proto::ModelProto;
+use pto_op::onnx::proto::{ModelProto, ValueInfoProto};
 use pto_op::onnx::{
     ImportOptions, from_onnx, from_onnx_with, imported_op_types, param_inputs, tensor_from_onnx,
+    tensor_of_value,
 };
 use pto_op::{DType, Model, Tensor, Tolerance};
 
@@ -75,8 +76,9 @@ struct DataSet {
     outputs: Vec<Tensor>,
 }
 
-/// The `.pb` files `prefix_0.pb`, `prefix_1.pb`, ... of `dir`, read in index order.
-fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, String> {
+/// The `.pb` files `prefix_0.pb`, `prefix_1.pb`, ... of `dir`, read in index order as the
+/// values `infos` declare (a value that is not a tensor is refused by name).
+fn read_tensors(dir: &Path, prefix: &str, infos: &[ValueInfoProto]) -> Result<Vec<Tensor>, String> {
     let mut tensors = Vec::new();
     for index in 0.. {
         let path = dir.join(format!("{prefix}_{index}.pb"));
@@ -84,14 +86,23 @@ fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, String> {
             break;
         }
         let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (_, tensor) =
-            tensor_from_onnx(&bytes).map_err(|e| format!("test data {prefix}_{index}.pb: {e}"))?;
+        let read = match infos.get(index) {
+            Some(info) => tensor_of_value(&bytes, info),
+            None => tensor_from_onnx(&bytes),
+        };
+        let (_, tensor) = read.map_err(|e| format!("test data {prefix}_{index}.pb: {e}"))?;
         tensors.push(tensor);
     }
     Ok(tensors)
 }
 
-fn data_sets(dir: &Path) -> Result<Vec<DataSet>, String> {
+/// The data sets of the test in `dir`, whose graph inputs (initializers left out) and
+/// outputs are `inputs` and `outputs`.
+fn data_sets(
+    dir: &Path,
+    inputs: &[ValueInfoProto],
+    outputs: &[ValueInfoProto],
+) -> Result<Vec<DataSet>, String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -104,8 +115,8 @@ fn data_sets(dir: &Path) -> Result<Vec<DataSet>, String> {
         .map(|name| {
             let set = dir.join(&name);
             Ok(DataSet {
-                inputs: read_tensors(&set, "input")?,
-                outputs: read_tensors(&set, "output")?,
+                inputs: read_tensors(&set, "input", inputs)?,
+                outputs: read_tensors(&set, "output", outputs)?,
                 name,
             })
         })
@@ -198,23 +209,28 @@ fn run_test(dir: &Path, ops: String) -> Outcome {
         Ok(b) => b,
         Err(e) => return fail("import", e.to_string()),
     };
-    let sets = match data_sets(dir) {
-        Ok(s) => s,
-        Err(e) => return fail("import", e),
-    };
     let proto = match ModelProto::decode(bytes.as_slice()) {
         Ok(p) => p,
         Err(e) => return fail("import", e.to_string()),
     };
     let bound = bound_inputs(&proto);
-    let names: Vec<String> = proto.graph.as_ref().map_or_else(Vec::new, |g| {
-        let initializers: BTreeSet<&str> = g.initializer.iter().map(|i| i.name.as_str()).collect();
-        g.input
-            .iter()
-            .filter(|i| !initializers.contains(i.name.as_str()))
-            .map(|i| i.name.clone())
-            .collect()
-    });
+    let (inputs, outputs): (Vec<ValueInfoProto>, Vec<ValueInfoProto>) =
+        proto.graph.as_ref().map_or_else(Default::default, |g| {
+            let initializers: BTreeSet<&str> =
+                g.initializer.iter().map(|i| i.name.as_str()).collect();
+            let inputs = g
+                .input
+                .iter()
+                .filter(|i| !initializers.contains(i.name.as_str()))
+                .cloned()
+                .collect();
+            (inputs, g.output.clone())
+        });
+    let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
+    let sets = match data_sets(dir, &inputs, &outputs) {
+        Ok(s) => s,
+        Err(e) => return fail("import", e),
+    };
     let mut cases = Vec::new();
     let mut shared: Option<Model> = None;
     for set in sets {

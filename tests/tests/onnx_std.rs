@@ -202,7 +202,9 @@ fn transformer_math() -> Result<Case, OpError> {
 /// Shape ops on a rank-3 input: transpose (explicit and reversing perm), reshape with 0
 /// and -1, a chain of concats, slices with negative bounds and with default axes, gathers
 /// with i64 and i32 indices, casts through f16 and i32, reductions with and without
-/// keepdims, and integer arithmetic. Every op result is a graph output.
+/// keepdims, integer arithmetic, slices with negative and positive steps, a reshape with
+/// allowzero, and integer powers (integer and float exponents). Every op result is a graph
+/// output.
 fn shape_ops() -> Result<Case, OpError> {
     let g = Graph::new();
     let out = |v: Value| {
@@ -219,6 +221,19 @@ fn shape_ops() -> Result<Case, OpError> {
         "indices_i32",
         Tensor::from_vec([2, 2], vec![3i32, -4, 1, 1])
             .map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let exponent = g.weight(
+        "exponent",
+        Tensor::from_vec([4], vec![2i32, 3, 2, 0]).map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let halves = g.weight(
+        "halves",
+        Tensor::from_vec([4], vec![0.5f32, 1.5, 0.5, 1.0])
+            .map_err(|e| OpError::invalid(e.to_string()))?,
+    )?;
+    let two = g.weight(
+        "two",
+        Tensor::from_vec([1], vec![2i64]).map_err(|e| OpError::invalid(e.to_string()))?,
     )?;
     let ten = g.weight(
         "ten",
@@ -240,11 +255,15 @@ fn shape_ops() -> Result<Case, OpError> {
         &t,
         &ops::reshape::Params {
             shape: ints(&[0, -1]),
+            allowzero: false,
         },
     )?);
     out(ops::reshape::apply(
         &x,
-        &ops::reshape::Params { shape: ints(&[-1]) },
+        &ops::reshape::Params {
+            shape: ints(&[-1]),
+            allowzero: false,
+        },
     )?);
     let c = out(ops::concat::apply(
         &r,
@@ -262,6 +281,7 @@ fn shape_ops() -> Result<Case, OpError> {
             starts: ints(&[1, -10]),
             ends: ints(&[-1, 100]),
             axes: ints(&[0, 1]),
+            steps: Vec::new(),
         },
     )?);
     out(ops::slice::apply(
@@ -270,6 +290,7 @@ fn shape_ops() -> Result<Case, OpError> {
             starts: ints(&[0, 1]),
             ends: ints(&[1, 3]),
             axes: Vec::new(),
+            steps: Vec::new(),
         },
     )?);
     out(ops::reduce_sum::apply(
@@ -327,6 +348,38 @@ fn shape_ops() -> Result<Case, OpError> {
             keepdims: true,
         },
     )?);
+    // Slices with steps: negative ones from a clamped start down to `i64::MIN` (the first
+    // element) and past a start beyond the axis, and a positive one of 3.
+    out(ops::slice::apply(
+        &x,
+        &ops::slice::Params {
+            starts: ints(&[-1, 10]),
+            ends: ints(&[i64::MIN, 0]),
+            axes: ints(&[1, 2]),
+            steps: ints(&[-2, -3]),
+        },
+    )?);
+    out(ops::slice::apply(
+        &x,
+        &ops::slice::Params {
+            starts: ints(&[0]),
+            ends: ints(&[4]),
+            axes: ints(&[-1]),
+            steps: ints(&[3]),
+        },
+    )?);
+    out(ops::reshape::apply(
+        &x,
+        &ops::reshape::Params {
+            shape: ints(&[4, 6]),
+            allowzero: true,
+        },
+    )?);
+    // Integer powers (of a computed base: constants are folded at import): exact for
+    // integer exponents, truncated for float ones (`positive`: the squares).
+    out(ops::pow::apply(&truncated, &exponent, &Default::default())?);
+    let positive = ops::pow::apply(&truncated, &two, &Default::default())?;
+    out(ops::pow::apply(&positive, &halves, &Default::default())?);
     Ok(Case {
         model: g.to_model("shape_ops")?,
         inputs: BTreeMap::from([("x".to_owned(), Tensor::random([2, 3, 4], DType::F32, 10))]),

@@ -2,7 +2,7 @@
 //! the texts of their shape, dtype and param errors.
 
 use pto_op::ops;
-use pto_op::{AttrValue, Attributes, OpDef, Tensor};
+use pto_op::{AttrValue, Attributes, DType, OpDef, Tensor};
 
 fn f32s(dims: &[usize], values: &[f32]) -> Tensor {
     Tensor::from_vec(dims, values.to_vec()).expect("values fit the shape")
@@ -331,6 +331,183 @@ fn slice_counts_negative_indices_from_the_end_and_clamps() {
         ),
         "op `std.slice`: param `ends`: has 2 values, but starts has 1: one start and one end \
          per sliced axis"
+    );
+}
+
+/// The indices ONNX Slice takes along an axis of size `dim`, straight from its spec: the
+/// oracle of [`slice_takes_every_step_and_clamps_as_onnx`].
+fn onnx_slice_indices(dim: i64, start: i64, end: i64, step: i64) -> Vec<i64> {
+    let from_end = |i: i64| if i < 0 { i.saturating_add(dim) } else { i };
+    let (mut start, mut end) = (from_end(start), from_end(end));
+    if step > 0 {
+        start = start.clamp(0, dim);
+        end = end.clamp(0, dim);
+    } else {
+        start = start.clamp(0, (dim - 1).max(0));
+        end = end.clamp(-1, dim - 1);
+    }
+    let mut taken = Vec::new();
+    let mut i = start;
+    while dim > 0 && (if step > 0 { i < end } else { i > end }) {
+        taken.push(i);
+        match i.checked_add(step) {
+            Some(next) => i = next,
+            None => break,
+        }
+    }
+    taken
+}
+
+#[test]
+fn slice_takes_every_step_and_clamps_as_onnx() {
+    let bounds = [i64::MIN, -9, -5, -4, -2, -1, 0, 1, 2, 3, 4, 5, 9, i64::MAX];
+    for dim in [0usize, 1, 4, 5] {
+        let x = i64s(&[dim], &(0..dim as i64).map(|v| v * 10).collect::<Vec<_>>());
+        for step in [-3, -2, -1, 1, 2, 3, i64::MAX, i64::MIN + 1] {
+            for start in bounds {
+                for end in bounds {
+                    let y = run(
+                        ops::slice::def(),
+                        &[&x],
+                        &[
+                            ("starts", ints(&[start])),
+                            ("ends", ints(&[end])),
+                            ("steps", ints(&[step])),
+                        ],
+                    );
+                    let expected: Vec<i64> = onnx_slice_indices(dim as i64, start, end, step)
+                        .into_iter()
+                        .map(|i| i * 10)
+                        .collect();
+                    assert_eq!(
+                        y.to_vec::<i64>(),
+                        Ok(expected),
+                        "dim {dim}, start {start}, end {end}, step {step}"
+                    );
+                }
+            }
+        }
+    }
+    // Two axes with steps, one reversed.
+    let x = i64s(&[3, 4], &(0..12).collect::<Vec<_>>());
+    let y = run(
+        ops::slice::def(),
+        &[&x],
+        &[
+            ("starts", ints(&[-1, 0])),
+            ("ends", ints(&[i64::MIN, 4])),
+            ("axes", ints(&[0, 1])),
+            ("steps", ints(&[-1, 2])),
+        ],
+    );
+    assert_eq!(
+        (y.dims(), y.to_vec::<i64>()),
+        (&[3, 2][..], Ok(vec![8, 10, 4, 6, 0, 2]))
+    );
+    assert_eq!(
+        fail(
+            ops::slice::def(),
+            &[&x],
+            &[
+                ("starts", ints(&[0])),
+                ("ends", ints(&[2])),
+                ("steps", ints(&[0]))
+            ]
+        ),
+        "op `std.slice`: param `steps`: step 0 (of axis 0) is 0; steps are non-zero"
+    );
+    assert_eq!(
+        fail(
+            ops::slice::def(),
+            &[&x],
+            &[
+                ("starts", ints(&[0])),
+                ("ends", ints(&[2])),
+                ("steps", ints(&[1, 1]))
+            ]
+        ),
+        "op `std.slice`: param `steps`: has 2 values, but starts has 1: one step per start, \
+         or none for steps of 1"
+    );
+}
+
+#[test]
+fn reshape_with_allowzero_keeps_zeros_as_sizes() {
+    let empty = f32s(&[0, 3, 4], &[]);
+    let y = run(
+        ops::reshape::def(),
+        &[&empty],
+        &[
+            ("shape", ints(&[3, 4, 0])),
+            ("allowzero", AttrValue::Bool(true)),
+        ],
+    );
+    assert_eq!(y.dims(), &[3, 4, 0]);
+    // Without allowzero the 0 copies x's dim 2 (4): 48 elements, not 0.
+    assert_eq!(
+        fail(
+            ops::reshape::def(),
+            &[&empty],
+            &[("shape", ints(&[3, 4, 0]))]
+        ),
+        "op `std.reshape`: param `shape`: [3, 4, 0] means shape [3, 4, 4] of 48 elements, but x \
+         of shape [0, 3, 4] has 0"
+    );
+    assert_eq!(
+        fail(
+            ops::reshape::def(),
+            &[&empty],
+            &[
+                ("shape", ints(&[0, -1])),
+                ("allowzero", AttrValue::Bool(true))
+            ]
+        ),
+        "op `std.reshape`: param `shape`: [0, -1] has both a 0 and a -1, which allowzero does \
+         not allow (no size for the -1 gives a shape of 0 elements a known count)"
+    );
+}
+
+#[test]
+fn integer_powers_are_exact_wrap_and_truncate() {
+    let i32s = |values: &[i32]| Tensor::from_vec([values.len()], values.to_vec()).unwrap();
+    // Integer exponents: exact, wrapping in the base's dtype.
+    let base = i32s(&[2, -3, 3, 7, 0, 5]);
+    let exponent = i32s(&[10, 3, 21, 0, 0, 1]);
+    let y = run(ops::pow::def(), &[&base, &exponent], &[]);
+    assert_eq!(
+        y.to_vec::<i32>(),
+        Ok(vec![1024, -27, 3i32.wrapping_pow(21), 1, 1, 5])
+    );
+    // Negative exponents: the real power truncated toward zero.
+    let base = i32s(&[1, -1, -1, 2, -5, 0]);
+    let exponent = i64s(&[6], &[-3, -3, -2, -1, -2, -1]);
+    let y = run(ops::pow::def(), &[&base, &exponent], &[]);
+    assert_eq!(y.to_vec::<i32>(), Ok(vec![1, -1, 1, 0, 0, 0]));
+    // i64 bases with u64 exponents beyond i64::MAX, and a broadcast exponent.
+    let base = i64s(&[3], &[1, -1, 2]);
+    let exponent = Tensor::from_vec([1], vec![u64::MAX]).unwrap();
+    let y = run(ops::pow::def(), &[&base, &exponent], &[]);
+    assert_eq!(
+        (y.dtype(), y.to_vec::<i64>()),
+        (DType::I64, Ok(vec![1, -1, 0]))
+    );
+    // Float exponents: the real power in f64, truncated toward zero and saturated.
+    let base = i32s(&[2, 9, -8, 10, -2]);
+    let exponent = f32s(&[5], &[0.5, 1.5, 1.0 / 3.0, 10.0, 0.5]);
+    let y = run(ops::pow::def(), &[&base, &exponent], &[]);
+    assert_eq!(y.to_vec::<i32>(), Ok(vec![1, 27, 0, i32::MAX, 0]));
+    assert_eq!(
+        fail(ops::pow::def(), &[&f32s(&[1], &[2.0]), &i32s(&[2])], &[]),
+        "op `std.pow`: input `b`: expected dtype f32 (that of a), got i32: convert it with \
+         std.cast"
+    );
+    assert_eq!(
+        fail(
+            ops::pow::def(),
+            &[&Tensor::from_vec([1], vec![2u8]).unwrap(), &i32s(&[2])],
+            &[]
+        ),
+        "op `std.pow`: input `a`: expected f32, f16, bf16, i32 or i64, got u8"
     );
 }
 

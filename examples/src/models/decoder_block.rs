@@ -211,6 +211,7 @@ pub fn build_std_sized(size: StdBlockSize, name: &str) -> Result<Model, OpError>
                     starts: vec![start],
                     ends: vec![start + head_dim as i64],
                     axes: vec![1],
+                    steps: Vec::new(),
                 },
             )
         };

@@ -67,6 +67,7 @@ pub fn describe() -> Result<GraphDef, OpError> {
                         starts: vec![start],
                         ends: vec![start + HEAD_DIM as i64],
                         axes: vec![1],
+                        steps: Vec::new(),
                     },
                 )
             };
@@ -106,6 +107,7 @@ fn rope(t: &Value, cos: &Value, sin: &Value) -> Result<Value, OpError> {
         t,
         &reshape::Params {
             shape: vec![TOKENS as i64, HEADS as i64, HEAD_DIM as i64],
+            allowzero: false,
         },
     )?;
     let half = (HEAD_DIM / 2) as i64;
@@ -116,6 +118,7 @@ fn rope(t: &Value, cos: &Value, sin: &Value) -> Result<Value, OpError> {
                 starts: vec![start],
                 ends: vec![end],
                 axes: vec![2],
+                steps: Vec::new(),
             },
         )
     };
@@ -128,6 +131,7 @@ fn rope(t: &Value, cos: &Value, sin: &Value) -> Result<Value, OpError> {
         &swapped,
         &reshape::Params {
             shape: vec![TOKENS as i64, HIDDEN as i64],
+            allowzero: false,
         },
     )?;
     let straight = mul::apply(t, cos, &mul::Params {})?;

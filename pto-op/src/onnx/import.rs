@@ -79,6 +79,39 @@ pub fn tensor_from_onnx(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
     Ok((proto.name, tensor))
 }
 
+/// The tensor that serialized ONNX test data (a `.pb` file of the ONNX test data) holds
+/// for the graph input or output `info`: like [`tensor_from_onnx`], but a value `info`
+/// declares of another type than a tensor (optional, sequence: its file holds an
+/// `OptionalProto` or a `SequenceProto`) is refused by name, as import refuses it.
+///
+/// ```
+/// use pto_op::onnx::proto::{TypeProto, ValueInfoProto};
+/// // A sequence type: a `TypeProto` without its tensor alternative.
+/// let info = ValueInfoProto {
+///     name: "xs".into(),
+///     r#type: Some(TypeProto { tensor_type: None }),
+/// };
+/// let e = pto_op::onnx::tensor_of_value(&[], &info).unwrap_err();
+/// assert!(e.to_string().contains("optional and sequence types"), "{e}");
+/// ```
+///
+/// # Errors
+///
+/// Those of [`tensor_from_onnx`], and a value that is not a tensor.
+pub fn tensor_of_value(bytes: &[u8], info: &ValueInfoProto) -> Result<(String, Tensor), OnnxError> {
+    if info
+        .r#type
+        .as_ref()
+        .is_some_and(|t| t.tensor_type.is_none())
+    {
+        return Err(OnnxError::Value {
+            value: info.name.clone(),
+            problem: not_a_tensor(info),
+        });
+    }
+    tensor_from_onnx(bytes)
+}
+
 /// The model in ONNX protobuf `bytes`. See the [module docs](super) for the mapping.
 ///
 /// Standard ONNX operators of the table become `std.*` ops (Concat of n inputs a balanced tree of
@@ -1042,7 +1075,6 @@ const LOWERED_PARAM_INPUTS: &[(&str, &[usize])] = &[
     ("ConstantOfShape", &[0]),
     ("Dropout", &[1, 2]),
     ("Range", &[0, 1, 2]),
-    ("Slice", &[4]),
     ("Split", &[1]),
     ("Squeeze", &[1]),
     ("Unsqueeze", &[1]),
@@ -1251,6 +1283,18 @@ fn dims(raw: impl IntoIterator<Item = Option<i64>>) -> Result<Shape, String> {
     Ok(Shape::new(dims))
 }
 
+/// Why the value `info` declares is not a tensor: it has no type, or another alternative of
+/// `TypeProto` than a tensor (pto-op's proto reads only the tensor one).
+fn not_a_tensor(info: &ValueInfoProto) -> String {
+    match &info.r#type {
+        None => "has no type; pto-op needs a tensor type".to_owned(),
+        Some(_) => "is not a tensor but an optional, sequence, map or sparse tensor value: \
+                    optional and sequence types are not supported; pto-op's values are dense \
+                    tensors"
+            .to_owned(),
+    }
+}
+
 /// The dtype `info` declares.
 fn value_dtype(info: &ValueInfoProto) -> Result<DType, OnnxError> {
     let tensor = info
@@ -1259,7 +1303,7 @@ fn value_dtype(info: &ValueInfoProto) -> Result<DType, OnnxError> {
         .and_then(|t| t.tensor_type.as_ref())
         .ok_or_else(|| OnnxError::Value {
             value: info.name.clone(),
-            problem: "has no tensor type".to_owned(),
+            problem: not_a_tensor(info),
         })?;
     DType::from_onnx_code(tensor.elem_type).ok_or_else(|| OnnxError::Value {
         value: info.name.clone(),

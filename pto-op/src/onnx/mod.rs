@@ -58,7 +58,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use export::to_onnx;
-pub use import::{ImportOptions, from_onnx, from_onnx_with, param_inputs, tensor_from_onnx};
+pub use import::{
+    ImportOptions, from_onnx, from_onnx_with, param_inputs, tensor_from_onnx, tensor_of_value,
+};
 
 /// The ONNX operators of the default domain that import reads (besides `Constant`), sorted.
 ///

@@ -186,8 +186,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         ops::reshape::NAME,
         "Reshape",
         14,
-        &[input("shape", 1, false)],
-        &[("allowzero", 0)],
+        &[input("shape", 1, false), attr("allowzero", "allowzero")],
+        &[],
     ),
     StandardOp {
         op: ops::concat::NAME,
@@ -207,6 +207,7 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             input("starts", 1, false),
             input("ends", 2, false),
             input("axes", 3, true),
+            input("steps", 4, true),
         ],
         &[],
     ),

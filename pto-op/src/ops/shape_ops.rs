@@ -59,8 +59,9 @@ pub mod transpose {
     }
 }
 
-/// The output shape of ONNX Reshape (allowzero = 0) of `x` to `shape`.
-fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
+/// The output shape of ONNX Reshape of `x` to `shape`: a 0 in `shape` copies the dim of `x`
+/// at its index, unless `allowzero` (then it is a dim of size 0).
+fn reshaped(op: &str, x: &Shape, shape: &[i64], allowzero: bool) -> Result<Shape, OpError> {
     let bad = |problem: String| param_error(op, "shape", problem);
     let mut dims = Vec::with_capacity(shape.len());
     let mut inferred = None;
@@ -72,6 +73,15 @@ fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
             -1 => {
                 inferred = Some(i);
                 1
+            }
+            0 if allowzero => {
+                if shape.contains(&-1) {
+                    return Err(bad(format!(
+                        "{shape:?} has both a 0 and a -1, which allowzero does not allow (no \
+                         size for the -1 gives a shape of 0 elements a known count)"
+                    )));
+                }
+                0
             }
             0 => *x.dims().get(i).ok_or_else(|| {
                 bad(format!(
@@ -116,14 +126,16 @@ fn reshaped(op: &str, x: &Shape, shape: &[i64]) -> Result<Shape, OpError> {
 
 /// y = x with another shape and the same elements in row-major order, as ONNX Reshape:
 /// one dim of `shape` may be -1 (inferred from the element count), and a 0 copies the dim
-/// of `x` at that index. The element count must not change. Any dtype.
-#[custom_op(name = "std.reshape", params(shape: Vec<i64>))]
+/// of `x` at that index, unless `allowzero` (ONNX's `allowzero = 1`): then a 0 is a dim of
+/// size 0, and `shape` may not hold both a 0 and a -1. The element count must not change.
+/// Any dtype.
+#[custom_op(name = "std.reshape", params(shape: Vec<i64>, allowzero: bool = false))]
 pub mod reshape {
     use super::*;
 
     #[infer_shape]
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
-        reshaped(NAME, x, &p.shape)
+        reshaped(NAME, x, &p.shape, p.allowzero)
     }
 
     #[infer_dtype]
@@ -133,7 +145,7 @@ pub mod reshape {
 
     #[reference]
     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        Ok(x.reshape(reshaped(NAME, &x.shape(), &p.shape)?)?)
+        Ok(x.reshape(reshaped(NAME, &x.shape(), &p.shape, p.allowzero)?)?)
     }
 }
 
@@ -186,21 +198,35 @@ pub mod concat {
     }
 }
 
-/// One axis of a slice: `range` of `axis`.
+/// One axis of a slice: the elements `start..end` of `axis` taken every `step`, as
+/// ndarray's [`Slice`] reads them (a negative step walks the range from its last element).
 #[derive(Debug)]
 struct SliceAxis {
     axis: usize,
     start: usize,
     end: usize,
+    step: isize,
 }
 
-/// The axes and ranges of an ONNX Slice of `x` (steps 1), checked.
+impl SliceAxis {
+    /// The number of elements taken.
+    fn len(&self) -> usize {
+        (self.end - self.start).div_ceil(self.step.unsigned_abs())
+    }
+
+    fn ndarray(&self) -> Slice {
+        Slice::new(self.start as isize, Some(self.end as isize), self.step)
+    }
+}
+
+/// The axes and ranges of an ONNX Slice of `x`, checked. Empty `steps` means steps of 1.
 fn slice_ranges(
     op: &str,
     x: &Shape,
     starts: &[i64],
     ends: &[i64],
     axes: &[i64],
+    steps: &[i64],
 ) -> Result<Vec<SliceAxis>, OpError> {
     if ends.len() != starts.len() {
         return Err(param_error(
@@ -209,6 +235,17 @@ fn slice_ranges(
             format!(
                 "has {} values, but starts has {}: one start and one end per sliced axis",
                 ends.len(),
+                starts.len()
+            ),
+        ));
+    }
+    if !steps.is_empty() && steps.len() != starts.len() {
+        return Err(param_error(
+            op,
+            "steps",
+            format!(
+                "has {} values, but starts has {}: one step per start, or none for steps of 1",
+                steps.len(),
                 starts.len()
             ),
         ));
@@ -236,7 +273,7 @@ fn slice_ranges(
     .collect::<Result<_, _>>()?;
     let mut seen = vec![false; x.rank()];
     let mut ranges = Vec::with_capacity(axes.len());
-    for ((&axis, &start), &end) in axes.iter().zip(starts).zip(ends) {
+    for (k, ((&axis, &start), &end)) in axes.iter().zip(starts).zip(ends).enumerate() {
         if core::mem::replace(&mut seen[axis], true) {
             return Err(param_error(
                 op,
@@ -244,21 +281,45 @@ fn slice_ranges(
                 format!("axis {axis} is sliced twice"),
             ));
         }
+        let step = steps.get(k).copied().unwrap_or(1);
+        if step == 0 {
+            return Err(param_error(
+                op,
+                "steps",
+                format!("step {k} (of axis {axis}) is 0; steps are non-zero"),
+            ));
+        }
         let dim = x.dims()[axis] as i64;
-        // ONNX: negative indices count from the end, then both clamp to [0, dim].
-        let clamp = |index: i64| {
-            let from_start = if index < 0 {
+        // ONNX: negative indices count from the end, then starts and ends are clamped to
+        // [0, dim] for a positive step, and to [0, dim - 1] and [-1, dim - 1] for a
+        // negative one.
+        let from_end = |index: i64| {
+            if index < 0 {
                 index.saturating_add(dim)
             } else {
                 index
-            };
-            from_start.clamp(0, dim) as usize
+            }
         };
-        let (start, end) = (clamp(start), clamp(end));
+        let (start, end) = (from_end(start), from_end(end));
+        let range = if dim == 0 {
+            (0, 0)
+        } else if step > 0 {
+            let (start, end) = (start.clamp(0, dim), end.clamp(0, dim));
+            (start, end.max(start))
+        } else {
+            // Elements start, start + step, ... down to (not including) end: in ndarray's
+            // terms the range end + 1 .. start + 1, walked backwards from its last element.
+            let (start, end) = (start.clamp(0, dim - 1), end.clamp(-1, dim - 1));
+            let (low, high) = (end + 1, start + 1);
+            (low.min(high), high)
+        };
+        let step = isize::try_from(step)
+            .map_err(|_| param_error(op, "steps", format!("step {step} does not fit an isize")))?;
         ranges.push(SliceAxis {
             axis,
-            start,
-            end: end.max(start),
+            start: range.0 as usize,
+            end: range.1.max(range.0) as usize,
+            step,
         });
     }
     Ok(ranges)
@@ -267,24 +328,30 @@ fn slice_ranges(
 fn slice_array<T: Element>(a: &ArrayD<T>, ranges: &[SliceAxis]) -> Tensor {
     let mut view = a.view();
     for r in ranges {
-        view.slice_axis_inplace(Axis(r.axis), Slice::from(r.start..r.end));
+        view.slice_axis_inplace(Axis(r.axis), r.ndarray());
     }
     Tensor::from_array(view.to_owned())
 }
 
-/// y = `x[starts:ends]` along `axes` (steps of 1), as ONNX Slice: negative starts and ends
-/// count from the end, and both are clamped to the axis (so `i64::MAX` means "to the end").
-/// Empty `axes` means `0..len(starts)`. `starts`, `ends` (and `axes`, when given) have one
-/// value per sliced axis; an axis is sliced once. Any dtype.
-#[custom_op(name = "std.slice", params(starts: Vec<i64>, ends: Vec<i64>, axes: Vec<i64> = []))]
+/// y = `x[starts:ends:steps]` along `axes`, as ONNX Slice: negative starts and ends count
+/// from the end; then, for a positive step, both are clamped to `[0, dim]` (so `i64::MAX`
+/// means "to the end"), and for a negative step `starts` to `[0, dim - 1]` and `ends` to
+/// `[-1, dim - 1]` (elements `start, start + step, ...` above `end`: `i64::MIN` means "to
+/// the first element"). Empty `axes` means `0..len(starts)`, empty `steps` steps of 1.
+/// `starts`, `ends` (and `axes`, `steps`, when given) have one value per sliced axis; an
+/// axis is sliced once; steps are non-zero. Any dtype.
+#[custom_op(
+    name = "std.slice",
+    params(starts: Vec<i64>, ends: Vec<i64>, axes: Vec<i64> = [], steps: Vec<i64> = [])
+)]
 pub mod slice {
     use super::*;
 
     #[infer_shape]
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
         let mut dims = x.dims().to_vec();
-        for r in slice_ranges(NAME, x, &p.starts, &p.ends, &p.axes)? {
-            dims[r.axis] = r.end - r.start;
+        for r in slice_ranges(NAME, x, &p.starts, &p.ends, &p.axes, &p.steps)? {
+            dims[r.axis] = r.len();
         }
         Ok(Shape::new(dims))
     }
@@ -296,7 +363,7 @@ pub mod slice {
 
     #[reference]
     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        let ranges = slice_ranges(NAME, &x.shape(), &p.starts, &p.ends, &p.axes)?;
+        let ranges = slice_ranges(NAME, &x.shape(), &p.starts, &p.ends, &p.axes, &p.steps)?;
         Ok(dispatch!(x.data(), a => slice_array(a, &ranges)))
     }
 }
@@ -461,7 +528,7 @@ impl CpuKernel for MoveCpu {
             (Move::Slice(ranges), [x]) => {
                 let mut view = x.view::<f32>()?;
                 for r in ranges {
-                    view.slice_axis_inplace(Axis(r.axis), Slice::from(r.start..r.end));
+                    view.slice_axis_inplace(Axis(r.axis), r.ndarray());
                 }
                 y.assign(&view);
             }
@@ -536,6 +603,7 @@ fn prepare_slice(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel
             &p.starts,
             &p.ends,
             &p.axes,
+            &p.steps,
         )?))
     })
 }

@@ -3,7 +3,7 @@
 use super::elementwise::{
     activation_kernel, activation_reference, broadcast_shapes, load_broadcast,
 };
-use super::{expect_dtype_of, expect_float};
+use super::{expect_dtype_of, expect_float, kernel_unsupported};
 use crate::kernel::rows::row_tiles;
 use crate::prelude::*;
 
@@ -32,9 +32,22 @@ float_unary_op! {
     kernel: Tile::tanh,
 }
 
-/// y = a ^ b, numpy broadcasting, as ONNX Pow on floats: `a` and `b` share one float dtype,
-/// which `y` keeps; computed in f32 (`powf`: a negative base with a non-integer exponent
-/// gives NaN).
+/// y = a ^ b, numpy broadcasting, as ONNX Pow; `y` has the dtype of the base `a`.
+///
+/// - A float base (f32, f16, bf16): `b` has its dtype (convert an integer exponent with
+///   `std.cast`, as import does); computed in f32 (`powf`: a negative base with a non-integer
+///   exponent gives NaN).
+/// - An integer base (i32, i64), any integer or float exponent:
+///   - an integer exponent `e >= 0` gives the exact power, wrapping in `a`'s dtype as the
+///     products of ONNX's reference (numpy) do;
+///   - an integer exponent `e < 0` gives the real power truncated toward zero: 1 for a base
+///     of 1, ±1 for -1, 0 for any other base (0 too, which has no finite power);
+///   - a float exponent gives the real power computed in f64, then converted like
+///     [`Tensor::cast`] (truncated toward zero, saturated, NaN gives 0), as ONNX's
+///     `power(a, b).astype(a.dtype)`.
+///
+/// The kernel takes float bases; on the tile simulator an integer base runs on the CPU
+/// reference (a fallback its compile report lists).
 #[custom_op(name = "std.pow")]
 pub mod pow {
     use super::*;
@@ -46,7 +59,21 @@ pub mod pow {
 
     #[infer_dtype]
     fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-        expect_float("a", a)?;
+        if matches!(a, DType::I32 | DType::I64) {
+            if !(b.is_integer() || b.is_float()) {
+                return Err(OpError::input(
+                    "b",
+                    format!("expected an integer or float exponent, got {b}"),
+                ));
+            }
+            return Ok(a);
+        }
+        if !a.is_float() {
+            return Err(OpError::input(
+                "a",
+                format!("expected f32, f16, bf16, i32 or i64, got {a}"),
+            ));
+        }
         expect_dtype_of("b", b, "a", a)?;
         Ok(a)
     }
@@ -54,6 +81,9 @@ pub mod pow {
     #[reference]
     fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
         let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+        if a.dtype().is_integer() {
+            return integer_power(a, b, &shape);
+        }
         let dims = ndarray::IxDyn(shape.dims());
         let not_broadcast = || OpError::input("b", format!("does not broadcast to {shape}"));
         let (a32, b32) = (a.to_f32_array(), b.to_f32_array());
@@ -66,9 +96,83 @@ pub mod pow {
 
     #[kernel]
     fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        if !a.dtype().is_float() {
+            return Err(kernel_unsupported(
+                NAME,
+                "input `a`",
+                format!("the kernel takes float bases, got {}", a.dtype()),
+            ));
+        }
         let tiles = row_tiles(k, y)?;
         let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
         let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
         k.store(y, tiles.offsets, &at.pow(&bt).cast(y.dtype()))
     }
+}
+
+/// `base ^ exponent` for an integer exponent, as [`pow`] defines it: exact and wrapping in
+/// i64 (whose low bits are the power wrapping in any narrower integer) for `exponent >= 0`,
+/// the real power truncated toward zero otherwise.
+fn integer_power_of(base: i64, exponent: i128) -> i64 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 == 0 => 1,
+            -1 => -1,
+            _ => 0,
+        };
+    }
+    let (mut result, mut square, mut e) = (1i64, base, exponent.unsigned_abs());
+    while e > 0 {
+        if e & 1 == 1 {
+            result = result.wrapping_mul(square);
+        }
+        square = square.wrapping_mul(square);
+        e >>= 1;
+    }
+    result
+}
+
+/// [`pow`]'s reference for an integer base `a`, broadcast to `shape`.
+fn integer_power(a: &Tensor, b: &Tensor, shape: &Shape) -> Result<Tensor, OpError> {
+    let dims = ndarray::IxDyn(shape.dims());
+    let not_broadcast = |input: &str, t: &Tensor| {
+        OpError::input(
+            input,
+            format!("shape {} does not broadcast to {shape}", t.shape()),
+        )
+    };
+    let wide = a.cast(DType::I64);
+    let base = wide.view::<i64>()?;
+    let base = base
+        .broadcast(dims.clone())
+        .ok_or_else(|| not_broadcast("a", a))?;
+    if b.dtype().is_float() {
+        let exponent = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(b.dims()), b.to_f64_vec())
+            .map_err(|e| OpError::invalid(format!("exponent of shape {}: {e}", b.shape())))?;
+        let exponent = exponent
+            .broadcast(dims)
+            .ok_or_else(|| not_broadcast("b", b))?;
+        let mut y = base.mapv(|v| v as f64);
+        y.zip_mut_with(&exponent, |x, &e| *x = x.powf(e));
+        return Ok(Tensor::from_array(y).cast(a.dtype()));
+    }
+    // Every integer exponent as i128: u64 ones beyond i64::MAX stay exact.
+    let exponents: Vec<i128> = match b.dtype() {
+        DType::U64 => b.to_vec::<u64>()?.into_iter().map(i128::from).collect(),
+        _ => b
+            .cast(DType::I64)
+            .to_vec::<i64>()?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+    };
+    let exponent = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(b.dims()), exponents)
+        .map_err(|e| OpError::invalid(format!("exponent of shape {}: {e}", b.shape())))?;
+    let exponent = exponent
+        .broadcast(dims)
+        .ok_or_else(|| not_broadcast("b", b))?;
+    let mut y = base.to_owned();
+    y.zip_mut_with(&exponent, |x, &e| *x = integer_power_of(*x, e));
+    Ok(Tensor::from_array(y).cast(a.dtype()))
 }

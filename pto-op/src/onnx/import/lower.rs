@@ -353,8 +353,9 @@ impl Importer {
         run(&refs).map(Some)
     }
 
-    /// `node` without Slice's `steps` input when every step is 1 (what the table's
-    /// `std.slice` computes); any other step stays, and the table refuses it by name.
+    /// `node` without Slice's `steps` input when every step is 1 (`std.slice`'s default
+    /// `steps`, so that such a model imports as it did before `steps` was a param); other
+    /// steps stay, read by the table into `std.slice`'s `steps`.
     pub(super) fn without_unit_steps(
         &self,
         node: &NodeProto,
@@ -514,17 +515,39 @@ impl Importer {
         self.reshape(&y, &out, label)
     }
 
-    /// MatMul beyond the table's form (an `a` of rank > 2, or a batched `b`); true for the
-    /// plain product of two matrices, which the table imports.
+    /// MatMul beyond the table's form (an `a` of rank > 2, a batched `b`, or a 1-D operand);
+    /// true for the plain product of two matrices, which the table imports.
+    ///
+    /// A 1-D operand is numpy's: `a [k]` is read as the matrix `[1, k]` and `b [k]` as
+    /// `[k, 1]`, and the dim added is removed from the product (`[k] @ [k]` is a scalar).
     fn matmul(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
         let ([a, b], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
             return Ok(false);
         };
-        let (a, b) = (self.data_value(a)?, self.data_value(b)?);
+        let (mut a, mut b) = (self.data_value(a)?, self.data_value(b)?);
         if a.shape().rank() == 2 && b.shape().rank() == 2 {
             return Ok(true);
         }
-        let product = self.product(&a, &b, label)?;
+        let (a_vector, b_vector) = (a.shape().rank() == 1, b.shape().rank() == 1);
+        if a_vector {
+            a = self.reshape(&a, &[1, a.shape().dims()[0]], label)?;
+        }
+        if b_vector {
+            b = self.reshape(&b, &[b.shape().dims()[0], 1], label)?;
+        }
+        let mut product = self.product(&a, &b, label)?;
+        if a_vector || b_vector {
+            let mut dims = product.shape().dims().to_vec();
+            // The product `[.., m, n]` has rank >= 2: `a`'s row is m, `b`'s column n.
+            let row = dims.len() - 2;
+            if b_vector {
+                dims.pop();
+            }
+            if a_vector {
+                dims.remove(row);
+            }
+            product = self.reshape(&product, &dims, label)?;
+        }
         self.define(y, product)?;
         Ok(false)
     }
