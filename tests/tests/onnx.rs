@@ -375,3 +375,136 @@ fn values_too_large_to_address_are_refused_when_traced() {
     let big = pto_op::ops::add::apply(&a, &c, &Default::default()).unwrap();
     assert_eq!(big.ty().shape.numel(), 1 << 41);
 }
+
+/// A one-node model of `op_type` whose inputs are f32 graph inputs of the given dims, with
+/// one output `y` of undeclared type.
+fn one_node_model(op_type: &str, inputs: &[(&str, &[i64])]) -> ModelProto {
+    use pto_op::onnx::proto::{
+        Dimension, NodeProto, OperatorSetIdProto, TensorShapeProto, TensorTypeProto, TypeProto,
+        ValueInfoProto,
+    };
+    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: name.to_owned(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: 1,
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: Some(d),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+    };
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            node: vec![NodeProto {
+                input: inputs.iter().map(|(n, _)| (*n).to_owned()).collect(),
+                output: vec!["y".to_owned()],
+                op_type: op_type.to_owned(),
+                ..Default::default()
+            }],
+            name: "g".to_owned(),
+            input: inputs.iter().map(|(n, d)| value(n, d)).collect(),
+            output: vec![ValueInfoProto {
+                name: "y".to_owned(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn matmul_of_1d_operands_imports_with_numpy_shapes_and_values() {
+    use pto_backends::compiler::compile;
+    // (a dims, b dims, numpy's result dims)
+    let cases: [(&[i64], &[i64], &[usize]); 5] = [
+        (&[3], &[3], &[]),
+        (&[4], &[2, 4, 3], &[2, 3]),
+        (&[1, 2, 4, 3], &[3], &[1, 2, 4]),
+        (&[5], &[5, 2], &[2]),
+        (&[2, 5], &[5], &[2]),
+    ];
+    for (a_dims, b_dims, expected) in cases {
+        let bytes = one_node_model("MatMul", &[("a", a_dims), ("b", b_dims)]).encode_to_vec();
+        let model = from_onnx(&bytes).unwrap_or_else(|e| panic!("{a_dims:?} @ {b_dims:?}: {e}"));
+        let y = &model.graph.values[model.graph.outputs[0]];
+        assert_eq!(y.ty.shape.dims(), expected, "{a_dims:?} @ {b_dims:?}");
+        // The values: each output element is a dot product of a row of a (as a matrix)
+        // and a column of b, computed here by hand.
+        let dims = |d: &[i64]| d.iter().map(|&v| v as usize).collect::<Vec<_>>();
+        let a = Tensor::random(dims(a_dims), DType::F32, 1);
+        let b = Tensor::random(dims(b_dims), DType::F32, 2);
+        let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+        let depth = *dims(a_dims).last().unwrap_or(&1);
+        let n = if b_dims.len() == 1 {
+            1
+        } else {
+            b_dims[b_dims.len() - 1] as usize
+        };
+        let a_rows = av.len() / depth;
+        let b_batch = bv.len() / (depth * n);
+        let mut want = Vec::new();
+        for batch in 0..b_batch.max(1) {
+            for row in 0..a_rows {
+                for col in 0..n {
+                    want.push(
+                        (0..depth)
+                            .map(|i| av[row * depth + i] * bv[batch * depth * n + i * n + col])
+                            .sum::<f64>(),
+                    );
+                }
+            }
+        }
+        for target in ["cpu", "sim"] {
+            let compiled = compile(&model, target)
+                .unwrap_or_else(|e| panic!("{a_dims:?} @ {b_dims:?} on {target}: {e}"));
+            let out = compiled
+                .run(&[a.clone(), b.clone()])
+                .unwrap_or_else(|e| panic!("{a_dims:?} @ {b_dims:?} on {target}: {e}"));
+            let got = out.outputs[0].to_f64_vec();
+            assert_eq!(got.len(), want.len(), "{a_dims:?} @ {b_dims:?} on {target}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g - w).abs() < 1e-4,
+                    "{a_dims:?} @ {b_dims:?} on {target}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn optional_and_sequence_values_are_refused_by_name() {
+    use pto_op::onnx::proto::TypeProto;
+    let mut proto = one_node_model("Identity", &[("xs", &[3])]);
+    let graph = proto.graph.as_mut().expect("the model has a graph");
+    // A sequence (or optional) type: a TypeProto without its tensor alternative.
+    graph.input[0].r#type = Some(TypeProto { tensor_type: None });
+    let info = graph.input[0].clone();
+    let err = from_onnx(&proto.encode_to_vec())
+        .expect_err("a sequence input is refused")
+        .to_string();
+    assert!(
+        err.contains("`xs`") && err.contains("optional and sequence types are not supported"),
+        "{err}"
+    );
+    let err = pto_op::onnx::tensor_of_value(&[], &info)
+        .expect_err("its test data is refused")
+        .to_string();
+    assert!(
+        err.contains("optional and sequence types are not supported"),
+        "{err}"
+    );
+}

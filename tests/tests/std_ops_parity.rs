@@ -213,6 +213,27 @@ fn matmul_kernel_matches_its_reference() {
 }
 
 #[test]
+fn batch_matmul_kernel_matches_its_reference() {
+    let batch_matmul = ops::batch_matmul::def();
+    let mut table = Vec::new();
+    // Attention's shapes: heads of whole tiles, and of edge tiles (rows and K not multiples
+    // of 16, so each matrix's edges are masked inside the batch).
+    table.extend(cases(
+        batch_matmul,
+        &[&[2, 4, 64, 32], &[2, 4, 32, 64]],
+        &[],
+    ));
+    table.extend(cases(batch_matmul, &[&[1, 3, 9, 20], &[1, 3, 20, 9]], &[]));
+    // Several output tiles and K stages per matrix.
+    table.extend(cases(batch_matmul, &[&[2, 150, 300], &[2, 300, 140]], &[]));
+    // Broadcast batch dims: a shared, b shared, both broadcast, and ranks that differ.
+    table.extend(cases(batch_matmul, &[&[1, 3, 17, 8], &[2, 1, 8, 5]], &[]));
+    table.extend(cases(batch_matmul, &[&[3, 10, 24], &[24, 7]], &[]));
+    table.extend(cases(batch_matmul, &[&[10, 24], &[2, 3, 24, 7]], &[]));
+    check_all(table);
+}
+
+#[test]
 fn kernels_explain_what_they_do_not_support() {
     let trace = |def: &'static OpDef, inputs: &[TensorType], attrs: Attributes| {
         def.trace_kernel(inputs, &attrs)

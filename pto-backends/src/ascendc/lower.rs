@@ -617,7 +617,14 @@ impl Lowering<'_> {
                 src,
                 offsets,
                 pad,
-            } => self.load(*dst, src.0 as usize, offsets, *pad),
+            } => {
+                if self.ty(*dst).level != MemLevel::Ub && self.ty(*dst).shape.len() != 2 {
+                    return Err(
+                        self.unsupported(inst, "loads into L1 of tiles of rank other than 2")
+                    );
+                }
+                self.load(*dst, src.0 as usize, offsets, *pad)
+            }
             Inst::Store { dst, offsets, src } => self.store(inst, dst.0 as usize, offsets, *src),
             Inst::Full { dst, value } => {
                 self.declare(*dst);
@@ -781,7 +788,9 @@ impl Lowering<'_> {
             scope.push(dst);
         }
         let gname = self.global_name(global);
-        let rank = ty.shape.len();
+        // A tile of lower rank than the global covers one element of its leading dims.
+        let rank = offsets.len();
+        let shape = tile_in_global(&ty.shape, rank);
         self.code.line(format!(
             "LocalTensor<{ctype}> {name} = {queue}.AllocTensor<{ctype}>();"
         ));
@@ -794,7 +803,7 @@ impl Lowering<'_> {
         self.code.line(format!(
             "const int64_t shape[{}] = {{{}}};",
             rank.max(1),
-            shape_list(&ty.shape)
+            shape_list(&shape)
         ));
         self.code.line(format!(
             "CopyInTile<{ctype}>({name}, {gname}Gm, {gname}Dims, offsets, shape, {rank}, {}, {});",
@@ -823,10 +832,40 @@ impl Lowering<'_> {
         let name = Lowering::name(dst);
         let gname = self.global_name(global);
         self.code.open("");
-        self.code.line(format!(
-            "const int64_t offsets[2] = {{{}}};",
-            offsets_list(offsets)
-        ));
+        // A matrix of a batch (a global of rank > 2): its leading offsets pick the matrix,
+        // whose dims are the global's last two; one outside the batch loads only `pad`.
+        let lead = offsets.len().saturating_sub(2);
+        let (batch, matrix) = offsets.split_at(lead);
+        let (base, dims) = if lead == 0 {
+            self.code.line(format!(
+                "const int64_t offsets[2] = {{{}}};",
+                offsets_list(offsets)
+            ));
+            (format!("{gname}Gm"), format!("{gname}Dims"))
+        } else {
+            let [row, col] = [&matrix[0], &matrix[1]].map(index);
+            self.code.line(format!(
+                "const int64_t batch[{lead}] = {{{}}};",
+                offsets_list(batch)
+            ));
+            self.code.line("int64_t matrix = 0;");
+            self.code.line("bool inBatch = true;");
+            self.code.line(format!(
+                "for (int32_t a = 0; a < {lead}; ++a) {{ inBatch = inBatch && batch[a] >= 0 && \
+                 batch[a] < {gname}Dims[a]; matrix = matrix * {gname}Dims[a] + batch[a]; }}"
+            ));
+            self.code.line(format!(
+                "const int64_t offsets[2] = {{inBatch ? static_cast<int64_t>({row}) : \
+                 {gname}Dims[{lead}], {col}}};"
+            ));
+            (
+                format!(
+                    "{gname}Gm[inBatch ? matrix * {gname}Dims[{lead}] * {gname}Dims[{}] : 0]",
+                    lead + 1
+                ),
+                format!("{gname}Dims + {lead}"),
+            )
+        };
         // A 32-bit operand the cube reads transposed is laid out as rows of fractals (zZ),
         // so that LoadDataWithTranspose finds each 16 x 16 block in two adjacent fractals.
         let helper = if self.transposed_32bit(dst) {
@@ -835,7 +874,7 @@ impl Lowering<'_> {
             "CopyInTileNz"
         };
         self.code.line(format!(
-            "{helper}<{}>({name}, {gname}Gm, {gname}Dims, offsets, {}, {}, {});",
+            "{helper}<{}>({name}, {base}, {dims}, offsets, {}, {}, {});",
             c_type(ty.dtype),
             g.rows,
             g.pitch,
@@ -1077,7 +1116,9 @@ impl Lowering<'_> {
         let ctype = c_type(ty.dtype);
         let name = Lowering::name(src);
         let gname = self.global_name(global);
-        let rank = ty.shape.len();
+        // A tile of lower rank than the output covers one element of its leading dims.
+        let rank = offsets.len();
+        let shape = tile_in_global(&ty.shape, rank);
         let root = plan::root(&self.plan.storage, src);
         let (queue, out) = if self.plan.storage[root.0 as usize] == Storage::OutQueue {
             (format!("outQueue_{}", Lowering::name(root)), name.clone())
@@ -1110,7 +1151,7 @@ impl Lowering<'_> {
         self.code.line(format!(
             "const int64_t shape[{}] = {{{}}};",
             rank.max(1),
-            shape_list(&ty.shape)
+            shape_list(&shape)
         ));
         self.code.line(format!(
             "CopyOutTile<{ctype}>({gname}Gm, {gname}Dims, staged, offsets, shape, {rank}, {});",
@@ -2452,3 +2493,10 @@ __aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const Lo
 }  // namespace
 
 "#;
+
+/// `tile` with the leading dims of size 1 it drops of a global of rank `rank`.
+fn tile_in_global(tile: &[usize], rank: usize) -> Vec<usize> {
+    let mut dims = vec![1; rank.saturating_sub(tile.len())];
+    dims.extend_from_slice(tile);
+    dims
+}

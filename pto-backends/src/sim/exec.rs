@@ -816,8 +816,25 @@ fn slice_of(ranges: &[(usize, usize)]) -> impl Fn(ndarray::AxisDescription) -> S
     }
 }
 
-/// A masked load: the `tile`-shaped window of `global` at `offsets`, `pad` outside it.
+/// `tile` with the leading dims of size 1 that it drops of a global of rank `rank` (a tile
+/// of lower rank covers one element of each).
+fn with_dropped_dims(tile: &[usize], rank: usize) -> Vec<usize> {
+    let mut dims = vec![1; rank.saturating_sub(tile.len())];
+    dims.extend_from_slice(tile);
+    dims
+}
+
+/// A masked load: the `tile`-shaped window of `global` at `offsets`, `pad` outside it (a
+/// tile of lower rank than the global: the window of one element of its leading dims).
 fn load<T: Copy>(global: &ArrayD<T>, offsets: &[i64], tile: &[usize], pad: T) -> ArrayD<T> {
+    if tile.len() < global.ndim() {
+        let full = with_dropped_dims(tile, global.ndim());
+        let window = load(global, offsets, &full, pad);
+        return window
+            .to_shape(IxDyn(tile))
+            .expect("dropping dims of size 1 keeps the elements")
+            .into_owned();
+    }
     let Some(ranges) = overlap(global.shape(), offsets, tile) else {
         return ArrayD::from_elem(IxDyn(tile), pad);
     };
@@ -831,8 +848,17 @@ fn load<T: Copy>(global: &ArrayD<T>, offsets: &[i64], tile: &[usize], pad: T) ->
     out
 }
 
-/// A masked store: writes the part of `value` at `offsets` that lies inside `global`.
+/// A masked store: writes the part of `value` at `offsets` that lies inside `global` (a
+/// tile of lower rank than the global: into one element of its leading dims).
 fn store<T: Copy>(global: &mut ArrayD<T>, offsets: &[i64], value: &ArrayD<T>) {
+    if value.ndim() < global.ndim() {
+        let full = with_dropped_dims(value.shape(), global.ndim());
+        let value = value
+            .to_shape(IxDyn(&full))
+            .expect("adding dims of size 1 keeps the elements")
+            .into_owned();
+        return store(global, offsets, &value);
+    }
     let Some(ranges) = overlap(global.shape(), offsets, value.shape()) else {
         return;
     };

@@ -150,3 +150,112 @@ pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Resul
     })?;
     k.store(y, (r0, c0), &acc[0].to_ub(y.dtype()))
 }
+
+/// Traces `y = a @ b` for globals `a [.., m, k]`, `b [.., k, n]` and `y [.., m, n]` whose
+/// batch dims (all but the last two) broadcast numpy-style to `y`'s, as the tiled cube
+/// kernel of [`tiled_matmul`] for each matrix of the batch: one block program per matrix
+/// and `m x n` output tile (the matrix is `pid / tiles per matrix`), its batch index taken
+/// apart into the index along each batch dim of `y`, and read as 0 along a dim `a` or `b`
+/// broadcasts (of size 1, or absent). The tiles are loaded and stored as rank-2 tiles of one
+/// matrix of the batch (a tile that drops the leading dims of its global), so the edges of
+/// each matrix are masked: rows and columns outside it read as 0 and are not stored.
+///
+/// ```
+/// use pto_op::kernel::{Kernel, cube::batched_matmul};
+/// use pto_op::{DType, DeviceProfile, Shape};
+/// let mut k = Kernel::new("doc.batch_matmul")
+///     .with_buffers(DeviceProfile::builtin("ascend910b").unwrap().buffers);
+/// // 2 x 3 heads of [40, 64] @ [64, 40]; b is shared by the 2 batches.
+/// let a = k.input("a", Shape::from([2, 3, 40, 64]), DType::F16);
+/// let b = k.input("b", Shape::from([3, 64, 40]), DType::F16);
+/// let y = k.output("y", Shape::from([2, 3, 40, 40]), DType::F16);
+/// batched_matmul(&mut k, &a, &b, &y).unwrap();
+/// let program = k.finish().unwrap();
+/// assert_eq!(program.grid, 2 * 3); // one 48 x 48 output tile per matrix
+/// ```
+pub fn batched_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+    use super::Idx;
+    use super::ir::MemLevel::{L0A, L0B};
+    let (ad, bd, yd) = (a.shape().dims(), b.shape().dims(), y.shape().dims());
+    let (Some(&[m, depth]), Some(&[_, n]), Some(batch_dims)) = (
+        ad.last_chunk::<2>().map(|c| c.as_slice()),
+        bd.last_chunk::<2>().map(|c| c.as_slice()),
+        yd.len().checked_sub(2).map(|lead| &yd[..lead]),
+    ) else {
+        return Err(OpError::invalid(format!(
+            "a batched matmul takes globals of rank >= 2, got a {}, b {}, y {}",
+            a.shape(),
+            b.shape(),
+            y.shape()
+        )));
+    };
+    if ad.len() > yd.len() || bd.len() > yd.len() {
+        return Err(OpError::invalid(format!(
+            "the batch of y {} is the broadcast of those of a {} and b {}",
+            y.shape(),
+            a.shape(),
+            b.shape()
+        )));
+    }
+    let tiles = GemmTiles::for_kernel(k, a.dtype().size_bytes(), y.dtype().size_bytes());
+    let (tm, tn) = (tile_dim(tiles.m, m), tile_dim(tiles.n, n));
+    let tk = tile_dim(tiles.k, depth);
+    let k_steps = depth.div_ceil(tk).max(1);
+    let steps = tiles.steps.min(k_steps);
+    let stages = k_steps.div_ceil(steps);
+    let staged = tk * steps;
+    let col_tiles = n.div_ceil(tn);
+    let per_matrix = m.div_ceil(tm) * col_tiles;
+    let matrices: usize = batch_dims.iter().product();
+    k.grid(matrices * per_matrix)?;
+    let pid = k.program_id();
+    let matrix = pid / per_matrix;
+    let tile = pid % per_matrix;
+    let r0 = (tile / col_tiles) * tm;
+    let c0 = (tile % col_tiles) * tn;
+    // The index of the matrix along each batch dim of y, row-major.
+    let mut y_batch: Vec<Idx> = vec![Idx::from(0usize); batch_dims.len()];
+    let mut stride = 1usize;
+    for (d, &size) in batch_dims.iter().enumerate().rev() {
+        y_batch[d] = (matrix / stride) % size;
+        stride *= size;
+    }
+    // The batch offsets of an operand of dims `dims`: its batch dims are the last ones of
+    // y's, and one of size 1 is broadcast (index 0).
+    let batch_of = |dims: &[usize]| -> Vec<Idx> {
+        let lead = dims.len() - 2;
+        let skip = batch_dims.len() - lead;
+        (0..lead)
+            .map(|i| match dims[i] {
+                1 => Idx::from(0usize),
+                _ => y_batch[skip + i],
+            })
+            .collect()
+    };
+    let (a_batch, b_batch) = (batch_of(ad), batch_of(bd));
+    let at = |rest: [Idx; 2], batch: &[Idx]| -> Vec<Idx> {
+        let mut offsets = batch.to_vec();
+        offsets.extend(rest);
+        offsets
+    };
+
+    // One stage, as in `tiled_matmul`: the staged A [tm, staged] and B [staged, tn] of this
+    // matrix in L1, then a K-step at a time into L0A / L0B and the cube.
+    let stage =
+        |k: &mut Kernel, k0: Idx, acc: Option<super::Tile>| -> Result<super::Tile, OpError> {
+            let a1 = k.load_l1(a, at([r0, k0], &a_batch), [tm, staged])?;
+            let b1 = k.load_l1(b, at([k0, c0], &b_batch), [staged, tn])?;
+            let mut acc = acc;
+            for step in 0..steps {
+                let a0 = a1.extract(L0A, &[0, step * tk], &[tm, tk]);
+                let b0 = b1.extract(L0B, &[step * tk, 0], &[tk, tn]);
+                acc = Some(k.matmul(&a0, &b0, acc.as_ref(), false)?);
+            }
+            acc.ok_or_else(|| OpError::invalid("a stage has at least one K-step"))
+        };
+    let first = stage(k, Idx::from(0usize), None)?;
+    let acc = k.fold(stages - 1, &[first], |k, i, carried| {
+        Ok(vec![stage(k, (i + 1) * staged, Some(carried[0].clone()))?])
+    })?;
+    k.store(y, at([r0, c0], &y_batch), &acc[0].to_ub(y.dtype()))
+}

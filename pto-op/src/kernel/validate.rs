@@ -365,10 +365,12 @@ pub enum Rule {
         /// The level.
         level: MemLevel,
     },
-    /// A load whose offsets or tile rank differ from the global's rank.
+    /// A load with other than one offset per dim of the global, or a tile of higher rank
+    /// than the global's (or rank 0 from a ranked global).
     #[error(
         "global `{global}` has rank {rank}, but the load has {offsets} offsets and a rank \
-         {tile_rank} tile"
+         {tile_rank} tile (one offset per dim; the tile has the global's rank, or drops its \
+         leading dims)"
     )]
     LoadRank {
         /// The global's name.
@@ -402,9 +404,11 @@ pub enum Rule {
         /// The stored tile's type.
         ty: TileType,
     },
-    /// A store whose offsets or tile rank differ from the output's rank.
+    /// A store with other than one offset per dim of the output, or a tile of higher rank
+    /// than the output's (or rank 0 into a ranked output).
     #[error(
-        "output `{global}` has rank {rank}, but the store has {offsets} offsets and the tile {ty}"
+        "output `{global}` has rank {rank}, but the store has {offsets} offsets and the tile \
+         {ty} (one offset per dim; the tile has the output's rank, or drops its leading dims)"
     )]
     StoreRank {
         /// The output's name.
@@ -1339,6 +1343,13 @@ fn expect_numeric(ty: &TileType, function: &'static str) -> Result<(), Rule> {
     }
 }
 
+/// Whether a tile of rank `tile` may be loaded from (stored to) a global of rank `global`:
+/// the same rank, or a lower one (not 0) whose tile covers one element of each leading dim
+/// it drops (one matrix of a batch: `[m, k]` of a global `[b, m, k]`).
+fn tile_rank_fits(tile: usize, global: usize) -> bool {
+    tile == global || (1..global).contains(&tile)
+}
+
 pub(crate) fn load(
     global: &GlobalDecl,
     offsets: usize,
@@ -1349,7 +1360,7 @@ pub(crate) fn load(
         return Err(Rule::LoadLevel { level });
     }
     let rank = global.shape.len();
-    if offsets != rank || shape.len() != rank {
+    if offsets != rank || !tile_rank_fits(shape.len(), rank) {
         return Err(Rule::LoadRank {
             global: global.name.clone(),
             rank,
@@ -1381,7 +1392,7 @@ pub(crate) fn store(global: &GlobalDecl, offsets: usize, src: &TileType) -> Resu
         });
     }
     let rank = global.shape.len();
-    if offsets != rank || src.shape.len() != rank {
+    if offsets != rank || !tile_rank_fits(src.shape.len(), rank) {
         return Err(Rule::StoreRank {
             global: global.name.clone(),
             rank,

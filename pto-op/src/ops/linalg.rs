@@ -339,8 +339,12 @@ crate::register_sweep!(
 /// >= 2.
 ///
 /// `a` and `b` have rank >= 2 and one float dtype (f16, bf16 or f32), which the output
-/// keeps; products are accumulated in f32 and rounded once. No kernel: on the tile
-/// simulator it runs on the CPU reference (its compile report lists it as a fallback).
+/// keeps; products are accumulated in f32 and rounded once.
+///
+/// The kernel runs each matrix of the batch as `std.matmul`'s kernel runs its product
+/// ([`crate::kernel::cube::batched_matmul`]): one block program per matrix and output tile
+/// (sized for the device), K in staged steps on the cube, accumulated in L0C; a broadcast
+/// batch dim reads the same matrix of `a` or `b` for every index.
 #[custom_op(name = "std.batch_matmul")]
 pub mod batch_matmul {
     use super::*;
@@ -400,6 +404,11 @@ pub mod batch_matmul {
         let y = ArrayD::from_shape_vec(IxDyn(out.dims()), values)
             .map_err(|e| OpError::invalid(format!("batch_matmul result of shape {out}: {e}")))?;
         Ok(Tensor::from_f32_array(y, a.dtype()))
+    }
+
+    #[kernel]
+    fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+        crate::kernel::cube::batched_matmul(k, a, b, y)
     }
 }
 

@@ -4,19 +4,19 @@
 //! | op | inputs | params (defaults) | kernel |
 //! |---|---|---|---|
 //! | [`std.matmul`](matmul) | a, b | | yes (rank-2 `a`) |
-//! | [`std.batch_matmul`](batch_matmul) | a, b | | no |
+//! | [`std.batch_matmul`](batch_matmul) | a, b | | yes |
 //! | [`std.add`](add), [`std.sub`](sub), [`std.mul`](mul), [`std.div`](div) | a, b | | yes |
 //! | [`std.relu`](relu), [`std.sigmoid`](sigmoid), [`std.silu`](silu) | x | | yes |
 //! | [`std.neg`](neg), [`std.sqrt`](sqrt), [`std.tanh`](tanh) | x | | yes |
-//! | [`std.pow`](pow) | a, b | | yes |
+//! | [`std.pow`](pow) | a, b | | yes (float bases) |
 //! | [`std.gelu`](gelu) | x | `approximate: String = "none"` | yes |
 //! | [`std.softmax`](softmax) | x | `axis: i64 = -1` | yes (last axis) |
 //! | [`std.layer_norm`](layer_norm) | x, gamma, beta | `eps: f32 = 1e-5` | yes |
 //! | [`std.rms_norm`](rms_norm) | x, gamma | `eps: f32 = 1e-6` | yes |
 //! | [`std.transpose`](transpose) | x | `perm: Vec<i64>` | no |
-//! | [`std.reshape`](reshape) | x | `shape: Vec<i64>` | no |
+//! | [`std.reshape`](reshape) | x | `shape: Vec<i64>`, `allowzero: bool = false` | no |
 //! | [`std.concat`](mod@concat) | a, b | `axis: i64` | no |
-//! | [`std.slice`](mod@slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []` | no |
+//! | [`std.slice`](mod@slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []`, `steps: Vec<i64> = []` | no |
 //! | [`std.gather`](gather) | data, indices | `axis: i64 = 0` | no |
 //! | [`std.cast`](cast) | x | `to: String` | no |
 //! | [`std.reduce_mean`](reduce_mean), [`std.reduce_sum`](reduce_sum) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
