@@ -291,7 +291,10 @@ pto_op::register_sweep!(
 /// Multi-head attention as exporters write it, `softmax(q @ k^T / scale [+ mask]) @ v` on
 /// `[batch, heads, seq, d]`, fused into one [`demo.flash_attention`](flash_attention) per
 /// head: causal when the mask is the causal one (0 on and below the diagonal, -1e9 or less
-/// above), none without a mask.
+/// above), none without a mask. `k^T` is a transpose of `k [b, h, s, d]`, or of
+/// `k [b, s, h, d]` whose heads are not yet split off (torch merges the two transposes, as
+/// in GPT-2). A mask computed at run time (BERT's padding mask) is left alone: flash
+/// attention takes none.
 pub mod attention_fusion {
     use pto_op::fusion::{Match, Pattern, Pattern::*};
     use pto_op::ops::{concat, reshape, slice};
@@ -322,6 +325,63 @@ pub mod attention_fusion {
             Any("v"),
         ],
     );
+
+    /// A mask that slices a constant (GPT-2's `bias[:t, :t]` of its causal buffer, whose
+    /// slices import keeps as nodes): one slice or two of the weight.
+    const SLICED_MASK: Pattern = Named("mask_outer", &Op("std.slice", &[Weight("mask")]));
+    const TWICE_SLICED_MASK: Pattern = Named(
+        "mask_outer",
+        &Op(
+            "std.slice",
+            &[Named("mask_inner", &Op("std.slice", &[Weight("mask")]))],
+        ),
+    );
+
+    /// With an additive mask sliced from a constant once.
+    pub const MASKED_SLICED: Pattern = Op(
+        "std.batch_matmul",
+        &[
+            Named(
+                "p",
+                &Op(
+                    "std.softmax",
+                    &[Commutative("std.add", &[SCORES, SLICED_MASK])],
+                ),
+            ),
+            Any("v"),
+        ],
+    );
+
+    /// With an additive mask sliced from a constant twice.
+    pub const MASKED_TWICE_SLICED: Pattern = Op(
+        "std.batch_matmul",
+        &[
+            Named(
+                "p",
+                &Op(
+                    "std.softmax",
+                    &[Commutative("std.add", &[SCORES, TWICE_SLICED_MASK])],
+                ),
+            ),
+            Any("v"),
+        ],
+    );
+
+    /// The mask the match adds: the captured weight, through the captured slices (the
+    /// inner one first), computed by `std.slice`'s reference; `None` without a mask.
+    fn mask_of(m: &Match<'_>) -> Option<Result<Tensor, OpError>> {
+        let mut mask = m.weight("mask")?.clone();
+        for name in ["mask_inner", "mask_outer"] {
+            if let Some(attrs) = m.attrs(name) {
+                mask = match slice::def().run_reference(&[&mask], attrs) {
+                    Ok(mut out) if !out.is_empty() => out.remove(0),
+                    Ok(_) => return Some(Err(OpError::invalid("std.slice gave no output"))),
+                    Err(e) => return Some(Err(e)),
+                };
+            }
+        }
+        Some(Ok(mask))
+    }
 
     /// Without a mask.
     pub const UNMASKED: Pattern = Op(
@@ -357,23 +417,32 @@ pub mod attention_fusion {
             return Ok(None);
         };
         let (b, h, s, d) = (*b, *h, *s, *d);
-        let transposed = matches!(
-            m.attrs("kt").and_then(|a| a.get("perm")),
-            Some(AttrValue::I64s(perm)) if perm == &[0, 1, 3, 2]
-        );
+        // k^T of k [b, h, s, d] (perm [0, 1, 3, 2]), or of k [b, s, h, d] before its heads
+        // are split off (perm [0, 2, 3, 1]: an exporter merges split_heads' transpose into
+        // k^T's, as torch does for GPT-2 and BERT).
+        let heads_inside = match m.attrs("kt").and_then(|a| a.get("perm")) {
+            Some(AttrValue::I64s(perm)) if perm == &[0, 1, 3, 2] => false,
+            Some(AttrValue::I64s(perm)) if perm == &[0, 2, 3, 1] => true,
+            _ => return Ok(None),
+        };
+        let k_fits = match heads_inside {
+            false => k.shape() == q.shape(),
+            true => k.shape().dims() == [b, s, h, d],
+        };
         let last_axis = matches!(
             m.attrs("p").and_then(|a| a.get("axis")),
             Some(AttrValue::I64(-1 | 3)) | None
         );
-        let same = k.shape() == q.shape() && v.shape() == q.shape();
+        let same = k_fits && v.shape() == q.shape();
         let Some(divisor) = m.scalar("scale") else {
             return Ok(None);
         };
-        let causal = match m.weight("mask") {
-            Some(mask) => causal(mask, s),
+        let causal = match mask_of(m) {
+            Some(Ok(mask)) => causal(&mask, s),
+            Some(Err(_)) => None,
             None => Some(false),
         };
-        let (true, true, true, Some(causal)) = (transposed, last_axis, same, causal) else {
+        let (true, true, Some(causal)) = (last_axis, same, causal) else {
             return Ok(None);
         };
         if divisor == 0.0 || !q.dtype().is_float() {
@@ -383,13 +452,15 @@ pub mod attention_fusion {
             causal,
             scale: (1.0 / divisor) as f32,
         };
-        let head = |x: &Value, i: usize, j: usize| -> Result<Value, OpError> {
+        // Head j of batch i of x [b, h, s, d] (heads on `axis` 1), or of k [b, s, h, d]
+        // (heads on axis 2): its [s, d] elements in row-major order either way.
+        let head_on = |x: &Value, axis: i64, i: usize, j: usize| -> Result<Value, OpError> {
             let part = slice::apply(
                 x,
                 &slice::Params {
                     starts: vec![i as i64, j as i64],
                     ends: vec![i as i64 + 1, j as i64 + 1],
-                    axes: vec![0, 1],
+                    axes: vec![0, axis],
                     steps: Vec::new(),
                 },
             )?;
@@ -405,10 +476,11 @@ pub mod attention_fusion {
         for i in 0..b {
             let mut heads: Option<Value> = None;
             for j in 0..h {
+                let k_axis = if heads_inside { 2 } else { 1 };
                 let y = super::flash_attention::apply(
-                    &head(&q, i, j)?,
-                    &head(&k, i, j)?,
-                    &head(&v, i, j)?,
+                    &head_on(&q, 1, i, j)?,
+                    &head_on(&k, k_axis, i, j)?,
+                    &head_on(&v, 1, i, j)?,
                     &params,
                 )?;
                 let y = reshape::apply(
@@ -441,7 +513,12 @@ pto_op::register_fusion!(
     pto_op::fusion::FusionDef {
         name: "demo.flash_attention",
         op: flash_attention::NAME,
-        patterns: &[attention_fusion::MASKED, attention_fusion::UNMASKED],
+        patterns: &[
+            attention_fusion::MASKED,
+            attention_fusion::MASKED_SLICED,
+            attention_fusion::MASKED_TWICE_SLICED,
+            attention_fusion::UNMASKED,
+        ],
         rewrite: attention_fusion::rewrite,
         location: pto_op::source_location!(),
     }

@@ -242,18 +242,47 @@ fn the_llama_style_export_fused_into_the_demo_ops_matches_onnxruntime_on_sim() {
 }
 
 #[test]
-fn fusion_leaves_the_models_without_its_patterns_alone() {
-    for (name, options) in [
-        ("gpt2_tiny", gpt2_shapes()),
-        ("bert_tiny", ImportOptions::default()),
-    ] {
-        let model = import(name, &options);
-        let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
-        // GPT-2 and BERT use LayerNorm and GELU (no pattern), and masks that are computed
-        // (a slice of the causal buffer, the padding mask): nothing matches.
-        assert_eq!(applied, [], "{name}");
-        assert_eq!(fused.graph.nodes.len(), model.graph.nodes.len(), "{name}");
+fn the_gpt2_style_attention_fuses_with_its_merged_transpose_and_still_matches() {
+    let model = import("gpt2_tiny", &gpt2_shapes());
+    let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
+    // torch writes GPT-2's k^T as one transpose (perm [0, 2, 3, 1]) of k before its heads
+    // are split off, and its causal mask as two slices of a buffer (`bias[:t, :t]`): per
+    // layer, attention (q @ k^T, its scaling, the two slices of the mask, the mask's add,
+    // softmax and @ v: 8 nodes) becomes flash attention per head. LayerNorm and GELU have no
+    // pattern.
+    let names: Vec<(&str, usize)> = applied
+        .iter()
+        .map(|f| (f.fusion.as_str(), f.nodes))
+        .collect();
+    assert_eq!(
+        names,
+        [("demo.flash_attention", 8), ("demo.flash_attention", 8)]
+    );
+    let heads = fused
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.op == "demo.flash_attention")
+        .count();
+    assert_eq!(heads, 2 * 2, "2 layers of 2 heads");
+    for target in ["cpu", "sim"] {
+        max_error("gpt2_tiny", &fused, target);
     }
+    let report = compile(&fused, "sim").expect("compiles").report().clone();
+    assert!(
+        !report.fallbacks.iter().any(|f| f == "demo.flash_attention"),
+        "{report:?}"
+    );
+}
+
+#[test]
+fn fusion_leaves_the_models_without_its_patterns_alone() {
+    let model = import("bert_tiny", &ImportOptions::default());
+    let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
+    // BERT uses LayerNorm and GELU (no pattern), and a padding mask computed at run time
+    // from `attention_mask`, which flash attention does not take: nothing matches.
+    assert_eq!(applied, []);
+    assert_eq!(fused.graph.nodes.len(), model.graph.nodes.len());
 }
 
 #[test]

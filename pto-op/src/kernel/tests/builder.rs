@@ -270,3 +270,42 @@ fn tracing_hundreds_of_instructions_is_fast() -> Result<(), OpError> {
     assert_eq!(program.tiles.len(), 1 + 1 + 15000 + 1 + 1);
     Ok(())
 }
+
+#[test]
+fn a_tile_may_drop_the_leading_dims_of_its_global() {
+    let mut k = Kernel::new("t.batch");
+    let x = k.input("x", Shape::from([3, 40, 64]), DType::F32);
+    let y = k.output("y", Shape::from([3, 40, 64]), DType::F32);
+    // One matrix of the batch, as a rank-2 tile; offsets still name every dim.
+    let t = k
+        .load(&x, (2, 16, 0), [16, 64])
+        .expect("a rank-2 tile of a rank-3 global");
+    assert_eq!(t.shape(), &[16, 64]);
+    k.store(&y, (2, 16, 0), &t).expect("stored into one matrix");
+    assert!(k.finish().is_ok());
+
+    let mut k = Kernel::new("t.batch");
+    let x = k.input("x", Shape::from([3, 40, 64]), DType::F32);
+    assert_eq!(
+        message(k.load(&x, (0, 0), [16, 64])),
+        "op `t.batch`: load: global `x` has rank 3, but the load has 2 offsets and a rank 2 \
+         tile (one offset per dim; the tile has the global's rank, or drops its leading dims)"
+    );
+    let mut k = Kernel::new("t.batch");
+    let x = k.input("x", Shape::from([40, 64]), DType::F32);
+    assert_eq!(
+        message(k.load(&x, (0, 0), [1, 16, 64])),
+        "op `t.batch`: load: global `x` has rank 2, but the load has 2 offsets and a rank 3 \
+         tile (one offset per dim; the tile has the global's rank, or drops its leading dims)"
+    );
+    let mut k = Kernel::new("t.batch");
+    let x = k.input("x", Shape::from([40, 64]), DType::F32);
+    let y = k.output("y", Shape::from([40, 64]), DType::F32);
+    let s = k.full([] as [usize; 0], DType::F32, 1.0);
+    assert_eq!(
+        message(k.store(&y, (0, 0), &s)),
+        "op `t.batch`: store: output `y` has rank 2, but the store has 2 offsets and the tile \
+         f32[]@ub (one offset per dim; the tile has the output's rank, or drops its leading dims)"
+    );
+    let _ = x;
+}

@@ -23,6 +23,18 @@ fn traced_kernels_round_trip() -> Result<(), crate::error::OpError> {
 }
 
 #[test]
+fn a_batched_matmul_round_trips() -> Result<(), crate::error::OpError> {
+    use crate::{DType, Kernel, Shape};
+    let mut k = Kernel::new("t.batch_matmul");
+    let a = k.input("a", Shape::from([2, 3, 40, 64]), DType::F16);
+    let b = k.input("b", Shape::from([3, 64, 24]), DType::F16);
+    let y = k.output("y", Shape::from([2, 3, 40, 24]), DType::F16);
+    super::super::cube::batched_matmul(&mut k, &a, &b, &y)?;
+    round_trip(&k.finish()?);
+    Ok(())
+}
+
+#[test]
 fn rms_norm_prints_as_documented() -> Result<(), crate::error::OpError> {
     assert_eq!(
         rms_norm()?.to_string(),
