@@ -92,7 +92,8 @@ fn stores_need_an_output_of_the_tiles_dtype_and_rank() {
     assert_eq!(
         message(k.store(&y, [0], &t)),
         "op `t.store`: store: output `y` has rank 2, but the store has 1 offsets and the \
-         tile f16[8, 8]@ub"
+         tile f16[8, 8]@ub (one offset per dim; the tile has the output's rank, or drops its \
+         leading dims)"
     );
 }
 

@@ -30,7 +30,8 @@ fn a_batched_matmul_round_trips() -> Result<(), crate::error::OpError> {
     let b = k.input("b", Shape::from([3, 64, 24]), DType::F16);
     let y = k.output("y", Shape::from([2, 3, 40, 24]), DType::F16);
     super::super::cube::batched_matmul(&mut k, &a, &b, &y)?;
-    round_trip(&k.finish()?);
+    let program = k.finish()?;
+    round_trip(&program);
     Ok(())
 }
 
