@@ -313,8 +313,10 @@ fn slice_ranges(
             let (low, high) = (end + 1, start + 1);
             (low.min(high), high)
         };
-        let step = isize::try_from(step)
-            .map_err(|_| param_error(op, "steps", format!("step {step} does not fit an isize")))?;
+        // A step longer than the axis takes one element, as one of the axis' length does:
+        // clamped so (`i64::MIN` has no absolute value in i64).
+        let magnitude = step.unsigned_abs().min(dim.max(1) as u64) as isize;
+        let step = if step < 0 { -magnitude } else { magnitude };
         ranges.push(SliceAxis {
             axis,
             start: range.0 as usize,
