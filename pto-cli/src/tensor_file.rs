@@ -103,7 +103,7 @@ pub fn read_safetensors(path: &Path) -> Result<BTreeMap<String, Tensor>, TensorF
 ///
 /// # Errors
 ///
-/// For bf16, which numpy has no dtype for.
+/// For bf16 and the 8-, 4- and 2-bit dtypes, which numpy has no dtype for.
 ///
 /// ```
 /// use pto_op::{DType, Tensor, TensorError};
@@ -125,7 +125,19 @@ pub fn npy_bytes(tensor: &Tensor) -> Result<Vec<u8>, TensorFileError> {
         DType::U32 => "<u4",
         DType::U64 => "<u8",
         DType::F64 => "<f8",
-        DType::BF16 => return Err(TensorFileError::NpyDType { dtype: DType::BF16 }),
+        // numpy has no bf16 and no 8-, 4- or 2-bit float or integer dtypes (ml_dtypes adds
+        // them, but a `.npy` file cannot name them).
+        dtype @ (DType::BF16
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F8E8M0
+        | DType::F4E2M1
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2) => return Err(TensorFileError::NpyDType { dtype }),
     };
     let shape = match tensor.dims() {
         [] => "()".to_owned(),

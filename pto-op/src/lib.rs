@@ -57,6 +57,7 @@ pub mod fs;
 pub mod fusion;
 pub mod graph;
 pub mod kernel;
+pub mod lowp;
 pub mod model;
 pub mod models;
 pub mod onnx;

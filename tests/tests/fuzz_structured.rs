@@ -1129,6 +1129,14 @@ fn inputs_file(compiled: &CompiledModel, seed: u64) -> Vec<u8> {
             DType::U32 => "U32",
             DType::U64 => "U64",
             DType::F64 => "F64",
+            DType::F8E4M3FN => "F8_E4M3",
+            DType::F8E4M3FNUZ => "F8_E4M3FNUZ",
+            DType::F8E5M2 => "F8_E5M2",
+            DType::F8E5M2FNUZ => "F8_E5M2FNUZ",
+            DType::F8E8M0 => "F8_E8M0",
+            dtype @ (DType::F4E2M1 | DType::I4 | DType::U4 | DType::I2 | DType::U2) => {
+                panic!("an input of dtype {dtype}: safetensors files cannot hold it")
+            }
         };
         header.insert(
             input.name.clone(),

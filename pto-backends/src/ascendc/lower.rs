@@ -264,6 +264,20 @@ fn c_type(dtype: DType) -> &'static str {
         DType::U32 => "uint32_t",
         DType::U64 => "uint64_t",
         DType::F64 => "double",
+        // No SoC lowers these (`Soc::supports`), and `check_dtypes` refuses a program with
+        // them before any code is written.
+        dtype @ (DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F8E8M0
+        | DType::F4E2M1
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2) => {
+            unreachable!("{dtype} is refused by check_dtypes before code generation")
+        }
     }
 }
 

@@ -101,6 +101,17 @@ impl Soc {
             | DType::U32
             | DType::U64
             | DType::F64 => false,
+            // Storage-only dtypes (`DType::is_storage_only`): no kernel computes in them.
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F8E8M0
+            | DType::F4E2M1
+            | DType::I4
+            | DType::U4
+            | DType::I2
+            | DType::U2 => false,
         }
     }
 }

@@ -230,6 +230,23 @@ pub enum ModelFileError {
         /// The fault.
         source: GraphError,
     },
+    /// A tensor's dtype has no safetensors dtype: the 4- and 2-bit ones (f4e2m1, i4, u4, i2,
+    /// u2), which safetensors packs or lacks. The 8-bit floats are stored as safetensors'
+    /// `F8_*` dtypes.
+    #[error(
+        "{}tensor `{tensor}` is {dtype}, which safetensors has no dtype for: model files and \
+         safetensors outputs hold every dtype but f4e2m1, i4, u4, i2 and u2; cast it (e.g. \
+         to i8 or f16) first",
+        FilePrefix(file)
+    )]
+    UnsupportedDType {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The tensor's name.
+        tensor: String,
+        /// Its dtype.
+        dtype: DType,
+    },
     /// The graph cannot be stored in a model file: a weight with the reserved metadata name,
     /// an op without schema, an attribute JSON cannot hold.
     #[error("{}invalid graph: {problem}", FilePrefix(file))]
@@ -271,6 +288,7 @@ impl ModelFileError {
             | E::UnknownValue { file, .. }
             | E::HeaderTooLarge { file, .. }
             | E::InvalidGraph { file, .. }
+            | E::UnsupportedDType { file, .. }
             | E::Graph { file, .. } => *file = Some(path.to_owned()),
         }
         self
@@ -606,9 +624,11 @@ fn read_symbolic(
     })
 }
 
-/// The safetensors dtype of `dtype`.
-fn safetensors_dtype(dtype: DType) -> Dtype {
-    match dtype {
+/// The safetensors dtype of `dtype`; `None` for the 4- and 2-bit dtypes, which safetensors
+/// lacks (i4, u4, i2, u2) or stores packed (`F4`), where pto-op's tensors take a byte per
+/// element.
+fn safetensors_dtype(dtype: DType) -> Option<Dtype> {
+    Some(match dtype {
         DType::F32 => Dtype::F32,
         DType::F16 => Dtype::F16,
         DType::BF16 => Dtype::BF16,
@@ -622,14 +642,20 @@ fn safetensors_dtype(dtype: DType) -> Dtype {
         DType::U32 => Dtype::U32,
         DType::U64 => Dtype::U64,
         DType::F64 => Dtype::F64,
-    }
+        DType::F8E4M3FN => Dtype::F8_E4M3,
+        DType::F8E4M3FNUZ => Dtype::F8_E4M3FNUZ,
+        DType::F8E5M2 => Dtype::F8_E5M2,
+        DType::F8E5M2FNUZ => Dtype::F8_E5M2FNUZ,
+        DType::F8E8M0 => Dtype::F8_E8M0,
+        DType::F4E2M1 | DType::I4 | DType::U4 | DType::I2 | DType::U2 => return None,
+    })
 }
 
 /// The pto dtype of a safetensors dtype, or the dtype itself when pto-op has none.
 fn pto_dtype(dtype: Dtype) -> Result<DType, Dtype> {
     DType::ALL
         .into_iter()
-        .find(|&d| safetensors_dtype(d) == dtype)
+        .find(|&d| safetensors_dtype(d) == Some(dtype))
         .ok_or(dtype)
 }
 
@@ -686,12 +712,18 @@ fn write_safetensors(
     header.insert(METADATA_KEY.to_owned(), serde_json::json!(metadata));
     let mut data = Vec::new();
     for (name, tensor) in order {
+        let dtype =
+            safetensors_dtype(tensor.dtype()).ok_or_else(|| ModelFileError::UnsupportedDType {
+                file: None,
+                tensor: name.clone(),
+                dtype: tensor.dtype(),
+            })?;
         let start = data.len();
         data.extend_from_slice(&tensor.to_le_bytes());
         header.insert(
             name.clone(),
             serde_json::json!({
-                "dtype": safetensors_dtype(tensor.dtype()),
+                "dtype": dtype,
                 "shape": tensor.dims(),
                 "data_offsets": [start, data.len()],
             }),

@@ -267,6 +267,17 @@ impl Exporter<'_> {
             };
             match map.form {
                 ParamForm::Attr(onnx_name) => attribute.push(self::attribute(onnx_name, value)),
+                ParamForm::AttrSince { name, since } => {
+                    let default = registry::find(entry.op)
+                        .ok()
+                        .and_then(|def| def.params.iter().find(|p| p.name == map.param))
+                        .and_then(|p| p.default)
+                        .map(|f| f());
+                    if default.as_ref() != Some(value) {
+                        attribute.push(self::attribute(name, value));
+                        self.use_opset("", since);
+                    }
+                }
                 ParamForm::IntsOrAbsent(onnx_name) => {
                     if !matches!(value, AttrValue::I64s(list) if list.is_empty()) {
                         attribute.push(self::attribute(onnx_name, value));
@@ -454,7 +465,7 @@ fn tensor_proto(name: &str, tensor: &Tensor) -> TensorProto {
         name: name.to_owned(),
         dims: tensor.dims().iter().map(|&d| d as i64).collect(),
         data_type: tensor.dtype().onnx_code(),
-        raw_data: tensor.to_le_bytes(),
+        raw_data: tensor.to_packed_le_bytes(),
         ..TensorProto::default()
     }
 }

@@ -815,7 +815,7 @@ impl Importer {
         let def = registry::find(entry.op).map_err(|e| unknown(node, label, e.to_string()))?;
         let attrs = self.standard_params(node, entry, def, label)?;
         for attr in &node.attribute {
-            if maps.iter().any(|m| matches!(m.form, ParamForm::Attr(n) | ParamForm::IntsOrAbsent(n) | ParamForm::DTypeCode(n) if n == attr.name)) {
+            if maps.iter().any(|m| matches!(m.form, ParamForm::Attr(n) | ParamForm::AttrSince { name: n, .. } | ParamForm::IntsOrAbsent(n) | ParamForm::DTypeCode(n) if n == attr.name)) {
                 continue;
             }
             let Some(&(_, wanted)) = fixed.iter().find(|(n, _)| *n == attr.name) else {
@@ -974,7 +974,7 @@ impl Importer {
                 problem,
             };
             let value = match map.form {
-                ParamForm::Attr(name) => node
+                ParamForm::Attr(name) | ParamForm::AttrSince { name, .. } => node
                     .attribute
                     .iter()
                     .find(|a| a.name == name)
@@ -1154,12 +1154,14 @@ fn check_required(def: &OpDef, attrs: &Attributes, label: &str) -> Result<(), On
 }
 
 /// The ONNX element types pto-op reads, by their ONNX names.
-const SUPPORTED: &str = "float, float16, bfloat16, double, int32, int64, int16, int8, uint64, uint32, uint16, uint8, bool";
+const SUPPORTED: &str = "float, float16, bfloat16, double, int32, int64, int16, int8, uint64, \
+     uint32, uint16, uint8, bool, float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz, \
+     float8e8m0, float4e2m1, int4, uint4, int2, uint2";
 
 /// An ONNX `TensorProto.DataType` code by its ONNX name (`int8`), with the code for one
 /// this version of ONNX does not name.
 fn element_type_name(code: i32) -> String {
-    const NAMES: [&str; 24] = [
+    const NAMES: [&str; 27] = [
         "undefined",
         "float",
         "uint8",
@@ -1184,6 +1186,9 @@ fn element_type_name(code: i32) -> String {
         "uint4",
         "int4",
         "float4e2m1",
+        "float8e8m0",
+        "uint2",
+        "int2",
     ];
     match usize::try_from(code).ok().and_then(|i| NAMES.get(i)) {
         Some(name) => (*name).to_owned(),
@@ -1678,7 +1683,21 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
         _ => proto.int32_data.len(),
     };
     if !proto.raw_data.is_empty() || typed_len == 0 {
-        return Tensor::from_le_bytes(dtype, shape, &proto.raw_data).map_err(|e| e.to_string());
+        return Tensor::from_packed_le_bytes(dtype, shape, &proto.raw_data)
+            .map_err(|e| e.to_string());
+    }
+    if dtype.bits() < 8 {
+        // The 4- and 2-bit dtypes: each int32_data entry is one packed byte.
+        let bytes = proto
+            .int32_data
+            .iter()
+            .map(|&v| {
+                u8::try_from(v).map_err(|_| {
+                    format!("int32_data value {v} is not a byte of packed {dtype} elements")
+                })
+            })
+            .collect::<Result<Vec<u8>, String>>()?;
+        return Tensor::from_packed_le_bytes(dtype, shape, &bytes).map_err(|e| e.to_string());
     }
     if typed_len != shape.numel() {
         return Err(format!(
@@ -1722,6 +1741,12 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
                     DType::U16 => u16::try_from(v).is_ok(),
                     DType::Bool => v == 0 || v == 1,
                     DType::F16 | DType::BF16 => u16::try_from(v).is_ok(),
+                    // The 8-bit floats: their bit pattern.
+                    DType::F8E4M3FN
+                    | DType::F8E4M3FNUZ
+                    | DType::F8E5M2
+                    | DType::F8E5M2FNUZ
+                    | DType::F8E8M0 => u8::try_from(v).is_ok(),
                     _ => true,
                 };
                 if !fits {

@@ -251,6 +251,22 @@ pub(super) fn read_tensor<R: Read>(
     shape: Shape,
     len: u64,
 ) -> Result<Tensor, String> {
+    if dtype.bits() < 8 {
+        // The 4- and 2-bit dtypes are packed in ONNX: read whole, then unpacked to a byte
+        // per element.
+        let expected = shape.numel().div_ceil(8 / dtype.bits());
+        if u64::try_from(expected).ok() != Some(len) {
+            return Err(format!(
+                "a {dtype} tensor of shape {shape} takes {expected} packed bytes, the data has \
+                 {len}"
+            ));
+        }
+        let mut bytes = vec![0u8; expected];
+        reader
+            .read_exact(&mut bytes)
+            .map_err(|e| format!("reading its data: {e}"))?;
+        return Tensor::from_packed_le_bytes(dtype, shape, &bytes).map_err(|e| e.to_string());
+    }
     let size = dtype.size_bytes();
     let expected = shape.numel().checked_mul(size);
     if expected.and_then(|e| u64::try_from(e).ok()) != Some(len) {

@@ -15,6 +15,16 @@ pub(crate) enum ParamForm {
     /// written as no attribute, since ONNX reads an empty INTS as a list of length 0; no
     /// attribute imports as the empty list.
     IntsOrAbsent(&'static str),
+    /// An attribute the operator has since opset `since`, for a param with a default that
+    /// means what the operator does without it: read like [`Attr`](ParamForm::Attr);
+    /// written only when the param is not its default, and then the model imports at
+    /// least opset `since` (Cast's `saturate`, 19, and `round_mode`, 24).
+    AttrSince {
+        /// The attribute's name.
+        name: &'static str,
+        /// The opset that added it.
+        since: i64,
+    },
     /// An INT attribute of this name holding the ONNX code of the dtype that the param (a
     /// dtype name such as `"f16"`) names.
     DTypeCode(&'static str),
@@ -222,10 +232,26 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         ops::cast::NAME,
         "Cast",
         13,
-        &[ParamMap {
-            param: "to",
-            form: ParamForm::DTypeCode("to"),
-        }],
+        &[
+            ParamMap {
+                param: "to",
+                form: ParamForm::DTypeCode("to"),
+            },
+            ParamMap {
+                param: "saturate",
+                form: ParamForm::AttrSince {
+                    name: "saturate",
+                    since: 19,
+                },
+            },
+            ParamMap {
+                param: "round_mode",
+                form: ParamForm::AttrSince {
+                    name: "round_mode",
+                    since: 24,
+                },
+            },
+        ],
         &[],
     ),
     with(

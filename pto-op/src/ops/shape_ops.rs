@@ -457,17 +457,25 @@ fn target_dtype(op: &str, to: &str) -> Result<DType, OpError> {
         .map_err(|e| param_error(op, "to", e.to_string()))
 }
 
-/// y = x converted to the dtype named by `to` (`f32`, `f16`, `bf16`, `i32`, `i64`, `i8`,
-/// `u8`, `bool`), element by element like [`Tensor::cast`]: floats round to nearest-even,
-/// floats to integers truncate toward zero and saturate (NaN gives 0), anything to bool
-/// is `!= 0`. Any dtype.
-#[custom_op(name = "std.cast", params(to: String))]
+/// y = x converted to the dtype named by `to` (any dtype name: `f32`, `i8`, `f8e4m3fn`,
+/// `i4`, ...), element by element like ONNX `Cast` (opset 25) and [`Tensor::cast_with`]:
+/// floats round to nearest-even, floats to integers truncate toward zero and saturate
+/// (NaN gives 0), integers to narrower integers (the 4- and 2-bit ones too) keep the low
+/// bits, anything to bool is `!= 0`. `saturate` (default true) says what overflow and
+/// infinity become in the 8-bit floats (± the max finite value, else infinity or NaN);
+/// `round_mode` (`up`, the default, `down` or `nearest`) how values round to f8e8m0. See
+/// [`crate::lowp`]. Any dtype.
+#[custom_op(
+    name = "std.cast",
+    params(to: String, saturate: bool = true, round_mode: String = "up")
+)]
 pub mod cast {
     use super::*;
 
     #[infer_shape]
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
         target_dtype(NAME, &p.to)?;
+        round_mode(&p.round_mode)?;
         Ok(x.clone())
     }
 
@@ -478,7 +486,22 @@ pub mod cast {
 
     #[reference]
     fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
-        Ok(x.cast(target_dtype(NAME, &p.to)?))
+        Ok(x.cast_with(
+            target_dtype(NAME, &p.to)?,
+            p.saturate,
+            round_mode(&p.round_mode)?,
+        ))
+    }
+
+    /// The rounding mode `round_mode` names.
+    fn round_mode(name: &str) -> Result<crate::lowp::RoundMode, OpError> {
+        crate::lowp::RoundMode::from_name(name).ok_or_else(|| {
+            param_error(
+                NAME,
+                "round_mode",
+                format!("expected `up`, `down` or `nearest`, got `{name}`"),
+            )
+        })
     }
 }
 

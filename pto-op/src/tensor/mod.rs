@@ -204,6 +204,16 @@ impl Tensor {
             TensorData::U32(_) => DType::U32,
             TensorData::U64(_) => DType::U64,
             TensorData::F64(_) => DType::F64,
+            TensorData::F8E4M3FN(_) => DType::F8E4M3FN,
+            TensorData::F8E4M3FNUZ(_) => DType::F8E4M3FNUZ,
+            TensorData::F8E5M2(_) => DType::F8E5M2,
+            TensorData::F8E5M2FNUZ(_) => DType::F8E5M2FNUZ,
+            TensorData::F8E8M0(_) => DType::F8E8M0,
+            TensorData::F4E2M1(_) => DType::F4E2M1,
+            TensorData::I4(_) => DType::I4,
+            TensorData::U4(_) => DType::U4,
+            TensorData::I2(_) => DType::I2,
+            TensorData::U2(_) => DType::U2,
         }
     }
 
@@ -397,11 +407,70 @@ impl Tensor {
                 DType::U16 => TensorData::U16(wide.mapv(|v| v as u16)),
                 DType::U32 => TensorData::U32(wide.mapv(|v| v as u32)),
                 DType::U64 => TensorData::U64(wide.mapv(|v| v as u64)),
+                DType::I4 => TensorData::I4(wide.mapv(crate::lowp::I4::wrapping_from_i64)),
+                DType::U4 => TensorData::U4(wide.mapv(crate::lowp::U4::wrapping_from_i64)),
+                DType::I2 => TensorData::I2(wide.mapv(crate::lowp::I2::wrapping_from_i64)),
+                DType::U2 => TensorData::U2(wide.mapv(crate::lowp::U2::wrapping_from_i64)),
                 _ => return with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) }),
             };
             return Tensor { data };
         }
         with_dtype!(dtype, T => Tensor { data: T::wrap(self.convert::<T>()) })
+    }
+
+    /// [`cast`](Tensor::cast) with ONNX `Cast`'s `saturate` and `round_mode` attributes,
+    /// which only change conversions to the 8-bit floats (`saturate`) and to f8e8m0 (both):
+    /// see [`crate::lowp`] for the rules. `cast(dtype)` is `cast_with(dtype, true,
+    /// RoundMode::Up)`, ONNX's defaults.
+    ///
+    /// ```
+    /// use pto_op::lowp::RoundMode;
+    /// use pto_op::{DType, Tensor};
+    /// let t = Tensor::from_vec([3], vec![1000.0f32, f32::INFINITY, 0.3]).unwrap();
+    /// assert_eq!(t.cast(DType::F8E4M3FN).to_f64_vec(), vec![448.0, 448.0, 0.3125]);
+    /// let wrapped = t.cast_with(DType::F8E4M3FN, false, RoundMode::Up).to_f64_vec();
+    /// assert!(wrapped[0].is_nan() && wrapped[1].is_nan());
+    /// assert_eq!(t.cast_with(DType::F8E5M2, false, RoundMode::Up).to_f64_vec()[1], f64::INFINITY);
+    /// ```
+    pub fn cast_with(
+        &self,
+        dtype: DType,
+        saturate: bool,
+        round_mode: crate::lowp::RoundMode,
+    ) -> Tensor {
+        use crate::lowp::{F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, RoundMode};
+        if dtype == self.dtype() || (saturate && round_mode == RoundMode::Up) {
+            return self.cast(dtype);
+        }
+        let data = match dtype {
+            DType::F8E4M3FN => TensorData::F8E4M3FN(
+                self.convert_with(|v| F8E4M3FN::from_f64_saturating(v, saturate)),
+            ),
+            DType::F8E4M3FNUZ => TensorData::F8E4M3FNUZ(
+                self.convert_with(|v| F8E4M3FNUZ::from_f64_saturating(v, saturate)),
+            ),
+            DType::F8E5M2 => {
+                TensorData::F8E5M2(self.convert_with(|v| F8E5M2::from_f64_saturating(v, saturate)))
+            }
+            DType::F8E5M2FNUZ => TensorData::F8E5M2FNUZ(
+                self.convert_with(|v| F8E5M2FNUZ::from_f64_saturating(v, saturate)),
+            ),
+            DType::F8E8M0 => TensorData::F8E8M0(
+                self.convert_with(|v| F8E8M0::from_f64_rounded(v, saturate, round_mode)),
+            ),
+            // The attributes change nothing else.
+            _ => return self.cast(dtype),
+        };
+        Tensor { data }
+    }
+
+    /// The elements converted by `f` from f64 (i64 through a round-to-odd f64, see
+    /// [`convert`](Tensor::convert)).
+    fn convert_with<T>(&self, f: impl Fn(f64) -> T) -> ArrayD<T> {
+        match &self.data {
+            TensorData::I64(a) => a.mapv(|x| f(i64_to_f64_round_odd(x))),
+            data => dispatch!(data, a => a.mapv(|x| f(x.to_f64()))),
+        }
     }
 
     /// The elements as i64, when the dtype is an integer type.
@@ -416,6 +485,10 @@ impl Tensor {
             TensorData::U32(a) => Some(a.mapv(i64::from)),
             // Two's complement: the low bits, which is all a narrowing or same-width cast keeps.
             TensorData::U64(a) => Some(a.mapv(|v| v as i64)),
+            TensorData::I4(a) => Some(a.mapv(|v| v.get())),
+            TensorData::U4(a) => Some(a.mapv(|v| v.get())),
+            TensorData::I2(a) => Some(a.mapv(|v| v.get())),
+            TensorData::U2(a) => Some(a.mapv(|v| v.get())),
             _ => None,
         }
     }
@@ -474,6 +547,73 @@ impl Tensor {
         })
     }
 
+    /// The elements in ONNX's `raw_data` layout: [`to_le_bytes`](Tensor::to_le_bytes),
+    /// except that the 4-bit dtypes (f4e2m1, i4, u4) are packed two to a byte, the first
+    /// element in the low nibble, and the 2-bit ones (i2, u2) four to a byte, the first in
+    /// the lowest two bits; a last partial byte is padded with zero bits.
+    ///
+    /// ```
+    /// use pto_op::{DType, Tensor};
+    /// let t = Tensor::from_vec([3], vec![1i32, -1, 7]).unwrap().cast(DType::I4);
+    /// assert_eq!(t.to_packed_le_bytes(), vec![0xF1, 0x07]);
+    /// assert_eq!(Tensor::from_packed_le_bytes(DType::I4, [3], &[0xF1, 0x07]).unwrap(), t);
+    /// ```
+    pub fn to_packed_le_bytes(&self) -> Vec<u8> {
+        let bits = self.dtype().bits();
+        if bits >= 8 {
+            return self.to_le_bytes();
+        }
+        let per_byte = 8 / bits;
+        let mask = (1u8 << bits) - 1;
+        let mut out = vec![0u8; self.numel().div_ceil(per_byte)];
+        for (i, byte) in self.to_le_bytes().into_iter().enumerate() {
+            out[i / per_byte] |= (byte & mask) << (bits * (i % per_byte));
+        }
+        out
+    }
+
+    /// The tensor whose [`to_packed_le_bytes`](Tensor::to_packed_le_bytes) are `bytes`
+    /// (ONNX's `raw_data`); the padding bits of a last partial byte are ignored.
+    pub fn from_packed_le_bytes(
+        dtype: DType,
+        shape: impl Into<Shape>,
+        bytes: &[u8],
+    ) -> Result<Tensor, TensorError> {
+        let shape = shape.into();
+        let bits = dtype.bits();
+        if bits >= 8 {
+            return Tensor::from_le_bytes(dtype, shape, bytes);
+        }
+        let per_byte = 8 / bits;
+        let numel = shape.numel();
+        let expected = numel.div_ceil(per_byte);
+        if bytes.len() != expected {
+            return Err(TensorError::ByteLength {
+                dtype,
+                shape,
+                expected,
+                actual: bytes.len(),
+            });
+        }
+        let mask = (1u8 << bits) - 1;
+        let patterns = (0..numel).map(|i| (bytes[i / per_byte] >> (bits * (i % per_byte))) & mask);
+        use crate::lowp::{F4E2M1, I2, I4, U2, U4};
+        let data = match dtype {
+            DType::F4E2M1 => TensorData::F4E2M1(vec_array(patterns.map(F4E2M1::from_bits))),
+            DType::I4 => TensorData::I4(vec_array(patterns.map(I4::from_bits))),
+            DType::U4 => TensorData::U4(vec_array(patterns.map(U4::from_bits))),
+            DType::I2 => TensorData::I2(vec_array(patterns.map(I2::from_bits))),
+            DType::U2 => TensorData::U2(vec_array(patterns.map(U2::from_bits))),
+            _ => unreachable!("{dtype} has {bits} bits; only the 4- and 2-bit dtypes pack"),
+        };
+        Tensor::from_array_data(data).reshape(shape)
+    }
+
+    /// A tensor of `data`.
+    fn from_array_data(data: TensorData) -> Tensor {
+        Tensor { data }
+    }
+
     /// The elements converted to `T`; i64 goes through a round-to-odd f64 so floats round
     /// once (see [`i64_to_f64_round_odd`]).
     fn convert<T: Element>(&self) -> ArrayD<T> {
@@ -482,6 +622,14 @@ impl Tensor {
             data => dispatch!(data, a => a.mapv(|x| T::from_f64(x.to_f64()))),
         }
     }
+}
+
+/// The elements as a rank-1 array.
+fn vec_array<T>(values: impl Iterator<Item = T>) -> ArrayD<T> {
+    let values: Vec<T> = values.collect();
+    let len = values.len();
+    ArrayD::from_shape_vec(IxDyn(&[len]), values)
+        .unwrap_or_else(|_| unreachable!("{len} values make a vector"))
 }
 
 /// f16 and bf16: the element types `half` converts to and from f32 a slice at a time.

@@ -8,8 +8,8 @@ use super::Tensor;
 
 impl Tensor {
     /// A tensor of pseudo-random values, the same for a seed on every platform: floats
-    /// uniform in [-1, 1), integers uniform in [-8, 8) (u8: [0, 16)), bool true or false
-    /// with equal odds. See [`Tensor::random_uniform`] for how values are drawn.
+    /// uniform in [-1, 1), integers uniform in [-8, 8) (unsigned: [0, 16); i2: [-2, 2), u2:
+    /// [0, 4)), bool true or false with equal odds; f8e8m0, which has no sign, in [0, 1). See [`Tensor::random_uniform`] for how values are drawn.
     ///
     /// ```
     /// use pto_op::{DType, Tensor};
@@ -24,6 +24,18 @@ impl Tensor {
             DType::I32 | DType::I64 | DType::I8 | DType::I16 => (-8.0, 8.0),
             DType::U8 | DType::U16 | DType::U32 | DType::U64 => (0.0, 16.0),
             DType::Bool => (0.0, 2.0),
+            // The 8- and 4-bit floats: [-1, 1) rounded to the format (f8e8m0: powers of two
+            // from 2^-1 down, as it has no sign).
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1 => (-1.0, 1.0),
+            DType::F8E8M0 => (0.0, 1.0),
+            DType::I4 => (-8.0, 8.0),
+            DType::U4 => (0.0, 16.0),
+            DType::I2 => (-2.0, 2.0),
+            DType::U2 => (0.0, 4.0),
         };
         Tensor::random_uniform(shape, dtype, seed, low, high)
     }
@@ -53,7 +65,7 @@ impl Tensor {
             "random_uniform needs finite bounds with low < high, got [{low}, {high})"
         );
         let mut rng = SplitMix64::new(seed);
-        if dtype.is_float() {
+        if dtype.is_float() || dtype.is_small_float() {
             return Tensor::from_f64_fn(shape, dtype, |_| low + (high - low) * rng.next_unit());
         }
         let (first, end) = (low.ceil(), high.ceil());

@@ -5,6 +5,7 @@ use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::DType;
+use crate::lowp::{F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, I2, I4, U2, U4};
 
 /// The elements of a tensor: an n-dimensional array of one of the supported element types.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +36,26 @@ pub enum TensorData {
     U64(ArrayD<u64>),
     /// Elements of dtype f64.
     F64(ArrayD<f64>),
+    /// Elements of dtype f8e4m3fn.
+    F8E4M3FN(ArrayD<crate::lowp::F8E4M3FN>),
+    /// Elements of dtype f8e4m3fnuz.
+    F8E4M3FNUZ(ArrayD<crate::lowp::F8E4M3FNUZ>),
+    /// Elements of dtype f8e5m2.
+    F8E5M2(ArrayD<crate::lowp::F8E5M2>),
+    /// Elements of dtype f8e5m2fnuz.
+    F8E5M2FNUZ(ArrayD<crate::lowp::F8E5M2FNUZ>),
+    /// Elements of dtype f8e8m0.
+    F8E8M0(ArrayD<crate::lowp::F8E8M0>),
+    /// Elements of dtype f4e2m1.
+    F4E2M1(ArrayD<crate::lowp::F4E2M1>),
+    /// Elements of dtype i4.
+    I4(ArrayD<crate::lowp::I4>),
+    /// Elements of dtype u4.
+    U4(ArrayD<crate::lowp::U4>),
+    /// Elements of dtype i2.
+    I2(ArrayD<crate::lowp::I2>),
+    /// Elements of dtype u2.
+    U2(ArrayD<crate::lowp::U2>),
 }
 
 /// Runs `$body` with `$a` bound to the array inside `$data`, whatever its element type.
@@ -54,6 +75,16 @@ macro_rules! dispatch {
             TensorData::U32($a) => $body,
             TensorData::U64($a) => $body,
             TensorData::F64($a) => $body,
+            TensorData::F8E4M3FN($a) => $body,
+            TensorData::F8E4M3FNUZ($a) => $body,
+            TensorData::F8E5M2($a) => $body,
+            TensorData::F8E5M2FNUZ($a) => $body,
+            TensorData::F8E8M0($a) => $body,
+            TensorData::F4E2M1($a) => $body,
+            TensorData::I4($a) => $body,
+            TensorData::U4($a) => $body,
+            TensorData::I2($a) => $body,
+            TensorData::U2($a) => $body,
         }
     };
 }
@@ -113,6 +144,46 @@ macro_rules! with_dtype {
             }
             DType::F64 => {
                 type $t = f64;
+                $body
+            }
+            DType::F8E4M3FN => {
+                type $t = $crate::lowp::F8E4M3FN;
+                $body
+            }
+            DType::F8E4M3FNUZ => {
+                type $t = $crate::lowp::F8E4M3FNUZ;
+                $body
+            }
+            DType::F8E5M2 => {
+                type $t = $crate::lowp::F8E5M2;
+                $body
+            }
+            DType::F8E5M2FNUZ => {
+                type $t = $crate::lowp::F8E5M2FNUZ;
+                $body
+            }
+            DType::F8E8M0 => {
+                type $t = $crate::lowp::F8E8M0;
+                $body
+            }
+            DType::F4E2M1 => {
+                type $t = $crate::lowp::F4E2M1;
+                $body
+            }
+            DType::I4 => {
+                type $t = $crate::lowp::I4;
+                $body
+            }
+            DType::U4 => {
+                type $t = $crate::lowp::U4;
+                $body
+            }
+            DType::I2 => {
+                type $t = $crate::lowp::I2;
+                $body
+            }
+            DType::U2 => {
+                type $t = $crate::lowp::U2;
                 $body
             }
         }
@@ -248,6 +319,138 @@ element!(u16, U16, |x| f64::from(x), |v| v as u16);
 element!(u32, U32, |x| f64::from(x), |v| v as u32);
 element!(u64, U64, |x| x as f64, |v| v as u64);
 element!(f64, F64, |x| x, |v| v);
+
+/// Implements [`Element`] for a low-precision element type stored one per byte.
+macro_rules! byte_element {
+    ($t:ident, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
+        impl sealed::Sealed for $t {
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.push(self.byte());
+            }
+
+            fn read_le(chunk: &[u8]) -> Option<Self> {
+                // Only the byte of a valid element: the bits beyond a 4- or 2-bit pattern
+                // are 0 (unsigned) or the sign extension (signed integers).
+                let [byte] = chunk else { return None };
+                let element = $t::from_bits(*byte);
+                (byte_of(element) == *byte).then_some(element)
+            }
+
+            fn unwrap_data(data: TensorData) -> Result<ArrayD<Self>, TensorData> {
+                match data {
+                    TensorData::$t(a) => Ok(a),
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl Element for $t {
+            const DTYPE: DType = DType::$t;
+
+            fn wrap(array: ArrayD<Self>) -> TensorData {
+                TensorData::$t(array)
+            }
+
+            fn view(data: &TensorData) -> Option<ArrayViewD<'_, Self>> {
+                match data {
+                    TensorData::$t(a) => Some(a.view()),
+                    _ => None,
+                }
+            }
+
+            fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
+                match data {
+                    TensorData::$t(a) => Some(a.view_mut()),
+                    _ => None,
+                }
+            }
+
+            fn slice(data: &TensorData) -> Option<&[Self]> {
+                match data {
+                    TensorData::$t(a) => a.as_slice(),
+                    _ => None,
+                }
+            }
+
+            fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]> {
+                match data {
+                    TensorData::$t(a) => a.as_slice_mut(),
+                    _ => None,
+                }
+            }
+
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to_f64
+            }
+
+            fn from_f64(value: f64) -> Self {
+                let $v = value;
+                $from_f64
+            }
+        }
+    };
+}
+
+/// The in-memory byte of a low-precision element: its bit pattern, sign-extended for the
+/// signed 4- and 2-bit integers.
+pub(crate) trait ByteOf {
+    /// The byte [`Tensor::to_le_bytes`](super::Tensor::to_le_bytes) writes.
+    fn byte(self) -> u8;
+}
+
+fn byte_of<T: ByteOf>(x: T) -> u8 {
+    x.byte()
+}
+
+macro_rules! float_byte {
+    ($($t:ident),*) => {$(
+        impl ByteOf for $t {
+            fn byte(self) -> u8 {
+                self.to_bits()
+            }
+        }
+    )*};
+}
+float_byte!(F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, F4E2M1);
+
+macro_rules! int_byte {
+    ($($t:ident),*) => {$(
+        impl ByteOf for $t {
+            fn byte(self) -> u8 {
+                self.get() as u8
+            }
+        }
+    )*};
+}
+int_byte!(I4, U4, I2, U2);
+
+// Conversions from f64 follow ONNX Cast's defaults: the 8-bit floats saturate, E8M0 rounds
+// up, the integers keep the low bits ([`crate::lowp`]).
+byte_element!(F8E4M3FN, |x| x.to_f64(), |v| F8E4M3FN::from_f64_saturating(
+    v, true
+));
+byte_element!(F8E4M3FNUZ, |x| x.to_f64(), |v| {
+    F8E4M3FNUZ::from_f64_saturating(v, true)
+});
+byte_element!(F8E5M2, |x| x.to_f64(), |v| F8E5M2::from_f64_saturating(
+    v, true
+));
+byte_element!(F8E5M2FNUZ, |x| x.to_f64(), |v| {
+    F8E5M2FNUZ::from_f64_saturating(v, true)
+});
+byte_element!(F8E8M0, |x| x.to_f64(), |v| F8E8M0::from_f64_rounded(
+    v,
+    true,
+    crate::lowp::RoundMode::Up
+));
+byte_element!(F4E2M1, |x| x.to_f64(), |v| F4E2M1::from_f64_saturating(
+    v, true
+));
+byte_element!(I4, |x| x.get() as f64, |v| I4::from_f64_wrapping(v));
+byte_element!(U4, |x| x.get() as f64, |v| U4::from_f64_wrapping(v));
+byte_element!(I2, |x| x.get() as f64, |v| I2::from_f64_wrapping(v));
+byte_element!(U2, |x| x.get() as f64, |v| U2::from_f64_wrapping(v));
 
 impl sealed::Sealed for bool {
     fn write_le(self, out: &mut Vec<u8>) {

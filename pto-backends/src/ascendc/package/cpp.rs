@@ -45,6 +45,19 @@ fn ge_dtype(dtype: DType) -> &'static str {
         DType::U32 => "DT_UINT32",
         DType::U64 => "DT_UINT64",
         DType::F64 => "DT_DOUBLE",
+        // No SoC lowers these (`Soc::supports`): no lowered kernel, so no package, has them.
+        dtype @ (DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F8E8M0
+        | DType::F4E2M1
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2) => {
+            unreachable!("{dtype} is refused by lowering before packaging")
+        }
     }
 }
 

@@ -23,6 +23,19 @@ fn msopgen_dtype(dtype: DType) -> &'static str {
         DType::U32 => "uint32",
         DType::U64 => "uint64",
         DType::F64 => "double",
+        // No SoC lowers these (`Soc::supports`): no lowered kernel, so no package, has them.
+        dtype @ (DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F8E8M0
+        | DType::F4E2M1
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2) => {
+            unreachable!("{dtype} is refused by lowering before packaging")
+        }
     }
 }
 

@@ -246,22 +246,25 @@ impl Importer {
                 "CastLike has two inputs and one output".into(),
             ));
         };
-        if let Some(AttrValue::I64(saturate)) = attribute(node, "saturate", AttrType::I64, label)?
-            && saturate != 1
-        {
-            return Err(OnnxError::Attribute {
-                node: label.to_owned(),
-                attribute: "saturate".to_owned(),
-                problem: format!("pto-op's `std.cast` saturates (1), the node has {saturate}"),
-            });
-        }
+        // `saturate` (opset 19) and `round_mode` (opset 24) as Cast has them.
+        let saturate = match attribute(node, "saturate", AttrType::I64, label)? {
+            Some(AttrValue::I64(v)) => v != 0,
+            _ => true,
+        };
+        let round_mode = match attribute(node, "round_mode", AttrType::String, label)? {
+            Some(AttrValue::String(mode)) => mode,
+            _ => "up".to_owned(),
+        };
         let dtype = match self.constants.get(like) {
             Some(t) => t.dtype(),
             None => self.data_value(like)?.dtype(),
         };
         let x = self.data_value(x)?;
-        let attrs =
-            Attributes::from([("to".to_owned(), AttrValue::String(dtype.name().to_owned()))]);
+        let attrs = Attributes::from([
+            ("to".to_owned(), AttrValue::String(dtype.name().to_owned())),
+            ("saturate".to_owned(), AttrValue::Bool(saturate)),
+            ("round_mode".to_owned(), AttrValue::String(round_mode)),
+        ]);
         let cast = self.traced(ops::cast::NAME, &[x], attrs, label)?;
         self.define(y, cast)
     }
