@@ -252,8 +252,22 @@ fn shape_seed() -> Result<Model, OpError> {
             keepdims: true,
         },
     )?);
-    let half = ops::cast::apply(&x, &ops::cast::Params { to: "f16".into() })?;
-    let ints = ops::cast::apply(&half, &ops::cast::Params { to: "i32".into() })?;
+    let half = ops::cast::apply(
+        &x,
+        &ops::cast::Params {
+            to: "f16".into(),
+            saturate: true,
+            round_mode: "up".into(),
+        },
+    )?;
+    let ints = ops::cast::apply(
+        &half,
+        &ops::cast::Params {
+            to: "i32".into(),
+            saturate: true,
+            round_mode: "up".into(),
+        },
+    )?;
     g.output(&ops::add::apply(&ints, &ints, &Default::default())?);
     g.output(&ops::gather::apply(
         &x,

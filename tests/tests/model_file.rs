@@ -8,8 +8,8 @@ use pto_op::op::TensorType;
 use pto_op::schema::{Implementations, ParamSchema, TensorSchema};
 use pto_op::tensor::SplitMix64;
 use pto_op::{
-    AttrType, AttrValue, DType, Fingerprint, Graph, GraphDef, Model, NodeDef, OpSchema, Shape,
-    Tensor, ValueDef, ValueKind,
+    AttrType, AttrValue, DType, Fingerprint, Graph, GraphDef, Model, ModelFileError, NodeDef,
+    OpSchema, Shape, Tensor, ValueDef, ValueKind,
 };
 
 /// A fresh directory for one test, removed by [`TempDir`]'s drop.
@@ -76,8 +76,9 @@ fn schema(name: &str, inputs: &[&str], outputs: &[&str], params: &[(&str, AttrTy
     }
 }
 
-/// A model built by hand: a weight of every dtype (a scalar among them), three nodes, and
-/// attributes of every type. No op runs on all these dtypes, and the file does not care.
+/// A model built by hand: a weight of every dtype a model file holds (all but the 4- and
+/// 2-bit ones, which safetensors lacks; a scalar among them), three nodes, and attributes of
+/// every type. No op runs on all these dtypes, and the file does not care.
 fn every_dtype_model() -> Model {
     let mut graph = GraphDef::default();
     let mut add = |name: &str, shape: Shape, dtype: DType, kind: ValueKind| {
@@ -92,7 +93,8 @@ fn every_dtype_model() -> Model {
     let mask = add("mask", Shape::from([3]), DType::Bool, ValueKind::Input);
     let mut weights = BTreeMap::new();
     let mut weight_ids = Vec::new();
-    for (seed, dtype) in DType::ALL.into_iter().enumerate() {
+    let stored = DType::ALL.into_iter().filter(|d| d.bits() >= 8);
+    for (seed, dtype) in stored.enumerate() {
         let shape = Shape::from([seed % 3 + 1, 2]);
         let name = format!("w_{dtype}");
         weight_ids.push(add(&name, shape.clone(), dtype, ValueKind::Weight));
@@ -176,6 +178,51 @@ fn every_dtype_model() -> Model {
         schemas,
         kernels: Vec::new(),
     }
+}
+
+#[test]
+fn eight_bit_float_weights_round_trip_and_four_bit_ones_are_refused() {
+    let mut model = rms_norm_model();
+    let gamma = model.weights["gamma"].clone();
+    // An f8 weight: stored as safetensors' F8_* dtype, bit for bit.
+    for dtype in [DType::F8E4M3FN, DType::F8E5M2FNUZ, DType::F8E8M0] {
+        let mut m = model.clone();
+        let weight = gamma.cast(dtype);
+        let id = m
+            .graph
+            .values
+            .iter()
+            .position(|v| v.name == "gamma")
+            .expect("gamma");
+        m.graph.values[id].ty.dtype = dtype;
+        m.weights.insert("gamma".to_owned(), weight.clone());
+        let bytes = m.to_bytes().expect("serializes");
+        let loaded = Model::from_bytes(&bytes).expect("loads");
+        assert_eq!(loaded.weights["gamma"], weight, "{dtype}");
+        assert_eq!(loaded.weights["gamma"].to_le_bytes(), weight.to_le_bytes());
+    }
+    // An i4 weight: refused, naming the weight, its dtype and what to do.
+    let id = model
+        .graph
+        .values
+        .iter()
+        .position(|v| v.name == "gamma")
+        .expect("gamma");
+    model.graph.values[id].ty.dtype = DType::I4;
+    model
+        .weights
+        .insert("gamma".to_owned(), gamma.cast(DType::I4));
+    let err = model.to_bytes().unwrap_err();
+    assert!(
+        matches!(&err, ModelFileError::UnsupportedDType { tensor, dtype: DType::I4, .. } if tensor == "gamma"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "model file: tensor `gamma` is i4, which safetensors has no dtype for: model files and \
+         safetensors outputs hold every dtype but f4e2m1, i4, u4, i2 and u2; cast it (e.g. to i8 \
+         or f16) first"
+    );
 }
 
 #[test]
@@ -308,13 +355,13 @@ fn a_weight_of_the_wrong_size_names_it_with_both_types() {
          f32[16] (64 bytes)"
     );
     let f8_tensor = edit_header(&bytes, |h| {
-        h["gamma"]["dtype"] = "F8_E5M2".into();
-        h["gamma"]["shape"] = serde_json::json!([64]);
+        h["gamma"]["dtype"] = "C64".into();
+        h["gamma"]["shape"] = serde_json::json!([8]);
     });
     assert_eq!(
         load_error(&f8_tensor),
         "model file: weight `gamma`: the graph says f32[16] (64 bytes), but its tensor is \
-         F8_E5M2[64], a safetensors dtype pto-op does not support"
+         C64[8], a safetensors dtype pto-op does not support"
     );
     let inconsistent = edit_header(&bytes, |h| h["gamma"]["shape"] = serde_json::json!([15]));
     assert_eq!(

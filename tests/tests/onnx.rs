@@ -323,7 +323,9 @@ fn element_types_and_opsets_are_named_in_refusals() {
     assert!(
         string.contains(
             "element type string is not one of pto-op's dtypes (float, float16, bfloat16, \
-             double, int32, int64, int16, int8, uint64, uint32, uint16, uint8, bool)"
+             double, int32, int64, int16, int8, uint64, uint32, uint16, uint8, bool, float8e4m3fn, \
+             float8e4m3fnuz, float8e5m2, float8e5m2fnuz, float8e8m0, float4e2m1, int4, uint4, int2, \
+             uint2)"
         ),
         "{string}"
     );

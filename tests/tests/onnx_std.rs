@@ -331,7 +331,16 @@ fn shape_ops() -> Result<Case, OpError> {
         &indices_i32,
         &ops::gather::Params { axis: -1 },
     )?);
-    let cast = |v: &Value, to: &str| ops::cast::apply(v, &ops::cast::Params { to: to.to_owned() });
+    let cast = |v: &Value, to: &str| {
+        ops::cast::apply(
+            v,
+            &ops::cast::Params {
+                to: to.to_owned(),
+                saturate: true,
+                round_mode: "up".into(),
+            },
+        )
+    };
     let half = out(cast(&x, "f16")?);
     out(cast(&half, "f32")?);
     let big = out(ops::mul::apply(&x, &ten, &Default::default())?);

@@ -153,6 +153,18 @@ pub enum Rule {
         /// Its shape.
         shape: Vec<usize>,
     },
+    /// A global or tile of a dtype pto-op stores but computes nothing in
+    /// ([`DType::is_storage_only`]: the 8- and 4-bit floats, the 4- and 2-bit integers).
+    #[error(
+        "{what} is {dtype}, which kernels do not compute in (pto-op stores and casts it \
+         only): give the kernel f16/f32 or i8/i32 and convert with std.cast outside it"
+    )]
+    StorageOnlyDType {
+        /// The global (`global @0 \`x\``) or tile (`tile %3`).
+        what: String,
+        /// Its dtype.
+        dtype: DType,
+    },
     /// An instruction names a tile without a type.
     #[error("{tile} has no type (the program has {tiles} tiles)")]
     UndeclaredTile {
@@ -757,6 +769,22 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
                 shape: global.shape.clone(),
             }));
         }
+    }
+    let storage_only = program
+        .globals
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (format!("global @{i} `{}`", g.name), g.dtype))
+        .chain(
+            program
+                .tiles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("tile %{i}"), t.dtype)),
+        )
+        .find(|(_, dtype)| dtype.is_storage_only());
+    if let Some((what, dtype)) = storage_only {
+        return Err(program_error(Rule::StorageOnlyDType { what, dtype }));
     }
     // Counted without recursion, before `vars` sizes anything.
     let (mut loops, mut blocks) = (0usize, vec![program.body.as_slice()]);

@@ -974,7 +974,25 @@ impl Importer {
                 problem,
             };
             let value = match map.form {
-                ParamForm::Attr(name) | ParamForm::AttrSince { name, .. } => node
+                // Absent: the default, which is what the operator does without it (tracing
+                // records every param, so a round trip gives the same node).
+                ParamForm::AttrSince { name, .. } => {
+                    Some(match node.attribute.iter().find(|a| a.name == name) {
+                        Some(a) => {
+                            param_value(a, param.ty).map_err(|p| attribute_error(name, p))?
+                        }
+                        None => match param.default {
+                            Some(default) => default(),
+                            None => {
+                                return Err(attribute_error(
+                                    name,
+                                    format!("missing, and `{}` has no default", def.name),
+                                ));
+                            }
+                        },
+                    })
+                }
+                ParamForm::Attr(name) => node
                     .attribute
                     .iter()
                     .find(|a| a.name == name)

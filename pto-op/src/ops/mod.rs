@@ -18,7 +18,7 @@
 //! | [`std.concat`](mod@concat) | a, b | `axis: i64` | no |
 //! | [`std.slice`](mod@slice) | x | `starts: Vec<i64>`, `ends: Vec<i64>`, `axes: Vec<i64> = []`, `steps: Vec<i64> = []` | no |
 //! | [`std.gather`](gather) | data, indices | `axis: i64 = 0` | no |
-//! | [`std.cast`](cast) | x | `to: String` | no |
+//! | [`std.cast`](cast) | x | `to: String`, `saturate: bool = true`, `round_mode: String = "up"` | no |
 //! | [`std.reduce_mean`](reduce_mean), [`std.reduce_sum`](reduce_sum) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
 //! | [`std.exp`](exp), [`std.erf`](erf), [`std.reciprocal`](reciprocal) | x | | yes |
 //! | [`std.max`](max), [`std.min`](min) | a, b | | yes (floats) |

@@ -214,7 +214,7 @@ fn typos_are_reported_with_line_and_column() {
                 2,
                 14,
                 "unknown dtype `f23`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool, i16, u16, \
-             u32, u64, f64",
+             u32, u64, f64, f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2, u2",
             ),
         ),
         (
