@@ -70,6 +70,8 @@
 //! tiles paired up to the shorter of `params` and `init`), for messages and debugging.
 
 mod parse;
+#[cfg(test)]
+pub(crate) use parse::CHARS_COUNTED_FOR_COLUMNS;
 mod print;
 
 pub use parse::{ParseError, parse};
