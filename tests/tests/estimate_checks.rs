@@ -188,3 +188,26 @@ fn a_stale_model_file_is_refused_as_compile_refuses_it() {
     assert_eq!(estimate, compile);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_feed_forward_product_of_the_7b_model_fits_kirin9030_in_column_chunks() {
+    // `std.mul` on the LLaMA-7B feed-forward rows: 11,008 f32 columns, a 43 KiB row. Four
+    // such tiles (a, b, the product, its cast) exceed kirin9030's 118 KiB UB, so each row
+    // runs in two chunks of 5,504 columns; ascend910b's 184 KiB holds the whole row.
+    let t = TensorType {
+        shape: Shape::from([2048, 11008]),
+        dtype: DType::F32,
+    };
+    for (device, grid) in [("kirin9030", 2 * 2048), ("ascend910b", 2048)] {
+        let profile = DeviceProfile::builtin(device).unwrap();
+        let program = pto_op::ops::mul::def()
+            .trace_kernel_for(&[t.clone(), t.clone()], &Default::default(), &profile)
+            .unwrap();
+        assert_eq!(program.program().grid, grid, "{device}");
+        // The simulator's buffer plan accepts it (it refused the whole-row tiles on Kirin).
+        let report = pto_backends::sim::Simulator::new(profile, Default::default())
+            .time(&program)
+            .unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert!(report.seconds > 0.0, "{device}");
+    }
+}

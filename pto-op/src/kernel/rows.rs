@@ -1,5 +1,6 @@
 //! Row tiling for kernels that work on whole rows (the last axis): normalizations,
-//! softmax, element-wise ops.
+//! softmax, element-wise ops. Element-wise ops, which do not need a whole row at once, split
+//! rows longer than a tile into column chunks ([`elementwise_tiles`]).
 //!
 //! ```
 //! use pto_op::kernel::{Kernel, rows::row_tiles};
@@ -12,6 +13,7 @@
 //! assert_eq!((tiles.grid, tiles.shape.as_slice()), (6, &[1, 64, 64][..]));
 //! ```
 
+use super::ir::MemLevel;
 use super::{Global, Idx, Kernel};
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -32,7 +34,60 @@ pub struct RowTiles {
 }
 
 /// Row tiles of `x` sized so a row tile of f32 stays near 16 KiB; sets the kernel's grid.
+///
+/// A tile holds at least one whole row, however long: kernels that reduce along the row
+/// (normalizations, softmax) need that. Element-wise kernels use [`elementwise_tiles`].
 pub fn row_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
+    tiles(k, x, None)
+}
+
+/// Columns per chunk, a multiple of this many elements (256 bytes of f32), when
+/// [`elementwise_tiles`] splits a row.
+const COLUMN_CHUNK_ALIGN: usize = 64;
+
+/// F32 tiles of one row an element-wise kernel keeps live at once: `a * b` holds both
+/// operands and the result in f32, and a cast copy of the result for the store.
+const ELEMENTWISE_LIVE_TILES: usize = 4;
+
+/// The unified buffer assumed when a kernel is traced without a device: the smallest of
+/// the built-in profiles (Kirin's 118 KiB).
+const PORTABLE_UB: usize = 118 * 1024;
+
+/// Tiles of `x` for an element-wise kernel: [`row_tiles`], except that a row whose f32
+/// working set ([`ELEMENTWISE_LIVE_TILES`] tiles of it) exceeds the unified buffer (the
+/// device's, when the kernel is traced for one, else 118 KiB) is split into equal column
+/// chunks that fit, one row per tile (a multiple of 64 columns; the last chunk's columns
+/// past the row's end are masked). Sets the kernel's grid.
+///
+/// A row of 11,008 f32 (43 KiB) in one tile needs 172 KiB for `a * b`, more than the
+/// 118 KiB unified buffer of the Kirin profiles; in two chunks it fits. ascend910b's
+/// 184 KiB holds the whole row:
+///
+/// ```
+/// use pto_op::kernel::{Kernel, rows::elementwise_tiles};
+/// use pto_op::{DType, DeviceProfile, Shape};
+///
+/// let mut k = Kernel::new("doc.chunks");
+/// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
+/// let tiles = elementwise_tiles(&mut k, &x).unwrap();
+/// // ceil(4 x 43 KiB / 118 KiB) = 2 chunks of 5504 columns, per row.
+/// assert_eq!((tiles.grid, tiles.shape.as_slice()), (8, &[1, 5504][..]));
+///
+/// let big = DeviceProfile::builtin("ascend910b").unwrap();
+/// let mut k = Kernel::new("doc.chunks").with_buffers(big.buffers);
+/// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
+/// let tiles = elementwise_tiles(&mut k, &x).unwrap();
+/// assert_eq!((tiles.grid, tiles.shape.as_slice()), (4, &[1, 11008][..]));
+/// ```
+pub fn elementwise_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
+    let ub = k
+        .buffer_capacity(MemLevel::Ub)
+        .map_or(PORTABLE_UB, |ub| ub as usize);
+    tiles(k, x, Some(ub))
+}
+
+/// Row tiles; with `split_ub`, rows too long for that unified buffer split into chunks.
+fn tiles(k: &mut Kernel, x: &Global, split_ub: Option<usize>) -> Result<RowTiles, OpError> {
     let dims = x.shape().dims();
     // Neither is an error of the op: its kernel does not cover the case
     // (`OpError::Unsupported`), and a kernel target runs the op on its fallback.
@@ -51,14 +106,57 @@ pub fn row_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
             message: format!("input `{}`: shape {} is empty", x.name(), x.shape()),
         });
     }
+    let working_set = |cols: usize| ELEMENTWISE_LIVE_TILES * cols * DType::F32.size_bytes();
+    let chunk_of = |chunks: usize| {
+        cols.div_ceil(chunks)
+            .next_multiple_of(COLUMN_CHUNK_ALIGN)
+            .min(cols)
+    };
+    let mut chunks = match split_ub {
+        Some(ub) if working_set(cols) > ub => working_set(cols).div_ceil(ub),
+        _ => 1,
+    };
+    // Rounding a chunk up to the alignment may push it over: one more chunk then, down to
+    // one aligned chunk (a buffer smaller than that fails the kernel's buffer check).
+    while let Some(ub) = split_ub
+        && working_set(chunk_of(chunks)) > ub
+        && chunk_of(chunks) > COLUMN_CHUNK_ALIGN
+    {
+        chunks += 1;
+    }
+    let chunk = chunk_of(chunks);
     let Some((&rows, outer)) = leading.split_last() else {
-        k.grid(1)?;
+        k.grid(chunks)?;
         return Ok(RowTiles {
-            grid: 1,
-            shape: vec![cols],
-            offsets: vec![Idx::from(0)],
+            grid: chunks,
+            shape: vec![chunk],
+            offsets: vec![match chunks {
+                1 => Idx::from(0),
+                _ => k.program_id() * chunk,
+            }],
         });
     };
+    if chunks > 1 {
+        // One row per tile, `chunks` tiles per row: pid -> (row of all leading axes, chunk).
+        let grid = outer.iter().product::<usize>() * rows * chunks;
+        k.grid(grid)?;
+        let pid = k.program_id();
+        let mut row_index = pid / chunks;
+        let mut offsets: Vec<Idx> = Vec::with_capacity(dims.len());
+        for &size in leading.iter().rev() {
+            offsets.push(row_index % size);
+            row_index = row_index / size;
+        }
+        offsets.reverse();
+        offsets.push((pid % chunks) * chunk);
+        let mut shape = vec![1; leading.len()];
+        shape.push(chunk);
+        return Ok(RowTiles {
+            grid,
+            shape,
+            offsets,
+        });
+    }
     let per_row = cols * DType::F32.size_bytes();
     let rows_per_tile = (ROW_TILE_F32_BYTES / per_row).clamp(1, rows.min(64));
     let blocks = rows.div_ceil(rows_per_tile);

@@ -5,7 +5,7 @@ use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use super::math::{ERFC_COEFFICIENTS, gelu_erf, gelu_tanh};
 use super::{expect_dtype_of, expect_float, kernel_unsupported, param_error};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
-use crate::kernel::rows::{RowTiles, row_tiles};
+use crate::kernel::rows::{RowTiles, elementwise_tiles};
 use crate::op::TensorType;
 use crate::prelude::*;
 
@@ -239,7 +239,7 @@ fn arithmetic_kernel(
             ),
         ));
     }
-    let tiles = row_tiles(k, y)?;
+    let tiles = elementwise_tiles(k, y)?;
     let mut at = load_broadcast(k, a, &tiles)?;
     let mut bt = load_broadcast(k, b, &tiles)?;
     if dtype.is_float() {
@@ -312,14 +312,14 @@ pub(super) fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor
     Tensor::from_f32_array(y, x.dtype())
 }
 
-/// The kernel of a float activation: row tiles, `f` on each tile in f32.
+/// The kernel of a float activation: element-wise tiles, `f` on each tile in f32.
 pub(super) fn activation_kernel(
     k: &mut Kernel,
     x: &Global,
     y: &Global,
     f: impl Fn(&Tile) -> Tile,
 ) -> Result<(), OpError> {
-    let tiles = row_tiles(k, x)?;
+    let tiles = elementwise_tiles(k, x)?;
     let xt = k
         .load(x, tiles.offsets.clone(), &tiles.shape)?
         .cast(DType::F32);

@@ -11,7 +11,7 @@ use super::elementwise::{
     integers_i128, load_broadcast,
 };
 use super::{expect_dtype_of, expect_float, kernel_unsupported, normalize_axis, param_error};
-use crate::kernel::rows::row_tiles;
+use crate::kernel::rows::elementwise_tiles;
 use crate::prelude::*;
 
 /// For each element of the output of shape `out` (row-major), the row-major index of the
@@ -152,7 +152,7 @@ fn extremum_kernel(
             format!("the kernel takes f32, f16 or bf16, got {}", y.dtype()),
         ));
     }
-    let tiles = row_tiles(k, y)?;
+    let tiles = elementwise_tiles(k, y)?;
     let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
     let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
     let result = match greater {
