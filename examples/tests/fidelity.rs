@@ -30,7 +30,9 @@ fn the_docs_table_is_the_commands_output() {
 #[test]
 fn every_case_is_simulated_with_its_measurement() {
     let report = pto_cli::fidelity::report().unwrap();
-    assert_eq!(report.cases.len(), 12);
+    // Every cell of the sources' tables: 16 cold flash-attention runs, 40 warm ones (5 query
+    // lengths x 4 key lengths x 2 hosts), 6 on 910B2 with S0 = S1, 4 GEMMs.
+    assert_eq!(report.cases.len(), 66);
     for case in &report.cases {
         assert!(
             case.simulated_us > 0.0 && case.measured_us > 0.0,
@@ -45,4 +47,26 @@ fn every_case_is_simulated_with_its_measurement() {
         .map(|c| format!("{:.2}", c.measured_tflops))
         .collect();
     assert_eq!(tflops, ["1.59", "2.61", "6.13", "7.20"]);
+    // The README's other rows: 8 cores, S0 = 1024 (its TFLOPS row 8.43 12.50 33.31 40.01).
+    let tflops: Vec<String> = report.cases[12..16]
+        .iter()
+        .map(|c| format!("{:.2}", c.measured_tflops))
+        .collect();
+    assert_eq!(tflops, ["8.43", "12.50", "33.31", "40.01"]);
+    // The warm cases run one core per 128 queries, as the demo launches them.
+    let warm: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.source.contains("torch_jit"))
+        .collect();
+    assert_eq!(warm.len(), 40);
+    for c in &warm {
+        let s0: u32 = c.case["FA warm S0=".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(c.cores, s0 / 128, "{}", c.case);
+    }
 }
