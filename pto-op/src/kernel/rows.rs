@@ -54,7 +54,7 @@ const ELEMENTWISE_LIVE_TILES: usize = 4;
 const PORTABLE_UB: usize = 118 * 1024;
 
 /// Tiles of `x` for an element-wise kernel: [`row_tiles`], except that a row whose f32
-/// working set ([`ELEMENTWISE_LIVE_TILES`] tiles of it) exceeds the unified buffer (the
+/// working set (four tiles of it: operands, result, cast) exceeds the unified buffer (the
 /// device's, when the kernel is traced for one, else 118 KiB) is split into equal column
 /// chunks that fit, one row per tile (a multiple of 64 columns; the last chunk's columns
 /// past the row's end are masked). Sets the kernel's grid.
