@@ -45,19 +45,17 @@ pub fn row_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
 /// [`elementwise_tiles`] splits a row.
 const COLUMN_CHUNK_ALIGN: usize = 64;
 
-/// F32 tiles of one row an element-wise kernel keeps live at once: `a * b` holds both
-/// operands and the result in f32, and a cast copy of the result for the store.
-const ELEMENTWISE_LIVE_TILES: usize = 4;
-
 /// The unified buffer assumed when a kernel is traced without a device: the smallest of
 /// the built-in profiles (Kirin's 118 KiB).
 const PORTABLE_UB: usize = 118 * 1024;
 
-/// Tiles of `x` for an element-wise kernel: [`row_tiles`], except that a row whose f32
-/// working set (four tiles of it: operands, result, cast) exceeds the unified buffer (the
-/// device's, when the kernel is traced for one, else 118 KiB) is split into equal column
-/// chunks that fit, one row per tile (a multiple of 64 columns; the last chunk's columns
-/// past the row's end are masked). Sets the kernel's grid.
+/// Tiles of `x` for an element-wise kernel that keeps `live_tiles` f32 tiles of a row
+/// tile at once (`a * b`: both operands, the result and its cast, 4; an activation its
+/// input, output and temporaries): [`row_tiles`], except that a row whose working set
+/// (`live_tiles` f32 tiles of it) exceeds the unified buffer (the device's, when the kernel
+/// is traced for one, else 118 KiB) is split into equal column chunks that fit, one row per
+/// tile (a multiple of 64 columns; the last chunk's columns past the row's end are
+/// masked). Sets the kernel's grid.
 ///
 /// A row of 11,008 f32 (43 KiB) in one tile needs 172 KiB for `a * b`, more than the
 /// 118 KiB unified buffer of the Kirin profiles; in two chunks it fits. ascend910b's
@@ -69,25 +67,30 @@ const PORTABLE_UB: usize = 118 * 1024;
 ///
 /// let mut k = Kernel::new("doc.chunks");
 /// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
-/// let tiles = elementwise_tiles(&mut k, &x).unwrap();
+/// let tiles = elementwise_tiles(&mut k, &x, 4).unwrap();
 /// // ceil(4 x 43 KiB / 118 KiB) = 2 chunks of 5504 columns, per row.
 /// assert_eq!((tiles.grid, tiles.shape.as_slice()), (8, &[1, 5504][..]));
 ///
 /// let big = DeviceProfile::builtin("ascend910b").unwrap();
 /// let mut k = Kernel::new("doc.chunks").with_buffers(big.buffers);
 /// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
-/// let tiles = elementwise_tiles(&mut k, &x).unwrap();
+/// let tiles = elementwise_tiles(&mut k, &x, 4).unwrap();
 /// assert_eq!((tiles.grid, tiles.shape.as_slice()), (4, &[1, 11008][..]));
 /// ```
-pub fn elementwise_tiles(k: &mut Kernel, x: &Global) -> Result<RowTiles, OpError> {
+pub fn elementwise_tiles(
+    k: &mut Kernel,
+    x: &Global,
+    live_tiles: usize,
+) -> Result<RowTiles, OpError> {
     let ub = k
         .buffer_capacity(MemLevel::Ub)
         .map_or(PORTABLE_UB, |ub| ub as usize);
-    tiles(k, x, Some(ub))
+    tiles(k, x, Some((ub, live_tiles.max(1))))
 }
 
-/// Row tiles; with `split_ub`, rows too long for that unified buffer split into chunks.
-fn tiles(k: &mut Kernel, x: &Global, split_ub: Option<usize>) -> Result<RowTiles, OpError> {
+/// Row tiles; with `split` (a unified buffer and the live tiles), rows too long for it split
+/// into column chunks.
+fn tiles(k: &mut Kernel, x: &Global, split: Option<(usize, usize)>) -> Result<RowTiles, OpError> {
     let dims = x.shape().dims();
     // Neither is an error of the op: its kernel does not cover the case
     // (`OpError::Unsupported`), and a kernel target runs the op on its fallback.
@@ -106,23 +109,20 @@ fn tiles(k: &mut Kernel, x: &Global, split_ub: Option<usize>) -> Result<RowTiles
             message: format!("input `{}`: shape {} is empty", x.name(), x.shape()),
         });
     }
-    let working_set = |cols: usize| ELEMENTWISE_LIVE_TILES * cols * DType::F32.size_bytes();
     let chunk_of = |chunks: usize| {
         cols.div_ceil(chunks)
             .next_multiple_of(COLUMN_CHUNK_ALIGN)
             .min(cols)
     };
-    let mut chunks = match split_ub {
-        Some(ub) if working_set(cols) > ub => working_set(cols).div_ceil(ub),
-        _ => 1,
-    };
-    // Rounding a chunk up to the alignment may push it over: one more chunk then, down to
-    // one aligned chunk (a buffer smaller than that fails the kernel's buffer check).
-    while let Some(ub) = split_ub
-        && working_set(chunk_of(chunks)) > ub
-        && chunk_of(chunks) > COLUMN_CHUNK_ALIGN
-    {
-        chunks += 1;
+    let mut chunks = 1;
+    if let Some((ub, live)) = split {
+        let working_set = |cols: usize| live * cols * DType::F32.size_bytes();
+        chunks = working_set(cols).div_ceil(ub).max(1);
+        // Rounding a chunk up to the alignment may push it over: one more chunk then, down
+        // to one aligned chunk (a buffer smaller than that fails the kernel's buffer check).
+        while working_set(chunk_of(chunks)) > ub && chunk_of(chunks) > COLUMN_CHUNK_ALIGN {
+            chunks += 1;
+        }
     }
     let chunk = chunk_of(chunks);
     let Some((&rows, outer)) = leading.split_last() else {

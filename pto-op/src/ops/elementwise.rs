@@ -208,6 +208,15 @@ pub(super) fn load_broadcast(
     k.load(x, offsets, shape)
 }
 
+/// F32 tiles of a row tile a binary element-wise kernel keeps live: both operands, the
+/// result and its cast for the store (see `rows::elementwise_tiles`).
+pub(super) const BINARY_LIVE_TILES: usize = 4;
+
+/// F32 tiles of a row tile an activation kernel may keep live: its input and output and
+/// up to six temporaries (the Ascend C lowering of `std.gelu` reserves its input and output
+/// queues and four f32 temporaries).
+const ACTIVATION_LIVE_TILES: usize = 8;
+
 /// The kernel of a binary arithmetic op: row tiles of the output, each input loaded
 /// broadcast to the tile (any numpy broadcast), floats computed in f32.
 fn arithmetic_kernel(
@@ -239,7 +248,7 @@ fn arithmetic_kernel(
             ),
         ));
     }
-    let tiles = elementwise_tiles(k, y)?;
+    let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
     let mut at = load_broadcast(k, a, &tiles)?;
     let mut bt = load_broadcast(k, b, &tiles)?;
     if dtype.is_float() {
@@ -319,7 +328,7 @@ pub(super) fn activation_kernel(
     y: &Global,
     f: impl Fn(&Tile) -> Tile,
 ) -> Result<(), OpError> {
-    let tiles = elementwise_tiles(k, x)?;
+    let tiles = elementwise_tiles(k, x, ACTIVATION_LIVE_TILES)?;
     let xt = k
         .load(x, tiles.offsets.clone(), &tiles.shape)?
         .cast(DType::F32);

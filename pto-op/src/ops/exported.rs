@@ -7,8 +7,8 @@
 use ndarray::{ArrayD, Axis};
 
 use super::elementwise::{
-    activation_kernel, activation_reference, broadcast_shapes, from_i128, integer_range,
-    integers_i128, load_broadcast,
+    BINARY_LIVE_TILES, activation_kernel, activation_reference, broadcast_shapes, from_i128,
+    integer_range, integers_i128, load_broadcast,
 };
 use super::{expect_dtype_of, expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::kernel::rows::elementwise_tiles;
@@ -152,7 +152,7 @@ fn extremum_kernel(
             format!("the kernel takes f32, f16 or bf16, got {}", y.dtype()),
         ));
     }
-    let tiles = elementwise_tiles(k, y)?;
+    let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
     let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
     let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
     let result = match greater {

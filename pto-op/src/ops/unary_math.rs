@@ -1,7 +1,7 @@
 //! Element-wise math that exported transformers use: negation, square root, tanh and powers.
 
 use super::elementwise::{
-    activation_kernel, activation_reference, broadcast_shapes, load_broadcast,
+    BINARY_LIVE_TILES, activation_kernel, activation_reference, broadcast_shapes, load_broadcast,
 };
 use super::{expect_dtype_of, expect_float, kernel_unsupported};
 use crate::kernel::rows::elementwise_tiles;
@@ -103,7 +103,7 @@ pub mod pow {
                 format!("the kernel takes float bases, got {}", a.dtype()),
             ));
         }
-        let tiles = elementwise_tiles(k, y)?;
+        let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
         let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
         let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
         k.store(y, tiles.offsets, &at.pow(&bt).cast(y.dtype()))
