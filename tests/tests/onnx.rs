@@ -510,3 +510,78 @@ fn optional_and_sequence_values_are_refused_by_name() {
         "{err}"
     );
 }
+
+/// Low-precision weights go out and come back through ONNX: the 4- and 2-bit ones packed in
+/// `raw_data` as ONNX specifies, the 8-bit floats a byte each, and a `Cast` with a non-default
+/// `saturate` keeps it (the model then imports opset 19).
+#[test]
+fn low_precision_weights_and_cast_attributes_round_trip_through_onnx() {
+    use pto_op::ops::cast;
+    let graph = Graph::new();
+    let values = Tensor::from_vec([5], vec![-8.0f32, -1.0, 0.0, 7.0, 1000.0]).unwrap();
+    let i4 = graph.weight("w_i4", values.cast(DType::I4)).unwrap();
+    let u2 = graph.weight("w_u2", values.cast(DType::U2)).unwrap();
+    let f8 = graph.weight("w_f8", values.cast(DType::F8E4M3FN)).unwrap();
+    let params = |to: &str, saturate: bool| cast::Params {
+        to: to.to_owned(),
+        saturate,
+        round_mode: "up".to_owned(),
+    };
+    for (w, p) in [
+        (&i4, params("f32", true)),
+        (&u2, params("f32", true)),
+        (&f8, params("f32", true)),
+    ] {
+        graph.output(&cast::apply(w, &p).unwrap());
+    }
+    let x = graph.input("x", Shape::from([5]), DType::F32);
+    graph.output(&cast::apply(&x, &params("f8e5m2", false)).unwrap());
+    let model = graph.to_model("low_precision").unwrap();
+
+    let bytes = to_onnx(&model).unwrap();
+    let proto = ModelProto::decode(bytes.as_slice()).unwrap();
+    let graph_proto = proto.graph.as_ref().unwrap();
+    let raw = |name: &str| {
+        let init = graph_proto
+            .initializer
+            .iter()
+            .find(|i| i.name == name)
+            .unwrap();
+        (init.data_type, init.raw_data.clone())
+    };
+    // i4 [-8, -1, 0, 7, 1000 -> 1000 & 15 = 8 -> -8]: nibbles 8, F | 0, 7 | 8, pad.
+    assert_eq!(raw("w_i4"), (22, vec![0xF8, 0x70, 0x08]));
+    // u2 [-8 -> 0, -1 -> 3, 0, 7 -> 3, 1000 -> 0]: 0 | 3 << 2 | 0 << 4 | 3 << 6, then 0.
+    assert_eq!(raw("w_u2"), (25, vec![0xCC, 0x00]));
+    // f8e4m3fn [-8, -1, 0, 7, 448 (saturated)].
+    assert_eq!(raw("w_f8"), (17, vec![0xD0, 0xB8, 0x00, 0x4E, 0x7E]));
+    let saturate = graph_proto
+        .node
+        .iter()
+        .flat_map(|n| &n.attribute)
+        .filter(|a| a.name == "saturate")
+        .map(|a| a.i)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        saturate,
+        vec![Some(0)],
+        "only the non-default saturate is written"
+    );
+    let opset = proto
+        .opset_import
+        .iter()
+        .find(|o| o.domain.is_empty())
+        .map(|o| o.version);
+    assert!(opset >= Some(19), "{opset:?}");
+
+    let back = from_onnx(&bytes).unwrap();
+    assert_eq!(back.weights, model.weights);
+    let nodes = |m: &Model| {
+        m.graph
+            .nodes
+            .iter()
+            .map(|n| n.attrs.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(nodes(&back), nodes(&model));
+}
