@@ -24,6 +24,9 @@ use crate::error::OpError;
 use crate::op::{OpDef, SourceLocation, TensorType};
 use crate::tensor::{Comparison, Tensor};
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod matmul_avx512;
+
 /// A prepared fast path of one node: its input types and params were accepted at compile
 /// time, so a run only computes.
 pub trait CpuKernel: fmt::Debug + Send + Sync {
@@ -154,9 +157,50 @@ pub enum Layout {
     Transposed,
 }
 
+/// The kernels a [`matmul`] can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MatmulKernel {
+    /// AVX-512F (x86-64), for a row-major `b` only: `b` read where it lies, not packed
+    /// per call, so nothing is allocated; the depth is summed in order, one fused
+    /// multiply-add at a time.
+    Avx512,
+    /// The `gemm` crate: any layout and CPU; it packs `b` per call, into a buffer it
+    /// allocates.
+    GemmCrate,
+}
+
+impl MatmulKernel {
+    /// The kernel [`matmul`] runs for a `b` stored as `b_layout` on this CPU: the AVX-512
+    /// one where it can (a row-major `b` on a CPU with AVX-512F), else the `gemm` crate.
+    ///
+    /// ```
+    /// use pto_op::cpu::{Layout, MatmulKernel};
+    /// assert_eq!(MatmulKernel::for_layout(Layout::Transposed), MatmulKernel::GemmCrate);
+    /// ```
+    pub fn for_layout(b_layout: Layout) -> Self {
+        if b_layout == Layout::RowMajor && Self::Avx512.available() {
+            Self::Avx512
+        } else {
+            Self::GemmCrate
+        }
+    }
+
+    /// Whether this CPU runs the kernel.
+    pub fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => matmul_avx512::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Self::Avx512 => false,
+            Self::GemmCrate => true,
+        }
+    }
+}
+
 /// `y = a @ b` in f32: `a` m x depth row-major, `b` depth x n stored as `b_layout` says,
-/// `y` m x n row-major, with the `gemm` crate, over [`threads`] threads in pieces of 256
-/// output columns (fixed by `n` alone).
+/// `y` m x n row-major, on [`MatmulKernel::for_layout`], over [`threads`] threads in
+/// pieces of 256 output columns (fixed by `n` alone).
 ///
 /// ```
 /// use pto_op::cpu::{Layout, matmul};
@@ -177,6 +221,32 @@ pub fn matmul(
     y: &mut [f32],
 ) -> Result<(), OpError> {
     crate::ops::matmul_f32(a, b, b_layout == Layout::Transposed, dims, y)
+}
+
+/// [`matmul`] on a kernel of the caller's choice, for tests and benchmarks: a CPU with
+/// AVX-512 can still run the `gemm` crate's path.
+///
+/// ```
+/// use pto_op::cpu::{Layout, MatmulKernel, matmul_on};
+/// let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [0.0f32, 1.0, 1.0, 0.0]);
+/// let mut y = [0.0f32; 4];
+/// matmul_on(MatmulKernel::GemmCrate, &a, &b, Layout::RowMajor, (2, 2, 2), &mut y).unwrap();
+/// assert_eq!(y, [2.0, 1.0, 4.0, 3.0]);
+/// ```
+///
+/// # Errors
+///
+/// Slices of other lengths than the dims say, or a kernel that this CPU cannot run
+/// ([`MatmulKernel::available`]) or that does not take `b_layout`.
+pub fn matmul_on(
+    kernel: MatmulKernel,
+    a: &[f32],
+    b: &[f32],
+    b_layout: Layout,
+    dims: (usize, usize, usize),
+    y: &mut [f32],
+) -> Result<(), OpError> {
+    crate::ops::matmul_f32_on(kernel, a, b, b_layout == Layout::Transposed, dims, y)
 }
 
 /// Runs `def`'s fast path and its reference on `inputs` and compares each output with the

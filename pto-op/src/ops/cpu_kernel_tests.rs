@@ -203,3 +203,67 @@ fn results_are_the_same_bits_on_one_thread_and_on_several() {
         }
     }
 }
+
+#[test]
+fn each_matmul_kernel_matches_the_reference_at_every_edge() {
+    // (m, depth, n) around the AVX-512 kernel's edges: 8-row register tiles and 128-row
+    // blocks, 32-column strips and 256-column pieces, 128-step depth blocks.
+    let shapes = [
+        (1, 1, 1),
+        (3, 5, 7),
+        (8, 128, 32),
+        (9, 129, 33),
+        (19, 70, 600),
+        (32, 300, 288),
+        (130, 257, 45),
+    ];
+    let tolerance = matmul::def().tolerance(DType::F32);
+    let none = Attributes::default();
+    let mut ran = 0;
+    for kernel in [cpu::MatmulKernel::GemmCrate, cpu::MatmulKernel::Avx512] {
+        if !kernel.available() {
+            eprintln!("{kernel:?} does not run on this CPU: not tested here");
+            continue;
+        }
+        for (seed, &(m, depth, n)) in (30..).zip(&shapes) {
+            let a = uniform(&[m, depth], seed, -1.0, 1.0);
+            let b = uniform(&[depth, n], seed + 100, -1.0, 1.0);
+            let expected = matmul::def()
+                .run_reference(&[&a, &b], &none)
+                .expect("runs")
+                .remove(0);
+            let mut y = vec![f32::NAN; m * n];
+            let (a, b) = (a.as_slice::<f32>(), b.as_slice::<f32>());
+            cpu::matmul_on(
+                kernel,
+                a.expect("f32"),
+                b.expect("f32"),
+                cpu::Layout::RowMajor,
+                (m, depth, n),
+                &mut y,
+            )
+            .expect("runs");
+            let actual = Tensor::from_vec([m, n], y).expect("m * n elements");
+            let comparison = actual.compare(&expected, tolerance).expect("same shape");
+            assert!(
+                comparison.passed(),
+                "{kernel:?}, [{m}, {depth}] @ [{depth}, {n}]: {comparison}"
+            );
+        }
+        ran += 1;
+    }
+    assert!(ran >= 1, "the gemm crate runs everywhere");
+    // The AVX-512 kernel takes a row-major b only: it says so rather than computing
+    // something else.
+    let mut y = [0.0f32; 4];
+    let refused = cpu::matmul_on(
+        cpu::MatmulKernel::Avx512,
+        &[1.0; 4],
+        &[1.0; 4],
+        cpu::Layout::Transposed,
+        (2, 2, 2),
+        &mut y,
+    )
+    .expect_err("a transposed b is the gemm crate's");
+    assert!(refused.to_string().contains("std.matmul"), "{refused}");
+}

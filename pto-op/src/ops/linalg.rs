@@ -3,7 +3,7 @@
 use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 
 use super::{expect_dtype_of, kernel_unsupported};
-use crate::cpu::{CpuKernel, PreparedCpuKernel};
+use crate::cpu::{CpuKernel, Layout, MatmulKernel, PreparedCpuKernel};
 use crate::op::TensorType;
 use crate::prelude::*;
 
@@ -227,9 +227,39 @@ impl CpuKernel for MatmulCpu {
 }
 
 /// `y = a @ b` (`b_transposed`: `a @ b^T` of a stored `b^T`) on f32 slices, in pieces of
-/// [`MATMUL_COLUMNS`] output columns over threads: [`crate::cpu::matmul`].
-#[allow(unsafe_code)]
+/// [`MATMUL_COLUMNS`] output columns over threads, on the fastest kernel this CPU has for
+/// the layout: [`crate::cpu::matmul`].
 pub(crate) fn matmul_f32(
+    a: &[f32],
+    b: &[f32],
+    b_transposed: bool,
+    dims: (usize, usize, usize),
+    y: &mut [f32],
+) -> Result<(), OpError> {
+    let layout = if b_transposed {
+        Layout::Transposed
+    } else {
+        Layout::RowMajor
+    };
+    matmul_f32_on(
+        MatmulKernel::for_layout(layout),
+        a,
+        b,
+        b_transposed,
+        dims,
+        y,
+    )
+}
+
+/// [`matmul_f32`] on `kernel`: [`crate::cpu::matmul_on`].
+///
+/// # Errors
+///
+/// Slices of other lengths than the dims say, or a kernel this CPU cannot run or that
+/// does not take the layout.
+#[allow(unsafe_code)]
+pub(crate) fn matmul_f32_on(
+    kernel: MatmulKernel,
     a: &[f32],
     b: &[f32],
     b_transposed: bool,
@@ -245,11 +275,41 @@ pub(crate) fn matmul_f32(
             y.len()
         )));
     }
+    if !kernel.available() || (kernel == MatmulKernel::Avx512 && b_transposed) {
+        return Err(OpError::Unsupported {
+            op: matmul::NAME.to_owned(),
+            message: format!(
+                "the {kernel:?} matrix product kernel does not run on this CPU or with a \
+                 transposed b (this one: {:?} for a row-major b, {:?} for a transposed one)",
+                MatmulKernel::for_layout(Layout::RowMajor),
+                MatmulKernel::for_layout(Layout::Transposed)
+            ),
+        });
+    }
     if m == 0 || n == 0 {
         return Ok(());
     }
     if depth == 0 {
         y.fill(0.0);
+        return Ok(());
+    }
+    let pieces = n.div_ceil(MATMUL_COLUMNS);
+    let columns = |piece: usize| {
+        let start = piece * MATMUL_COLUMNS;
+        start..(start + MATMUL_COLUMNS).min(n)
+    };
+    #[cfg(target_arch = "x86_64")]
+    if kernel == MatmulKernel::Avx512 {
+        use crate::cpu::matmul_avx512::{Output, matmul_columns};
+        let out = Output {
+            ptr: y.as_mut_ptr(),
+            len: y.len(),
+        };
+        crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
+            // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the
+            // threads are scoped), and each piece writes only its own columns.
+            unsafe { matmul_columns(a, b, out, (m, depth, n), columns(piece)) }
+        });
         return Ok(());
     }
     let a = Operand {
@@ -270,16 +330,13 @@ pub(crate) fn matmul_f32(
             cols: 1,
         }
     };
-    let pieces = n.div_ceil(MATMUL_COLUMNS);
     let out = Output(y.as_mut_ptr());
     crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
-        let start = piece * MATMUL_COLUMNS;
-        let columns = start..(start + MATMUL_COLUMNS).min(n);
         // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the threads
         // are scoped); each piece writes only its own columns; the operands are the
         // checked slices `a` and `b`; m, depth, n are non-zero here.
         unsafe {
-            gemm_columns(m, depth, n, a, b, out, columns);
+            gemm_columns(m, depth, n, a, b, out, columns(piece));
         }
     });
     Ok(())

@@ -143,8 +143,8 @@ mod unary_math;
 
 pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use exported::{equal, erf, exp, expand, max, min, reciprocal, reduce_max, select, trilu};
-pub(crate) use linalg::matmul_f32;
 pub use linalg::{batch_matmul, matmul};
+pub(crate) use linalg::{matmul_f32, matmul_f32_on};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, gather, reshape, slice, transpose};
