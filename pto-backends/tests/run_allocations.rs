@@ -2,7 +2,7 @@
 //! back (the graph outputs, the timing table), not per node: fast paths write into the
 //! buffers of the liveness plan, kept from run to run. The one exception is the `gemm`
 //! crate, which allocates its packing buffer inside each matrix product it runs: on a CPU
-//! with AVX-512 the products of a row-major `b` (all of them here) run on
+//! with AVX-512 the small products of a row-major `b` (all of them here) run on
 //! `pto_op::cpu::MatmulKernel::Avx512` instead, which allocates nothing. Counted with a
 //! global allocator that counts the allocations of the test's own thread (this file holds
 //! one test, so no other test runs beside it).
@@ -167,7 +167,8 @@ fn runs_after_the_first_allocate_the_same_few_times_whatever_the_number_of_nodes
     assert!(nodes_4 >= 4 * nodes_1, "{nodes_1} and {nodes_4} nodes");
     // The `gemm` crate allocates its packing buffer once per product; the AVX-512 kernel
     // nothing.
-    let per_matmul = match MatmulKernel::for_layout(cpu::Layout::RowMajor) {
+    // All of them 16 x 32 @ 32 x 64 or smaller, with a row-major `b`.
+    let per_matmul = match MatmulKernel::for_product(cpu::Layout::RowMajor, (16, 32, 64)) {
         MatmulKernel::GemmCrate => 1,
         _ => 0,
     };

@@ -171,15 +171,29 @@ pub enum MatmulKernel {
 }
 
 impl MatmulKernel {
-    /// The kernel [`matmul`] runs for a `b` stored as `b_layout` on this CPU: the AVX-512
-    /// one where it can (a row-major `b` on a CPU with AVX-512F), else the `gemm` crate.
+    /// The kernel [`matmul`] runs for an m x depth by depth x n product with `b` stored
+    /// as `b_layout` on this CPU: the AVX-512 one where it can (a row-major `b`, a CPU with
+    /// AVX-512F) and where it is the faster, else the `gemm` crate.
+    ///
+    /// Faster, as measured (CPU time of one thread, AMD EPYC with AVX-512): with few rows
+    /// the `gemm` crate's copy of `b` per call costs more than it saves (32 x 4096 @ 4096 x
+    /// 11008: 45 ms against 55; 48 x 2048 @ 2048 x 5632: 15 against 16), with more rows it
+    /// pays (64 rows: 20 against 17; 128 x 2048 @ 2048 x 5632: 35 against 30); a `b` that
+    /// stays in cache is not worth copying at any size (64 x 64 @ 64 x 64: 4.6 us against
+    /// 5.1).
     ///
     /// ```
     /// use pto_op::cpu::{Layout, MatmulKernel};
-    /// assert_eq!(MatmulKernel::for_layout(Layout::Transposed), MatmulKernel::GemmCrate);
+    /// let kernel = MatmulKernel::for_product(Layout::Transposed, (32, 4096, 4096));
+    /// assert_eq!(kernel, MatmulKernel::GemmCrate);
     /// ```
-    pub fn for_layout(b_layout: Layout) -> Self {
-        if b_layout == Layout::RowMajor && Self::Avx512.available() {
+    pub fn for_product(b_layout: Layout, (m, depth, n): (usize, usize, usize)) -> Self {
+        /// Rows up to which the AVX-512 kernel is the faster for any `b`.
+        const FEW_ROWS: usize = 48;
+        /// Elements of a `b` that stays in L2 (256 KiB of f32).
+        const CACHED_B: usize = 1 << 16;
+        let faster = m <= FEW_ROWS || depth.saturating_mul(n) <= CACHED_B;
+        if b_layout == Layout::RowMajor && faster && Self::Avx512.available() {
             Self::Avx512
         } else {
             Self::GemmCrate
@@ -199,7 +213,7 @@ impl MatmulKernel {
 }
 
 /// `y = a @ b` in f32: `a` m x depth row-major, `b` depth x n stored as `b_layout` says,
-/// `y` m x n row-major, on [`MatmulKernel::for_layout`], over [`threads`] threads in
+/// `y` m x n row-major, on [`MatmulKernel::for_product`], over [`threads`] threads in
 /// pieces of 256 output columns (fixed by `n` alone).
 ///
 /// ```

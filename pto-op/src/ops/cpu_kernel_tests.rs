@@ -180,13 +180,16 @@ fn shape_ops_give_the_references_elements_exactly() {
 #[test]
 fn results_are_the_same_bits_on_one_thread_and_on_several() {
     // Large enough to be split over threads (more work than `PARALLEL_MIN_WORK`).
+    // 48 rows: the AVX-512 kernel where the CPU has it; 130: the gemm crate's.
     let a = uniform(&[48, 300], 20, -1.0, 1.0);
+    let a_tall = uniform(&[130, 300], 24, -1.0, 1.0);
     let b = uniform(&[300, 1100], 21, -1.0, 1.0);
     let x = uniform(&[300, 1100], 22, -8.0, 8.0);
     let gamma = uniform(&[1100], 23, 0.5, 1.5);
     let none = Attributes::default();
-    let cases: [(&OpDef, Vec<&Tensor>); 5] = [
+    let cases: [(&OpDef, Vec<&Tensor>); 6] = [
         (matmul::def(), vec![&a, &b]),
+        (matmul::def(), vec![&a_tall, &b]),
         (silu::def(), vec![&x]),
         (mul::def(), vec![&x, &gamma]),
         (softmax::def(), vec![&x]),

@@ -227,8 +227,8 @@ impl CpuKernel for MatmulCpu {
 }
 
 /// `y = a @ b` (`b_transposed`: `a @ b^T` of a stored `b^T`) on f32 slices, in pieces of
-/// [`MATMUL_COLUMNS`] output columns over threads, on the fastest kernel this CPU has for
-/// the layout: [`crate::cpu::matmul`].
+/// [`MATMUL_COLUMNS`] output columns over threads, on the faster kernel this CPU has for
+/// the product: [`crate::cpu::matmul`].
 pub(crate) fn matmul_f32(
     a: &[f32],
     b: &[f32],
@@ -242,7 +242,7 @@ pub(crate) fn matmul_f32(
         Layout::RowMajor
     };
     matmul_f32_on(
-        MatmulKernel::for_layout(layout),
+        MatmulKernel::for_product(layout, dims),
         a,
         b,
         b_transposed,
@@ -275,14 +275,27 @@ pub(crate) fn matmul_f32_on(
             y.len()
         )));
     }
-    if !kernel.available() || (kernel == MatmulKernel::Avx512 && b_transposed) {
+    let refused = if !kernel.available() {
+        Some("this CPU cannot run it")
+    } else if kernel == MatmulKernel::Avx512 && b_transposed {
+        Some("it takes a row-major b, got a transposed one")
+    } else {
+        None
+    };
+    if let Some(why) = refused {
         return Err(OpError::Unsupported {
             op: matmul::NAME.to_owned(),
             message: format!(
-                "the {kernel:?} matrix product kernel does not run on this CPU or with a \
-                 transposed b (this one: {:?} for a row-major b, {:?} for a transposed one)",
-                MatmulKernel::for_layout(Layout::RowMajor),
-                MatmulKernel::for_layout(Layout::Transposed)
+                "the {kernel:?} matrix product kernel was asked for, but {why}: \
+                 `MatmulKernel::for_product` picks one that runs ({:?} here)",
+                MatmulKernel::for_product(
+                    if b_transposed {
+                        Layout::Transposed
+                    } else {
+                        Layout::RowMajor
+                    },
+                    (m, depth, n)
+                )
             ),
         });
     }
