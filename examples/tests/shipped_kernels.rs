@@ -226,3 +226,90 @@ fn an_unedited_shipped_kernel_is_traced_for_the_target_device() {
         }
     );
 }
+
+/// A model of two `demo.rope` nodes of one instance, exported and loaded, lowered on `sim`
+/// (ascend910b) through an executor that counts the shipped programs it prepares: one
+/// instance, one preparation (check, trace for the device, timing), two shipped nodes.
+#[test]
+fn a_shipped_kernel_is_prepared_once_per_instance() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use pto_backends::compiler::{check_types, lower, resolve};
+    use pto_backends::sim::Sim;
+    use pto_op::kernel::ValidProgram;
+    use pto_op::prelude::*;
+    use pto_op::{Attributes, DeviceProfile, Execution, Executor, Lowering, OpDef, TensorType};
+
+    struct Counting {
+        sim: Sim,
+        programs: AtomicUsize,
+    }
+
+    impl Executor for Counting {
+        fn target(&self) -> &str {
+            "counting-sim"
+        }
+
+        fn execute(
+            &self,
+            op: &'static OpDef,
+            inputs: &[&Tensor],
+            attrs: &Attributes,
+        ) -> Result<Execution, OpError> {
+            self.sim.execute(op, inputs, attrs)
+        }
+
+        fn device_profile(&self) -> Option<&DeviceProfile> {
+            self.sim.device_profile()
+        }
+
+        fn runs_programs(&self) -> bool {
+            true
+        }
+
+        fn prepare_program(
+            &self,
+            op: &'static OpDef,
+            inputs: &[TensorType],
+            attrs: &Attributes,
+            program: &ValidProgram,
+        ) -> Result<Option<Lowering>, OpError> {
+            self.programs.fetch_add(1, Ordering::Relaxed);
+            self.sim.prepare_program(op, inputs, attrs, program)
+        }
+    }
+
+    let graph = Graph::new();
+    let params = pto_examples::rope::Params {
+        base: 10000.0,
+        seq_len: 0,
+    };
+    for name in ["q", "k"] {
+        let x = graph.input(name, Shape::from([256, 64]), DType::F32);
+        graph.output(&pto_examples::rope::apply(&x, &params).expect("rope traces"));
+    }
+    let model = graph.to_model("two_ropes").expect("the model builds");
+    let loaded = Model::from_bytes(&model.to_bytes().expect("saves")).expect("loads");
+    assert_eq!(loaded.kernels.len(), 1, "one instance ships one kernel");
+
+    let executor = Counting {
+        sim: Sim::new(DeviceProfile::builtin("ascend910b").expect("built in")),
+        programs: AtomicUsize::new(0),
+    };
+    let ops = resolve(&loaded).expect("resolves");
+    let types = check_types(&loaded, &ops).expect("checks");
+    let lowered = lower(&loaded, &executor, &ops, &types).expect("lowers");
+    assert_eq!(executor.programs.load(Ordering::Relaxed), 1);
+    assert_eq!(lowered.shipped, 1);
+    assert!(
+        lowered.runs.iter().all(|runs| matches!(
+            runs,
+            NodeRuns::Kernel {
+                grid: 2..,
+                source: KernelSource::Shipped
+            }
+        )),
+        "{:?}",
+        lowered.runs
+    );
+}

@@ -17,7 +17,7 @@
 
 use core::fmt;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -800,6 +800,8 @@ pub fn lower(
     let mut edited = BTreeSet::new();
     let mut fallbacks = BTreeSet::new();
     let mut runs = Vec::with_capacity(ops.len());
+    // A shipped kernel is checked, traced for the device and prepared once per instance.
+    let mut prepared_shipped: HashMap<String, Option<(Lowering, &ShippedKernel)>> = HashMap::new();
     for (index, ((node, op), types)) in model.graph.nodes.iter().zip(ops).zip(types).enumerate() {
         let input_types = types.input_types();
         let lower_error = |source: OpError| CompileError::Lower {
@@ -810,16 +812,24 @@ pub fn lower(
             source: Box::new(source),
         };
         let key = format!("{}{:?}{:?}", op.name, input_types, node.attrs);
-        let (lowering, kernel) =
-            match prepare_shipped(model, index, executor, op, &input_types, &node.attrs)? {
-                Some((lowering, kernel)) => (lowering, Some(kernel)),
-                None => (
-                    executor
-                        .prepare(op, &input_types, &node.attrs)
-                        .map_err(lower_error)?,
-                    None,
-                ),
-            };
+        let shipped_here = match prepared_shipped.get(&key) {
+            Some(prepared) => prepared.clone(),
+            None => {
+                let prepared =
+                    prepare_shipped(model, index, executor, op, &input_types, &node.attrs)?;
+                prepared_shipped.insert(key.clone(), prepared.clone());
+                prepared
+            }
+        };
+        let (lowering, kernel) = match shipped_here {
+            Some((lowering, kernel)) => (lowering, Some(kernel)),
+            None => (
+                executor
+                    .prepare(op, &input_types, &node.attrs)
+                    .map_err(lower_error)?,
+                None,
+            ),
+        };
         runs.push(match lowering {
             Lowering::Reference => NodeRuns::Reference,
             Lowering::Kernel { grid } => {
