@@ -236,16 +236,12 @@ pub trait Element: Copy + 'static + sealed::Sealed {
     fn from_f64(value: f64) -> Self;
 }
 
-macro_rules! element {
-    ($t:ty, $variant:ident, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
+/// Implements [`Element`] (and its sealed byte order) for `$t`, stored in
+/// `TensorData::$variant`; `$le` are the type's `write_le` and `read_le`.
+macro_rules! element_with_bytes {
+    ($t:ty, $variant:ident, { $($le:tt)* }, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
         impl sealed::Sealed for $t {
-            fn write_le(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-
-            fn read_le(chunk: &[u8]) -> Option<Self> {
-                chunk.try_into().ok().map(<$t>::from_le_bytes)
-            }
+            $($le)*
 
             fn unwrap_data(data: TensorData) -> Result<ArrayD<Self>, TensorData> {
                 match data {
@@ -303,6 +299,27 @@ macro_rules! element {
     };
 }
 
+/// Implements [`Element`] for a primitive element type, little-endian in files.
+macro_rules! element {
+    ($t:ty, $variant:ident, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
+        element_with_bytes!(
+            $t,
+            $variant,
+            {
+                fn write_le(self, out: &mut Vec<u8>) {
+                    out.extend_from_slice(&self.to_le_bytes());
+                }
+
+                fn read_le(chunk: &[u8]) -> Option<Self> {
+                    chunk.try_into().ok().map(<$t>::from_le_bytes)
+                }
+            },
+            |$x| $to_f64,
+            |$v| $from_f64
+        );
+    };
+}
+
 element!(f32, F32, |x| f64::from(x), |v| v as f32);
 element!(f16, F16, |x| x.to_f64(), |v| f16::from_f32(
     f64_to_f32_round_odd(v)
@@ -323,72 +340,25 @@ element!(f64, F64, |x| x, |v| v);
 /// Implements [`Element`] for a low-precision element type stored one per byte.
 macro_rules! byte_element {
     ($t:ident, |$x:ident| $to_f64:expr, |$v:ident| $from_f64:expr) => {
-        impl sealed::Sealed for $t {
-            fn write_le(self, out: &mut Vec<u8>) {
-                out.push(self.byte());
-            }
-
-            fn read_le(chunk: &[u8]) -> Option<Self> {
-                // Only the byte of a valid element: the bits beyond a 4- or 2-bit pattern
-                // are 0 (unsigned) or the sign extension (signed integers).
-                let [byte] = chunk else { return None };
-                let element = $t::from_bits(*byte);
-                (byte_of(element) == *byte).then_some(element)
-            }
-
-            fn unwrap_data(data: TensorData) -> Result<ArrayD<Self>, TensorData> {
-                match data {
-                    TensorData::$t(a) => Ok(a),
-                    other => Err(other),
+        element_with_bytes!(
+            $t,
+            $t,
+            {
+                fn write_le(self, out: &mut Vec<u8>) {
+                    out.push(self.byte());
                 }
-            }
-        }
 
-        impl Element for $t {
-            const DTYPE: DType = DType::$t;
-
-            fn wrap(array: ArrayD<Self>) -> TensorData {
-                TensorData::$t(array)
-            }
-
-            fn view(data: &TensorData) -> Option<ArrayViewD<'_, Self>> {
-                match data {
-                    TensorData::$t(a) => Some(a.view()),
-                    _ => None,
+                fn read_le(chunk: &[u8]) -> Option<Self> {
+                    // Only the byte of a valid element: the bits beyond a 4- or 2-bit pattern
+                    // are 0 (unsigned) or the sign extension (signed integers).
+                    let [byte] = chunk else { return None };
+                    let element = $t::from_bits(*byte);
+                    (byte_of(element) == *byte).then_some(element)
                 }
-            }
-
-            fn view_mut(data: &mut TensorData) -> Option<ArrayViewMutD<'_, Self>> {
-                match data {
-                    TensorData::$t(a) => Some(a.view_mut()),
-                    _ => None,
-                }
-            }
-
-            fn slice(data: &TensorData) -> Option<&[Self]> {
-                match data {
-                    TensorData::$t(a) => a.as_slice(),
-                    _ => None,
-                }
-            }
-
-            fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]> {
-                match data {
-                    TensorData::$t(a) => a.as_slice_mut(),
-                    _ => None,
-                }
-            }
-
-            fn to_f64(self) -> f64 {
-                let $x = self;
-                $to_f64
-            }
-
-            fn from_f64(value: f64) -> Self {
-                let $v = value;
-                $from_f64
-            }
-        }
+            },
+            |$x| $to_f64,
+            |$v| $from_f64
+        );
     };
 }
 
