@@ -305,7 +305,7 @@ impl AscendcHost {
     ) -> Result<HostBuild, HostError> {
         let harness = harness(&kernel);
         let b = &profile.buffers;
-        let flags: Vec<String> = vec![
+        let mut flags: Vec<String> = vec![
             "-std=c++17".to_owned(),
             "-O1".to_owned(),
             format!("-DASCENDC_HOST_UB_BYTES={}", b.ub),
@@ -314,6 +314,10 @@ impl AscendcHost {
             format!("-DASCENDC_HOST_L0B_BYTES={}", b.l0b),
             format!("-DASCENDC_HOST_L0C_BYTES={}", b.l0c),
         ];
+        if kernel.kernel_type.declaration().is_some() {
+            // The cores of a split AI core run as threads.
+            flags.push("-pthread".to_owned());
+        }
         let mut hash = Fnv::default();
         hash.write(self.compiler.as_bytes());
         for f in &flags {
@@ -674,15 +678,33 @@ int main(int argc, char** argv)
     for f in &kernel.tiling {
         out.push_str(&format!("    tiling.{} = {};\n", f.name, f.value));
     }
-    out.push_str("    std::vector<uint8_t> workspace(32, 0);\n");
-    out.push_str(&format!(
-        "    for (int64_t block = 0; block < {bd}; ++block) {{\n\
-         \x20       AscendC::host::BeginBlock(block, {bd});\n\
-         \x20       {entry}({}, workspace.data(), reinterpret_cast<GM_ADDR>(&tiling));\n\
-         \x20   }}\n",
-        args.join(", "),
-        bd = kernel.block_dim
-    ));
+    match kernel.kernel_type.declaration() {
+        None => {
+            out.push_str("    std::vector<uint8_t> workspace(32, 0);\n");
+            out.push_str(&format!(
+                "    for (int64_t block = 0; block < {bd}; ++block) {{\n\
+                 \x20       AscendC::host::BeginBlock(block, {bd});\n\
+                 \x20       {entry}({}, workspace.data(), reinterpret_cast<GM_ADDR>(&tiling));\n\
+                 \x20   }}\n",
+                args.join(", "),
+                bd = kernel.block_dim
+            ));
+        }
+        Some(kernel_type) => {
+            // Fresh device memory is not zero: the workspace starts as NaN bytes.
+            out.push_str(&format!(
+                "    std::vector<uint8_t> workspace({}, 0xff);\n",
+                kernel.workspace_bytes.max(32)
+            ));
+            out.push_str(&format!(
+                "    AscendC::host::Launch(\"{entry}\", AscendC::{kernel_type}, {bd}, [&]() {{\n\
+                 \x20       {entry}({}, workspace.data(), reinterpret_cast<GM_ADDR>(&tiling));\n\
+                 \x20   }});\n",
+                args.join(", "),
+                bd = kernel.block_dim
+            ));
+        }
+    }
     for i in 0..kernel.outputs.len() {
         out.push_str(&format!(
             "    WriteOutput(dir + \"/out{i}.bin\", out{i});\n"

@@ -17,7 +17,8 @@ use pto_op::{Attributes, DType, DeviceProfile, OpDef, TensorType};
 
 use super::plan::{self, Geom, Plan, Storage};
 use super::{
-    CANN_VERSION, KernelTensor, LowerError, LoweredKernel, Soc, TilingField, UNSUPPORTED_DTYPE,
+    CANN_VERSION, KernelTensor, KernelType, LowerError, LoweredKernel, Soc, TilingField,
+    UNSUPPORTED_DTYPE,
 };
 
 /// Traces `op`'s kernel for `inputs` and `attrs` and lowers it for `soc`, with the buffer
@@ -89,6 +90,8 @@ pub fn lower_program(
 
     let grid = program.grid as u32;
     let block_dim = grid.min(profile.ai_cores.max(1));
+    let kernel_type = lowering.kernel_type();
+    let workspace_bytes = lowering.workspace_per_block() * u64::from(block_dim);
     let mut tiling = vec![TilingField {
         name: "grid".to_owned(),
         value: grid,
@@ -138,6 +141,8 @@ pub fn lower_program(
         inputs: kernel(GlobalRole::Input),
         outputs: kernel(GlobalRole::Output),
         buffer_bytes,
+        kernel_type,
+        workspace_bytes,
     })
 }
 
@@ -158,6 +163,8 @@ fn lower_block<'p>(
         freed: vec![false; program.tiles.len()],
         scopes: Vec::new(),
         uses_cube: false,
+        split: soc.split_cores() && mixes_cube_and_vector(program),
+        handoffs: Vec::new(),
         double_buffer,
         number: 0,
         next_number: 0,
@@ -338,20 +345,58 @@ fn index(i: &Index) -> String {
     }
 }
 
-/// Indented C++ text.
-#[derive(Default)]
+/// Which generated function a line goes to, as a bit set: the block program of a coupled
+/// core or the vector core (AIV) ([`VEC`]), the cube core's (AIC) ([`CUBE`]), and the
+/// second vector core's, which only takes part in the cross-core handshakes ([`SYNC`]).
+type Sides = u8;
+/// The vector side (and every line of a coupled kernel).
+const VEC: Sides = 1;
+/// The cube side of a split (mix) kernel.
+const CUBE: Sides = 2;
+/// The handshakes of the vector side, which the second AIV runs too.
+const SYNC: Sides = 4;
+/// Every side (loop headers).
+const ALL: Sides = VEC | CUBE | SYNC;
+
+/// Indented C++ text: the vector (or coupled) side in `text`, and for a split kernel the
+/// cube side and the second AIV's handshakes.
 struct Code {
     text: String,
+    cube: String,
+    sync: String,
     indent: usize,
+    /// Where [`Code::line`] writes.
+    sides: Sides,
+}
+
+impl Default for Code {
+    fn default() -> Code {
+        Code {
+            text: String::new(),
+            cube: String::new(),
+            sync: String::new(),
+            indent: 0,
+            sides: VEC,
+        }
+    }
 }
 
 impl Code {
     fn line(&mut self, line: impl AsRef<str>) {
-        for _ in 0..self.indent {
-            self.text.push_str("    ");
+        let indent = self.indent;
+        for (side, text) in [
+            (VEC, &mut self.text),
+            (CUBE, &mut self.cube),
+            (SYNC, &mut self.sync),
+        ] {
+            if self.sides & side != 0 {
+                for _ in 0..indent {
+                    text.push_str("    ");
+                }
+                text.push_str(line.as_ref());
+                text.push('\n');
+            }
         }
-        self.text.push_str(line.as_ref());
-        self.text.push('\n');
     }
 
     fn open(&mut self, line: impl AsRef<str>) {
@@ -402,6 +447,12 @@ struct Lowering<'p> {
     scopes: Vec<Vec<TileId>>,
     /// Whether the kernel uses the cube (and needs its copy helpers).
     uses_cube: bool,
+    /// Whether the kernel runs on split cube and vector cores (a mix kernel on the 910B):
+    /// its cube instructions on the AIC, its vector instructions on the AIV, tiles handed
+    /// over through the workspace.
+    split: bool,
+    /// The hand-offs of a split kernel, in program order.
+    handoffs: Vec<Handoff>,
     /// Whether loads inside loops get two queue buffers.
     double_buffer: bool,
     /// The number of the instruction being lowered in messages (depth first, a loop before
@@ -409,6 +460,42 @@ struct Lowering<'p> {
     number: usize,
     /// The number of the next instruction.
     next_number: usize,
+}
+
+/// One tile handed between the cube core and the vector cores of a split kernel: a slot
+/// of the block's part of the workspace, and two cross-core flags (mode 2, AIC <-> both
+/// AIVs of the block): `ready` (the hand-off's even id), set by the writer when the slot
+/// holds the tile, and `free`.
+struct Handoff {
+    /// The cube writes the slot (an L0C -> UB move); else the vector side does (UB -> L1).
+    to_vector: bool,
+    /// Set by the reader when it has read the slot, waited for by the writer before it
+    /// writes the slot again (one credit is given at the start and taken back at the end).
+    free: u16,
+    /// Byte offset of the slot in the block's part of the workspace.
+    offset: u64,
+    /// Bytes of the slot.
+    bytes: u64,
+    /// The element type of the slot.
+    ctype: &'static str,
+    /// Elements of the slot.
+    elems: usize,
+}
+
+/// The cross-core flag ids of the 910B (`CrossCoreSetFlag`: 0..=10): two per hand-off.
+const CROSS_CORE_FLAGS: u16 = 11;
+
+/// Bytes of alignment of each workspace slot.
+const SLOT_ALIGN: u64 = 512;
+
+/// Whether `program` has tiles both in a cube buffer (L1, L0A/B/C) and in UB.
+fn mixes_cube_and_vector(program: &Program) -> bool {
+    let cube = program
+        .tiles
+        .iter()
+        .any(|t| !matches!(t.level, MemLevel::Ub | MemLevel::Gm));
+    let vector = program.tiles.iter().any(|t| t.level == MemLevel::Ub);
+    cube && vector
 }
 
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
@@ -584,6 +671,7 @@ impl Lowering<'_> {
                 _ => start,
             };
             self.position = last + 1;
+            self.side(VEC);
             self.free_dead(last);
         }
         Ok(())
@@ -615,6 +703,30 @@ impl Lowering<'_> {
             .line(format!("inQueue_{name}.FreeTensor({name});"));
     }
 
+    /// Routes the next lines to `sides` of a split kernel (a coupled kernel has one side).
+    fn side(&mut self, sides: Sides) {
+        self.code.sides = if self.split { sides } else { VEC };
+    }
+
+    /// The side of a tile of `level`.
+    fn side_of(level: MemLevel) -> Sides {
+        if level == MemLevel::Ub { VEC } else { CUBE }
+    }
+
+    /// Which sides of a split kernel run `inst` (its comment goes to all of them).
+    fn sides_of(&self, inst: &Inst) -> Sides {
+        match inst {
+            Inst::Loop { .. } => ALL,
+            Inst::Load { dst, .. } => Lowering::side_of(self.ty(*dst).level),
+            Inst::Move { dst, src } => match (self.ty(*src).level, self.ty(*dst).level) {
+                (MemLevel::L0C, MemLevel::Ub) | (MemLevel::Ub, MemLevel::L1) => ALL,
+                (_, to) => Lowering::side_of(to),
+            },
+            Inst::Extract { .. } | Inst::Matmul { .. } => CUBE,
+            _ => VEC,
+        }
+    }
+
     fn comment(&mut self, inst: &Inst) {
         let text = describe(self.program, inst);
         self.code.line(format!("// {text}"));
@@ -624,6 +736,8 @@ impl Lowering<'_> {
     }
 
     fn inst(&mut self, inst: &Inst) -> Result<(), LowerError> {
+        let sides = self.sides_of(inst);
+        self.side(sides);
         self.comment(inst);
         match inst {
             Inst::Load {
@@ -687,6 +801,7 @@ impl Lowering<'_> {
             } => {
                 let start = self.position;
                 for (p, i) in params.iter().zip(init) {
+                    self.side(Lowering::side_of(self.ty(*p).level));
                     self.declare(*p);
                     if self.ty(*p).level != MemLevel::Ub {
                         // The loop carries the initial tile's storage (an accumulator).
@@ -714,6 +829,7 @@ impl Lowering<'_> {
                     ));
                 }
                 let v = format!("i{}", var.0);
+                self.side(ALL);
                 self.code
                     .open(format!("for (int64_t {v} = 0; {v} < {count}; ++{v})"));
                 self.scopes.push(Vec::new());
@@ -722,6 +838,7 @@ impl Lowering<'_> {
                 self.body(body)?;
                 self.number = own;
                 for (p, y) in params.iter().zip(yields) {
+                    self.side(Lowering::side_of(self.ty(*p).level));
                     if self.ty(*p).level != MemLevel::Ub {
                         if plan::root(&self.plan.storage, *p) != plan::root(&self.plan.storage, *y)
                         {
@@ -758,9 +875,12 @@ impl Lowering<'_> {
                         ));
                     }
                 }
+                self.side(VEC);
                 self.free_scope();
+                self.side(ALL);
                 self.code.close();
                 for r in results {
+                    self.side(Lowering::side_of(self.ty(*r).level));
                     self.declare(*r);
                 }
                 Ok(())
@@ -985,6 +1105,15 @@ impl Lowering<'_> {
         let sg = Geom::of(&from);
         let dg = Geom::of(&to);
         let ctype = c_type(to.dtype);
+        if self.split
+            && matches!(
+                (from.level, to.level),
+                (MemLevel::L0C, MemLevel::Ub) | (MemLevel::Ub, MemLevel::L1)
+            )
+        {
+            return self.hand_over(inst, dst, src);
+        }
+        self.side(Lowering::side_of(to.level));
         self.declare(dst);
         match (from.level, to.level) {
             (MemLevel::Ub, MemLevel::Ub) => {
@@ -1070,6 +1199,134 @@ impl Lowering<'_> {
             (a, b) => {
                 return Err(self.unsupported(inst, format!("a move from {a} to {b}")));
             }
+        }
+        Ok(())
+    }
+
+    /// A move between the cube core and the vector cores of a split kernel (L0C -> UB or
+    /// UB -> L1): the writer waits until the slot is free, writes the tile to its slot of
+    /// the workspace and sets the slot's ready flag; the reader waits for it, reads the
+    /// slot and sets its free flag. The second AIV takes part in every handshake (a mode-2
+    /// flag of the AIC reaches both AIVs; the AIC's wait for the AIVs passes when both have
+    /// set) but moves no data.
+    fn hand_over(&mut self, inst: &Inst, dst: TileId, src: TileId) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
+        let to_vector = from.level == MemLevel::L0C;
+        // The slot holds the tile as rows of the UB tile's pitch.
+        let (ub_ty, elems) = if to_vector {
+            (&to, sg.rows.max(dg.rows) * dg.pitch)
+        } else {
+            (&from, sg.elems())
+        };
+        let ctype = c_type(ub_ty.dtype);
+        let n = self.handoffs.len() as u16;
+        if 2 * n + 1 >= CROSS_CORE_FLAGS {
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "more than {} tiles handed between the cube core and the vector cores                      (two cross-core flags each, ids 0..={})",
+                    CROSS_CORE_FLAGS / 2,
+                    CROSS_CORE_FLAGS - 1
+                ),
+            ));
+        }
+        let offset = self
+            .handoffs
+            .iter()
+            .map(|h| h.bytes.next_multiple_of(SLOT_ALIGN))
+            .sum();
+        let (ready, free) = (2 * n, 2 * n + 1);
+        self.handoffs.push(Handoff {
+            to_vector,
+            free,
+            offset,
+            bytes: (elems * ub_ty.dtype.size_bytes()) as u64,
+            ctype,
+            elems,
+        });
+        let slot = format!("ws{n}");
+        if to_vector {
+            let quant = match to.dtype {
+                DType::F32 => "NoQuant",
+                DType::F16 => "F322F16",
+                DType::BF16 => "F322BF16",
+                other => {
+                    return Err(self.unsupported(inst, format!("L0C out to {other}")));
+                }
+            };
+            self.side(CUBE);
+            self.code.line(format!(
+                "CrossCoreWaitFlag({free});  // the vector cores have read {slot}"
+            ));
+            self.code.open("");
+            self.code.line("FixpipeParamsV220 params;");
+            self.code.line(format!("params.mSize = {};", sg.rows));
+            self.code.line(format!("params.nSize = {};", sg.cols));
+            self.code.line(format!("params.srcStride = {};", sg.rows));
+            self.code.line(format!("params.dstStride = {};", dg.pitch));
+            self.code
+                .line(format!("params.quantPre = QuantMode_t::{quant};"));
+            self.code.line(format!(
+                "Fixpipe<{ctype}, {}>({slot}, {s}, params);",
+                c_type(from.dtype)
+            ));
+            self.code.close();
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
+            ));
+            self.side(VEC | SYNC);
+            self.code.line(format!("CrossCoreWaitFlag({ready});"));
+            self.side(VEC);
+            self.declare(dst);
+            self.code.line("SetFlag<HardEvent::V_MTE2>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);");
+            self.code
+                .line(format!("DataCopy({d}, {slot}, {});", dg.elems()));
+            self.code.line("SetFlag<HardEvent::MTE2_V>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);");
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
+            ));
+        } else {
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreWaitFlag({free});  // the cube core has read {slot}"
+            ));
+            self.side(VEC);
+            self.code.line("SetFlag<HardEvent::V_MTE3>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);");
+            self.code.line(format!("DataCopy({slot}, {s}, {elems});"));
+            self.code.line("SetFlag<HardEvent::MTE3_V>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);");
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE3>({ready});  // {slot} holds {s}"
+            ));
+            self.side(CUBE);
+            self.declare(dst);
+            self.code.line(format!("CrossCoreWaitFlag({ready});"));
+            self.code.open("");
+            self.code.line("Nd2NzParams params;");
+            self.code.line("params.ndNum = 1;");
+            self.code.line(format!("params.nValue = {};", sg.rows));
+            self.code.line(format!("params.dValue = {};", sg.cols));
+            self.code.line("params.srcNdMatrixStride = 0;");
+            self.code.line(format!("params.srcDValue = {};", sg.pitch));
+            self.code
+                .line(format!("params.dstNzC0Stride = {};", dg.rows));
+            self.code.line("params.dstNzNStride = 1;");
+            self.code.line("params.dstNzMatrixStride = 0;");
+            self.code.line(format!("DataCopy({d}, {slot}, params);"));
+            self.code.close();
+            self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
+            ));
         }
         Ok(())
     }
@@ -1904,6 +2161,74 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// The kind of kernel: coupled (Kirin), or on the 910B a mix of the cube core and two
+    /// vector cores, cube only or vector only.
+    fn kernel_type(&self) -> KernelType {
+        if !self.soc.split_cores() {
+            KernelType::Coupled
+        } else if self.split {
+            KernelType::MixAic1Aiv2
+        } else if self.uses_cube {
+            KernelType::AicOnly
+        } else {
+            KernelType::AivOnly
+        }
+    }
+
+    /// Bytes of the workspace slots of one block of a split kernel.
+    fn workspace_per_block(&self) -> u64 {
+        self.handoffs
+            .iter()
+            .map(|h| h.bytes.next_multiple_of(SLOT_ALIGN))
+            .sum()
+    }
+
+    /// `Process` of a split kernel: the AIC runs the cube side of each block program, the
+    /// first AIV the vector side and the second AIV only its handshakes; each reader gives
+    /// its writer one credit (a free flag) at the start and the writer takes the last one
+    /// back at the end, so that every flag's counter ends at zero.
+    fn split_process(&self, c: &mut Code) {
+        c.line(
+            "// Block programs block, block + blockNum, ... of the grid, on the cube core (AIC) \
+             and the two",
+        );
+        c.line("// vector cores (AIV) of AI core `block`.");
+        c.open("__aicore__ inline void Process()");
+        c.line("const int64_t block = GetBlockIdx() / GetTaskRatio();");
+        let credits = |c: &mut Code, to_vector: bool, pipe: &str| {
+            for h in self.handoffs.iter().filter(|h| h.to_vector == to_vector) {
+                c.line(format!("CrossCoreSetFlag<2, {pipe}>({});", h.free));
+            }
+        };
+        let take_back = |c: &mut Code, to_vector: bool| {
+            for h in self.handoffs.iter().filter(|h| h.to_vector == to_vector) {
+                c.line(format!("CrossCoreWaitFlag({});", h.free));
+            }
+        };
+        let pids =
+            "for (int64_t pid = block; pid < static_cast<int64_t>(grid); pid += GetBlockNum())";
+        c.open("if ASCEND_IS_AIC");
+        credits(c, false, "PIPE_MTE2");
+        c.open(pids);
+        c.line("BlockCube(pid);");
+        c.close();
+        take_back(c, true);
+        c.close();
+        c.open("if ASCEND_IS_AIV");
+        credits(c, true, "PIPE_MTE2");
+        c.open(pids);
+        c.open("if (GetSubBlockIdx() == 0)");
+        c.line("BlockVector(pid);");
+        c.indent -= 1;
+        c.open("} else");
+        c.line("BlockVectorSync(pid);");
+        c.close();
+        c.close();
+        take_back(c, false);
+        c.close();
+        c.close();
+    }
+
     fn source(&self, header: &str, entry: &str, class: &str, tiling: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(
@@ -1926,17 +2251,19 @@ impl Lowering<'_> {
             .map(|g| format!("GM_ADDR {}", c_identifier(&g.name)))
             .collect();
 
-        let mut c = Code {
-            text: String::new(),
-            indent: 0,
-        };
+        let mut c = Code::default();
         c.open(format!("class Kernel{class}"));
         c.indent -= 1;
         c.line("public:");
         c.indent += 1;
         c.line(format!("__aicore__ inline Kernel{class}() {{}}"));
+        let workspace_param = if self.split {
+            ", GM_ADDR workspace"
+        } else {
+            ""
+        };
         c.open(format!(
-            "__aicore__ inline void Init({}, const {tiling}& tiling)",
+            "__aicore__ inline void Init({}{workspace_param}, const {tiling}& tiling)",
             params.join(", ")
         ));
         c.line("grid = tiling.grid;");
@@ -1958,6 +2285,20 @@ impl Lowering<'_> {
                 c_type(g.dtype)
             ));
         }
+        if self.split {
+            // This block's slots of the workspace; each core reserves only its own buffers.
+            c.line(format!(
+                "GM_ADDR slots = workspace + GetBlockIdx() / GetTaskRatio() * {};",
+                self.workspace_per_block()
+            ));
+            for (n, h) in self.handoffs.iter().enumerate() {
+                c.line(format!(
+                    "ws{n}.SetGlobalBuffer(reinterpret_cast<__gm__ {}*>(slots + {}), {});",
+                    h.ctype, h.offset, h.elems
+                ));
+            }
+            c.open("if ASCEND_IS_AIV");
+        }
         for q in &self.queues {
             c.line(format!(
                 "pipe.InitBuffer({}, {}, {});",
@@ -1965,14 +2306,26 @@ impl Lowering<'_> {
             ));
         }
         for (i, (name, _)) in POOLS.iter().enumerate() {
+            if self.split && i == 1 {
+                c.close();
+                c.open("if ASCEND_IS_AIC");
+            }
             if self.plan.pool_bytes[i] > 0 {
                 c.line(format!(
                     "pipe.InitBuffer({name}, {});",
                     self.plan.pool_bytes[i]
                 ));
             }
+            if self.split && i == 0 && self.plan.reduce_work_bytes > 0 {
+                c.line(format!(
+                    "pipe.InitBuffer(reduceWorkBuf, {});",
+                    self.plan.reduce_work_bytes
+                ));
+            }
         }
-        if self.plan.reduce_work_bytes > 0 {
+        if self.split {
+            c.close();
+        } else if self.plan.reduce_work_bytes > 0 {
             c.line(format!(
                 "pipe.InitBuffer(reduceWorkBuf, {});",
                 self.plan.reduce_work_bytes
@@ -1980,31 +2333,54 @@ impl Lowering<'_> {
         }
         c.close();
         c.line("");
-        c.line("// Block programs blockIdx, blockIdx + blockNum, ... of the grid.");
-        c.open("__aicore__ inline void Process()");
-        c.open(
-            "for (int64_t pid = GetBlockIdx(); pid < static_cast<int64_t>(grid); \
-             pid += GetBlockNum())",
-        );
-        c.line("Block(pid);");
-        c.close();
-        c.close();
+        let functions: Vec<(&str, &str)> = if self.split {
+            self.split_process(&mut c);
+            vec![
+                ("BlockCube", self.code.cube.as_str()),
+                ("BlockVector", self.code.text.as_str()),
+                ("BlockVectorSync", self.code.sync.as_str()),
+            ]
+        } else {
+            c.line("// Block programs blockIdx, blockIdx + blockNum, ... of the grid.");
+            c.open("__aicore__ inline void Process()");
+            c.open(
+                "for (int64_t pid = GetBlockIdx(); pid < static_cast<int64_t>(grid); \
+                 pid += GetBlockNum())",
+            );
+            c.line("Block(pid);");
+            c.close();
+            c.close();
+            vec![("Block", self.code.text.as_str())]
+        };
         c.line("");
         c.indent -= 1;
         c.line("private:");
         c.indent += 1;
-        c.open("__aicore__ inline void Block(int64_t pid)");
-        out.push_str(&c.text);
-        for line in self.code.text.lines() {
-            if line.is_empty() {
-                out.push('\n');
-            } else {
-                let _ = writeln!(out, "        {line}");
+        for (k, (function, code)) in functions.iter().enumerate() {
+            if k > 0 {
+                c = Code {
+                    indent: 2,
+                    ..Code::default()
+                };
+                c.close();
+                c.line("");
+                if *function == "BlockVectorSync" {
+                    c.line("// The second AIV: the handshakes of BlockVector, no data.");
+                }
+            }
+            c.open(format!("__aicore__ inline void {function}(int64_t pid)"));
+            out.push_str(&c.text);
+            for line in code.lines() {
+                if line.is_empty() {
+                    out.push('\n');
+                } else {
+                    let _ = writeln!(out, "        {line}");
+                }
             }
         }
         let mut c = Code {
-            text: String::new(),
             indent: 2,
+            ..Code::default()
         };
         c.close();
         c.line("");
@@ -2028,6 +2404,9 @@ impl Lowering<'_> {
             c.line(format!("GlobalTensor<{}> {n}Gm;", c_type(g.dtype)));
             c.line(format!("int64_t {n}Dims[{}];", g.shape.len().max(1)));
         }
+        for (n, h) in self.handoffs.iter().enumerate() {
+            c.line(format!("GlobalTensor<{}> ws{n};", h.ctype));
+        }
         c.line("uint32_t grid;");
         c.indent = 0;
         c.line("};");
@@ -2037,11 +2416,21 @@ impl Lowering<'_> {
             "extern \"C\" __global__ __aicore__ void {entry}({}, GM_ADDR workspace, GM_ADDR tiling)",
             params.join(", ")
         ));
+        if let Some(kernel_type) = self.kernel_type().declaration() {
+            c.line(format!("KERNEL_TASK_TYPE_DEFAULT({kernel_type});"));
+        }
         c.line(format!(
             "GET_TILING_DATA_WITH_STRUCT({tiling}, tilingData, tiling);"
         ));
         c.line(format!("Kernel{class} op;"));
-        c.line(format!("op.Init({}, tilingData);", args.join(", ")));
+        if self.split {
+            c.line(format!(
+                "op.Init({}, GetUserWorkspace(workspace), tilingData);",
+                args.join(", ")
+            ));
+        } else {
+            c.line(format!("op.Init({}, tilingData);", args.join(", ")));
+        }
         c.line("op.Process();");
         c.close();
         out.push_str(&c.text);

@@ -87,8 +87,46 @@ pub struct LoweredKernel {
     pub inputs: Vec<KernelTensor>,
     /// The outputs, after the inputs in entry argument order.
     pub outputs: Vec<KernelTensor>,
-    /// Bytes the kernel's `TPipe` reserves per buffer (UB, L1, L0A, L0B, L0C).
+    /// Bytes the kernel's `TPipe` reserves per buffer (UB, L1, L0A, L0B, L0C); in a mix
+    /// kernel UB is the vector cores' and the others the cube core's.
     pub buffer_bytes: PerBuffer,
+    /// Which cores run it (declared with `KERNEL_TASK_TYPE_DEFAULT` on the 910B).
+    pub kernel_type: KernelType,
+    /// Bytes of user workspace (GM) the kernel needs: the slots through which a mix
+    /// kernel's cube and vector cores hand tiles over, per launched block; 0 otherwise.
+    pub workspace_bytes: u64,
+}
+
+/// The cores a kernel runs on, and how it declares them.
+///
+/// On a coupled SoC (Kirin: cube and vector units in one AI core) a kernel runs on one core
+/// per block and declares nothing. On the 910B (`dav-c220`) the cube core (AIC: L1, L0A/B/C,
+/// the cube, Fixpipe) and the two vector cores (AIV: UB, the vector unit) of an AI core are
+/// separate cores that share only global memory: a kernel that uses both is a mix kernel of
+/// one AIC and two AIVs per block, and the API's kernel type macro says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelType {
+    /// One core per block with both units (Kirin).
+    Coupled,
+    /// The vector cores only (`KERNEL_TYPE_AIV_ONLY`): one AIV per block.
+    AivOnly,
+    /// The cube cores only (`KERNEL_TYPE_AIC_ONLY`): one AIC per block.
+    AicOnly,
+    /// One AIC and two AIVs per block (`KERNEL_TYPE_MIX_AIC_1_2`).
+    MixAic1Aiv2,
+}
+
+impl KernelType {
+    /// The `KernelMetaType` the kernel declares (`KERNEL_TASK_TYPE_DEFAULT(...)`), none on
+    /// a coupled SoC.
+    pub const fn declaration(self) -> Option<&'static str> {
+        match self {
+            KernelType::Coupled => None,
+            KernelType::AivOnly => Some("KERNEL_TYPE_AIV_ONLY"),
+            KernelType::AicOnly => Some("KERNEL_TYPE_AIC_ONLY"),
+            KernelType::MixAic1Aiv2 => Some("KERNEL_TYPE_MIX_AIC_1_2"),
+        }
+    }
 }
 
 /// Why a kernel instance could not be lowered.

@@ -86,6 +86,13 @@ impl Soc {
         }
     }
 
+    /// Whether the SoC's cube and vector units are separate cores (the 910B's AIC and two
+    /// AIVs per AI core, `dav-c220`), which exchange data only through global memory; on
+    /// Kirin (Da Vinci Lite) they are one core (coupled), with L0C -> UB and UB -> L1 paths.
+    pub const fn split_cores(self) -> bool {
+        matches!(self, Soc::Ascend910B)
+    }
+
     /// Whether tiles of `dtype` can live in the SoC's on-core buffers. Da Vinci Lite
     /// (Kirin) has no bf16 vector or cube support; no SoC here lowers 64-bit or 8-bit
     /// integer tiles, nor 16-bit or unsigned 32/64-bit integer or f64 tiles.

@@ -406,6 +406,19 @@ private:
                        "buffer length " + std::to_string(len) + " is not a multiple of 32 bytes");
         }
         const host::Buffer b = host::BufferOf(pos);
+        const int32_t core = host::CurrentState().coreType;
+        if (core == AIC && b == host::Buffer::UB) {
+            host::Fail(api, "split cores",
+                       std::string(host::PositionName(pos)) +
+                           " is in UB, which the cube core (AIC) does not have: UB is on the vector cores "
+                           "(AIV), which the cube core reaches only through GM (a workspace) and cross-core flags");
+        }
+        if (core == AIV && b != host::Buffer::UB) {
+            host::Fail(api, "split cores",
+                       std::string(host::PositionName(pos)) + " is in " + host::BufferName(b) +
+                           ", which the vector core (AIV) does not have: L1 and L0A/B/C are on the cube core "
+                           "(AIC), which the vector cores reach only through GM (a workspace) and cross-core flags");
+        }
         host::Arena& arena = arenas_[static_cast<int>(b)];
         const uint64_t bytes = static_cast<uint64_t>(num) * len;
         if (arena.used + bytes > arena.bytes.size()) {

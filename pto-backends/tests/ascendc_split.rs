@@ -1,0 +1,217 @@
+//! The 910B's split cores: a kernel that uses the cube and the vector unit lowers to a mix
+//! kernel (one cube core and two vector cores per block, tiles handed over through the
+//! workspace with cross-core flags), which the host implementation runs as three threads per
+//! block; the host refuses the coupled form there, and a cross-core wait that can never end
+//! stops with the kernel, block and flag named.
+#![cfg(feature = "device")]
+
+use pto_backends::ascendc::{AscendcHost, KernelType, LoweredKernel, Soc, lower};
+use pto_backends::cpu::Cpu;
+use pto_op::parity::{ParityCase, check_parity};
+use pto_op::{Attributes, DType, DeviceProfile, Shape, Tensor, TensorType, ops};
+
+fn ty(dtype: DType, dims: &[usize]) -> TensorType {
+    TensorType {
+        shape: Shape::from(dims),
+        dtype,
+    }
+}
+
+fn ascend() -> DeviceProfile {
+    DeviceProfile::builtin("ascend910b").expect("built-in profile")
+}
+
+/// `std.matmul` f32 [130, 64] x [64, 96] (several block programs) lowered for `soc`.
+fn matmul(soc: Soc) -> LoweredKernel {
+    let a = ty(DType::F32, &[130, 64]);
+    let b = ty(DType::F32, &[64, 96]);
+    lower(ops::matmul::def(), &[a, b], &Attributes::new(), soc).expect("lowers")
+}
+
+/// The lines of `source` that call `api`.
+fn calls<'s>(source: &'s str, api: &str) -> Vec<&'s str> {
+    source
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(api))
+        .collect()
+}
+
+#[test]
+fn a_matmul_staged_through_ub_is_a_mix_kernel_on_the_910b_and_coupled_on_kirin() {
+    let kirin = matmul(Soc::Kirin9030);
+    assert_eq!(
+        (kirin.kernel_type, kirin.workspace_bytes),
+        (KernelType::Coupled, 0)
+    );
+    assert!(!kirin.kernel_source.contains("KERNEL_TASK_TYPE_DEFAULT"));
+    // Kirin: Fixpipe out of L0C into a UB tile.
+    let fixpipes = calls(&kirin.kernel_source, "Fixpipe<");
+    assert!(!fixpipes.is_empty() && fixpipes.iter().all(|l| l.contains("(t")));
+
+    let ascend = matmul(Soc::Ascend910B);
+    assert_eq!(ascend.kernel_type, KernelType::MixAic1Aiv2);
+    let source = &ascend.kernel_source;
+    for part in [
+        "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);",
+        "op.Init(a, b, y, GetUserWorkspace(workspace), tilingData);",
+        "GM_ADDR slots = workspace + GetBlockIdx() / GetTaskRatio() * ",
+        "if ASCEND_IS_AIC {",
+        "if ASCEND_IS_AIV {",
+        "if (GetSubBlockIdx() == 0) {",
+        "CrossCoreSetFlag<2, PIPE_FIX>(0);",
+        "CrossCoreWaitFlag(0);",
+        "CrossCoreSetFlag<2, PIPE_MTE2>(1);",
+        "DataCopy(t",
+    ] {
+        assert!(source.contains(part), "{part:?} not in:\n{source}");
+    }
+    // No L0C -> UB Fixpipe: every Fixpipe writes a workspace slot (GM).
+    let fixpipes = calls(source, "Fixpipe<");
+    assert!(!fixpipes.is_empty());
+    for line in fixpipes {
+        assert!(
+            line.contains("(ws"),
+            "a Fixpipe not into the workspace: {line}"
+        );
+    }
+    // Each core reserves only its own buffers: UB on the AIV, L1 and L0 on the AIC.
+    let init = &source[source.find("if ASCEND_IS_AIV {").expect("an AIV part")..];
+    let aiv = &init[..init.find('}').expect("its end")];
+    assert!(aiv.contains("calcBuf") || aiv.contains("Queue"), "{aiv}");
+    assert!(!aiv.contains("l1Buf") && !aiv.contains("l0cBuf"), "{aiv}");
+    // One 512-byte aligned slot of [rows, pitch] f32 per block: 128 x 96 x 4 bytes.
+    let per_block = (128 * 96 * 4_u64).next_multiple_of(512);
+    assert_eq!(
+        ascend.workspace_bytes,
+        per_block * u64::from(ascend.block_dim)
+    );
+    assert!(ascend.block_dim > 1);
+
+    let rms = lower(
+        ops::rms_norm::def(),
+        &[ty(DType::F32, &[13, 100]), ty(DType::F32, &[100])],
+        &Attributes::new(),
+        Soc::Ascend910B,
+    )
+    .expect("lowers");
+    assert_eq!(
+        (rms.kernel_type, rms.workspace_bytes),
+        (KernelType::AivOnly, 0)
+    );
+    assert!(
+        rms.kernel_source
+            .contains("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);")
+    );
+    assert!(!rms.kernel_source.contains("CrossCore"));
+}
+
+#[test]
+fn a_mix_kernel_matches_the_cpu_on_the_910b_host() {
+    let host = AscendcHost::on(Some(&ascend()));
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for shapes in [[[130, 64], [64, 96]], [[33, 40], [40, 17]]] {
+            let case = ParityCase {
+                inputs: shapes.iter().map(|s| ty(dtype, s)).collect(),
+                attrs: Attributes::new(),
+                seed: 5,
+                tolerance: None,
+            };
+            let report = check_parity(ops::matmul::def(), &case, &Cpu, &host).expect("runs");
+            assert!(report.passed(), "{report}");
+        }
+    }
+}
+
+/// Runs the 910B matmul with `edit` applied to its source; the host's failure message.
+fn run_edited(kernel: LoweredKernel, edit: impl Fn(&str) -> String) -> String {
+    let profile = ascend();
+    let host = AscendcHost::on(Some(&profile));
+    let mut kernel = kernel;
+    kernel.kernel_source = edit(&kernel.kernel_source);
+    let build = host.compile(kernel, &profile).expect("compiles");
+    let a = Tensor::random([130, 64], DType::F32, 1);
+    let b = Tensor::random([64, 96], DType::F32, 2);
+    match host.run(&build, &[&a, &b]) {
+        Ok(_) => panic!("the edited kernel ran"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_coupled_form_is_refused_on_split_cores() {
+    // The Kirin lowering (Fixpipe L0C -> UB on one core) launched as the 910B's mix kernel:
+    // its cube core reserves UB, which it does not have.
+    let coupled = matmul(Soc::Kirin9030).kernel_source;
+    let message = run_edited(matmul(Soc::Ascend910B), |_| coupled.clone());
+    for part in [
+        "ascendc-host: kernel std_matmul, block 0 (AIC): TPipe::InitBuffer: split cores: ",
+        "is in UB, which the cube core (AIC) does not have",
+    ] {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+    // A mix kernel that declares another kernel type than it is launched as.
+    let message = run_edited(matmul(Soc::Ascend910B), |s| {
+        s.replace("KERNEL_TYPE_MIX_AIC_1_2", "KERNEL_TYPE_AIV_ONLY")
+    });
+    assert!(
+        message.contains(
+            "KERNEL_TASK_TYPE_DEFAULT: kernel type: the kernel declares KERNEL_TYPE_AIV_ONLY, \
+             it is launched as KERNEL_TYPE_MIX_AIC_1_2"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_cross_core_wait_that_can_never_end_stops_naming_the_kernel_block_and_flag() {
+    // The cube core never says the slot holds the tile: the vector cores would wait forever.
+    let message = run_edited(matmul(Soc::Ascend910B), |s| {
+        s.replacen("CrossCoreSetFlag<2, PIPE_FIX>(0);", "", 1)
+    });
+    for part in [
+        "ascendc-host: kernel std_matmul, block 0 (",
+        "CrossCoreWaitFlag: cross-core synchronisation: flag ",
+        "is never set: no core of the block can set it (AIC: ",
+        "the wait would never end",
+    ] {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+
+    // The cube core never finishes: the vector cores' wait times out.
+    let message = run_edited(matmul(Soc::Ascend910B), |s| {
+        s.replacen(
+            "CrossCoreSetFlag<2, PIPE_FIX>(0);",
+            "for (;;) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }",
+            1,
+        )
+        .replacen(
+            "KERNEL_TASK_TYPE_DEFAULT(",
+            "setenv(\"ASCENDC_HOST_FLAG_TIMEOUT_MS\", \"300\", 1);\n    KERNEL_TASK_TYPE_DEFAULT(",
+            1,
+        )
+    });
+    for part in [
+        "ascendc-host: kernel std_matmul, block 0 (AIV ",
+        "CrossCoreWaitFlag: cross-core synchronisation: flag 0 not set after 300 ms \
+         (ASCENDC_HOST_FLAG_TIMEOUT_MS) (AIC: running; ",
+    ] {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+
+    // The cube core does not take its last credit back: a flag is left set.
+    let message = run_edited(matmul(Soc::Ascend910B), |s| {
+        let at = s
+            .find("if ASCEND_IS_AIC {")
+            .expect("the AIC part of Process");
+        let end = at
+            + s[at..]
+                .find("CrossCoreWaitFlag(1);")
+                .expect("the last credit");
+        format!("{}{}", &s[..end], &s[end + "CrossCoreWaitFlag(1);".len()..])
+    });
+    assert!(
+        message.contains("after the kernel, flag 1 is left set"),
+        "{message}"
+    );
+}
