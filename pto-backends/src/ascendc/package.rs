@@ -265,8 +265,16 @@ impl Instance {
 pub struct InstanceTiling {
     /// Field name to value, in declaration order.
     pub fields: Vec<(String, u32)>,
-    /// Cores launched.
+    /// Cores launched (on the 910B: AI cores, each one AIC and two AIVs for a mix kernel).
     pub block_dim: u32,
+    /// Bytes of user workspace the kernel needs (the hand-off slots of a mix kernel); the
+    /// TilingFunc asks for them plus the system workspace.
+    #[serde(default)]
+    pub workspace_bytes: u64,
+    /// The kernel type the kernel declares (`KERNEL_TYPE_MIX_AIC_1_2`), empty on a coupled
+    /// SoC.
+    #[serde(default)]
+    pub kernel_type: String,
 }
 
 /// One packaged op in the manifest.
@@ -634,6 +642,12 @@ fn op_package(
                 .map(|f| (f.name.clone(), f.value))
                 .collect(),
             block_dim: lowered.block_dim,
+            workspace_bytes: lowered.workspace_bytes,
+            kernel_type: lowered
+                .kernel_type
+                .declaration()
+                .unwrap_or_default()
+                .to_owned(),
         });
         match &kernel {
             Some((first, first_instance)) => {

@@ -395,8 +395,8 @@ impl OpSources<'_> {
             }
             let _ = writeln!(
                 out,
-                "        return pto_package::SaveTiling(context, tiling, {}u, \"{op_type}\");\n    }}",
-                tiling.block_dim
+                "        return pto_package::SaveTiling(context, tiling, {}u, {}u, \"{op_type}\");\n    }}",
+                tiling.block_dim, tiling.workspace_bytes
             );
         }
         let known = self

@@ -84,11 +84,16 @@ inline bool SameDims(const gert::Shape &shape, const int64_t *dims, size_t rank)
     return true;
 }
 
+// The system workspace a kernel's workspace starts with (the kernel skips it with
+// GetUserWorkspace): the 16 MiB the CANN custom-op samples reserve.
+constexpr size_t SYSTEM_WORKSPACE_BYTES = 16u * 1024u * 1024u;
+
 // Copies a plain tiling struct into the context's raw tiling data, sets the launch size and
-// a zero workspace.
+// the workspace: none for a kernel without one, else the system workspace and the kernel's
+// `user_workspace` bytes (the hand-off slots of a 910B mix kernel).
 template <typename Tiling>
 ge::graphStatus SaveTiling(gert::TilingContext *context, const Tiling &tiling, uint32_t block_dim,
-                           const char *op)
+                           uint64_t user_workspace, const char *op)
 {
     gert::TilingData *raw = context->GetRawTilingData();
     if (raw == nullptr || raw->GetCapacity() < sizeof(Tiling)) {
@@ -100,7 +105,7 @@ ge::graphStatus SaveTiling(gert::TilingContext *context, const Tiling &tiling, u
     context->SetBlockDim(block_dim);
     size_t *workspace = context->GetWorkspaceSizes(1);
     if (workspace != nullptr) {
-        workspace[0] = 0;
+        workspace[0] = user_workspace == 0 ? 0 : SYSTEM_WORKSPACE_BYTES + static_cast<size_t>(user_workspace);
     }
     return ge::GRAPH_SUCCESS;
 }

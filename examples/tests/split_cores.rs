@@ -1,0 +1,122 @@
+//! The 910B's split cube and vector cores (feature `device`): `demo.flash_attention` and
+//! `demo.swiglu`, which hand tiles between the cube and the vector unit both ways, lower to
+//! mix kernels and match the CPU reference on the `ascendc-host` target for `ascend910b`
+//! on every parity case; the generated code has no L0C -> UB or UB -> L1 path; the excerpt
+//! of the generated code quoted in `docs/deploying.md` is the lowering's.
+#![cfg(feature = "device")]
+
+use pto_backends::ascendc::{AscendcHost, KernelType, Soc, lower};
+use pto_backends::cpu::Cpu;
+use pto_examples as demo;
+use pto_op::parity::check_parity;
+use pto_op::{DeviceProfile, OpDef, OpParams};
+
+fn ascend_host() -> AscendcHost {
+    AscendcHost::on(Some(
+        &DeviceProfile::builtin("ascend910b").expect("built-in profile"),
+    ))
+}
+
+/// Every parity case of `op` on the 910B host, against the CPU, with the op's tolerances.
+fn parity_on_the_910b(op: &'static OpDef) {
+    let host = ascend_host();
+    let cases = (op.parity_cases)();
+    assert!(cases.len() >= 3, "{}: {} cases", op.name, cases.len());
+    for case in &cases {
+        let kernel = lower(op, &case.inputs, &case.attrs, Soc::Ascend910B).expect("lowers");
+        assert_eq!(kernel.kernel_type, KernelType::MixAic1Aiv2, "{}", op.name);
+        let report = check_parity(op, case, &Cpu, &host).expect("runs");
+        assert!(report.passed(), "{report}");
+    }
+}
+
+#[test]
+fn flash_attention_runs_as_a_mix_kernel_on_the_910b() {
+    parity_on_the_910b(demo::flash_attention::def());
+}
+
+#[test]
+fn swiglu_runs_as_a_mix_kernel_on_the_910b() {
+    parity_on_the_910b(demo::swiglu::def());
+}
+
+/// The flash attention kernel of the docs: q, k, v f32[64, 64].
+fn flash_attention_source(soc: Soc) -> String {
+    let op = demo::flash_attention::def();
+    let t = pto_op::TensorType {
+        shape: pto_op::Shape::from([64, 64]),
+        dtype: pto_op::DType::F32,
+    };
+    let attrs = demo::flash_attention::Params::default().to_attributes();
+    lower(op, &[t.clone(), t.clone(), t], &attrs, soc)
+        .expect("lowers")
+        .kernel_source
+}
+
+#[test]
+fn the_910b_flash_attention_hands_tiles_over_through_the_workspace_only() {
+    let kirin = flash_attention_source(Soc::Kirin9030);
+    let ascend = flash_attention_source(Soc::Ascend910B);
+    // Kirin: Fixpipe L0C -> UB and an Nd2Nz copy UB -> L1 (`DataCopy(t<l1>, t<ub>, params)`).
+    let ub_to_l1 = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| {
+                let args: Vec<&str> = l.trim_start_matches("DataCopy(").split(", ").collect();
+                l.starts_with("DataCopy(t")
+                    && args.len() == 3
+                    && args[1].starts_with('t')
+                    && args[2] == "params);"
+            })
+            .count()
+    };
+    let into_ub = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("Fixpipe<") && l.contains(">(t"))
+            .count()
+    };
+    assert_eq!((into_ub(&kirin), ub_to_l1(&kirin)), (2, 1));
+    assert_eq!((into_ub(&ascend), ub_to_l1(&ascend)), (0, 0));
+    for part in [
+        "Fixpipe<float, float>(ws0, t11, params);",
+        "Fixpipe<float, float>(ws2, t27, params);",
+        "DataCopy(ws1, t23, 4096);",
+        "DataCopy(t24, ws1, params);",
+        "CrossCoreSetFlag<2, PIPE_MTE3>(2);",
+        "__aicore__ inline void BlockVectorSync(int64_t pid)",
+    ] {
+        assert!(ascend.contains(part), "{part:?} not in:\n{ascend}");
+    }
+}
+
+#[test]
+fn the_generated_code_quoted_in_the_docs_is_the_lowerings() {
+    let page = include_str!("../../docs/deploying.md");
+    let marker = "<!-- generated: demo.flash_attention f32[64, 64] on ascend910b -->";
+    let at = page
+        .find(marker)
+        .expect("the marked excerpt in docs/deploying.md");
+    let block = &page[at + marker.len()..];
+    let start = block.find("```cpp\n").expect("a cpp block") + "```cpp\n".len();
+    let excerpt = &block[start..start + block[start..].find("```").expect("its end")];
+    let source = flash_attention_source(Soc::Ascend910B);
+    if let Some(path) = std::env::var_os("PTO_DUMP_EXCERPT_SOURCE") {
+        std::fs::write(path, &source).expect("dump");
+    }
+    let lines: Vec<&str> = source.lines().map(str::trim).collect();
+    let quoted: Vec<&str> = excerpt
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "...")
+        .collect();
+    assert!(quoted.len() > 10, "{excerpt}");
+    // Every quoted line is a line of the source, in the source's order.
+    let mut from = 0;
+    for line in quoted {
+        match lines[from..].iter().position(|l| *l == line) {
+            Some(i) => from += i + 1,
+            None => panic!("{line:?} is not (in this order) in the generated source:\n{source}"),
+        }
+    }
+}
