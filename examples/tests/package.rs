@@ -463,3 +463,66 @@ fn target_kirin_fails_at_once_without_a_device_runtime() {
     }
     assert!(out.stdout.is_empty(), "no result printed");
 }
+
+#[test]
+fn the_910b_package_declares_its_mix_kernels_workspace_and_kernel_type() {
+    let dir = scratch("ascend910b").join("pkg");
+    let manifest = write_package(&packaged_model(), Soc::Ascend910B, &dir).expect("written");
+    let op = |name: &str| {
+        manifest
+            .ops
+            .iter()
+            .find(|o| o.op == name)
+            .unwrap_or_else(|| panic!("{name} packaged"))
+    };
+    // Flash attention hands three f32 [64, 64] tiles between the cube and the vector cores:
+    // three 16 KiB slots per launched block.
+    let attention = &op("demo.flash_attention").tilings[0];
+    assert_eq!(attention.kernel_type, "KERNEL_TYPE_MIX_AIC_1_2");
+    assert_eq!(
+        attention.workspace_bytes,
+        3 * 64 * 64 * 4 * u64::from(attention.block_dim)
+    );
+    let rms = &op("demo.rms_norm").tilings[0];
+    assert_eq!(
+        (rms.kernel_type.as_str(), rms.workspace_bytes),
+        ("KERNEL_TYPE_AIV_ONLY", 0)
+    );
+    let host = read(&dir, "op_host/demo_flash_attention.cpp");
+    let save = format!(
+        "pto_package::SaveTiling(context, tiling, {}u, {}u, \"DemoFlashAttention\")",
+        attention.block_dim, attention.workspace_bytes
+    );
+    assert!(host.contains(&save), "{save:?} not in:\n{host}");
+    let kernel = read(&dir, "op_kernel/demo_flash_attention.cpp");
+    assert!(kernel.contains("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);"));
+    // The manifest round-trips the new fields.
+    let text = read(&dir, MANIFEST_FILE);
+    let back: Manifest = serde_json::from_str(&text).expect("the manifest parses");
+    assert_eq!(back, manifest);
+    compile_kernels(&dir, &manifest);
+    // op_host compiles against the stand-ins of the CANN headers.
+    let stubs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/package_stubs");
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+    let output = Command::new(&compiler)
+        .args([
+            "-std=c++17",
+            "-fsyntax-only",
+            "-Wall",
+            "-Wextra",
+            "-x",
+            "c++",
+        ])
+        .arg("-I")
+        .arg(&stubs)
+        .arg("-I")
+        .arg(dir.join("op_host"))
+        .arg(dir.join("op_host/demo_flash_attention.cpp"))
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler}: {e}"));
+    assert!(
+        output.status.success(),
+        "op_host does not compile:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
