@@ -215,3 +215,99 @@ fn a_cross_core_wait_that_can_never_end_stops_naming_the_kernel_block_and_flag()
         "{message}"
     );
 }
+
+/// What each core of a launch sees, from a kernel written against the host implementation:
+/// sorted lines `type core blockIdx subBlockIdx blockNum taskRatio`.
+fn core_ids(kernel_type: &str, blocks: u32) -> Vec<String> {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("core-ids-{kernel_type}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let source = format!(
+        r#"#include <mutex>
+#include "kernel_operator.h"
+using namespace AscendC;
+static std::mutex printing;
+extern "C" __global__ __aicore__ void ids(GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT({kernel_type});
+    std::lock_guard<std::mutex> lock(printing);
+    std::printf("%s %lld %lld %lld %lld\n", ASCEND_IS_AIC ? "AIC" : (ASCEND_IS_AIV ? "AIV" : "MIX"),
+                static_cast<long long>(GetBlockIdx()), static_cast<long long>(GetSubBlockIdx()),
+                static_cast<long long>(GetBlockNum()), static_cast<long long>(GetTaskRatio()));
+}}
+int main()
+{{
+    AscendC::host::Launch("ids", AscendC::{kernel_type}, {blocks}, [] {{ ids(nullptr, nullptr); }});
+    return 0;
+}}
+"#
+    );
+    std::fs::write(dir.join("ids.cpp"), source).expect("source");
+    let include = concat!(env!("CARGO_MANIFEST_DIR"), "/ascendc/include");
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+    let mut args: Vec<String> = [
+        "-std=c++17",
+        "-pthread",
+        "-I",
+        include,
+        "ids.cpp",
+        "-o",
+        "ids",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for name in ["UB", "L1", "L0A", "L0B", "L0C"] {
+        args.push(format!("-DASCENDC_HOST_{name}_BYTES=65536"));
+    }
+    let built = std::process::Command::new(&compiler)
+        .args(&args)
+        .current_dir(&dir)
+        .output()
+        .expect("the C++ compiler runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = std::process::Command::new(dir.join("ids"))
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn block_and_sub_block_ids_follow_the_core_type() {
+    // MIX_AIC_1_2 on 2 blocks: per block one AIC (GetBlockIdx in [0, 2)) and two AIVs
+    // (GetBlockIdx in [0, 4), GetSubBlockIdx 0 and 1, GetTaskRatio 2); GetBlockNum is the
+    // launched block count everywhere.
+    assert_eq!(
+        core_ids("KERNEL_TYPE_MIX_AIC_1_2", 2),
+        [
+            "AIC 0 0 2 1",
+            "AIC 1 0 2 1",
+            "AIV 0 0 2 2",
+            "AIV 1 1 2 2",
+            "AIV 2 0 2 2",
+            "AIV 3 1 2 2",
+        ]
+    );
+    assert_eq!(
+        core_ids("KERNEL_TYPE_AIV_ONLY", 3),
+        ["AIV 0 0 3 1", "AIV 1 0 3 1", "AIV 2 0 3 1"]
+    );
+    assert_eq!(
+        core_ids("KERNEL_TYPE_AIC_ONLY", 2),
+        ["AIC 0 0 2 1", "AIC 1 0 2 1"]
+    );
+}

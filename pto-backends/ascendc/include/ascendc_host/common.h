@@ -418,12 +418,13 @@ inline CoreGroup& CrossCoreGroup(const char* api, uint16_t flagId)
 }
 
 // Milliseconds a cross-core wait may block before the run stops (ASCENDC_HOST_FLAG_TIMEOUT_MS,
-// default 10000): a core that never sets the flag must not hang the caller.
+// default 60000): a core that never sets the flag must not hang the caller. A wait that no
+// core can satisfy any more stops at once (Deadlocked).
 inline int64_t FlagTimeoutMs()
 {
     const char* text = std::getenv("ASCENDC_HOST_FLAG_TIMEOUT_MS");
     const long long value = text != nullptr ? std::atoll(text) : 0;
-    return value > 0 ? value : 10000;
+    return value > 0 ? value : 60000;
 }
 
 }  // namespace host
