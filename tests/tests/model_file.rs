@@ -76,8 +76,8 @@ fn schema(name: &str, inputs: &[&str], outputs: &[&str], params: &[(&str, AttrTy
     }
 }
 
-/// A model built by hand: a weight of every dtype a model file holds (all but the 4- and
-/// 2-bit ones, which safetensors lacks; a scalar among them), three nodes, and attributes of
+/// A model built by hand: a weight of every dtype of 8 bits or more (f4e2m1 has its own
+/// test, the 4- and 2-bit integers safetensors lacks; a scalar among them), three nodes, and attributes of
 /// every type. No op runs on all these dtypes, and the file does not care.
 fn every_dtype_model() -> Model {
     let mut graph = GraphDef::default();
@@ -180,39 +180,55 @@ fn every_dtype_model() -> Model {
     }
 }
 
-#[test]
-fn eight_bit_float_weights_round_trip_and_four_bit_ones_are_refused() {
-    let mut model = rms_norm_model();
-    let gamma = model.weights["gamma"].clone();
-    // An f8 weight: stored as safetensors' F8_* dtype, bit for bit.
-    for dtype in [DType::F8E4M3FN, DType::F8E5M2FNUZ, DType::F8E8M0] {
-        let mut m = model.clone();
-        let weight = gamma.cast(dtype);
-        let id = m
-            .graph
-            .values
-            .iter()
-            .position(|v| v.name == "gamma")
-            .expect("gamma");
-        m.graph.values[id].ty.dtype = dtype;
-        m.weights.insert("gamma".to_owned(), weight.clone());
-        let bytes = m.to_bytes().expect("serializes");
-        let loaded = Model::from_bytes(&bytes).expect("loads");
-        assert_eq!(loaded.weights["gamma"], weight, "{dtype}");
-        assert_eq!(loaded.weights["gamma"].to_le_bytes(), weight.to_le_bytes());
-    }
-    // An i4 weight: refused, naming the weight, its dtype and what to do.
+/// `model` with its weight `name` replaced by `tensor` (the graph's type follows).
+fn with_weight(model: &Model, name: &str, tensor: Tensor) -> Model {
+    let mut model = model.clone();
     let id = model
         .graph
         .values
         .iter()
-        .position(|v| v.name == "gamma")
-        .expect("gamma");
-    model.graph.values[id].ty.dtype = DType::I4;
+        .position(|v| v.name == name)
+        .expect("the weight");
+    model.graph.values[id].ty = tensor.tensor_type();
+    model.weights.insert(name.to_owned(), tensor);
     model
-        .weights
-        .insert("gamma".to_owned(), gamma.cast(DType::I4));
-    let err = model.to_bytes().unwrap_err();
+}
+
+#[test]
+fn low_precision_float_weights_round_trip_and_sub_byte_integers_are_refused() {
+    let model = rms_norm_model();
+    let gamma = model.weights["gamma"].clone();
+    // An f8 weight: stored as safetensors' F8_* dtype, bit for bit; an f4e2m1 weight as
+    // `F4`, packed two to a byte, the first element in the low nibble.
+    for dtype in [
+        DType::F8E4M3FN,
+        DType::F8E5M2FNUZ,
+        DType::F8E8M0,
+        DType::F4E2M1,
+    ] {
+        let weight = gamma.cast(dtype);
+        let m = with_weight(&model, "gamma", weight.clone());
+        let bytes = m.to_bytes().expect("serializes");
+        let loaded = Model::from_bytes(&bytes).expect("loads");
+        assert_eq!(loaded.weights["gamma"], weight, "{dtype}");
+        assert_eq!(loaded.weights["gamma"].to_le_bytes(), weight.to_le_bytes());
+        let (header, data) = split(&bytes);
+        let stored = if dtype == DType::F4E2M1 {
+            assert_eq!(header["gamma"]["dtype"], "F4");
+            assert_eq!(header["gamma"]["shape"], serde_json::json!([16]));
+            // 16 elements in 8 bytes, element 2i in the low nibble of byte i.
+            let unpacked = weight.to_le_bytes();
+            let packed: Vec<u8> = unpacked.chunks(2).map(|p| p[0] | p[1] << 4).collect();
+            assert_eq!(packed, weight.to_packed_le_bytes());
+            packed
+        } else {
+            weight.to_le_bytes()
+        };
+        assert_eq!(data, stored.as_slice(), "{dtype}");
+    }
+    // Sub-byte integers: refused, naming the weight, its dtype and what to do.
+    let i4 = with_weight(&model, "gamma", gamma.cast(DType::I4));
+    let err = i4.to_bytes().unwrap_err();
     assert!(
         matches!(&err, ModelFileError::UnsupportedDType { tensor, dtype: DType::I4, .. } if tensor == "gamma"),
         "{err:?}"
@@ -220,8 +236,169 @@ fn eight_bit_float_weights_round_trip_and_four_bit_ones_are_refused() {
     assert_eq!(
         err.to_string(),
         "model file: tensor `gamma` is i4, which safetensors has no dtype for: model files and \
-         safetensors outputs hold every dtype but f4e2m1, i4, u4, i2 and u2; cast it (e.g. to i8 \
-         or f16) first"
+         safetensors outputs hold every dtype but i4, u4, i2 and u2; cast it (e.g. to i8 or \
+         f16) first"
+    );
+}
+
+#[test]
+fn f4e2m1_weights_round_trip_packed_and_an_odd_count_is_refused() {
+    // A model of every shape of f4 weight: more elements than one write chunk (1 MiB), a
+    // scalar-free even count, every one of the 16 bit patterns.
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([2]), DType::F32);
+    let patterns: Vec<f32> = (0u8..16)
+        .map(|bits| {
+            let magnitude = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0][usize::from(bits & 7)];
+            if bits & 8 == 0 { magnitude } else { -magnitude }
+        })
+        .collect();
+    let every_pattern = Tensor::from_vec([4, 4], patterns)
+        .unwrap()
+        .cast(DType::F4E2M1);
+    graph
+        .weight("every_pattern", every_pattern.clone())
+        .unwrap();
+    let large = Tensor::random([3, 700_001 * 2 / 3 + 1], DType::F32, 7).cast(DType::F4E2M1);
+    assert!(large.numel() > 1 << 20 && large.numel() % 2 == 0);
+    graph.weight("large", large.clone()).unwrap();
+    graph.output(&x);
+    let model = graph.to_model("f4").unwrap();
+    let dir = TempDir::new("f4");
+    let path = dir.0.join("f4.pto");
+    model.save(&path).expect("saves");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, model.to_bytes().unwrap());
+    let (header, data) = split(&bytes);
+    assert_eq!(header["large"]["dtype"], "F4");
+    // 1-byte tensors by name: `every_pattern` (8 bytes) then `large`.
+    assert_eq!(
+        header["every_pattern"]["data_offsets"],
+        serde_json::json!([0, 8])
+    );
+    assert_eq!(&data[..8], every_pattern.to_packed_le_bytes().as_slice());
+    assert_eq!(&data[8..], large.to_packed_le_bytes().as_slice());
+    let loaded = Model::load(&path).expect("loads");
+    assert_eq!(loaded.weights["every_pattern"], every_pattern);
+    assert_eq!(loaded.weights["large"], large);
+
+    // An odd count: safetensors' F4 holds whole bytes only.
+    let odd = with_weight(
+        &rms_norm_model(),
+        "gamma",
+        Tensor::zeros([3, 5], DType::F4E2M1),
+    );
+    let err = odd.save(dir.0.join("odd.pto")).unwrap_err();
+    assert!(
+        matches!(&err, ModelFileError::OddPackedCount { tensor, .. } if tensor == "gamma"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "model file `{}`: tensor `gamma` is f4e2m1[3, 5], an odd number of elements: \
+             safetensors packs f4e2m1 two to a byte (`F4`) and holds only whole bytes; pad it \
+             to an even number of elements, or cast it (e.g. to f8e4m3fn or f16) first",
+            dir.0.join("odd.pto").display()
+        )
+    );
+    assert!(!dir.0.join("odd.pto").exists());
+    // A file that declares an odd f4 count: an error naming the tensor, not a panic.
+    let broken = edit_header(&bytes, |header| {
+        header["every_pattern"]["shape"] = serde_json::json!([3, 5]);
+    });
+    let err = load_error(&broken);
+    assert!(
+        err.contains("every_pattern") && err.contains("no whole number of bytes"),
+        "{err}"
+    );
+}
+
+/// The model file as the writer before streaming saves built it, in memory: kept to check
+/// that the streaming writer gives the same bytes.
+fn reference_bytes(model: &Model) -> Vec<u8> {
+    let metadata = BTreeMap::from([
+        ("format", "pto-model".to_owned()),
+        ("format_version", "1".to_owned()),
+        ("name", model.name.clone()),
+        ("graph", serde_json::to_string(&model.graph).unwrap()),
+        ("schemas", serde_json::to_string(&model.schemas).unwrap()),
+        (
+            "kernels",
+            serde_json::to_string(&model.with_traced_kernels().kernels).unwrap(),
+        ),
+    ]);
+    reference_safetensors(&metadata, &model.weights)
+}
+
+/// The former `write_safetensors`, for the dtypes it wrote (8 bits and more).
+fn reference_safetensors(
+    metadata: &BTreeMap<&str, String>,
+    weights: &BTreeMap<String, Tensor>,
+) -> Vec<u8> {
+    let mut order: Vec<(&String, &Tensor)> = weights.iter().collect();
+    order.sort_by(|(a_name, a), (b_name, b)| {
+        let alignment = |t: &Tensor| t.dtype().size_bytes();
+        alignment(b)
+            .cmp(&alignment(a))
+            .then_with(|| a_name.cmp(b_name))
+    });
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".to_owned(), serde_json::json!(metadata));
+    let mut data = Vec::new();
+    for (name, tensor) in order {
+        let dtype = match tensor.dtype() {
+            DType::F8E4M3FN => "F8_E4M3".to_owned(),
+            DType::F8E4M3FNUZ => "F8_E4M3FNUZ".to_owned(),
+            DType::F8E5M2 => "F8_E5M2".to_owned(),
+            DType::F8E5M2FNUZ => "F8_E5M2FNUZ".to_owned(),
+            DType::F8E8M0 => "F8_E8M0".to_owned(),
+            other => other.to_string().to_uppercase(),
+        };
+        let start = data.len();
+        data.extend_from_slice(&tensor.to_le_bytes());
+        header.insert(
+            name.clone(),
+            serde_json::json!({
+                "dtype": dtype,
+                "shape": tensor.dims(),
+                "data_offsets": [start, data.len()],
+            }),
+        );
+    }
+    let mut header = serde_json::Value::Object(header).to_string().into_bytes();
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&header);
+    bytes.extend_from_slice(&data);
+    bytes
+}
+
+#[test]
+fn the_streamed_save_writes_the_bytes_of_the_former_in_memory_writer() {
+    let dir = TempDir::new("streamed");
+    // Weights larger than one write chunk (1 MiB) and of no whole number of chunks, in
+    // every dtype of at least 8 bits, and the traced example model.
+    let mut large = every_dtype_model();
+    for (seed, (name, tensor)) in large.weights.clone().into_iter().enumerate() {
+        if tensor.dims().len() == 2 {
+            let big = Tensor::random([tensor.dims()[0], 300_001], tensor.dtype(), seed as u64);
+            large = with_weight(&large, &name, big);
+        }
+    }
+    for model in [rms_norm_model(), every_dtype_model(), large] {
+        let reference = reference_bytes(&model);
+        assert_eq!(model.to_bytes().unwrap(), reference, "{}", model.name);
+        let path = dir.0.join("model.pto");
+        model.save(&path).expect("saves");
+        assert!(std::fs::read(&path).unwrap() == reference, "{}", model.name);
+    }
+    // The run outputs' safetensors files too.
+    let tensors = rms_norm_model().weights;
+    assert_eq!(
+        pto_op::model::file::safetensors_bytes(&tensors).unwrap(),
+        reference_safetensors(&BTreeMap::new(), &tensors)
     );
 }
 

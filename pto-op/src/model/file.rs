@@ -42,7 +42,7 @@ use crate::dtype::DType;
 use crate::graph::{GraphDef, GraphError, ValueDef, ValueId};
 use crate::schema::OpSchema;
 use crate::shape::Shape;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, with_dtype};
 
 use super::{LoadedModel, Model, SymbolicModel, SymbolicValue};
 
@@ -230,13 +230,12 @@ pub enum ModelFileError {
         /// The fault.
         source: GraphError,
     },
-    /// A tensor's dtype has no safetensors dtype: the 4- and 2-bit ones (f4e2m1, i4, u4, i2,
-    /// u2), which safetensors packs or lacks. The 8-bit floats are stored as safetensors'
-    /// `F8_*` dtypes.
+    /// A tensor's dtype has no safetensors dtype: the 4- and 2-bit integers (i4, u4, i2,
+    /// u2). The 8-bit floats are stored as safetensors' `F8_*` dtypes, f4e2m1 as `F4`.
     #[error(
         "{}tensor `{tensor}` is {dtype}, which safetensors has no dtype for: model files and \
-         safetensors outputs hold every dtype but f4e2m1, i4, u4, i2 and u2; cast it (e.g. \
-         to i8 or f16) first",
+         safetensors outputs hold every dtype but i4, u4, i2 and u2; cast it (e.g. to i8 or \
+         f16) first",
         FilePrefix(file)
     )]
     UnsupportedDType {
@@ -246,6 +245,22 @@ pub enum ModelFileError {
         tensor: String,
         /// Its dtype.
         dtype: DType,
+    },
+    /// An f4e2m1 tensor of an odd number of elements: safetensors' `F4` packs two to a byte
+    /// and holds only whole bytes.
+    #[error(
+        "{}tensor `{tensor}` is f4e2m1{shape}, an odd number of elements: safetensors packs \
+         f4e2m1 two to a byte (`F4`) and holds only whole bytes; pad it to an even number of \
+         elements, or cast it (e.g. to f8e4m3fn or f16) first",
+        FilePrefix(file)
+    )]
+    OddPackedCount {
+        /// The model file, if there is one.
+        file: Option<PathBuf>,
+        /// The tensor's name.
+        tensor: String,
+        /// Its shape.
+        shape: Shape,
     },
     /// The graph cannot be stored in a model file: a weight with the reserved metadata name,
     /// an op without schema, an attribute JSON cannot hold.
@@ -289,6 +304,7 @@ impl ModelFileError {
             | E::HeaderTooLarge { file, .. }
             | E::InvalidGraph { file, .. }
             | E::UnsupportedDType { file, .. }
+            | E::OddPackedCount { file, .. }
             | E::Graph { file, .. } => *file = Some(path.to_owned()),
         }
         self
@@ -326,8 +342,12 @@ impl Model {
     /// assert_eq!(Model::from_bytes(&bytes).unwrap(), model.with_traced_kernels());
     /// ```
     pub fn to_bytes(&self) -> Result<Vec<u8>, ModelFileError> {
+        Ok(self.layout()?.into_bytes())
+    }
+
+    /// The layout of the model's file, after the checks of loading.
+    fn layout(&self) -> Result<Layout<'_>, ModelFileError> {
         check_graph(&self.graph, &self.schemas)?;
-        let shipped = self.with_traced_kernels();
         let weight_values = weight_values(&self.graph);
         for (name, tensor) in &self.weights {
             check_weight(&weight_values, name, Ok(tensor.dtype()), tensor.dims())?;
@@ -352,10 +372,10 @@ impl Model {
             ),
             (
                 "kernels",
-                json("kernels", serde_json::to_string(&shipped.kernels))?,
+                json("kernels", serde_json::to_string(&self.traced_kernels()))?,
             ),
         ]);
-        write_safetensors(&metadata, &self.weights)
+        Layout::new(&metadata, &self.weights)
     }
 
     /// The model in the bytes of a model file, validated (see
@@ -380,10 +400,13 @@ impl Model {
     /// Writes a temporary file next to `path`, flushes it to disk, then renames it over
     /// `path`: a reader sees the old file or the new one, never a part, and a save that fails
     /// leaves the old file as it was.
+    ///
+    /// The file is written as it is laid out: the header, then each weight's bytes streamed
+    /// through a small buffer, so saving takes little memory beyond the model's own (the
+    /// bytes are those of [`Model::to_bytes`]).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
         let path = path.as_ref();
-        let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
-        Ok(crate::fs::write_atomic(path, &bytes)?)
+        self.layout().map_err(|e| e.in_file(path))?.save(path)
     }
 
     /// Loads and validates the model file `path`; see [`Model::from_bytes`].
@@ -402,6 +425,11 @@ impl SymbolicModel {
     /// The model as the bytes of a model file of version 2 (see
     /// [the module docs](crate::model::file)). The same model always gives the same bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, ModelFileError> {
+        Ok(self.layout()?.into_bytes())
+    }
+
+    /// The layout of the model's file.
+    fn layout(&self) -> Result<Layout<'_>, ModelFileError> {
         if self.weights.contains_key(METADATA_KEY) {
             return Err(ModelFileError::invalid_graph(format!(
                 "initializer `{METADATA_KEY}` takes the name safetensors reserves for the \
@@ -429,14 +457,14 @@ impl SymbolicModel {
             ),
             ("onnx", hex(&self.onnx)),
         ]);
-        write_safetensors(&metadata, &self.weights)
+        Layout::new(&metadata, &self.weights)
     }
 
-    /// Saves the model to the model file `path`, atomically (as [`Model::save`]).
+    /// Saves the model to the model file `path`, atomically and streamed (as
+    /// [`Model::save`]).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ModelFileError> {
         let path = path.as_ref();
-        let bytes = self.to_bytes().map_err(|e| e.in_file(path))?;
-        Ok(crate::fs::write_atomic(path, &bytes)?)
+        self.layout().map_err(|e| e.in_file(path))?.save(path)
     }
 }
 
@@ -605,7 +633,7 @@ fn read_symbolic(
             }
         }
         let dtype = dtype.map_err(|d| ModelFileError::corrupt(format!("dtype {d}")))?;
-        let tensor = Tensor::from_le_bytes(dtype, view.shape(), view.data())
+        let tensor = Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
             .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
         weights.insert(name.clone(), tensor);
     }
@@ -624,9 +652,10 @@ fn read_symbolic(
     })
 }
 
-/// The safetensors dtype of `dtype`; `None` for the 4- and 2-bit dtypes, which safetensors
-/// lacks (i4, u4, i2, u2) or stores packed (`F4`), where pto-op's tensors take a byte per
-/// element.
+/// The safetensors dtype of `dtype`; `None` for the 4- and 2-bit integers, which
+/// safetensors lacks (i4, u4, i2, u2). f4e2m1 is `F4`, stored packed two to a byte (the
+/// first element in the low nibble, as ONNX and PyTorch's `float4_e2m1fn_x2` pack it) where
+/// pto-op's tensors take a byte per element.
 fn safetensors_dtype(dtype: DType) -> Option<Dtype> {
     Some(match dtype {
         DType::F32 => Dtype::F32,
@@ -647,7 +676,8 @@ fn safetensors_dtype(dtype: DType) -> Option<Dtype> {
         DType::F8E5M2 => Dtype::F8_E5M2,
         DType::F8E5M2FNUZ => Dtype::F8_E5M2FNUZ,
         DType::F8E8M0 => Dtype::F8_E8M0,
-        DType::F4E2M1 | DType::I4 | DType::U4 | DType::I2 | DType::U2 => return None,
+        DType::F4E2M1 => Dtype::F4,
+        DType::I4 | DType::U4 | DType::I2 | DType::U2 => return None,
     })
 }
 
@@ -689,61 +719,159 @@ fn describe(dtype: DType, shape: &[usize]) -> String {
 /// [`ModelFileError::HeaderTooLarge`] when the names and shapes make a header over the
 /// limit the reader accepts.
 pub fn safetensors_bytes(tensors: &BTreeMap<String, Tensor>) -> Result<Vec<u8>, ModelFileError> {
-    write_safetensors(&BTreeMap::new(), tensors)
+    Ok(Layout::new(&BTreeMap::new(), tensors)?.into_bytes())
 }
 
-/// Writes the safetensors bytes by hand rather than with `safetensors::serialize`, whose
-/// `HashMap` metadata comes out in a random order: the same model must give the same bytes.
-/// The layout is the one `safetensors` reads: tensors by decreasing alignment then name,
-/// contiguous, and the header padded with spaces to a multiple of 8 bytes.
-fn write_safetensors(
-    metadata: &BTreeMap<&str, String>,
-    weights: &BTreeMap<String, Tensor>,
-) -> Result<Vec<u8>, ModelFileError> {
-    let mut order: Vec<(&String, &Tensor)> = weights.iter().collect();
-    order.sort_by(|(a_name, a), (b_name, b)| {
-        let alignment = |t: &Tensor| t.dtype().size_bytes();
-        alignment(b)
-            .cmp(&alignment(a))
-            .then_with(|| a_name.cmp(b_name))
-    });
+/// Bytes of tensor data converted and written at a time when a file is written: the
+/// writer's memory beyond the tensors it writes.
+const WRITE_CHUNK_BYTES: usize = 1 << 20;
 
-    let mut header = serde_json::Map::new();
-    header.insert(METADATA_KEY.to_owned(), serde_json::json!(metadata));
-    let mut data = Vec::new();
-    for (name, tensor) in order {
-        let dtype =
-            safetensors_dtype(tensor.dtype()).ok_or_else(|| ModelFileError::UnsupportedDType {
-                file: None,
-                tensor: name.clone(),
-                dtype: tensor.dtype(),
-            })?;
-        let start = data.len();
-        data.extend_from_slice(&tensor.to_le_bytes());
-        header.insert(
-            name.clone(),
-            serde_json::json!({
-                "dtype": dtype,
-                "shape": tensor.dims(),
-                "data_offsets": [start, data.len()],
-            }),
-        );
-    }
-    let mut header = serde_json::Value::Object(header).to_string().into_bytes();
-    header.resize(header.len().next_multiple_of(HEADER_LENGTH_BYTES), b' ');
-    if header.len() as u64 > MAX_HEADER_BYTES {
-        return Err(ModelFileError::HeaderTooLarge {
-            file: None,
-            bytes: header.len(),
-            limit: MAX_HEADER_BYTES,
+/// A safetensors file laid out but not yet written: its header and its tensors, in file
+/// order. Built by hand rather than with `safetensors::serialize`, whose `HashMap` metadata
+/// comes out in a random order: the same model must give the same bytes. The layout is the
+/// one `safetensors` reads: tensors by decreasing alignment then name, contiguous, and the
+/// header padded with spaces to a multiple of 8 bytes.
+///
+/// Laying out checks everything that can fail but the writing itself, so a save that
+/// starts writing only fails for the file's sake; [`Layout::write_to`] then streams the
+/// header and each tensor's bytes, a chunk at a time, without a copy of the weights.
+struct Layout<'a> {
+    /// The JSON header, padded.
+    header: Vec<u8>,
+    /// The tensors in file order.
+    tensors: Vec<&'a Tensor>,
+    /// The bytes of the tensor data.
+    data_bytes: usize,
+}
+
+impl<'a> Layout<'a> {
+    /// The layout of a file of `weights` and `metadata`.
+    fn new(
+        metadata: &BTreeMap<&str, String>,
+        weights: &'a BTreeMap<String, Tensor>,
+    ) -> Result<Layout<'a>, ModelFileError> {
+        let mut order: Vec<(&String, &Tensor)> = weights.iter().collect();
+        order.sort_by(|(a_name, a), (b_name, b)| {
+            let alignment = |t: &Tensor| t.dtype().size_bytes();
+            alignment(b)
+                .cmp(&alignment(a))
+                .then_with(|| a_name.cmp(b_name))
         });
+
+        let mut header = serde_json::Map::new();
+        header.insert(METADATA_KEY.to_owned(), serde_json::json!(metadata));
+        let mut data_bytes = 0usize;
+        let mut tensors = Vec::with_capacity(order.len());
+        for (name, tensor) in order {
+            let dtype = safetensors_dtype(tensor.dtype()).ok_or_else(|| {
+                ModelFileError::UnsupportedDType {
+                    file: None,
+                    tensor: name.clone(),
+                    dtype: tensor.dtype(),
+                }
+            })?;
+            let start = data_bytes;
+            data_bytes += stored_bytes(name, tensor)?;
+            header.insert(
+                name.clone(),
+                serde_json::json!({
+                    "dtype": dtype,
+                    "shape": tensor.dims(),
+                    "data_offsets": [start, data_bytes],
+                }),
+            );
+            tensors.push(tensor);
+        }
+        let mut header = serde_json::Value::Object(header).to_string().into_bytes();
+        header.resize(header.len().next_multiple_of(HEADER_LENGTH_BYTES), b' ');
+        if header.len() as u64 > MAX_HEADER_BYTES {
+            return Err(ModelFileError::HeaderTooLarge {
+                file: None,
+                bytes: header.len(),
+                limit: MAX_HEADER_BYTES,
+            });
+        }
+        Ok(Layout {
+            header,
+            tensors,
+            data_bytes,
+        })
     }
 
-    let mut bytes = Vec::with_capacity(HEADER_LENGTH_BYTES + header.len() + data.len());
-    bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&header);
-    bytes.extend_from_slice(&data);
-    Ok(bytes)
+    /// Writes the file to `out`: the header length, the header, then each tensor's bytes
+    /// (little endian; f4e2m1 packed two to a byte, the first element in the low nibble),
+    /// converted [`WRITE_CHUNK_BYTES`] at a time.
+    fn write_to(&self, out: &mut impl io::Write) -> io::Result<()> {
+        out.write_all(&(self.header.len() as u64).to_le_bytes())?;
+        out.write_all(&self.header)?;
+        let mut buffer = Vec::with_capacity(WRITE_CHUNK_BYTES.min(self.data_bytes));
+        for tensor in &self.tensors {
+            write_tensor(out, tensor, &mut buffer)?;
+        }
+        Ok(())
+    }
+
+    /// The file's bytes.
+    fn into_bytes(self) -> Vec<u8> {
+        let mut bytes =
+            Vec::with_capacity(HEADER_LENGTH_BYTES + self.header.len() + self.data_bytes);
+        // Writing to a `Vec` cannot fail; should it, the bytes are short and fail to load.
+        let _ = self.write_to(&mut bytes);
+        bytes
+    }
+
+    /// Writes the file to `path` atomically (temporary file, flush, rename), streaming
+    /// through a buffer of [`WRITE_CHUNK_BYTES`].
+    fn save(&self, path: &Path) -> Result<(), ModelFileError> {
+        Ok(crate::fs::write_atomic_with(path, |file| {
+            let mut out = io::BufWriter::with_capacity(WRITE_CHUNK_BYTES, file);
+            self.write_to(&mut out)?;
+            io::Write::flush(&mut out)
+        })?)
+    }
+}
+
+/// The bytes `tensor` takes in a safetensors file: f4e2m1 packed two to a byte (safetensors'
+/// `F4`, which holds only whole bytes: an even number of elements).
+fn stored_bytes(name: &str, tensor: &Tensor) -> Result<usize, ModelFileError> {
+    let numel = tensor.numel();
+    if tensor.dtype() == DType::F4E2M1 {
+        if !numel.is_multiple_of(2) {
+            return Err(ModelFileError::OddPackedCount {
+                file: None,
+                tensor: name.to_owned(),
+                shape: tensor.shape(),
+            });
+        }
+        return Ok(numel / 2);
+    }
+    Ok(numel * tensor.dtype().size_bytes())
+}
+
+/// Writes the stored bytes of `tensor` ([`stored_bytes`]) to `out`, converting a chunk at a
+/// time in `buffer`.
+fn write_tensor(out: &mut impl io::Write, tensor: &Tensor, buffer: &mut Vec<u8>) -> io::Result<()> {
+    use crate::tensor::sealed::Sealed as _;
+    let dtype = tensor.dtype();
+    let size = dtype.size_bytes();
+    let chunk = (WRITE_CHUNK_BYTES / size).max(2);
+    with_dtype!(dtype, T => {
+        let elements = tensor.as_slice::<T>().map_err(io::Error::other)?;
+        for part in elements.chunks(chunk) {
+            buffer.clear();
+            part.iter().for_each(|x| x.write_le(buffer));
+            if dtype == DType::F4E2M1 {
+                // A byte per element in memory, two per byte in the file; `chunk` is even.
+                let packed = buffer.len() / 2;
+                for i in 0..packed {
+                    buffer[i] = (buffer[2 * i] & 0x0f) | (buffer[2 * i + 1] << 4);
+                }
+                buffer.truncate(packed);
+            }
+            out.write_all(buffer)?;
+        }
+        Ok(())
+    })
 }
 
 /// The safetensors header, read to find the metadata and to check each tensor's extent
@@ -848,7 +976,7 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
             .tensor(name)
             .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
         let dtype = check_weight(&weight_values, name, pto_dtype(view.dtype()), view.shape())?;
-        let tensor = Tensor::from_le_bytes(dtype, view.shape(), view.data())
+        let tensor = Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
             .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
         weights.insert(name.clone(), tensor);
     }
@@ -1010,13 +1138,12 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>, Safete
                 tensor: name.clone(),
                 dtype,
             })?;
-            let tensor =
-                Tensor::from_le_bytes(dtype, view.shape(), view.data()).map_err(|source| {
-                    SafetensorsError::Tensor {
-                        tensor: name.clone(),
-                        source,
-                    }
-                })?;
+            let tensor = Tensor::from_packed_le_bytes(dtype, view.shape(), view.data()).map_err(
+                |source| SafetensorsError::Tensor {
+                    tensor: name.clone(),
+                    source,
+                },
+            )?;
             Ok((name.clone(), tensor))
         })
         .collect()

@@ -276,6 +276,14 @@ impl Model {
     #[must_use]
     pub fn with_traced_kernels(&self) -> Model {
         let mut model = self.clone();
+        model.kernels = self.traced_kernels();
+        model
+    }
+
+    /// The kernels of [`with_traced_kernels`](Model::with_traced_kernels), without a copy
+    /// of the model (and of its weights): what a save and an export write.
+    pub fn traced_kernels(&self) -> Vec<ShippedKernel> {
+        let mut kernels = self.kernels.clone();
         let mut seen: BTreeSet<String> = BTreeSet::new();
         for node in &self.graph.nodes {
             let Ok(def) = crate::registry::find(&node.op) else {
@@ -295,7 +303,7 @@ impl Model {
             let Ok(params) = def.full_params(&node.attrs) else {
                 continue;
             };
-            if model.shipped_kernel(&node.op, &inputs, &params).is_some() {
+            if kernels.iter().any(|k| k.is_for(&node.op, &inputs, &params)) {
                 continue;
             }
             let key = format!("{}{inputs:?}{params:?}", node.op);
@@ -303,9 +311,9 @@ impl Model {
                 continue;
             }
             if let Ok(kernel) = ShippedKernel::trace(def, &inputs, &params) {
-                model.kernels.push(kernel);
+                kernels.push(kernel);
             }
         }
-        model
+        kernels
     }
 }

@@ -83,7 +83,7 @@ fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {
         graph: Some(graph_proto),
         metadata_props: vec![entry(
             KERNELS_KEY,
-            serde_json::to_string(&model.with_traced_kernels().kernels)
+            serde_json::to_string(&model.traced_kernels())
                 .map_err(|e| OnnxError::Model(format!("the shipped kernels: {e}")))?,
         )],
     })
