@@ -207,7 +207,9 @@ pub(super) fn from_reader<R: Read + Seek>(
 
 /// The model in the `len` bytes of `reader` (from its start) as it is: a [`Model`] when its
 /// inputs are static, else a [`SymbolicModel`] (checked by importing it once with every
-/// symbolic dim bound to 1, then its initializers read again).
+/// symbolic dim bound to 1). The file is read once: the probe import takes the
+/// initializers' tensors and gives them back, unchanged, from its weights and its unused
+/// constants.
 pub(super) fn loaded_from_reader<R: Read + Seek>(
     reader: &mut R,
     len: u64,
@@ -239,9 +241,9 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
             .collect();
         probe.shapes.insert(input.name.clone(), Shape::new(dims));
     }
-    // The probe takes the tensors, and the file is read again for the model's: memory holds
-    // the weights once, not twice, at the cost of a second read.
-    let probed = build(&proto, tensors, &probe).map_err(|e| {
+    // The probe takes the tensors and gives them back: memory holds the weights once, and
+    // the file is read once.
+    let (probed, mut unused) = build_keeping_constants(&proto, tensors, &probe).map_err(|e| {
         OnnxError::Model(format!(
             "the model has symbolic dims ({}); importing it with each bound to 1, to check \
              its graph before they are bound: {e}",
@@ -250,11 +252,25 @@ pub(super) fn loaded_from_reader<R: Read + Seek>(
     })?;
     let name = probed.name.clone();
     let outputs = declared_outputs(graph, &probed)?;
-    drop(probed);
-    reader
-        .seek(SeekFrom::Start(0))
-        .map_err(|e| OnnxError::Model(format!("reading the model again: {e}")))?;
-    let (_, tensors) = read_source(reader, len, dir)?;
+    let mut moved = probed.weights;
+    // An initializer's tensor is a constant until it moves, unchanged and under its name,
+    // into a weight; a constant is never replaced (`Importer::new_constant`).
+    let tensors = graph
+        .initializer
+        .iter()
+        .map(|init| {
+            unused
+                .remove(&init.name)
+                .or_else(|| moved.remove(&init.name))
+                .ok_or_else(|| OnnxError::Value {
+                    value: init.name.clone(),
+                    problem: "the initializer's tensor was neither a weight nor left unused by \
+                              the import with every symbolic dim bound to 1"
+                        .to_owned(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    drop((unused, moved));
     let mut weights = BTreeMap::new();
     if let Some(graph) = proto.graph.as_mut() {
         for (init, tensor) in graph.initializer.iter_mut().zip(tensors) {
@@ -337,6 +353,16 @@ fn build(
     tensors: Vec<Tensor>,
     options: &ImportOptions,
 ) -> Result<Model, OnnxError> {
+    Ok(build_keeping_constants(proto, tensors, options)?.0)
+}
+
+/// [`build`], and the constants the import left unused, by name (initializers that never
+/// became a weight among them).
+fn build_keeping_constants(
+    proto: &super::proto::ModelProto,
+    tensors: Vec<Tensor>,
+    options: &ImportOptions,
+) -> Result<(Model, HashMap<String, Tensor>), OnnxError> {
     let graph = proto
         .graph
         .as_ref()
@@ -367,7 +393,7 @@ fn build(
         constants,
         ..
     } = importer;
-    drop((values, constants));
+    drop(values);
     let mut model = traced
         .into_model(name)
         .map_err(|e| OnnxError::Model(e.to_string()))?;
@@ -375,7 +401,7 @@ fn build(
         model.kernels = serde_json::from_str(&kernels.value)
             .map_err(|e| OnnxError::Model(format!("the `{KERNELS_KEY}` metadata entry: {e}")))?;
     }
-    Ok(model)
+    Ok((model, constants))
 }
 
 /// The tensor of an initializer: from its raw data at `extent` in `reader`, from its
@@ -535,6 +561,21 @@ impl Importer {
             }
             self.graph.output(&value);
         }
+        Ok(())
+    }
+
+    /// Records constant `name`; a name already taken is refused, so a constant never
+    /// replaces another. An initializer's tensor thus stays the file's until it moves,
+    /// unchanged and under its name, into a weight ([`Importer::data_value`]): what
+    /// [`loaded_from_reader`] relies on to take the tensors back after its probe.
+    fn new_constant(&mut self, name: &str, tensor: Tensor) -> Result<(), OnnxError> {
+        if self.values.contains_key(name) || self.constants.contains_key(name) {
+            return Err(OnnxError::Value {
+                value: name.to_owned(),
+                problem: "defined twice; ONNX values are assigned once".to_owned(),
+            });
+        }
+        self.constants.insert(name.to_owned(), tensor);
         Ok(())
     }
 
@@ -1777,4 +1818,176 @@ fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor, String> {
         }
     }
     Tensor::from_le_bytes(dtype, shape, &bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Cursor, Read, Seek, SeekFrom};
+
+    use super::super::proto::{
+        AttributeProto, AttributeType, Dimension, GraphProto, ModelProto, NodeProto,
+        OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
+        ValueInfoProto,
+    };
+    use super::*;
+
+    /// A reader that counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: u64,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    fn value(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
+        ValueInfoProto {
+            name: name.to_owned(),
+            r#type: Some(TypeProto {
+                tensor_type: Some(TensorTypeProto {
+                    elem_type: 1,
+                    shape: Some(TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|d| Dimension {
+                                dim_value: *d,
+                                dim_param: d.is_none().then(|| "batch".to_owned()),
+                            })
+                            .collect(),
+                    }),
+                }),
+            }),
+        }
+    }
+
+    fn initializer(name: &str, tensor: &Tensor) -> TensorProto {
+        TensorProto {
+            name: name.to_owned(),
+            dims: tensor.dims().iter().map(|&d| d as i64).collect(),
+            data_type: tensor.dtype().onnx_code(),
+            raw_data: tensor.to_le_bytes(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_symbolic_model_is_read_once_and_keeps_every_initializer() {
+        // `x: f32[batch, 64] @ w: f32[64, 4096]` (1 MiB), then a Reshape whose target is an
+        // initializer the import folds, and an initializer no node uses.
+        let w = Tensor::random([64, 4096], DType::F32, 3);
+        let target = Tensor::from_vec([2], vec![-1i64, 4096]).unwrap();
+        let spare = Tensor::random([3, 5], DType::F16, 4);
+        let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
+            op_type: op.to_owned(),
+            input: inputs.iter().map(|&n| n.to_owned()).collect(),
+            output: vec![output.to_owned()],
+            ..Default::default()
+        };
+        let bytes = ModelProto {
+            ir_version: 8,
+            opset_import: vec![OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            }],
+            graph: Some(GraphProto {
+                name: "read_once".to_owned(),
+                node: vec![
+                    node("MatMul", &["x", "w"], "p"),
+                    node("Reshape", &["p", "target"], "y"),
+                ],
+                initializer: vec![
+                    initializer("w", &w),
+                    initializer("target", &target),
+                    initializer("spare", &spare),
+                ],
+                input: vec![value("x", &[None, Some(64)])],
+                output: vec![value("y", &[None, Some(4096)])],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let mut reader = Counting {
+            inner: Cursor::new(bytes.as_slice()),
+            read: 0,
+        };
+        let loaded = loaded_from_reader(&mut reader, bytes.len() as u64, None).unwrap();
+        // Each byte once (the skeleton reads the small fields byte by byte, the weights in
+        // chunks): reading the file again for the weights read it twice.
+        assert_eq!(reader.read, bytes.len() as u64);
+        let LoadedModel::Symbolic(model) = loaded else {
+            panic!("x has a symbolic dim")
+        };
+        assert_eq!(model.weights.len(), 3);
+        assert_eq!(model.weights["w"], w);
+        assert_eq!(model.weights["target"], target);
+        assert_eq!(model.weights["spare"], spare);
+        let bound = model
+            .bind(&ImportOptions::default().dim("batch", 2))
+            .unwrap();
+        assert_eq!(bound.weights["w"], w);
+    }
+
+    #[test]
+    fn a_constant_never_replaces_an_initializer() {
+        // An Identity of a Constant node whose output takes the name of an initializer that
+        // a Reshape reads as its target: refused, not a silent replacement of the
+        // initializer's tensor.
+        let square = Tensor::from_vec([2], vec![2i64, 2]).unwrap();
+        let flat = Tensor::from_vec([1], vec![4i64]).unwrap();
+        let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
+            op_type: op.to_owned(),
+            input: inputs.iter().map(|&n| n.to_owned()).collect(),
+            output: vec![output.to_owned()],
+            ..Default::default()
+        };
+        let bytes = ModelProto {
+            ir_version: 8,
+            opset_import: vec![OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            }],
+            graph: Some(GraphProto {
+                name: "twice".to_owned(),
+                node: vec![
+                    NodeProto {
+                        attribute: vec![AttributeProto {
+                            name: "value".to_owned(),
+                            r#type: AttributeType::Tensor as i32,
+                            t: Some(initializer("", &square)),
+                            ..Default::default()
+                        }],
+                        ..node("Constant", &[], "square")
+                    },
+                    node("Identity", &["square"], "flat"),
+                    node("Reshape", &["x", "flat"], "y"),
+                ],
+                initializer: vec![initializer("flat", &flat)],
+                input: vec![value("x", &[Some(4)])],
+                output: vec![ValueInfoProto {
+                    name: "y".to_owned(),
+                    r#type: None,
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let err = from_onnx(&bytes).unwrap_err().to_string();
+        assert!(
+            err.contains("`flat`") && err.contains("defined twice"),
+            "{err}"
+        );
+    }
 }

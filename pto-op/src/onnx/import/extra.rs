@@ -234,7 +234,7 @@ impl Importer {
         }
         if let Some(mask) = outputs.get(1).filter(|n| !n.is_empty()) {
             let all = Tensor::from_f64_fn(x.shape().clone(), crate::dtype::DType::Bool, |_| 1.0);
-            self.constants.insert(mask.clone(), all);
+            self.new_constant(mask, all)?;
         }
         Ok(())
     }
@@ -446,7 +446,7 @@ impl Importer {
                 let tensor = Tensor::from_vec([1], vec![value])
                     .map_err(|e| node_error(label, e.to_string()))?
                     .cast(x.dtype());
-                importer.constants.insert(key.clone(), tensor);
+                importer.new_constant(&key, tensor)?;
                 importer.data_value(&key)
             };
             let eps_w = constant(self, "epsilon", eps)?;

@@ -134,7 +134,7 @@ impl Importer {
                 ));
             };
             if let Some(tensor) = self.constants.get(input).cloned() {
-                self.constants.insert(output.clone(), tensor);
+                self.new_constant(output, tensor)?;
             } else {
                 let value = self.data_value(input)?;
                 self.define(output, value)?;
@@ -609,7 +609,7 @@ impl Importer {
         let tensor = Tensor::from_vec([1], vec![value])
             .map_err(|e| node_error(label, e.to_string()))?
             .cast(dtype);
-        self.constants.insert(name.to_owned(), tensor);
+        self.new_constant(name, tensor)?;
         self.data_value(name)
     }
 
