@@ -585,3 +585,87 @@ fn low_precision_weights_and_cast_attributes_round_trip_through_onnx() {
     };
     assert_eq!(nodes(&back), nodes(&model));
 }
+
+/// Loads the ONNX file `argv[1]` in ONNX Runtime (printing `ort refused: MESSAGE` or `ort
+/// loaded`), then runs it in onnx's reference evaluator on the `.npy` input `argv[2]` (as
+/// `x`) and writes output 0 as raw little-endian f32 to `argv[3]`.
+const ROUND_MODE_RUNTIMES: &str = r#"import sys
+import numpy as np, onnx, onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
+model_path, x_path, out_path = sys.argv[1:4]
+try:
+    ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    print("ort loaded")
+except Exception as e:
+    print("ort refused: " + str(e).replace("\n", " "))
+onnx.checker.check_model(onnx.load(model_path), full_check=True)
+(y,) = ReferenceEvaluator(model_path).run(None, {"x": np.load(x_path)})
+y.astype("<f4").tofile(out_path)
+"#;
+
+/// A Cast with `round_mode` (to f8e8m0) is written at opset 24: ONNX Runtime 1.23 refuses
+/// the file, as [`pto_op::onnx::runtime_warning`] and the exporter's docs say, and onnx's
+/// reference evaluator runs it with pto-op's results. With the default `round_mode` the
+/// opset stays below 24 and nothing is said.
+#[test]
+fn a_cast_with_round_mode_is_written_at_opset_24_which_onnx_runtime_refuses() {
+    use pto_op::onnx::{ONNX_RUNTIME_MAX_OPSET, runtime_warning};
+    use pto_op::ops::cast;
+    let dir = common::temp_dir("round-mode");
+    // No ties between powers of two, in the linear or the log domain.
+    let x = Tensor::from_vec([6], vec![1.0f32, 2.5, 3.5, 0.3, 7.0, 0.1]).unwrap();
+    std::fs::write(
+        dir.join("x.npy"),
+        pto_cli::tensor_file::npy_bytes(&x).unwrap(),
+    )
+    .unwrap();
+    for round_mode in ["up", "down", "nearest"] {
+        let graph = Graph::new();
+        let input = graph.input("x", Shape::from([6]), DType::F32);
+        let params = |to: &str| cast::Params {
+            to: to.to_owned(),
+            saturate: true,
+            round_mode: round_mode.to_owned(),
+        };
+        let e8m0 = cast::apply(&input, &params("f8e8m0")).unwrap();
+        graph.output(&cast::apply(&e8m0, &params("f32")).unwrap());
+        let model = graph.to_model("round_mode").unwrap();
+        let bytes = to_onnx(&model).unwrap();
+        let proto = ModelProto::decode(bytes.as_slice()).unwrap();
+        let written = proto
+            .opset_import
+            .iter()
+            .find(|o| o.domain.is_empty())
+            .map(|o| o.version);
+        let (opset, warning) = runtime_warning(&bytes).unwrap();
+        assert_eq!(opset, written, "{round_mode}");
+        if round_mode == "up" {
+            assert!(written.unwrap() <= ONNX_RUNTIME_MAX_OPSET, "{written:?}");
+            assert_eq!(warning, None);
+            continue;
+        }
+        assert_eq!(written, Some(24), "{round_mode}");
+        let warning = warning.expect("a warning above opset 23");
+        assert!(
+            warning.contains("opset 24") && warning.contains("ONNX Runtime refuses to load it"),
+            "{warning}"
+        );
+        let path = dir.join(format!("{round_mode}.onnx"));
+        std::fs::write(&path, &bytes).unwrap();
+        let out = dir.join(format!("{round_mode}.bin"));
+        let Some(stdout) = python(ROUND_MODE_RUNTIMES, &[&path, &dir.join("x.npy"), &out]) else {
+            return;
+        };
+        // The installed ONNX Runtime: should it load the file, the docs and the warning
+        // are out of date.
+        assert!(
+            stdout.contains("ort refused") && stdout.contains("till opset 23"),
+            "{round_mode}: {stdout}"
+        );
+        let reference =
+            Tensor::from_le_bytes(DType::F32, [6], &std::fs::read(&out).unwrap()).unwrap();
+        let mode = pto_op::lowp::RoundMode::from_name(round_mode).unwrap();
+        let ours = x.cast_with(DType::F8E8M0, true, mode).cast(DType::F32);
+        assert_eq!(ours, reference, "{round_mode}");
+    }
+}

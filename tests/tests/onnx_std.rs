@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use pto_op::onnx::proto::ModelProto;
+use pto_op::onnx::proto::{ModelProto, NodeProto};
 use pto_op::onnx::{from_onnx, to_onnx};
 use pto_op::ops;
 use pto_op::prelude::*;
@@ -799,4 +799,150 @@ fn the_multi_head_decoder_layer_and_mlp_block_of_the_benchmark_match_onnx_runtim
         eprintln!("{name}, ORT vs our CPU references: {comparison}");
         assert!(comparison.passed(), "{name}: {comparison}");
     }
+}
+
+/// Writes, checks and runs in ONNX Runtime the Pow models of mixed dtypes (a float base, an
+/// integer exponent): for each, `NAME.onnx` and its output `NAME.bin` (raw f32). Inputs
+/// `x.npy` (f32 `[2, 5]`) and `k.npy` (i64 `[2, 5]`) are in the directory.
+const POW_MIXED_IN_ORT: &str = r#"import os, sys
+import numpy as np, onnx, onnxruntime as ort
+from onnx import helper, numpy_helper, TensorProto
+out = sys.argv[1]
+x = np.load(os.path.join(out, "x.npy"))
+k = np.load(os.path.join(out, "k.npy"))
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+K = helper.make_tensor_value_info("k", TensorProto.INT64, [2, 5])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+def init(name, array):
+    return numpy_helper.from_array(array, name)
+cases = {
+    # A scalar int64 initializer.
+    "scalar_i64": ([helper.make_node("Pow", ["x", "e"], ["y"])],
+                   [init("e", np.array(3, dtype=np.int64))], [X], {"x": x}),
+    # An int32 Constant node, one exponent per column, negative ones among them.
+    "constant_i32": ([helper.make_node("Constant", [], ["e"],
+                        value=init("e", np.array([-2, -1, 0, 1, 2], dtype=np.int32))),
+                      helper.make_node("Pow", ["x", "e"], ["y"])],
+                     [], [X], {"x": x}),
+    # An int64 initializer broadcast along the rows.
+    "broadcast_i64": ([helper.make_node("Pow", ["x", "e"], ["y"])],
+                      [init("e", np.array([[2], [3]], dtype=np.int64))], [X], {"x": x}),
+    # A constant float base and an integer exponent that is an input.
+    "constant_base": ([helper.make_node("Pow", ["b", "k"], ["y"])],
+                      [init("b", np.array([0.5, -2.0, 3.0, 1.5, -1.0], dtype=np.float32))],
+                      [K], {"k": k}),
+}
+options = ort.SessionOptions()
+options.intra_op_num_threads = 1
+options.inter_op_num_threads = 1
+for name, (nodes, inits, inputs, feeds) in cases.items():
+    graph = helper.make_graph(nodes, name, inputs, [Y], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    path = os.path.join(out, name + ".onnx")
+    onnx.save(model, path)
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, feeds)
+    assert y.dtype == np.float32 and y.shape == (2, 5), (name, y.dtype, y.shape)
+    y.astype("<f4").tofile(os.path.join(out, name + ".bin"))
+print(" ".join(cases))
+"#;
+
+#[test]
+fn pow_of_a_float_base_and_an_integer_exponent_matches_onnx_runtime() {
+    // ONNX Pow takes a base and an exponent of different types, the result of the base's;
+    // the import casts the exponent (a constant one at import) to the base's dtype.
+    let dir = temp_dir("pow-mixed");
+    let x = Tensor::from_f64_fn([2, 5], DType::F32, |i| {
+        [-1.5, -0.75, 0.5, 1.25, 2.0][i[1]] * (1.0 + i[0] as f64 / 3.0)
+    });
+    let k = Tensor::from_vec([2, 5], vec![-3i64, -1, 0, 1, 2, 3, 4, -2, 5, 1]).unwrap();
+    for (name, tensor) in [("x", &x), ("k", &k)] {
+        fs::write(
+            dir.join(format!("{name}.npy")),
+            pto_cli::tensor_file::npy_bytes(tensor).expect("npy"),
+        )
+        .expect("writable");
+    }
+    let Some(stdout) = python(POW_MIXED_IN_ORT, &[&dir]) else {
+        return;
+    };
+    let cases: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(cases.len(), 4, "{stdout}");
+    for case in cases {
+        let bytes = fs::read(dir.join(format!("{case}.onnx"))).expect("written");
+        let model = from_onnx(&bytes).unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert!(
+            model.graph.nodes.iter().any(|n| n.op == ops::pow::NAME),
+            "{case}: a pow"
+        );
+        // A constant exponent (a Constant node) is cast at import: no cast runs. An
+        // initializer is a weight, cast by a node.
+        assert_eq!(
+            model.graph.nodes.iter().any(|n| n.op == ops::cast::NAME),
+            case != "constant_i32",
+            "{case}: {:?}",
+            model.graph.nodes
+        );
+        let inputs = BTreeMap::from([("x".to_owned(), x.clone()), ("k".to_owned(), k.clone())])
+            .into_iter()
+            .filter(|(name, _)| {
+                model
+                    .graph
+                    .inputs
+                    .iter()
+                    .any(|&id| &model.graph.values[id].name == name)
+            })
+            .collect();
+        let ours = evaluate(&model, &inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let expected = Tensor::from_le_bytes(
+            DType::F32,
+            [2, 5],
+            &fs::read(dir.join(format!("{case}.bin"))).expect("ORT wrote it"),
+        )
+        .unwrap();
+        assert_close(&ours, &[expected], case);
+    }
+}
+
+#[test]
+fn a_constant_integer_exponent_not_exact_in_the_base_dtype_is_refused() {
+    use pto_op::onnx::proto::{AttributeProto, AttributeType, GraphProto, TensorProto};
+    // 2^24 + 1 has no f32: the power of the cast exponent is not the integer's.
+    let constant = NodeProto {
+        attribute: vec![AttributeProto {
+            name: "value".to_owned(),
+            r#type: AttributeType::Tensor as i32,
+            t: Some(TensorProto {
+                data_type: DType::I64.onnx_code(),
+                int64_data: vec![16_777_217],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        ..common::proto::node("e", "Constant", &[], "e")
+    };
+    let bytes = common::proto::model(
+        17,
+        GraphProto {
+            name: "pow".to_owned(),
+            node: vec![
+                constant,
+                common::proto::node("pow", "Pow", &["x", "e"], "y"),
+            ],
+            input: vec![common::proto::f32_value("x", &[3])],
+            output: vec![common::proto::untyped_value("y")],
+            ..Default::default()
+        },
+    )
+    .encode_to_vec();
+    let err = from_onnx(&bytes).unwrap_err().to_string();
+    assert!(
+        err.contains("`e`")
+            && err.contains("16777217")
+            && err.contains("not exact in f32")
+            && err.contains("cast the base to f32 or f64 first"),
+        "{err}"
+    );
 }

@@ -19,12 +19,69 @@ use crate::op::{OpDef, TensorType};
 use crate::registry;
 use crate::tensor::Tensor;
 
+/// The newest default-domain (`ai.onnx`) opset ONNX Runtime loads, as of its release 1.23:
+/// it refuses a model that imports a later one ("Opset 24 is under development ... Current
+/// official support for domain ai.onnx is till opset 23").
+pub const ONNX_RUNTIME_MAX_OPSET: i64 = 23;
+
 /// The model as ONNX protobuf bytes. See the [module docs](super) for the mapping.
+///
+/// The default-domain opset written is the newest that any node's form needs. A `std.cast`
+/// with a `round_mode` other than `up` (to f8e8m0) needs Cast's attribute of opset 24:
+/// ONNX Runtime (1.23, the newest release the tests run) refuses to load such a file, above
+/// its [`ONNX_RUNTIME_MAX_OPSET`]; onnx's reference evaluator (`onnx.reference`, onnx 1.20)
+/// runs it. [`runtime_warning`] says so for a written file; a `saturate = false` needs
+/// opset 19, which ONNX Runtime loads.
 ///
 /// Fails on a model whose weights do not match its graph, on an op that is not linked, on a
 /// custom op whose name has no domain (`domain.op`), and on a param that ONNX cannot carry.
 pub fn to_onnx(model: &Model) -> Result<Vec<u8>, OnnxError> {
     Ok(model_proto(model)?.encode_to_vec())
+}
+
+/// The default-domain opset of the ONNX model in `bytes` (its weights are skipped, not
+/// read), and, when it is newer than ONNX Runtime loads ([`ONNX_RUNTIME_MAX_OPSET`]), a
+/// warning that says which runtimes can load it.
+///
+/// ```
+/// use pto_op::onnx::{runtime_warning, to_onnx};
+/// use pto_op::ops::cast;
+/// use pto_op::prelude::*;
+/// let graph = Graph::new();
+/// let x = graph.input("x", Shape::from([4]), DType::F32);
+/// let params = |round_mode: &str| cast::Params {
+///     to: "f8e8m0".to_owned(),
+///     saturate: true,
+///     round_mode: round_mode.to_owned(),
+/// };
+/// graph.output(&cast::apply(&x, &params("nearest")).unwrap());
+/// let bytes = to_onnx(&graph.to_model("m").unwrap()).unwrap();
+/// let (opset, warning) = runtime_warning(&bytes).unwrap();
+/// assert_eq!(opset, Some(24));
+/// assert!(warning.unwrap().contains("ONNX Runtime refuses to load it"));
+/// ```
+///
+/// # Errors
+///
+/// Bytes that are not an ONNX model.
+pub fn runtime_warning(bytes: &[u8]) -> Result<(Option<i64>, Option<String>), OnnxError> {
+    let skeleton = super::read::skeleton(&mut std::io::Cursor::new(bytes), bytes.len() as u64)?;
+    let opset = skeleton
+        .model
+        .opset_import
+        .iter()
+        .filter(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map(|o| o.version)
+        .max();
+    let warning = opset.filter(|&v| v > ONNX_RUNTIME_MAX_OPSET).map(|v| {
+        format!(
+            "the model imports ai.onnx opset {v} (a Cast with `round_mode` needs 24): ONNX \
+             Runtime refuses to load it (release 1.23 loads up to opset \
+             {ONNX_RUNTIME_MAX_OPSET}); onnx's reference evaluator (`onnx.reference`, onnx \
+             1.20) runs it. Keep `round_mode` at `up` for a file ONNX Runtime loads"
+        )
+    });
+    Ok((opset, warning))
 }
 
 fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {

@@ -94,28 +94,82 @@ impl Importer {
         }
     }
 
-    /// Pow of a float base and an integer exponent (ONNX allows mixed types): the exponent
-    /// cast to the base's dtype (`Ok(true)`); other Pow nodes are left to the table.
+    /// Pow of a float base and an integer exponent (ONNX allows mixed types; the result has
+    /// the base's dtype): the exponent cast to the base's dtype (`Ok(true)`). A constant
+    /// exponent (a Constant node, or computed from constants) is cast here, and must be
+    /// exact in the base's dtype (every integer of magnitude up to 2^24 is, in f32; up to
+    /// 2048 in f16), so the power is that of the integer, as ONNX Runtime computes it. An
+    /// exponent that is a value, an initializer among them (a weight, as every initializer
+    /// used as data), is cast by a `std.cast` node. A base and exponent both constant fold
+    /// as they are. Other Pow nodes are left to the table.
     fn pow_of_other_types(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
         let ([a, b], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
             return Ok(false);
         };
-        if self.constants.contains_key(a) || self.constants.contains_key(b) {
+        let base_constant = self.constants.contains_key(a);
+        let exponent_constant = self.constants.get(b).cloned();
+        if base_constant && exponent_constant.is_some() {
             return Ok(false);
         }
-        let (Some(av), Some(bv)) = (self.values.get(a).cloned(), self.values.get(b).cloned())
-        else {
-            return Ok(false);
+        let base_dtype = match self.constants.get(a) {
+            Some(t) => t.dtype(),
+            None => match self.values.get(a) {
+                Some(v) => v.dtype(),
+                None => return Ok(false),
+            },
         };
-        if !(av.dtype().is_float() && bv.dtype().is_integer()) {
+        let exponent_dtype = match (&exponent_constant, self.values.get(b)) {
+            (Some(t), _) => t.dtype(),
+            (None, Some(v)) => v.dtype(),
+            (None, None) => return Ok(false),
+        };
+        if !(base_dtype.is_float() && exponent_dtype.is_integer()) {
             return Ok(false);
         }
-        let to = Attributes::from([(
-            "to".to_owned(),
-            AttrValue::String(av.dtype().name().to_owned()),
-        )]);
-        let exponent = self.traced(ops::cast::NAME, &[bv], to, label)?;
-        let power = self.traced(ops::pow::NAME, &[av, exponent], Attributes::new(), label)?;
+        let base = self.data_value(a)?;
+        let exponent = match exponent_constant {
+            Some(integer) => {
+                let cast = integer.cast(base_dtype);
+                let exact = cast.cast(integer.dtype());
+                if let Some(((index, wanted), got)) = integer
+                    .to_f64_vec()
+                    .into_iter()
+                    .enumerate()
+                    .zip(exact.to_f64_vec())
+                    .find(|((_, wanted), got)| wanted != got)
+                {
+                    return Err(node_error(
+                        label,
+                        format!(
+                            "the exponent `{b}` is {exponent_dtype} and the base {base_dtype}, \
+                             so the exponent is cast to {base_dtype}, but its element {index}, \
+                             {wanted}, is not exact in {base_dtype} (it would be {got}); cast \
+                             the base to f32 or f64 first"
+                        ),
+                    ));
+                }
+                // Rank 0 is read as shape [1], as for the other elementwise ops: a shape the
+                // kernels load.
+                let cast = match (cast.dims().is_empty(), base.shape().dims().is_empty()) {
+                    (true, false) => cast
+                        .reshape([1])
+                        .map_err(|e| node_error(label, e.to_string()))?,
+                    _ => cast,
+                };
+                let name = self.graph.fresh_name(&format!("{b}:{}", base_dtype.name()));
+                self.new_constant(&name, cast)?;
+                self.data_value(&name)?
+            }
+            None => {
+                let to = Attributes::from([(
+                    "to".to_owned(),
+                    AttrValue::String(base_dtype.name().to_owned()),
+                )]);
+                let integer = self.data_value(b)?;
+                self.traced(ops::cast::NAME, &[integer], to, label)?
+            }
+        };
+        let power = self.traced(ops::pow::NAME, &[base, exponent], Attributes::new(), label)?;
         self.define(y, power)?;
         Ok(true)
     }
