@@ -260,7 +260,7 @@ fn f4e2m1_weights_round_trip_packed_and_an_odd_count_is_refused() {
         .weight("every_pattern", every_pattern.clone())
         .unwrap();
     let large = Tensor::random([3, 700_001 * 2 / 3 + 1], DType::F32, 7).cast(DType::F4E2M1);
-    assert!(large.numel() > 1 << 20 && large.numel() % 2 == 0);
+    assert!(large.numel() > 1 << 20 && large.numel().is_multiple_of(2));
     graph.weight("large", large.clone()).unwrap();
     graph.output(&x);
     let model = graph.to_model("f4").unwrap();
@@ -321,11 +321,14 @@ fn reference_bytes(model: &Model) -> Vec<u8> {
         ("format", "pto-model".to_owned()),
         ("format_version", "1".to_owned()),
         ("name", model.name.clone()),
-        ("graph", serde_json::to_string(&model.graph).unwrap()),
-        ("schemas", serde_json::to_string(&model.schemas).unwrap()),
+        ("graph", serde_json::to_string(&model.graph).expect("JSON")),
+        (
+            "schemas",
+            serde_json::to_string(&model.schemas).expect("JSON"),
+        ),
         (
             "kernels",
-            serde_json::to_string(&model.with_traced_kernels().kernels).unwrap(),
+            serde_json::to_string(&model.with_traced_kernels().kernels).expect("JSON"),
         ),
     ]);
     reference_safetensors(&metadata, &model.weights)

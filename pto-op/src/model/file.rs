@@ -1,6 +1,8 @@
 //! The model file: one safetensors file that holds a whole [`Model`].
 //!
-//! The tensors of the file are the weights, by value name. Its `__metadata__` holds:
+//! The tensors of the file are the weights, by value name (f4e2m1 as safetensors' `F4`,
+//! packed two to a byte, the first element in the low nibble; the 4- and 2-bit integers,
+//! which safetensors lacks, are refused). Its `__metadata__` holds:
 //!
 //! | key              | value                                            |
 //! |------------------|--------------------------------------------------|
@@ -1063,8 +1065,8 @@ pub enum SafetensorsError {
     },
     /// A tensor of a dtype pto-op does not support.
     #[error(
-        "tensor `{tensor}` has dtype {dtype}, which pto-op does not support \
-         (f32, f16, bf16, i32, i64, i8, u8, bool)"
+        "tensor `{tensor}` has dtype {dtype}, which pto-op does not support (it reads every \
+         safetensors dtype but F6_E2M3, F6_E3M2 and C64)"
     )]
     DType {
         /// The tensor.
