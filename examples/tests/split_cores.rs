@@ -11,33 +11,51 @@ use pto_examples as demo;
 use pto_op::parity::check_parity;
 use pto_op::{DeviceProfile, OpDef, OpParams};
 
-fn ascend_host() -> AscendcHost {
-    AscendcHost::on(Some(
-        &DeviceProfile::builtin("ascend910b").expect("built-in profile"),
-    ))
+/// The 910B, with `ai_cores` AI cores if given.
+fn ascend_host(ai_cores: Option<u32>) -> AscendcHost {
+    let mut profile = DeviceProfile::builtin("ascend910b").expect("built-in profile");
+    if let Some(cores) = ai_cores {
+        profile.ai_cores = cores;
+    }
+    AscendcHost::on(Some(&profile))
 }
 
-/// Every parity case of `op` on the 910B host, against the CPU, with the op's tolerances.
-fn parity_on_the_910b(op: &'static OpDef) {
-    let host = ascend_host();
+/// Every parity case of `op` on the 910B host (of `ai_cores` AI cores if given), against
+/// the CPU, with the op's tolerances.
+fn parity_on_the_910b(op: &'static OpDef, ai_cores: Option<u32>) {
+    let host = ascend_host(ai_cores);
     let cases = (op.parity_cases)();
     assert!(cases.len() >= 3, "{}: {} cases", op.name, cases.len());
+    let mut most = 0;
     for case in &cases {
         let kernel = lower(op, &case.inputs, &case.attrs, Soc::Ascend910B).expect("lowers");
         assert_eq!(kernel.kernel_type, KernelType::MixAic1Aiv2, "{}", op.name);
+        most = most.max(kernel.grid);
         let report = check_parity(op, case, &Cpu, &host).expect("runs");
         assert!(report.passed(), "{report}");
+    }
+    if let Some(cores) = ai_cores {
+        assert!(
+            most > cores,
+            "no case has more block programs than {cores} AI cores"
+        );
     }
 }
 
 #[test]
 fn flash_attention_runs_as_a_mix_kernel_on_the_910b() {
-    parity_on_the_910b(demo::flash_attention::def());
+    parity_on_the_910b(demo::flash_attention::def(), None);
+}
+
+/// On one AI core the block programs of the 130-row cases take turns on the two AIVs.
+#[test]
+fn flash_attention_runs_on_one_ai_core_with_the_aivs_taking_turns() {
+    parity_on_the_910b(demo::flash_attention::def(), Some(1));
 }
 
 #[test]
 fn swiglu_runs_as_a_mix_kernel_on_the_910b() {
-    parity_on_the_910b(demo::swiglu::def());
+    parity_on_the_910b(demo::swiglu::def(), None);
 }
 
 /// The flash attention kernel of the docs: q, k, v f32[64, 64].

@@ -5,10 +5,12 @@
 //! stops with the kernel, block and flag named.
 #![cfg(feature = "device")]
 
-use pto_backends::ascendc::{AscendcHost, KernelType, LoweredKernel, Soc, lower};
+use pto_backends::ascendc::{
+    AscendcHost, KernelType, LoweredKernel, Soc, lower, lower_with_profile,
+};
 use pto_backends::cpu::Cpu;
 use pto_op::parity::{ParityCase, check_parity};
-use pto_op::{Attributes, DType, DeviceProfile, Shape, Tensor, TensorType, ops};
+use pto_op::{Attributes, DType, DeviceProfile, Executor, Shape, Tensor, TensorType, ops};
 
 fn ty(dtype: DType, dims: &[usize]) -> TensorType {
     TensorType {
@@ -58,7 +60,7 @@ fn a_matmul_staged_through_ub_is_a_mix_kernel_on_the_910b_and_coupled_on_kirin()
         "GM_ADDR slots = workspace + GetBlockIdx() / GetTaskRatio() * ",
         "if ASCEND_IS_AIC {",
         "if ASCEND_IS_AIV {",
-        "if (GetSubBlockIdx() == 0) {",
+        "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
         "CrossCoreSetFlag<2, PIPE_FIX>(0);",
         "CrossCoreWaitFlag(0);",
         "CrossCoreSetFlag<2, PIPE_MTE2>(1);",
@@ -121,6 +123,51 @@ fn a_mix_kernel_matches_the_cpu_on_the_910b_host() {
             assert!(report.passed(), "{report}");
         }
     }
+}
+
+#[test]
+fn the_two_vector_cores_take_turns_on_the_block_programs_of_an_ai_core() {
+    // One AI core: both block programs of a [130, 64] x [64, 96] matmul (128 rows each) on
+    // it, AIV 0 running program 0 and AIV 1 program 1.
+    let mut profile = ascend();
+    profile.ai_cores = 1;
+    let host = AscendcHost::on(Some(&profile));
+    for dtype in [DType::F32, DType::F16] {
+        let case = ParityCase {
+            inputs: vec![ty(dtype, &[130, 64]), ty(dtype, &[64, 96])],
+            attrs: Attributes::new(),
+            seed: 7,
+            tolerance: None,
+        };
+        let report = check_parity(ops::matmul::def(), &case, &Cpu, &host).expect("runs");
+        assert!(report.passed(), "{report}");
+    }
+    // The test sees a lost turn: with AIV 1's turn taken away, no core stores block
+    // program 1 (rows 128 and 129) and the output differs from the CPU's.
+    let profile_one = profile.clone();
+    let host = AscendcHost::on(Some(&profile_one));
+    let mut kernel = lower_with_profile(
+        ops::matmul::def(),
+        &[ty(DType::F32, &[130, 64]), ty(DType::F32, &[64, 96])],
+        &Attributes::new(),
+        Soc::Ascend910B,
+        &profile_one,
+    )
+    .expect("lowers");
+    assert_eq!((kernel.grid, kernel.block_dim), (2, 1));
+    kernel.kernel_source = kernel.kernel_source.replace(
+        "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
+        "if (GetSubBlockIdx() == 0 && pid != 1) {",
+    );
+    let build = host.compile(kernel, &profile_one).expect("compiles");
+    let a = Tensor::random([130, 64], DType::F32, 1);
+    let b = Tensor::random([64, 96], DType::F32, 2);
+    let out = host.run(&build, &[&a, &b]).expect("runs");
+    let expected = Cpu
+        .execute(ops::matmul::def(), &[&a, &b], &Attributes::new())
+        .expect("cpu")
+        .outputs;
+    assert_ne!(out[0].to_le_bytes(), expected[0].to_le_bytes());
 }
 
 /// Runs the 910B matmul with `edit` applied to its source; the host's failure message.

@@ -353,13 +353,13 @@ type Sides = u8;
 const VEC: Sides = 1;
 /// The cube side of a split (mix) kernel.
 const CUBE: Sides = 2;
-/// The handshakes of the vector side, which the second AIV runs too.
+/// The handshakes of the vector side, which the other AIV runs too.
 const SYNC: Sides = 4;
 /// Every side (loop headers).
 const ALL: Sides = VEC | CUBE | SYNC;
 
 /// Indented C++ text: the vector (or coupled) side in `text`, and for a split kernel the
-/// cube side and the second AIV's handshakes.
+/// cube side and the handshakes of the AIV that does not run the block program.
 struct Code {
     text: String,
     cube: String,
@@ -1206,7 +1206,7 @@ impl Lowering<'_> {
     /// A move between the cube core and the vector cores of a split kernel (L0C -> UB or
     /// UB -> L1): the writer waits until the slot is free, writes the tile to its slot of
     /// the workspace and sets the slot's ready flag; the reader waits for it, reads the
-    /// slot and sets its free flag. The second AIV takes part in every handshake (a mode-2
+    /// slot and sets its free flag. The other AIV takes part in every handshake (a mode-2
     /// flag of the AIC reaches both AIVs; the AIC's wait for the AIVs passes when both have
     /// set) but moves no data.
     fn hand_over(&mut self, inst: &Inst, dst: TileId, src: TileId) -> Result<(), LowerError> {
@@ -2183,8 +2183,9 @@ impl Lowering<'_> {
             .sum()
     }
 
-    /// `Process` of a split kernel: the AIC runs the cube side of each block program, the
-    /// first AIV the vector side and the second AIV only its handshakes; each reader gives
+    /// `Process` of a split kernel: the AIC runs the cube side of each block program, one
+    /// AIV its vector side and the other AIV only its handshakes (the two AIVs take turns,
+    /// block program by block program); each reader gives
     /// its writer one credit (a free flag) at the start and the writer takes the last one
     /// back at the end, so that every flag's counter ends at zero.
     fn split_process(&self, c: &mut Code) {
@@ -2217,7 +2218,10 @@ impl Lowering<'_> {
         c.open("if ASCEND_IS_AIV");
         credits(c, true, "PIPE_MTE2");
         c.open(pids);
-        c.open("if (GetSubBlockIdx() == 0)");
+        c.line(
+            "// The two AIVs take turns: the k-th block program of this AI core is AIV (k % 2)'s.",
+        );
+        c.open("if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx())");
         c.line("BlockVector(pid);");
         c.indent -= 1;
         c.open("} else");
@@ -2365,7 +2369,7 @@ impl Lowering<'_> {
                 c.close();
                 c.line("");
                 if *function == "BlockVectorSync" {
-                    c.line("// The second AIV: the handshakes of BlockVector, no data.");
+                    c.line("// The other AIV of the block program: the handshakes of BlockVector, no data.");
                 }
             }
             c.open(format!("__aicore__ inline void {function}(int64_t pid)"));
