@@ -32,8 +32,10 @@ pub(crate) fn export(
             return render(&Symbolic::of(&symbolic, Some(output)), json);
         }
     };
+    let mut warning = None;
     if is_onnx(output) {
         model.save_onnx(output)?;
+        warning = onnx_warning(output);
     } else {
         model.save(output)?;
     }
@@ -43,6 +45,7 @@ pub(crate) fn export(
         nodes: model.graph.nodes.len(),
         ops: model.schemas.keys().cloned().collect(),
         weight_bytes: model.weight_bytes(),
+        warning,
     };
     render(&exported, json)
 }
@@ -97,9 +100,11 @@ pub(crate) fn import(
         })?,
         false => (imported, Vec::new()),
     };
+    let mut warning = None;
     if let Some(output) = output {
         if is_onnx(output) {
             model.save_onnx(output)?;
+            warning = onnx_warning(output);
         } else {
             model.save(output)?;
         }
@@ -117,8 +122,17 @@ pub(crate) fn import(
         weight_bytes: model.weight_bytes(),
         fused,
         written: output.map(|p| p.display().to_string()),
+        warning,
     };
     render(&report, json)
+}
+
+/// The warning of an ONNX file just written that ONNX Runtime cannot load (its opset is
+/// newer, see `pto_op::onnx::runtime_warning`).
+fn onnx_warning(path: &Path) -> Option<String> {
+    pto_op::onnx::file_runtime_warning(path)
+        .ok()
+        .and_then(|(_, warning)| warning)
 }
 
 /// What `pto import` prints.
@@ -134,6 +148,9 @@ struct Imported {
     weight_bytes: u64,
     fused: Vec<pto_op::fusion::Fused>,
     written: Option<String>,
+    /// Why runtimes may not load the ONNX file written (its opset), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 impl core::fmt::Display for Imported {
@@ -171,6 +188,9 @@ impl core::fmt::Display for Imported {
         }
         if let Some(written) = &self.written {
             write!(f, "\nwritten to {written}")?;
+        }
+        if let Some(warning) = &self.warning {
+            write!(f, "\nwarning: {warning}")?;
         }
         Ok(())
     }
@@ -249,6 +269,9 @@ struct Exported {
     nodes: usize,
     ops: Vec<String>,
     weight_bytes: u64,
+    /// Why runtimes may not load the ONNX file written (its opset), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 impl core::fmt::Display for Exported {
@@ -262,7 +285,11 @@ impl core::fmt::Display for Exported {
             self.ops.len(),
             self.ops.join(", "),
             human_bytes(self.weight_bytes)
-        )
+        )?;
+        if let Some(warning) = &self.warning {
+            write!(f, "\nwarning: {warning}")?;
+        }
+        Ok(())
     }
 }
 

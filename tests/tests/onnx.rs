@@ -642,6 +642,18 @@ fn a_cast_with_round_mode_is_written_at_opset_24_which_onnx_runtime_refuses() {
         if round_mode == "up" {
             assert!(written.unwrap() <= ONNX_RUNTIME_MAX_OPSET, "{written:?}");
             assert_eq!(warning, None);
+            let saved = dir.join("up.pto");
+            model.save(&saved).unwrap();
+            let exported = dir.join("up.onnx");
+            let report = pto_cli::run([
+                "pto",
+                "export",
+                saved.to_str().unwrap(),
+                "-o",
+                exported.to_str().unwrap(),
+            ])
+            .expect("exports");
+            assert!(!report.contains("warning"), "{report}");
             continue;
         }
         assert_eq!(written, Some(24), "{round_mode}");
@@ -652,6 +664,15 @@ fn a_cast_with_round_mode_is_written_at_opset_24_which_onnx_runtime_refuses() {
         );
         let path = dir.join(format!("{round_mode}.onnx"));
         std::fs::write(&path, &bytes).unwrap();
+        // `pto export` of the model says so when it writes the file.
+        let saved = dir.join(format!("{round_mode}.pto"));
+        model.save(&saved).unwrap();
+        let exported = dir.join(format!("{round_mode}-exported.onnx"));
+        let saved = saved.to_str().unwrap();
+        let report = pto_cli::run(["pto", "export", saved, "-o", exported.to_str().unwrap()])
+            .expect("exports");
+        assert!(report.contains(&format!("warning: {warning}")), "{report}");
+        assert_eq!(std::fs::read(&exported).unwrap(), bytes);
         let out = dir.join(format!("{round_mode}.bin"));
         let Some(stdout) = python(ROUND_MODE_RUNTIMES, &[&path, &dir.join("x.npy"), &out]) else {
             return;

@@ -66,8 +66,31 @@ pub fn to_onnx(model: &Model) -> Result<Vec<u8>, OnnxError> {
 /// Bytes that are not an ONNX model.
 pub fn runtime_warning(bytes: &[u8]) -> Result<(Option<i64>, Option<String>), OnnxError> {
     let skeleton = super::read::skeleton(&mut std::io::Cursor::new(bytes), bytes.len() as u64)?;
-    let opset = skeleton
-        .model
+    Ok(opset_warning(&skeleton.model))
+}
+
+/// [`runtime_warning`] of the ONNX file `path`, reading the model without its weights.
+///
+/// # Errors
+///
+/// A file that cannot be read or is not an ONNX model.
+pub fn file_runtime_warning(
+    path: impl AsRef<std::path::Path>,
+) -> Result<(Option<i64>, Option<String>), OnnxError> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path)
+        .map_err(|e| OnnxError::Model(format!("cannot open `{}`: {e}", path.display())))?;
+    let len = file
+        .metadata()
+        .map_err(|e| OnnxError::Model(format!("cannot read `{}`: {e}", path.display())))?
+        .len();
+    let skeleton = super::read::skeleton(&mut std::io::BufReader::new(file), len)?;
+    Ok(opset_warning(&skeleton.model))
+}
+
+/// The default-domain opset of `model` and the warning of [`runtime_warning`].
+fn opset_warning(model: &ModelProto) -> (Option<i64>, Option<String>) {
+    let opset = model
         .opset_import
         .iter()
         .filter(|o| o.domain.is_empty() || o.domain == "ai.onnx")
@@ -81,7 +104,7 @@ pub fn runtime_warning(bytes: &[u8]) -> Result<(Option<i64>, Option<String>), On
              1.20) runs it. Keep `round_mode` at `up` for a file ONNX Runtime loads"
         )
     });
-    Ok((opset, warning))
+    (opset, warning)
 }
 
 fn model_proto(model: &Model) -> Result<ModelProto, OnnxError> {

@@ -57,7 +57,7 @@ mod standard;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use export::{ONNX_RUNTIME_MAX_OPSET, runtime_warning, to_onnx};
+pub use export::{ONNX_RUNTIME_MAX_OPSET, file_runtime_warning, runtime_warning, to_onnx};
 pub use import::{
     ImportOptions, from_onnx, from_onnx_with, param_inputs, tensor_from_onnx, tensor_of_value,
 };
