@@ -191,9 +191,10 @@ fn a_stale_model_file_is_refused_as_compile_refuses_it() {
 
 #[test]
 fn the_feed_forward_product_of_the_7b_model_fits_kirin9030_in_column_chunks() {
-    // `std.mul` on the LLaMA-7B feed-forward rows: 11,008 f32 columns, a 43 KiB row. Four
-    // such tiles (a, b, the product, its cast) exceed kirin9030's 118 KiB UB, so each row
-    // runs in two chunks of 5,504 columns; ascend910b's 184 KiB holds the whole row.
+    // `std.mul` on the LLaMA-7B feed-forward rows: 11,008 f32 columns, a 43 KiB row. The
+    // four tiles its kernel states (`ops::mul::LIVE_TILES`: its f16 lowering holds 3.5)
+    // exceed kirin9030's 118 KiB UB, so each row runs in two chunks of 5,504 columns;
+    // ascend910b's 184 KiB holds the whole row.
     let t = TensorType {
         shape: Shape::from([2048, 11008]),
         dtype: DType::F32,

@@ -49,17 +49,23 @@ const COLUMN_CHUNK_ALIGN: usize = 64;
 /// the built-in profiles (Kirin's 118 KiB).
 const PORTABLE_UB: usize = 118 * 1024;
 
-/// Tiles of `x` for an element-wise kernel that keeps `live_tiles` f32 tiles of a row
-/// tile at once (`a * b`: both operands, the result and its cast, 4; an activation its
-/// input, output and temporaries): [`row_tiles`], except that a row whose working set
-/// (`live_tiles` f32 tiles of it) exceeds the unified buffer (the device's, when the kernel
-/// is traced for one, else 118 KiB) is split into equal column chunks that fit, one row per
-/// tile (a multiple of 64 columns; the last chunk's columns past the row's end are
+/// Tiles of `x` for an element-wise kernel that keeps `live_tiles` row tiles at once, each
+/// counted at 4 bytes an element (f32, what float kernels compute in) or the dtype's width
+/// if wider (an i64 kernel computes in i64): [`row_tiles`], except that a row whose working
+/// set (`live_tiles` such tiles of it) exceeds the unified buffer (the device's, when the
+/// kernel is traced for one, else 118 KiB) is split into equal column chunks that fit, one
+/// row per tile (a multiple of 64 columns; the last chunk's columns past the row's end are
 /// masked). Sets the kernel's grid.
 ///
-/// A row of 11,008 f32 (43 KiB) in one tile needs 172 KiB for `a * b`, more than the
-/// 118 KiB unified buffer of the Kirin profiles; in two chunks it fits. ascend910b's
-/// 184 KiB holds the whole row:
+/// `live_tiles` is the kernel's own count, stated next to it (e.g.
+/// [`crate::ops::mul::LIVE_TILES`]): the most UB that the simulator's buffer plan or the
+/// Ascend C lowering (its input and output queues, its computed tiles and its
+/// temporaries) holds at one point, in such tiles of the chunk. A test traces every
+/// standard element-wise op in chunks on each built-in device and checks both against it.
+///
+/// A row of 11,008 f32 (43 KiB) in one tile needs 129 KiB for `a * b` (three live tiles:
+/// both operands and the product), more than the 118 KiB unified buffer of the Kirin
+/// profiles; in two chunks it fits. ascend910b's 184 KiB holds the whole row:
 ///
 /// ```
 /// use pto_op::kernel::{Kernel, rows::elementwise_tiles};
@@ -67,15 +73,21 @@ const PORTABLE_UB: usize = 118 * 1024;
 ///
 /// let mut k = Kernel::new("doc.chunks");
 /// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
-/// let tiles = elementwise_tiles(&mut k, &x, 4).unwrap();
-/// // ceil(4 x 43 KiB / 118 KiB) = 2 chunks of 5504 columns, per row.
+/// let tiles = elementwise_tiles(&mut k, &x, 3).unwrap();
+/// // ceil(3 x 43 KiB / 118 KiB) = 2 chunks of 5504 columns, per row.
 /// assert_eq!((tiles.grid, tiles.shape.as_slice()), (8, &[1, 5504][..]));
 ///
 /// let big = DeviceProfile::builtin("ascend910b").unwrap();
 /// let mut k = Kernel::new("doc.chunks").with_buffers(big.buffers);
 /// let x = k.input("x", Shape::from([4, 11008]), DType::F32);
-/// let tiles = elementwise_tiles(&mut k, &x, 4).unwrap();
+/// let tiles = elementwise_tiles(&mut k, &x, 3).unwrap();
 /// assert_eq!((tiles.grid, tiles.shape.as_slice()), (4, &[1, 11008][..]));
+///
+/// // An i64 tile is twice as wide: three of a 11,008 row need 258 KiB, two chunks.
+/// let mut k = Kernel::new("doc.chunks").with_buffers(big.buffers);
+/// let x = k.input("x", Shape::from([4, 11008]), DType::I64);
+/// let tiles = elementwise_tiles(&mut k, &x, 3).unwrap();
+/// assert_eq!((tiles.grid, tiles.shape.as_slice()), (8, &[1, 5504][..]));
 /// ```
 pub fn elementwise_tiles(
     k: &mut Kernel,
@@ -85,11 +97,12 @@ pub fn elementwise_tiles(
     let ub = k
         .buffer_capacity(MemLevel::Ub)
         .map_or(PORTABLE_UB, |ub| ub as usize);
-    tiles(k, x, Some((ub, live_tiles.max(1))))
+    let element = DType::F32.size_bytes().max(x.dtype().size_bytes());
+    tiles(k, x, Some((ub, live_tiles.max(1) * element)))
 }
 
-/// Row tiles; with `split` (a unified buffer and the live tiles), rows too long for it split
-/// into column chunks.
+/// Row tiles; with `split` (a unified buffer and the live bytes per column), rows too long
+/// for it split into column chunks.
 fn tiles(k: &mut Kernel, x: &Global, split: Option<(usize, usize)>) -> Result<RowTiles, OpError> {
     let dims = x.shape().dims();
     // Neither is an error of the op: its kernel does not cover the case
@@ -115,8 +128,8 @@ fn tiles(k: &mut Kernel, x: &Global, split: Option<(usize, usize)>) -> Result<Ro
             .min(cols)
     };
     let mut chunks = 1;
-    if let Some((ub, live)) = split {
-        let working_set = |cols: usize| live * cols * DType::F32.size_bytes();
+    if let Some((ub, bytes_per_column)) = split {
+        let working_set = |cols: usize| bytes_per_column * cols;
         chunks = working_set(cols).div_ceil(ub).max(1);
         // Rounding a chunk up to the alignment may push it over: one more chunk then, down
         // to one aligned chunk (a buffer smaller than that fails the kernel's buffer check).

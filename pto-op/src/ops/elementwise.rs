@@ -208,20 +208,21 @@ pub(super) fn load_broadcast(
     k.load(x, offsets, shape)
 }
 
-/// F32 tiles of a row tile a binary element-wise kernel keeps live: both operands, the
-/// result and its cast for the store (see `rows::elementwise_tiles`).
-pub(super) const BINARY_LIVE_TILES: usize = 4;
-
-/// F32 tiles of a row tile an activation kernel may keep live: its input and output and
-/// up to six temporaries (the Ascend C lowering of `std.gelu` reserves its input and output
-/// queues and four f32 temporaries).
-const ACTIVATION_LIVE_TILES: usize = 8;
+/// `t` as `dtype`: `t` itself when it has that dtype already. A cast to its own dtype would
+/// copy the tile (the Ascend C lowering gives the copy a buffer of its own).
+pub(super) fn cast_to(t: Tile, dtype: DType) -> Tile {
+    match t.dtype() == dtype {
+        true => t,
+        false => t.cast(dtype),
+    }
+}
 
 /// The kernel of a binary arithmetic op: row tiles of the output, each input loaded
 /// broadcast to the tile (any numpy broadcast), floats computed in f32.
 fn arithmetic_kernel(
     k: &mut Kernel,
     name: &str,
+    live_tiles: usize,
     a: &Global,
     b: &Global,
     y: &Global,
@@ -248,17 +249,14 @@ fn arithmetic_kernel(
             ),
         ));
     }
-    let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
+    let tiles = elementwise_tiles(k, y, live_tiles)?;
     let mut at = load_broadcast(k, a, &tiles)?;
     let mut bt = load_broadcast(k, b, &tiles)?;
     if dtype.is_float() {
-        at = at.cast(DType::F32);
-        bt = bt.cast(DType::F32);
+        at = cast_to(at, DType::F32);
+        bt = cast_to(bt, DType::F32);
     }
-    let mut result = op.tile(at, bt);
-    if dtype.is_float() {
-        result = result.cast(dtype);
-    }
+    let result = cast_to(op.tile(at, bt), dtype);
     k.store(y, tiles.offsets, &result)
 }
 
@@ -272,7 +270,8 @@ broadcast_binary_op! {
     add,
     dtype: arithmetic_dtype,
     reference: |a, b| arithmetic_reference(a, b, Arith::Add),
-    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Add),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, LIVE_TILES, a, b, y, Arith::Add),
+    live_tiles: 4,
 }
 
 broadcast_binary_op! {
@@ -285,7 +284,8 @@ broadcast_binary_op! {
     sub,
     dtype: arithmetic_dtype,
     reference: |a, b| arithmetic_reference(a, b, Arith::Sub),
-    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Sub),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, LIVE_TILES, a, b, y, Arith::Sub),
+    live_tiles: 4,
 }
 
 broadcast_binary_op! {
@@ -298,7 +298,8 @@ broadcast_binary_op! {
     mul,
     dtype: arithmetic_dtype,
     reference: |a, b| arithmetic_reference(a, b, Arith::Mul),
-    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Mul),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, LIVE_TILES, a, b, y, Arith::Mul),
+    live_tiles: 4,
 }
 
 broadcast_binary_op! {
@@ -311,7 +312,8 @@ broadcast_binary_op! {
     div,
     dtype: arithmetic_dtype,
     reference: |a, b| arithmetic_reference(a, b, Arith::Div),
-    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, a, b, y, Arith::Div),
+    kernel: |k, a, b, y| arithmetic_kernel(k, NAME, LIVE_TILES, a, b, y, Arith::Div),
+    live_tiles: 4,
 }
 
 /// The reference of a float activation: `f` on each element in f32.
@@ -321,18 +323,18 @@ pub(super) fn activation_reference(x: &Tensor, f: impl Fn(f32) -> f32) -> Tensor
     Tensor::from_f32_array(y, x.dtype())
 }
 
-/// The kernel of a float activation: element-wise tiles, `f` on each tile in f32.
+/// The kernel of a float activation: element-wise tiles sized for `live_tiles` live f32
+/// tiles, `f` on each tile in f32.
 pub(super) fn activation_kernel(
     k: &mut Kernel,
     x: &Global,
     y: &Global,
+    live_tiles: usize,
     f: impl Fn(&Tile) -> Tile,
 ) -> Result<(), OpError> {
-    let tiles = elementwise_tiles(k, x, ACTIVATION_LIVE_TILES)?;
-    let xt = k
-        .load(x, tiles.offsets.clone(), &tiles.shape)?
-        .cast(DType::F32);
-    k.store(y, tiles.offsets, &f(&xt).cast(y.dtype()))
+    let tiles = elementwise_tiles(k, x, live_tiles)?;
+    let xt = cast_to(k.load(x, tiles.offsets.clone(), &tiles.shape)?, DType::F32);
+    k.store(y, tiles.offsets, &cast_to(f(&xt), y.dtype()))
 }
 
 float_unary_op! {
@@ -342,6 +344,7 @@ float_unary_op! {
     // Not `v.max(0.0)`, which gives 0 for NaN: ONNX Relu propagates NaN.
     reference: |v| if v < 0.0 { 0.0 } else { v },
     kernel: Tile::relu,
+    live_tiles: 2,
 }
 
 float_unary_op! {
@@ -350,6 +353,7 @@ float_unary_op! {
     sigmoid,
     reference: |v| 1.0 / (1.0 + (-v).exp()),
     kernel: Tile::sigmoid,
+    live_tiles: 2,
 }
 
 float_unary_op! {
@@ -359,6 +363,7 @@ float_unary_op! {
     silu,
     reference: |v| v / (1.0 + (-v).exp()),
     kernel: Tile::silu,
+    live_tiles: 3,
 }
 
 /// The two forms of GELU, as ONNX Gelu's `approximate` attribute names them.
@@ -408,6 +413,14 @@ fn gelu_erf_tile(x: &Tile) -> Tile {
 pub mod gelu {
     use super::*;
 
+    /// Row tiles (f32) the erf form's kernel keeps live in UB at once, on the simulator and
+    /// in its Ascend C lowering: what its column chunks are sized for
+    /// ([`crate::kernel::rows::elementwise_tiles`]).
+    pub const ERF_LIVE_TILES: usize = 5;
+
+    /// The same for the tanh form.
+    pub const TANH_LIVE_TILES: usize = 3;
+
     #[infer_shape]
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
         GeluForm::parse(&p.approximate)?;
@@ -430,8 +443,8 @@ pub mod gelu {
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
         match GeluForm::parse(&p.approximate)? {
-            GeluForm::Erf => activation_kernel(k, x, y, gelu_erf_tile),
-            GeluForm::Tanh => activation_kernel(k, x, y, Tile::gelu),
+            GeluForm::Erf => activation_kernel(k, x, y, ERF_LIVE_TILES, gelu_erf_tile),
+            GeluForm::Tanh => activation_kernel(k, x, y, TANH_LIVE_TILES, Tile::gelu),
         }
     }
 }

@@ -7,8 +7,8 @@
 use ndarray::{ArrayD, Axis};
 
 use super::elementwise::{
-    BINARY_LIVE_TILES, activation_kernel, activation_reference, broadcast_shapes, from_i128,
-    integer_range, integers_i128, load_broadcast,
+    activation_kernel, activation_reference, broadcast_shapes, cast_to, from_i128, integer_range,
+    integers_i128, load_broadcast,
 };
 use super::{expect_dtype_of, expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::kernel::rows::elementwise_tiles;
@@ -140,6 +140,7 @@ fn extremum(a: &Tensor, b: &Tensor, greater: bool) -> Result<Tensor, OpError> {
 fn extremum_kernel(
     k: &mut Kernel,
     name: &str,
+    live_tiles: usize,
     a: &Global,
     b: &Global,
     y: &Global,
@@ -152,14 +153,14 @@ fn extremum_kernel(
             format!("the kernel takes f32, f16 or bf16, got {}", y.dtype()),
         ));
     }
-    let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
-    let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
-    let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
+    let tiles = elementwise_tiles(k, y, live_tiles)?;
+    let at = cast_to(load_broadcast(k, a, &tiles)?, DType::F32);
+    let bt = cast_to(load_broadcast(k, b, &tiles)?, DType::F32);
     let result = match greater {
         true => at.max(&bt),
         false => at.min(&bt),
     };
-    k.store(y, tiles.offsets, &result.cast(y.dtype()))
+    k.store(y, tiles.offsets, &cast_to(result, y.dtype()))
 }
 
 float_unary_op! {
@@ -168,6 +169,7 @@ float_unary_op! {
     exp,
     reference: f32::exp,
     kernel: Tile::exp,
+    live_tiles: 2,
 }
 
 float_unary_op! {
@@ -177,6 +179,7 @@ float_unary_op! {
     erf,
     reference: |v| super::super::math::erf(f64::from(v)) as f32,
     kernel: Tile::erf,
+    live_tiles: 3,
 }
 
 float_unary_op! {
@@ -185,6 +188,7 @@ float_unary_op! {
     reciprocal,
     reference: |v| 1.0 / v,
     kernel: Tile::recip,
+    live_tiles: 2,
 }
 
 broadcast_binary_op! {
@@ -195,7 +199,8 @@ broadcast_binary_op! {
     max,
     dtype: numeric,
     reference: |a, b| extremum(a, b, true),
-    kernel: |k, a, b, y| extremum_kernel(k, NAME, a, b, y, true),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, LIVE_TILES, a, b, y, true),
+    live_tiles: 4,
 }
 
 broadcast_binary_op! {
@@ -206,7 +211,8 @@ broadcast_binary_op! {
     min,
     dtype: numeric,
     reference: |a, b| extremum(a, b, false),
-    kernel: |k, a, b, y| extremum_kernel(k, NAME, a, b, y, false),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, LIVE_TILES, a, b, y, false),
+    live_tiles: 4,
 }
 
 /// y = (a == b), element-wise with numpy broadcasting, as ONNX Equal: `a` and `b` share one

@@ -49,20 +49,28 @@
 /// A float element-wise op of one input `x` and one output `y` of the shape and dtype of `x`:
 /// the `#[custom_op]` module `$module` named `$name`, whose reference applies `reference`
 /// (an `f32 -> f32` function) to each element and whose kernel applies `kernel` (a
-/// `&Tile -> Tile` function) to each row tile, both in f32. The doc comments given first
-/// document the module. The module's scope must hold `expect_float`, `activation_reference`
-/// and `activation_kernel`.
+/// `&Tile -> Tile` function) to each row tile, both in f32, with `live_tiles` row tiles
+/// live in UB at once (the module's `LIVE_TILES`, see
+/// [`crate::kernel::rows::elementwise_tiles`]). The doc comments given first document the
+/// module. The module's scope must hold `expect_float`, `activation_reference` and
+/// `activation_kernel`.
 macro_rules! float_unary_op {
     (
         $(#[doc = $doc:tt])*
         $name:literal, $module:ident,
         reference: $reference:expr,
-        kernel: $tile:expr $(,)?
+        kernel: $tile:expr,
+        live_tiles: $live:expr $(,)?
     ) => {
         $(#[doc = $doc])*
         #[custom_op(name = $name)]
         pub mod $module {
             use super::*;
+
+            /// Row tiles (f32) the kernel keeps live in UB at once, on the simulator and in
+            /// its Ascend C lowering: what its column chunks are sized for
+            /// ([`crate::kernel::rows::elementwise_tiles`]).
+            pub const LIVE_TILES: usize = $live;
 
             #[infer_shape]
             fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
@@ -81,7 +89,7 @@ macro_rules! float_unary_op {
 
             #[kernel]
             fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-                activation_kernel(k, x, y, $tile)
+                activation_kernel(k, x, y, LIVE_TILES, $tile)
             }
         }
     };
@@ -90,20 +98,27 @@ macro_rules! float_unary_op {
 /// A binary op with numpy broadcasting, inputs `a` and `b`, output `y`: the `#[custom_op]`
 /// module `$module` named `$name`, whose dtype is `dtype(a, b)`, reference
 /// `reference(a, b)` and kernel `kernel(k, a, b, y)` (the module's `NAME` is in scope for
-/// its errors). The doc comments given first document the module. The module's scope must
-/// hold `broadcast_shapes`.
+/// its errors, and its `LIVE_TILES`, `live_tiles`, for the kernel's column chunks: see
+/// [`crate::kernel::rows::elementwise_tiles`]). The doc comments given first document the
+/// module. The module's scope must hold `broadcast_shapes`.
 macro_rules! broadcast_binary_op {
     (
         $(#[doc = $doc:tt])*
         $name:literal, $module:ident,
         dtype: $dtype:expr,
         reference: $reference:expr,
-        kernel: $kernel:expr $(,)?
+        kernel: $kernel:expr,
+        live_tiles: $live:expr $(,)?
     ) => {
         $(#[doc = $doc])*
         #[custom_op(name = $name)]
         pub mod $module {
             use super::*;
+
+            /// Row tiles the kernel keeps live in UB at once, on the simulator and in its
+            /// Ascend C lowering, each of f32 or of the dtype if wider: what its column
+            /// chunks are sized for ([`crate::kernel::rows::elementwise_tiles`]).
+            pub const LIVE_TILES: usize = $live;
 
             #[infer_shape]
             fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {

@@ -1,7 +1,7 @@
 //! Element-wise math that exported transformers use: negation, square root, tanh and powers.
 
 use super::elementwise::{
-    BINARY_LIVE_TILES, activation_kernel, activation_reference, broadcast_shapes, load_broadcast,
+    activation_kernel, activation_reference, broadcast_shapes, cast_to, load_broadcast,
 };
 use super::{expect_dtype_of, expect_float, kernel_unsupported};
 use crate::kernel::rows::elementwise_tiles;
@@ -13,6 +13,7 @@ float_unary_op! {
     neg,
     reference: |v| -v,
     kernel: Tile::neg,
+    live_tiles: 2,
 }
 
 float_unary_op! {
@@ -22,6 +23,7 @@ float_unary_op! {
     sqrt,
     reference: f32::sqrt,
     kernel: Tile::sqrt,
+    live_tiles: 2,
 }
 
 float_unary_op! {
@@ -30,6 +32,7 @@ float_unary_op! {
     tanh,
     reference: f32::tanh,
     kernel: Tile::tanh,
+    live_tiles: 2,
 }
 
 /// y = a ^ b, numpy broadcasting, as ONNX Pow; `y` has the dtype of the base `a`.
@@ -51,6 +54,11 @@ float_unary_op! {
 #[custom_op(name = "std.pow")]
 pub mod pow {
     use super::*;
+
+    /// Row tiles (f32) the kernel keeps live in UB at once, on the simulator and in its
+    /// Ascend C lowering: what its column chunks are sized for
+    /// ([`crate::kernel::rows::elementwise_tiles`]).
+    pub const LIVE_TILES: usize = 5;
 
     #[infer_shape]
     fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
@@ -103,10 +111,10 @@ pub mod pow {
                 format!("the kernel takes float bases, got {}", a.dtype()),
             ));
         }
-        let tiles = elementwise_tiles(k, y, BINARY_LIVE_TILES)?;
-        let at = load_broadcast(k, a, &tiles)?.cast(DType::F32);
-        let bt = load_broadcast(k, b, &tiles)?.cast(DType::F32);
-        k.store(y, tiles.offsets, &at.pow(&bt).cast(y.dtype()))
+        let tiles = elementwise_tiles(k, y, LIVE_TILES)?;
+        let at = cast_to(load_broadcast(k, a, &tiles)?, DType::F32);
+        let bt = cast_to(load_broadcast(k, b, &tiles)?, DType::F32);
+        k.store(y, tiles.offsets, &cast_to(at.pow(&bt), y.dtype()))
     }
 }
 
