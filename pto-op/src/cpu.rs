@@ -14,7 +14,8 @@
 //! on the thread count), so results are bit-identical whatever the number of threads:
 //! [`set_threads`]`(1)` gives the single-threaded runs benchmarks compare against, and the
 //! default is every core. The library reads no environment; the command line sets the
-//! knob from `PTO_CPU_THREADS`.
+//! knob from `PTO_CPU_THREADS`. The pieces run on this thread and on worker threads kept
+//! for the whole process ([`for_each_piece`]), so an op does not pay for starting threads.
 
 use core::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,6 +24,8 @@ use crate::attr::Attributes;
 use crate::error::OpError;
 use crate::op::{OpDef, SourceLocation, TensorType};
 use crate::tensor::{Comparison, Tensor};
+
+mod pool;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod matmul_avx512;
@@ -331,8 +334,8 @@ pub fn threads() -> usize {
 }
 
 /// Work (in multiply-adds or element operations) below which a job stays on one thread:
-/// spawning a scoped thread costs some 10-30 us, so a piece must be worth milliseconds'
-/// fraction more than that.
+/// handing parts to the kept worker threads costs some microseconds (waking a thread that
+/// waits), and more on a busy machine, so a job must be worth much more than that.
 pub const PARALLEL_MIN_WORK: usize = 1 << 18;
 
 /// Rows of `row` elements per piece of a row-wise job: some 16 K elements, at least one row.
@@ -341,9 +344,10 @@ pub fn rows_per_piece(row: usize) -> usize {
 }
 
 /// Runs `job(piece)` for every piece in `0..pieces`, on up to [`threads`] threads when
-/// `work` (the whole job's) reaches [`PARALLEL_MIN_WORK`]. Pieces are handed out in order
-/// from a shared counter; what a piece computes never depends on the thread that runs it,
-/// so results do not depend on the number of threads.
+/// `work` (the whole job's) reaches [`PARALLEL_MIN_WORK`]: this one and workers kept for
+/// the whole process (started by the first job that needs them, not per call). Pieces are
+/// handed out in order from a shared counter; what a piece computes never depends on the
+/// thread that runs it, so results do not depend on the number of threads.
 pub fn for_each_piece(pieces: usize, work: usize, job: impl Fn(usize) + Sync) {
     let threads = threads().min(pieces);
     if threads <= 1 || work < PARALLEL_MIN_WORK {
@@ -351,7 +355,7 @@ pub fn for_each_piece(pieces: usize, work: usize, job: impl Fn(usize) + Sync) {
         return;
     }
     let next = AtomicUsize::new(0);
-    let worker = || {
+    pool::run(threads - 1, &|_| {
         loop {
             let piece = next.fetch_add(1, Ordering::Relaxed);
             if piece >= pieces {
@@ -359,18 +363,13 @@ pub fn for_each_piece(pieces: usize, work: usize, job: impl Fn(usize) + Sync) {
             }
             job(piece);
         }
-    };
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(worker);
-        }
-        worker();
     });
 }
 
 /// Runs `job(index, chunk)` for each `chunk_len`-element chunk of `data` (the last may be
-/// shorter), on up to [`threads`] threads when `work` reaches [`PARALLEL_MIN_WORK`]. The
-/// chunks are fixed by `chunk_len` alone, so results do not depend on the number of threads.
+/// shorter), on up to [`threads`] threads (as [`for_each_piece`]) when `work` reaches
+/// [`PARALLEL_MIN_WORK`]. The chunks are fixed by `chunk_len` alone, so results do not
+/// depend on the number of threads.
 pub fn for_each_chunk<T: Send>(
     data: &mut [T],
     chunk_len: usize,
@@ -386,32 +385,22 @@ pub fn for_each_chunk<T: Send>(
             .for_each(|(i, c)| job(i, c));
         return;
     }
-    // Contiguous runs of chunks per thread, balanced to within one chunk.
+    // Contiguous runs of chunks per thread, balanced to within one chunk: part `p` is
+    // chunks `p * per_thread..`, run by whichever thread takes part `p`.
     let per_thread = pieces.div_ceil(threads);
-    std::thread::scope(|scope| {
-        let job = &job;
-        let mut rest = data;
-        let mut first = 0;
-        let mut mine = None;
-        while !rest.is_empty() {
-            let take = (per_thread * chunk_len).min(rest.len());
-            let (part, tail) = rest.split_at_mut(take);
-            rest = tail;
-            let start = first;
-            first += per_thread;
-            let run = move || {
-                part.chunks_mut(chunk_len)
-                    .enumerate()
-                    .for_each(|(i, c)| job(start + i, c));
-            };
-            if mine.is_none() {
-                mine = Some(run);
-            } else {
-                scope.spawn(run);
-            }
-        }
-        if let Some(mut run) = mine {
-            run();
+    let parts: Vec<std::sync::Mutex<Option<&mut [T]>>> = data
+        .chunks_mut(per_thread * chunk_len)
+        .map(|part| std::sync::Mutex::new(Some(part)))
+        .collect();
+    pool::run(parts.len() - 1, &|p| {
+        let part = parts[p]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(part) = part {
+            part.chunks_mut(chunk_len)
+                .enumerate()
+                .for_each(|(i, c)| job(p * per_thread + i, c));
         }
     });
 }
