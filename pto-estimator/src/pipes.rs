@@ -7,9 +7,11 @@
 //! loop iteration. Without a schedule, one block program is then timed as:
 //!
 //! - straight-line code: the sum of its instructions, as a block's loads, compute and
-//!   stores depend on each other;
+//!   stores depend on each other (a hand-off between the cube and vector cores of a split
+//!   profile: its write and its read, [`CostModel::placement`]);
 //! - a loop: one iteration in full (filling the pipes), then each further iteration at the
-//!   pace of its busiest pipe, the scalar pipe's issue and loop overhead included;
+//!   pace of its busiest pipe, the scalar pipe's issue and loop overhead included (on a
+//!   split profile, of the busiest pipe of either side);
 //!
 //! and the op as `ceil(grid / cores in use)` block programs back to back on the busiest
 //! core. No data-dependent cost: durations depend on tile types only. The busy cycles of
@@ -19,7 +21,7 @@ use std::collections::BTreeMap;
 
 use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostError, CostModel};
+use pto_op::kernel::cost::{self, CostError, CostModel, Side};
 use pto_op::kernel::ir::{Inst, Pipe, Program};
 
 /// The pipe-model time of `program` on `device`, in seconds.
@@ -75,7 +77,12 @@ impl Pace<'_> {
         for inst in body {
             total += match inst {
                 Inst::Loop { count, body, .. } => self.looped(*count, body)?,
-                _ => self.costs.issue_cycles() + self.costs.inst(self.program, inst)?.cycles,
+                _ => self
+                    .costs
+                    .placement(self.program, inst)?
+                    .parts()
+                    .map(|part| self.costs.issue_cycles() + part.cost.cycles)
+                    .sum(),
             };
         }
         Ok(total)
@@ -88,74 +95,43 @@ impl Pace<'_> {
         }
         let overhead = self.costs.loop_overhead_cycles();
         let first = overhead + self.straight(body)?;
-        let mut busy: Vec<(Pipe, f64)> = Vec::new();
-        let mut scalar = overhead;
+        let mut busy: Vec<((Side, Pipe), f64)> = Vec::new();
+        let mut scalar = [0.0; 3];
+        for side in self.costs.loop_sides(self.program, body) {
+            scalar[side.index()] = overhead;
+        }
+        let mut add =
+            |key: (Side, Pipe), cycles: f64| match busy.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, total)) => *total += cycles,
+                None => busy.push((key, cycles)),
+            };
         for inst in body {
-            let (pipe, cycles) = match inst {
-                // A nested loop occupies the pipes in turn: count it whole, on S.
-                Inst::Loop { count, body, .. } => (Pipe::S, self.looped(*count, body)?),
+            match inst {
+                // A nested loop occupies the pipes in turn: count it whole, on S (of the
+                // cube side when split: its sides run it in parallel).
+                Inst::Loop { count, body, .. } => {
+                    let side = self.costs.loop_sides(self.program, body)[0];
+                    scalar[side.index()] += self.costs.issue_cycles();
+                    add((side, Pipe::S), self.looped(*count, body)?);
+                }
                 _ => {
-                    let cost = self.costs.inst(self.program, inst)?;
-                    (cost.pipe, cost.cycles)
+                    for part in self.costs.placement(self.program, inst)?.parts() {
+                        scalar[part.side.index()] += self.costs.issue_cycles();
+                        add((part.side, part.cost.pipe), part.cost.cycles);
+                    }
                 }
             };
-            scalar += self.costs.issue_cycles();
-            match busy.iter_mut().find(|(p, _)| *p == pipe) {
-                Some((_, total)) => *total += cycles,
-                None => busy.push((pipe, cycles)),
-            }
         }
         let pace = busy
             .iter()
-            .map(|(pipe, cycles)| {
+            .map(|((side, pipe), cycles)| {
                 if *pipe == Pipe::S {
-                    cycles + scalar
+                    cycles + scalar[side.index()]
                 } else {
                     *cycles
                 }
             })
-            .fold(scalar, f64::max);
+            .fold(scalar.iter().copied().fold(0.0, f64::max), f64::max);
         Ok(first + (count - 1) as f64 * pace)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pto_op::{DType, Shape, TensorType};
-
-    fn add_program(rows: usize) -> ValidProgram {
-        let t = TensorType {
-            shape: Shape::from([rows, 4096]),
-            dtype: DType::F16,
-        };
-        pto_op::registry::find("std.add")
-            .expect("std.add is linked")
-            .trace_kernel(&[t.clone(), t], &Default::default())
-            .expect("std.add traces")
-    }
-
-    #[test]
-    fn block_programs_beyond_the_cores_run_back_to_back() {
-        let kirin = DeviceProfile::builtin("kirin9030").expect("built-in");
-        // One row per block program at 4096 columns, on the one core of kirin9030: 4
-        // programs take twice as long as 2.
-        let (two, four) = (add_program(2), add_program(4));
-        assert_eq!((two.grid, four.grid), (2, 4));
-        let ratio =
-            pipeline_seconds(&four, &kirin).unwrap() / pipeline_seconds(&two, &kirin).unwrap();
-        assert!((ratio - 2.0).abs() < 1e-9, "{ratio}");
-    }
-
-    #[test]
-    fn copy_latency_counts_once_per_copy() {
-        let kirin = DeviceProfile::builtin("kirin9030").expect("built-in");
-        let mut slower = kirin.clone();
-        slower.copy_latency_cycles += 100.0;
-        let program = add_program(1);
-        // Two loads and a store in the one block program.
-        let extra = pipeline_seconds(&program, &slower).unwrap()
-            - pipeline_seconds(&program, &kirin).unwrap();
-        assert!((extra * kirin.clock_hz - 300.0).abs() < 1e-6, "{extra}");
     }
 }

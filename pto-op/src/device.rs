@@ -76,6 +76,72 @@ pub struct L2Cache {
     /// Read bandwidth of L2 of the whole chip, in bytes per second, shared by the cores in
     /// use like the memory bandwidth.
     pub bandwidth: f64,
+    /// Write bandwidth of L2 of the whole chip, in bytes per second, shared by the cores in
+    /// use (0, the default: no figure). Only the hand-offs of a split core
+    /// ([`CubeVector::Split`]) write at it: a tile written to a small GM workspace and read
+    /// back at once stays in L2; without a figure they write at the memory bandwidth share,
+    /// as every store does.
+    #[serde(default)]
+    pub write_bandwidth: f64,
+}
+
+/// How an AI core's cube and vector units are arranged.
+///
+/// - `coupled` (the default, and the Kirin profiles: their platform files say
+///   `cube_vector_mix`): one core holds the cube pipes (MTE1, CUBE, FIXP) and the vector pipes
+///   (VECTOR, MTE3) with one MTE2 and one scalar unit, and tiles move L0C -> UB and UB -> L1
+///   on the core.
+/// - `split` (Ascend 910B, dav-c220: `cube_vector_combine=split`): the cube core (AIC:
+///   MTE2, MTE1, CUBE, FIXP, its own scalar unit) and its vector cores (AIV: MTE2, VECTOR,
+///   MTE3, their own scalar unit) are separate cores that exchange tiles only through
+///   global memory. The simulator runs a block program's cube instructions on the AIC and
+///   its vector instructions on the AIV, and a move between them as a write to GM on one
+///   side and a read back on the other, ordered by a cross-core flag (see
+///   `pto_op::kernel::cost` and the simulator's schedule).
+///
+/// ```
+/// use pto_op::{CubeVector, DeviceProfile};
+/// assert_eq!(DeviceProfile::builtin("ascend910b").unwrap().cube_vector, CubeVector::Split);
+/// assert_eq!(DeviceProfile::builtin("kirin9030").unwrap().cube_vector, CubeVector::Coupled);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CubeVector {
+    /// Cube and vector pipes in one core.
+    #[default]
+    Coupled,
+    /// A cube core and vector cores that exchange tiles through global memory.
+    Split,
+}
+
+impl CubeVector {
+    /// `coupled` or `split`, as in the profile file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CubeVector::Coupled => "coupled",
+            CubeVector::Split => "split",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CubeVector {
+    /// `"coupled"` or `"split"`; anything else is an error naming the field and both values.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<CubeVector, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        match text.as_str() {
+            "coupled" => Ok(CubeVector::Coupled),
+            "split" => Ok(CubeVector::Split),
+            other => Err(serde::de::Error::custom(format!(
+                "`cube_vector` must be \"coupled\" or \"split\", got \"{other}\""
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for CubeVector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Relative cost of vector instructions, in cycles per 256-byte repeat.
@@ -169,6 +235,10 @@ pub struct DeviceProfile {
     pub notes: Vec<String>,
     /// AI cores that run block programs.
     pub ai_cores: u32,
+    /// How cube and vector units are arranged ([`CubeVector`]; `coupled` when absent from
+    /// the file).
+    #[serde(default)]
+    pub cube_vector: CubeVector,
     /// Core clock, in Hz.
     pub clock_hz: f64,
     /// Global memory bandwidth of the whole chip, in bytes per second.
@@ -351,6 +421,12 @@ impl DeviceProfile {
             return Err(format!(
                 "`l2.bandwidth` must be a positive number when `l2.capacity` is not 0, got {}",
                 l2.bandwidth
+            ));
+        }
+        if !(l2.write_bandwidth.is_finite() && l2.write_bandwidth >= 0.0) {
+            return Err(format!(
+                "`l2.write_bandwidth` must be zero (no figure) or positive, got {}",
+                l2.write_bandwidth
             ));
         }
         let efficiencies = [
@@ -570,6 +646,7 @@ mod tests {
         let per_core = |bandwidth: f64| bandwidth / a.clock_hz / 24.0;
         assert!((per_core(a.memory_bandwidth) - 32.0).abs() < 1e-9);
         assert!((per_core(a.l2.bandwidth) - 110.0).abs() < 1e-9);
+        assert!((per_core(a.l2.write_bandwidth) - 86.0).abs() < 1e-9);
         let r = a.copy_bytes_per_cycle;
         assert_eq!(
             (r.l1_to_l0a, r.l1_to_l0b, r.l0c_out, r.ub_to_gm, r.ub_to_l1),
@@ -587,6 +664,40 @@ mod tests {
                 .contains("`l2.bandwidth` must be a positive number"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn cube_vector_is_split_on_910b_coupled_on_kirin_and_coupled_when_absent() {
+        let a = DeviceProfile::builtin("ascend910b").unwrap();
+        assert_eq!(a.cube_vector, CubeVector::Split);
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("cube_vector_combine=split")),
+            "the split is cited"
+        );
+        for name in ["kirin9030", "kirinx90"] {
+            let p = DeviceProfile::builtin(name).unwrap();
+            assert_eq!(p.cube_vector, CubeVector::Coupled, "{name}");
+        }
+        // A profile file without the field (any written before it existed) loads coupled.
+        let text = include_str!("../data/devices/ascend910b.json")
+            .replace("\"cube_vector\": \"split\",", "");
+        assert!(!text.contains("\"cube_vector\""));
+        let old = DeviceProfile::from_json("old.json", &text).unwrap();
+        assert_eq!(old.cube_vector, CubeVector::Coupled);
+        // And a bad value names the field and the choices.
+        let text = include_str!("../data/devices/ascend910b.json")
+            .replace("\"cube_vector\": \"split\"", "\"cube_vector\": \"fused\"");
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`cube_vector` must be \"coupled\" or \"split\", got \"fused\""),
+            "{err}"
+        );
+        // The profile's JSON round-trips the field.
+        let back = DeviceProfile::from_json("a.json", &a.to_json().unwrap()).unwrap();
+        assert_eq!(back, a);
     }
 
     #[test]

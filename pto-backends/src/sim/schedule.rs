@@ -18,6 +18,16 @@
 //! reuse are the only dependencies. Loops are unrolled, so iterations overlap across pipes
 //! and buffer reuse is what limits that overlap.
 //!
+//! On a profile whose cube and vector are split (`CubeVector::Split`, Ascend 910B), the
+//! cube core and the vector cores of an AI core each have their own pipes, MTE2 queue and
+//! scalar unit issuing their own instructions in program order ([`CostModel::placement`]
+//! says which side runs what). A move L0C -> UB or UB -> L1 is a hand-off through GM: the
+//! writer's store (FIXP or MTE3) on one side, then the reader's MTE2 load on the other,
+//! which starts no earlier than the write has completed (the cross-core flag, which adds no
+//! time of its own: no public figure gives one). Each side loops over the iterations of a
+//! loop with instructions of its own, paying the loop overhead on its scalar unit. The
+//! report counts the bytes handed off ([`SimReport::handoff_bytes`]).
+//!
 //! Durations depend only on tile types, never on data or the program id, so every block
 //! program has the same timeline: it is scheduled once. Block programs are spread
 //! round-robin over the cores in use (`min(ai_cores, grid)`) and run back to back on each.
@@ -25,10 +35,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostModel};
+use pto_op::kernel::cost::{self, CostModel, Placement, Side};
 use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, VarId};
+use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
 
 use super::SimError;
@@ -49,8 +59,16 @@ pub struct SimReport {
     pub per_pipe_busy: BTreeMap<Pipe, u64>,
     /// Cycles of each AI core (0 for cores without block programs).
     pub per_core_cycles: Vec<u64>,
-    /// The busiest pipe.
+    /// The busiest pipe (on a split core, of the busiest side).
     pub bound: Pipe,
+    /// How the profile's cube and vector are arranged.
+    #[serde(default)]
+    pub cube_vector: CubeVector,
+    /// Bytes handed between the cube core and the vector cores through GM over the whole
+    /// grid (0 unless split): each is written to GM by one side and read back by the other,
+    /// so the GM / L2 traffic is twice this.
+    #[serde(default)]
+    pub handoff_bytes: u64,
     /// The peak working set of each on-core level, in bytes.
     pub peak_bytes: BTreeMap<MemLevel, u64>,
     /// How many loops are double-buffered.
@@ -95,6 +113,15 @@ impl fmt::Display for SimReport {
                 self.utilisation(pipe) * 100.0
             )?;
         }
+        if self.cube_vector == CubeVector::Split {
+            writeln!(
+                f,
+                "cube and vector split (AIC / AIV): {} bytes handed off through GM (written \
+                 and read back: {} bytes of traffic)",
+                self.handoff_bytes,
+                2 * self.handoff_bytes
+            )?;
+        }
         write!(
             f,
             "{} instructions, {} double-buffered loop(s)",
@@ -106,6 +133,8 @@ impl fmt::Display for SimReport {
 /// One instruction's occupation of a pipe, in cycles from the block program's start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PipeEvent {
+    /// The core of the AI core it runs on ([`Side::Core`] unless split).
+    pub side: Side,
     /// The pipe.
     pub pipe: Pipe,
     /// Start cycle.
@@ -125,8 +154,12 @@ pub struct PipeEvent {
 pub struct Timeline {
     /// Cycles from start to the end of the last instruction.
     pub cycles: f64,
-    /// Busy cycles of each pipe.
+    /// Busy cycles of each pipe (on a split core, summed over the sides).
     pub busy: BTreeMap<Pipe, f64>,
+    /// Busy cycles of each pipe of each side.
+    pub busy_by_side: BTreeMap<(Side, Pipe), f64>,
+    /// Bytes handed off between the sides of a split core through GM (see the module docs).
+    pub handoff_bytes: u64,
     /// Instructions executed (loop bodies per iteration, loops themselves not).
     pub instructions: u64,
     /// Pipe occupations, in issue order, at most the `event_limit` given to [`schedule`].
@@ -151,7 +184,9 @@ pub fn schedule(
         plan,
         pipe_busy: BTreeMap::new(),
         busy: BTreeMap::new(),
-        issue_free: 0.0,
+        issue_free: [0.0; 3],
+        loop_sides: BTreeMap::new(),
+        handoff_bytes: 0,
         ready: vec![0.0; program.tiles.len()],
         last_use: vec![[0.0; 2]; program.tiles.len()],
         end: 0.0,
@@ -160,9 +195,15 @@ pub fn schedule(
         event_limit,
     };
     scheduler.body(&program.body, 0)?;
+    let mut busy = BTreeMap::new();
+    for ((_, pipe), cycles) in &scheduler.busy {
+        *busy.entry(*pipe).or_insert(0.0) += cycles;
+    }
     Ok(Timeline {
         cycles: scheduler.end,
-        busy: scheduler.busy,
+        busy,
+        busy_by_side: scheduler.busy,
+        handoff_bytes: scheduler.handoff_bytes,
         instructions: scheduler.instructions,
         events: scheduler.events,
     })
@@ -206,10 +247,15 @@ pub fn report(
             (*pipe, (busy * grid).ceil() as u64)
         })
         .collect();
-    let bound = per_pipe_busy
+    // The busiest pipe of any side (on a coupled core, of the core).
+    let bound = timeline
+        .busy_by_side
         .iter()
-        .max_by_key(|(_, busy)| **busy)
-        .map_or(Pipe::S, |(pipe, _)| *pipe);
+        .fold(None::<(Pipe, f64)>, |best, ((_, pipe), busy)| match best {
+            Some((_, b)) if b >= *busy => best,
+            _ => Some((*pipe, *busy)),
+        })
+        .map_or(Pipe::S, |(pipe, _)| pipe);
     SimReport {
         op: program.op.clone(),
         device: profile.name.clone(),
@@ -218,6 +264,8 @@ pub fn report(
         per_pipe_busy,
         per_core_cycles,
         bound,
+        cube_vector: profile.cube_vector,
+        handoff_bytes: timeline.handoff_bytes * program.grid as u64,
         peak_bytes: plan.peak_bytes.clone(),
         double_buffered_loops: plan.double_buffered_loops(),
         instructions: timeline.instructions * program.grid as u64,
@@ -228,11 +276,14 @@ struct Scheduler<'p> {
     program: &'p ValidProgram,
     costs: CostModel<'p>,
     plan: &'p MemoryPlan,
-    /// Busy intervals of each pipe, sorted and disjoint.
-    pipe_busy: BTreeMap<Pipe, Vec<(f64, f64)>>,
-    busy: BTreeMap<Pipe, f64>,
-    /// When the scalar pipe can issue the next instruction.
-    issue_free: f64,
+    /// Busy intervals of each pipe of each side, sorted and disjoint.
+    pipe_busy: BTreeMap<(Side, Pipe), Vec<(f64, f64)>>,
+    busy: BTreeMap<(Side, Pipe), f64>,
+    /// When each side's scalar pipe can issue its next instruction, by [`Side::index`].
+    issue_free: [f64; 3],
+    /// The sides that run each loop, by the address of its body.
+    loop_sides: BTreeMap<usize, Vec<Side>>,
+    handoff_bytes: u64,
     /// When each tile's current value is ready.
     ready: Vec<f64>,
     /// The end of the last use of each tile's current and previous instance.
@@ -282,12 +333,21 @@ impl Scheduler<'_> {
     ) -> Result<(), SimError> {
         let mut carried: Vec<f64> = init.iter().map(|t| self.ready[t.0 as usize]).collect();
         let overhead = self.costs.loop_overhead_cycles();
+        let program = self.program;
+        let costs = &self.costs;
+        let sides = self
+            .loop_sides
+            .entry(body.as_ptr() as usize)
+            .or_insert_with(|| costs.loop_sides(program, body))
+            .clone();
         for iteration in 0..count {
-            let start = self.issue_free;
-            self.issue_free += overhead;
-            self.occupy(Pipe::S, start, overhead, || {
-                (format!("loop {var} = {iteration}"), 0, Vec::new())
-            });
+            for &side in &sides {
+                let start = self.issue_free[side.index()];
+                self.issue_free[side.index()] += overhead;
+                self.occupy(side, Pipe::S, start, overhead, || {
+                    (format!("loop {var} = {iteration}"), 0, Vec::new())
+                });
+            }
             for (param, ready) in params.iter().zip(&carried) {
                 self.ready[param.0 as usize] = *ready;
             }
@@ -302,8 +362,8 @@ impl Scheduler<'_> {
 
     /// Reserves the earliest idle interval of `duration` cycles on `pipe` at or after
     /// `earliest`; returns its start.
-    fn reserve(&mut self, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
-        let intervals = self.pipe_busy.entry(pipe).or_default();
+    fn reserve(&mut self, side: Side, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
+        let intervals = self.pipe_busy.entry((side, pipe)).or_default();
         // The first interval that ends after `earliest`.
         let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
         let mut start = earliest;
@@ -333,16 +393,18 @@ impl Scheduler<'_> {
     /// Books `duration` cycles on `pipe` from `start`, and an event while under the limit.
     fn occupy(
         &mut self,
+        side: Side,
         pipe: Pipe,
         start: f64,
         duration: f64,
         describe: impl FnOnce() -> (String, u64, Vec<usize>),
     ) {
-        *self.busy.entry(pipe).or_insert(0.0) += duration;
+        *self.busy.entry((side, pipe)).or_insert(0.0) += duration;
         self.end = self.end.max(start + duration);
         if self.events.len() < self.event_limit {
             let (name, bytes, shape) = describe();
             self.events.push(PipeEvent {
+                side,
                 pipe,
                 start,
                 duration,
@@ -353,63 +415,107 @@ impl Scheduler<'_> {
         }
     }
 
+    /// Issues a part of an instruction on its side's scalar pipe, in that side's program
+    /// order: the cycle it is issued.
+    fn issue(&mut self, side: Side) -> f64 {
+        let issue = self.costs.issue_cycles();
+        let issued = self.issue_free[side.index()] + issue;
+        *self.busy.entry((side, Pipe::S)).or_insert(0.0) += issue;
+        self.issue_free[side.index()] = issued;
+        issued
+    }
+
     fn instruction(&mut self, inst: &Inst, position: usize) -> Result<(), SimError> {
         let mnemonic = inst.mnemonic();
-        let cost = self
-            .costs
-            .inst(self.program, inst)
-            .map_err(|e| SimError::Unsupported {
-                op: self.program.op.clone(),
-                message: format!("inst {position} ({mnemonic}): {e}"),
-            })?;
-        let (pipe, duration, bytes) = (cost.pipe, cost.cycles, cost.bytes);
+        let placement =
+            self.costs
+                .placement(self.program, inst)
+                .map_err(|e| SimError::Unsupported {
+                    op: self.program.op.clone(),
+                    message: format!("inst {position} ({mnemonic}): {e}"),
+                })?;
         self.instructions += 1;
 
-        // Issue on the scalar pipe, in program order.
-        let issued = self.issue_free + self.costs.issue_cycles();
-        *self.busy.entry(Pipe::S).or_insert(0.0) += self.costs.issue_cycles();
-        self.issue_free = issued;
-
-        let mut start = issued;
         let operands = inst.uses();
+        let dst = inst.defs().first().copied();
+        let shown = dst.or(operands.first().copied());
+        let program = self.program;
+        let describe = |suffix: &'static str, bytes: u64| {
+            move || {
+                let name = match shown {
+                    Some(t) => format!("{mnemonic} {t}{suffix}"),
+                    None => format!("{mnemonic}{suffix}"),
+                };
+                let shape = shown
+                    .and_then(|t| program.tile(t))
+                    .map(|ty| ty.shape.clone())
+                    .unwrap_or_default();
+                (name, bytes, shape)
+            }
+        };
+
+        // The part that reads the operands: the whole instruction, or a hand-off's write.
+        let (first, read_back) = match placement {
+            Placement::On(part) => (part, None),
+            Placement::HandOff { write, read } => (write, Some(read)),
+            // Done by the move that defined its tile (a FIXP store from L0C).
+            Placement::Fused => return Ok(()),
+        };
+        let issued = self.issue(first.side);
+        let mut start = issued;
         for tile in &operands {
             start = start.max(self.ready[tile.0 as usize]);
         }
-        let dst = inst.defs().first().copied();
-        if let Some(tile) = dst {
-            let slot = tile.0 as usize;
-            // The buffer this instance overwrites: the latest one, or with two buffers the
-            // one before it.
-            let [latest, previous] = self.last_use[slot];
-            start = start.max(if self.plan.is_double_buffered(tile) {
-                previous
-            } else {
-                latest
-            });
-            self.last_use[slot] = [0.0, latest];
+        if read_back.is_none() {
+            start = start.max(self.buffer_free(dst));
         }
-        let start = self.reserve(pipe, start, duration);
-        let end = start + duration;
+        let (pipe, duration, bytes) = (first.cost.pipe, first.cost.cycles, first.cost.bytes);
+        let start = self.reserve(first.side, pipe, start, duration);
+        let mut end = start + duration;
         for tile in &operands {
             let slot = tile.0 as usize;
             self.last_use[slot][0] = self.last_use[slot][0].max(end);
         }
-        let shown = dst.or(operands.first().copied());
+        let suffix = if read_back.is_some() { " (to GM)" } else { "" };
+        self.occupy(first.side, pipe, start, duration, describe(suffix, bytes));
+
+        // A hand-off's read: on the other side, once the write has completed (the flag),
+        // into a free buffer.
+        if let Some(read) = read_back {
+            self.handoff_bytes += read.cost.bytes;
+            let issued = self.issue(read.side);
+            let start = issued.max(end).max(self.buffer_free(dst));
+            let (pipe, duration) = (read.cost.pipe, read.cost.cycles);
+            let start = self.reserve(read.side, pipe, start, duration);
+            end = start + duration;
+            self.occupy(
+                read.side,
+                pipe,
+                start,
+                duration,
+                describe(" (from GM)", read.cost.bytes),
+            );
+        }
         if let Some(tile) = dst {
             self.ready[tile.0 as usize] = end;
         }
-        let program = self.program;
-        self.occupy(pipe, start, duration, || {
-            let name = match shown {
-                Some(t) => format!("{mnemonic} {t}"),
-                None => mnemonic.to_owned(),
-            };
-            let shape = shown
-                .and_then(|t| program.tile(t))
-                .map(|ty| ty.shape.clone())
-                .unwrap_or_default();
-            (name, bytes, shape)
-        });
         Ok(())
+    }
+
+    /// When the buffer `dst`'s new instance overwrites is free: after the last use of the
+    /// latest instance, or with two buffers of the one before it; and from now on the
+    /// latest instance is the new one (not yet used).
+    fn buffer_free(&mut self, dst: Option<TileId>) -> f64 {
+        let Some(tile) = dst else {
+            return 0.0;
+        };
+        let slot = tile.0 as usize;
+        let [latest, previous] = self.last_use[slot];
+        self.last_use[slot] = [0.0, latest];
+        if self.plan.is_double_buffered(tile) {
+            previous
+        } else {
+            latest
+        }
     }
 }

@@ -28,11 +28,33 @@
 //! - scalar: the S pipe spends `issue_cycles` on every instruction but a loop, and
 //!   `loop_overhead_cycles` on every loop iteration; a loop itself occupies no pipe.
 //!
+//! Where each instruction runs ([`CostModel::placement`]) follows the profile's
+//! [`CubeVector`]. On a `coupled` core everything runs on the one core ([`Side::Core`]).
+//! On a `split` core (Ascend 910B) the cube core ([`Side::Cube`]: loads into L1, L1 -> L0A /
+//! L0B, matmuls, FIXP out of L0C, stores from L0C) and the vector cores ([`Side::Vector`]:
+//! loads into UB, vector instructions, stores from UB) each have their own pipes, MTE2
+//! and scalar unit, and a tile crosses from one to the other only through GM: a **hand-off**.
+//! A move L0C -> UB becomes FIXP L0C -> GM on the cube core then MTE2 GM -> UB on the vector
+//! cores; a move UB -> L1 becomes MTE3 UB -> GM on the vector cores then MTE2 GM -> L1 on
+//! the cube core. The write is priced as a store of the tile (`copy_latency_cycles` +
+//! bytes at the path's rate, capped by the GM share); the read as a load that hits L2 (at
+//! the path's rate capped by the L2 share, or the GM share without an L2), as the reader
+//! takes back what the writer just wrote; the write goes at the path's rate capped by the
+//! L2 write share (`l2.write_bandwidth / clock_hz / cores in use`), or the GM share when
+//! the profile gives no L2 write bandwidth. The cross-core flag between them costs nothing
+//! beyond the ordering (the read starts once the write has completed): no public figure
+//! gives its latency. A hand-off moves the destination tile's bytes (the FIXP converts
+//! L0C's f32 on the way out). A move L0C -> UB whose tile is read only by one store (a
+//! matmul's result converted for its store) is no hand-off on a split core: the cube core
+//! stores it from L0C, converting on the way (Fixpipe's L0C -> GM with F322F16), so the
+//! move is priced as a store from L0C and the store itself costs nothing
+//! ([`Placement::Fused`]).
+//!
 //! Durations depend only on tile types, never on data or the program id.
 
 use std::collections::BTreeMap;
 
-use crate::device::DeviceProfile;
+use crate::device::{CubeVector, DeviceProfile};
 use crate::dtype::DType;
 
 use super::ir::{Inst, MemLevel, Pipe, Program, TileId, TileType};
@@ -87,6 +109,148 @@ pub struct InstCost {
     pub cycles: f64,
     /// Bytes moved (copies) or of the largest operand or result (compute).
     pub bytes: u64,
+}
+
+/// Which core of an AI core runs an instruction (see [`CubeVector`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Side {
+    /// The one core of a coupled AI core (cube and vector pipes together).
+    Core,
+    /// The cube core (AIC) of a split AI core.
+    Cube,
+    /// The vector cores (AIV) of a split AI core, timed as one.
+    Vector,
+}
+
+impl Side {
+    /// Every side, in trace order.
+    pub const ALL: [Side; 3] = [Side::Core, Side::Cube, Side::Vector];
+
+    /// `core`, `AIC` or `AIV`: the name in reports and traces.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Side::Core => "core",
+            Side::Cube => "AIC",
+            Side::Vector => "AIV",
+        }
+    }
+
+    /// The position in [`Side::ALL`].
+    pub const fn index(self) -> usize {
+        match self {
+            Side::Core => 0,
+            Side::Cube => 1,
+            Side::Vector => 2,
+        }
+    }
+}
+
+/// One pipe occupation of an instruction on one side of the AI core.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Part {
+    /// The core it runs on.
+    pub side: Side,
+    /// Its pipe, cycles and bytes.
+    pub cost: InstCost,
+}
+
+/// Where an instruction runs and what it costs there ([`CostModel::placement`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Placement {
+    /// One pipe occupation on one side.
+    On(Part),
+    /// A tile handed from one side of a split core to the other through GM: the writer's
+    /// store to GM, then (after the cross-core flag) the reader's load back.
+    HandOff {
+        /// The store to GM, on the side that holds the source tile.
+        write: Part,
+        /// The load back, on the side that holds the destination tile.
+        read: Part,
+    },
+    /// A store done by the move before it (a split core's FIXP L0C -> GM): no work of its
+    /// own.
+    Fused,
+}
+
+impl Placement {
+    /// The pipe occupations, in order: one, or a hand-off's write and read.
+    pub fn parts(&self) -> impl Iterator<Item = Part> + use<> {
+        let (first, second) = match *self {
+            Placement::On(part) => (Some(part), None),
+            Placement::HandOff { write, read } => (Some(write), Some(read)),
+            Placement::Fused => (None, None),
+        };
+        first.into_iter().chain(second)
+    }
+
+    /// The bytes a hand-off writes to GM (and reads back); 0 for anything else.
+    pub fn handoff_bytes(&self) -> u64 {
+        match self {
+            Placement::On(_) | Placement::Fused => 0,
+            Placement::HandOff { write, .. } => write.cost.bytes,
+        }
+    }
+}
+
+/// The sides whose instructions are in `body` (loop bodies included), by [`Side::index`],
+/// on a profile whose cores are arranged as `arrangement`.
+pub fn sides_in(program: &Program, body: &[Inst], arrangement: CubeVector) -> [bool; 3] {
+    let mut sides = [false; 3];
+    fn walk(program: &Program, body: &[Inst], arrangement: CubeVector, sides: &mut [bool; 3]) {
+        for inst in body {
+            if let Inst::Loop { body, .. } = inst {
+                walk(program, body, arrangement, sides);
+                continue;
+            }
+            match side_of(program, inst, arrangement) {
+                Some(side) => sides[side.index()] = true,
+                None => {
+                    sides[Side::Cube.index()] = true;
+                    sides[Side::Vector.index()] = true;
+                }
+            }
+        }
+    }
+    walk(program, body, arrangement, &mut sides);
+    sides
+}
+
+/// The side that runs `inst` (not a loop) on `arrangement`, or `None` for a hand-off
+/// between the sides of a split core.
+fn side_of(program: &Program, inst: &Inst, arrangement: CubeVector) -> Option<Side> {
+    if arrangement == CubeVector::Coupled {
+        return Some(Side::Core);
+    }
+    let level = |t: &TileId| program.tile(*t).map(|ty| ty.level);
+    Some(match inst {
+        Inst::Load { dst, .. } => match level(dst) {
+            Some(MemLevel::Ub) => Side::Vector,
+            _ => Side::Cube,
+        },
+        Inst::Store { src, .. } => match level(src) {
+            Some(MemLevel::Ub) => Side::Vector,
+            _ => Side::Cube,
+        },
+        Inst::Move { dst, src } => match (level(src), level(dst)) {
+            (Some(MemLevel::L0C), Some(MemLevel::Ub))
+            | (Some(MemLevel::Ub), Some(MemLevel::L1)) => {
+                return None;
+            }
+            (Some(MemLevel::Ub), _) | (_, Some(MemLevel::Ub)) => Side::Vector,
+            _ => Side::Cube,
+        },
+        Inst::Extract { .. } | Inst::Matmul { .. } | Inst::Loop { .. } => Side::Cube,
+        Inst::Full { .. }
+        | Inst::Iota { .. }
+        | Inst::Unary { .. }
+        | Inst::Binary { .. }
+        | Inst::Compare { .. }
+        | Inst::Select { .. }
+        | Inst::Cast { .. }
+        | Inst::Reduce { .. } => Side::Vector,
+    })
 }
 
 /// The cores that run block programs of a grid of `grid`: `min(ai_cores, grid)`, at
@@ -171,12 +335,49 @@ pub fn input_traffic(program: &Program) -> (u64, u64) {
 /// assert_eq!(model.issue_cycles(), kirin.issue_cycles);
 /// assert_eq!(model.l2_hit_share(), 0.0);
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CostModel<'a> {
     profile: &'a DeviceProfile,
     gm_bytes_per_cycle: f64,
     l2_bytes_per_cycle: f64,
+    l2_write_bytes_per_cycle: f64,
     l2_hits: f64,
+    /// On a split core, the UB tiles moved out of L0C whose only reader is a store.
+    stored_from_l0c: std::collections::BTreeSet<TileId>,
+}
+
+/// The UB tiles of `program` defined by a move from L0C and read by exactly one
+/// instruction, a store (loop `init` / `yields` count as reads).
+fn stored_from_l0c(program: &Program) -> std::collections::BTreeSet<TileId> {
+    fn walk(
+        program: &Program,
+        body: &[Inst],
+        moved: &mut std::collections::BTreeSet<TileId>,
+        reads: &mut BTreeMap<TileId, (usize, bool)>,
+    ) {
+        for inst in body {
+            if let Inst::Loop { body, .. } = inst {
+                walk(program, body, moved, reads);
+            }
+            if let Inst::Move { dst, src } = inst {
+                let level = |t: &TileId| program.tile(*t).map(|ty| ty.level);
+                if level(src) == Some(MemLevel::L0C) && level(dst) == Some(MemLevel::Ub) {
+                    moved.insert(*dst);
+                }
+            }
+            let store = matches!(inst, Inst::Store { .. });
+            for tile in inst.uses() {
+                let entry = reads.entry(tile).or_insert((0, true));
+                entry.0 += 1;
+                entry.1 &= store;
+            }
+        }
+    }
+    let mut moved = std::collections::BTreeSet::new();
+    let mut reads = BTreeMap::new();
+    walk(program, &program.body, &mut moved, &mut reads);
+    moved.retain(|t| reads.get(t) == Some(&(1, true)));
+    moved
 }
 
 impl<'a> CostModel<'a> {
@@ -188,7 +389,12 @@ impl<'a> CostModel<'a> {
             profile,
             gm_bytes_per_cycle: profile.memory_bandwidth / profile.clock_hz / cores,
             l2_bytes_per_cycle: profile.l2.bandwidth / profile.clock_hz / cores,
+            l2_write_bytes_per_cycle: profile.l2.write_bandwidth / profile.clock_hz / cores,
             l2_hits: l2_hit_share(profile, loaded, distinct),
+            stored_from_l0c: match profile.cube_vector {
+                CubeVector::Split => stored_from_l0c(program),
+                CubeVector::Coupled => std::collections::BTreeSet::new(),
+            },
         }
     }
 
@@ -207,6 +413,111 @@ impl<'a> CostModel<'a> {
         } else {
             miss
         }
+    }
+
+    /// Cycles per byte of a hand-off's read back on a path of `rate` bytes per cycle: an
+    /// L2 hit (at the L2 share), or at the GM share on a profile without L2.
+    fn handoff_read_cycles_per_byte(&self, rate: f64) -> f64 {
+        if self.profile.l2.capacity > 0 {
+            1.0 / rate.min(self.l2_bytes_per_cycle)
+        } else {
+            1.0 / rate.min(self.gm_bytes_per_cycle)
+        }
+    }
+
+    /// Cycles per byte of a hand-off's write on a path of `rate` bytes per cycle: at the
+    /// L2 write share, or the GM share on a profile without an L2 write bandwidth.
+    fn handoff_write_cycles_per_byte(&self, rate: f64) -> f64 {
+        if self.profile.l2.capacity > 0 && self.l2_write_bytes_per_cycle > 0.0 {
+            1.0 / rate.min(self.l2_write_bytes_per_cycle)
+        } else {
+            1.0 / rate.min(self.gm_bytes_per_cycle)
+        }
+    }
+
+    /// Where `inst` (not a loop) runs and what it costs there: [`Placement::On`] the
+    /// one side that runs it with [`CostModel::inst`]'s cost, or on a split core a
+    /// [`Placement::HandOff`] for a move L0C -> UB or UB -> L1, and for a move L0C -> UB
+    /// whose tile only a store reads, the move as a store from L0C and the store
+    /// [`Placement::Fused`] (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`CostModel::inst`]'s.
+    pub fn placement(&self, program: &Program, inst: &Inst) -> Result<Placement, CostError> {
+        let cost = self.inst(program, inst)?;
+        let declared = program.tiles.len();
+        let ty = |t: TileId| {
+            program
+                .tile(t)
+                .ok_or(CostError::UndeclaredTile { tile: t, declared })
+        };
+        let p = self.profile;
+        let rates = &p.copy_bytes_per_cycle;
+        match inst {
+            Inst::Store { src, .. } if self.stored_from_l0c.contains(src) => {
+                return Ok(Placement::Fused);
+            }
+            Inst::Move { dst, .. } if self.stored_from_l0c.contains(dst) => {
+                let bytes = ty(*dst)?.bytes();
+                let rate = rates.l0c_out.min(self.gm_bytes_per_cycle);
+                return Ok(Placement::On(Part {
+                    side: Side::Cube,
+                    cost: InstCost {
+                        pipe: Pipe::Fixp,
+                        cycles: p.copy_latency_cycles + bytes as f64 / rate,
+                        bytes: bytes as u64,
+                    },
+                }));
+            }
+            _ => {}
+        }
+        if let Some(side) = side_of(program, inst, self.profile.cube_vector) {
+            return Ok(Placement::On(Part { side, cost }));
+        }
+        let Inst::Move { dst, src } = inst else {
+            unreachable!("only moves are hand-offs")
+        };
+        let (s, d) = (ty(*src)?, ty(*dst)?);
+        let bytes = d.bytes();
+        let (write_side, write_pipe, write_rate, read_side, read_rate) = match s.level {
+            MemLevel::L0C => (
+                Side::Cube,
+                Pipe::Fixp,
+                rates.l0c_out,
+                Side::Vector,
+                rates.gm_to_ub,
+            ),
+            _ => (
+                Side::Vector,
+                Pipe::Mte3,
+                rates.ub_to_gm,
+                Side::Cube,
+                rates.gm_to_l1,
+            ),
+        };
+        let write = InstCost {
+            pipe: write_pipe,
+            cycles: p.copy_latency_cycles
+                + bytes as f64 * self.handoff_write_cycles_per_byte(write_rate),
+            bytes: bytes as u64,
+        };
+        let read = InstCost {
+            pipe: Pipe::Mte2,
+            cycles: p.copy_latency_cycles
+                + bytes as f64 * self.handoff_read_cycles_per_byte(read_rate),
+            bytes: bytes as u64,
+        };
+        Ok(Placement::HandOff {
+            write: Part {
+                side: write_side,
+                cost: write,
+            },
+            read: Part {
+                side: read_side,
+                cost: read,
+            },
+        })
     }
 
     /// The device profile.
@@ -332,8 +643,9 @@ impl<'a> CostModel<'a> {
 
     /// The busy cycles of each pipe in one run of `body` (one block program for
     /// `program.body`): every instruction's cycles on its pipe, its issue on S, and every
-    /// loop iteration's overhead on S, loop bodies counted once per iteration. Only the
-    /// pipes with work appear.
+    /// loop iteration's overhead on S, loop bodies counted once per iteration; on a split
+    /// core summed over the cube and the vector side (see [`CostModel::busy_by_side`]).
+    /// Only the pipes with work appear.
     ///
     /// Busy cycles do not depend on the order instructions run in, so any schedule of the
     /// body (the simulator's included) keeps each pipe busy exactly this long.
@@ -343,8 +655,47 @@ impl<'a> CostModel<'a> {
     /// The first instruction [`CostModel::inst`] cannot time.
     pub fn busy(&self, program: &Program, body: &[Inst]) -> Result<BTreeMap<Pipe, f64>, CostError> {
         let mut busy = BTreeMap::new();
+        for ((_, pipe), cycles) in self.busy_by_side(program, body)? {
+            *busy.entry(pipe).or_insert(0.0) += cycles;
+        }
+        Ok(busy)
+    }
+
+    /// [`CostModel::busy`] per side of the AI core: each part of an instruction
+    /// ([`CostModel::placement`]) on its side's pipe, its issue on that side's S, and each
+    /// loop iteration's overhead on the S of every side with instructions in the loop (on a
+    /// split core each side runs its own loop; a loop with no instructions charges the cube
+    /// side).
+    ///
+    /// # Errors
+    ///
+    /// The first instruction [`CostModel::inst`] cannot time.
+    pub fn busy_by_side(
+        &self,
+        program: &Program,
+        body: &[Inst],
+    ) -> Result<BTreeMap<(Side, Pipe), f64>, CostError> {
+        let mut busy = BTreeMap::new();
         self.add_busy(program, body, 1.0, &mut busy)?;
         Ok(busy)
+    }
+
+    /// The sides that run a loop's iterations: every side with instructions in `body` (the
+    /// one core when coupled; the cube side for an empty loop on a split core).
+    pub fn loop_sides(&self, program: &Program, body: &[Inst]) -> Vec<Side> {
+        if self.profile.cube_vector == CubeVector::Coupled {
+            return vec![Side::Core];
+        }
+        let present = sides_in(program, body, self.profile.cube_vector);
+        let sides: Vec<Side> = Side::ALL
+            .into_iter()
+            .filter(|s| present[s.index()])
+            .collect();
+        if sides.is_empty() {
+            vec![Side::Cube]
+        } else {
+            sides
+        }
     }
 
     fn add_busy(
@@ -352,17 +703,22 @@ impl<'a> CostModel<'a> {
         program: &Program,
         body: &[Inst],
         trips: f64,
-        into: &mut BTreeMap<Pipe, f64>,
+        into: &mut BTreeMap<(Side, Pipe), f64>,
     ) -> Result<(), CostError> {
         for inst in body {
             if let Inst::Loop { count, body, .. } = inst {
                 let count = *count as f64;
-                *into.entry(Pipe::S).or_insert(0.0) += trips * count * self.loop_overhead_cycles();
+                for side in self.loop_sides(program, body) {
+                    *into.entry((side, Pipe::S)).or_insert(0.0) +=
+                        trips * count * self.loop_overhead_cycles();
+                }
                 self.add_busy(program, body, trips * count, into)?;
             } else {
-                let cost = self.inst(program, inst)?;
-                *into.entry(Pipe::S).or_insert(0.0) += trips * self.issue_cycles();
-                *into.entry(cost.pipe).or_insert(0.0) += trips * cost.cycles;
+                for part in self.placement(program, inst)?.parts() {
+                    *into.entry((part.side, Pipe::S)).or_insert(0.0) += trips * self.issue_cycles();
+                    *into.entry((part.side, part.cost.pipe)).or_insert(0.0) +=
+                        trips * part.cost.cycles;
+                }
             }
         }
         Ok(())

@@ -1,0 +1,367 @@
+//! The split cube / vector cores of a `split` profile (Ascend 910B): hand-offs through GM,
+//! their cost and ordering, against a coupled copy of the same profile.
+
+mod common;
+
+use common::*;
+use pto_backends::sim::schedule::{self, PipeEvent, Timeline};
+use pto_backends::sim::{SimOptions, Simulator, memory};
+use pto_op::kernel::ValidProgram;
+use pto_op::kernel::cost::Side;
+use pto_op::kernel::ir::*;
+use pto_op::{CubeVector, DType, DeviceProfile, Tensor};
+
+fn split() -> DeviceProfile {
+    let p = DeviceProfile::builtin("ascend910b").expect("built-in profile");
+    assert_eq!(p.cube_vector, CubeVector::Split);
+    p
+}
+
+fn coupled() -> DeviceProfile {
+    let mut p = split();
+    p.cube_vector = CubeVector::Coupled;
+    p
+}
+
+fn timeline(program: &ValidProgram, profile: &DeviceProfile) -> Timeline {
+    let plan = memory::plan(program, profile, true).expect("fits");
+    schedule::schedule(program, profile, &plan, 1_000_000).expect("schedules")
+}
+
+fn busy(t: &Timeline, pipe: Pipe) -> f64 {
+    t.busy.get(&pipe).copied().unwrap_or(0.0)
+}
+
+fn end(e: &PipeEvent) -> f64 {
+    e.start + e.duration
+}
+
+/// The attention-like program of `common` (per iteration: S = Q K^T moved L0C -> UB, the
+/// softmax on the vector unit, P moved UB -> L1 for P V, P V moved L0C -> UB and added to
+/// the accumulator): three hand-offs per iteration on a split core, each costing exactly
+/// a write on one side and a read on the other, the read after the write.
+#[test]
+fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write() {
+    let (grid, seq) = (2, 1024);
+    let iterations = seq / 128;
+    let program = attention(grid, seq);
+    let (s, c) = (timeline(&program, &split()), timeline(&program, &coupled()));
+
+    // The costs of the hand-offs, from the profile's numbers (2 cores in use share GM / L2).
+    let p = split();
+    let cores = grid as f64;
+    let gm = p.memory_bandwidth / p.clock_hz / cores;
+    let l2_read = p.l2.bandwidth / p.clock_hz / cores;
+    let l2_write = p.l2.write_bandwidth / p.clock_hz / cores;
+    let r = p.copy_bytes_per_cycle;
+    let lat = p.copy_latency_cycles;
+    let (s_f32, s_f16, p_f16, pv_f32): (f64, f64, f64, f64) = (
+        64.0 * 128.0 * 4.0,
+        64.0 * 128.0 * 2.0,
+        64.0 * 128.0 * 2.0,
+        64.0 * 64.0 * 4.0,
+    );
+    assert!(
+        gm > r.l0c_out && l2_write > r.l0c_out,
+        "the paths, not the shares, bind here"
+    );
+    // Coupled: on-core moves L0C -> UB (FIXP, the larger of source and destination) and
+    // UB -> L1 (MTE3).
+    let coupled_fixp = (lat + s_f32.max(s_f16) / r.l0c_out) + (lat + pv_f32 / r.l0c_out);
+    let coupled_mte3 = lat + p_f16 / r.ub_to_l1;
+    // Split: FIXP L0C -> GM of the converted tile, MTE3 UB -> GM, and three reads back.
+    let split_fixp =
+        (lat + s_f16 / r.l0c_out.min(l2_write)) + (lat + pv_f32 / r.l0c_out.min(l2_write));
+    let split_mte3 = lat + p_f16 / r.ub_to_gm.min(l2_write);
+    let reads = (lat + s_f16 / r.gm_to_ub.min(l2_read))
+        + (lat + p_f16 / r.gm_to_l1.min(l2_read))
+        + (lat + pv_f32 / r.gm_to_ub.min(l2_read));
+    let n = iterations as f64;
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * a.abs().max(1.0);
+    assert!(close(
+        busy(&s, Pipe::Fixp) - busy(&c, Pipe::Fixp),
+        n * (split_fixp - coupled_fixp)
+    ));
+    assert!(close(
+        busy(&s, Pipe::Mte3) - busy(&c, Pipe::Mte3),
+        n * (split_mte3 - coupled_mte3)
+    ));
+    assert!(close(
+        busy(&s, Pipe::Mte2) - busy(&c, Pipe::Mte2),
+        n * reads
+    ));
+    // Issue: one more slot per hand-off (both sides issue it); loop overhead on both
+    // sides' scalar units.
+    assert!(close(
+        busy(&s, Pipe::S) - busy(&c, Pipe::S),
+        n * (3.0 * p.issue_cycles + p.loop_overhead_cycles)
+    ));
+    for pipe in [Pipe::M, Pipe::V, Pipe::Mte1] {
+        assert!(close(busy(&s, pipe), busy(&c, pipe)), "{pipe}");
+    }
+
+    // Bytes handed off: the destination tiles, every iteration, per block program.
+    assert_eq!(
+        s.handoff_bytes,
+        iterations as u64 * (s_f16 + p_f16 + pv_f32) as u64
+    );
+    assert_eq!(c.handoff_bytes, 0);
+    let report = Simulator::new(split(), SimOptions::default())
+        .time(&program)
+        .unwrap();
+    assert_eq!(report.handoff_bytes, grid as u64 * s.handoff_bytes);
+    assert_eq!(report.cube_vector, CubeVector::Split);
+    assert!(
+        report.to_string().contains("bytes handed off through GM"),
+        "{report}"
+    );
+
+    // Each write is followed by its read on the other side, which starts after the write.
+    let writes: Vec<usize> = (0..s.events.len())
+        .filter(|&i| s.events[i].name.ends_with("(to GM)"))
+        .collect();
+    assert_eq!(writes.len(), 3 * iterations);
+    for &i in &writes {
+        let (w, r) = (&s.events[i], &s.events[i + 1]);
+        assert!(r.name.ends_with("(from GM)"), "{} then {}", w.name, r.name);
+        assert_eq!(r.pipe, Pipe::Mte2);
+        match w.pipe {
+            Pipe::Fixp => assert_eq!((w.side, r.side), (Side::Cube, Side::Vector)),
+            Pipe::Mte3 => assert_eq!((w.side, r.side), (Side::Vector, Side::Cube)),
+            other => panic!("a hand-off written by {other}"),
+        }
+        assert!(
+            r.start >= end(w),
+            "{}: read at {} before the write ends at {}",
+            r.name,
+            r.start,
+            end(w)
+        );
+    }
+    // The vector cores' softmax of each iteration (its row max) waits for the scores
+    // the cube core wrote: the k-th reduce starts after the k-th FIXP write's read.
+    let score_reads: Vec<&PipeEvent> = writes
+        .iter()
+        .map(|&i| &s.events[i + 1])
+        .filter(|e| e.side == Side::Vector && e.shape == vec![64, 128])
+        .collect();
+    let reduces: Vec<&PipeEvent> = s
+        .events
+        .iter()
+        .filter(|e| e.name.starts_with("reduce"))
+        .collect();
+    assert_eq!((score_reads.len(), reduces.len()), (iterations, iterations));
+    for (read, reduce) in score_reads.iter().zip(&reduces) {
+        assert_eq!(reduce.side, Side::Vector);
+        assert!(reduce.start >= end(read));
+    }
+    // No event of the coupled run is a hand-off, and all run on the one core.
+    assert!(
+        c.events
+            .iter()
+            .all(|e| e.side == Side::Core && !e.name.contains("GM)"))
+    );
+
+    // Same outputs either way: the split changes time only.
+    let [q, k, v] = [
+        Tensor::random([64 * grid, 64], DType::F16, 1),
+        Tensor::random([seq, 64], DType::F16, 2),
+        Tensor::random([seq, 64], DType::F16, 3),
+    ];
+    let options = SimOptions {
+        trace: true,
+        ..SimOptions::default()
+    };
+    let run_s = Simulator::new(split(), options)
+        .run(&program, &[&q, &k, &v])
+        .unwrap();
+    let run_c = Simulator::new(coupled(), options)
+        .run(&program, &[&q, &k, &v])
+        .unwrap();
+    assert_eq!(run_s.outputs, run_c.outputs);
+    // The trace has the cube core's and the vector cores' lanes.
+    let json = serde_json::to_string(&run_s.trace.unwrap()).unwrap();
+    for lane in ["AIC FIXP", "AIV MTE2", "AIC MTE2", "AIV VECTOR"] {
+        assert!(json.contains(lane), "{lane}");
+    }
+    assert!(
+        !serde_json::to_string(&run_c.trace.unwrap())
+            .unwrap()
+            .contains("AIV")
+    );
+}
+
+/// A program with only vector work, and a matmul stored straight from L0C, time exactly
+/// alike on the split profile and its coupled copy: no hand-off, one side busy.
+#[test]
+fn programs_without_hand_offs_time_identically_split_or_coupled() {
+    // Pure vector: y = exp(x) * 2 over 8 row blocks.
+    let mut b = Builder::new("test.vector", 4);
+    let x = b.input("x", &[4 * 8 * 64, 512], DType::F16);
+    let y = b.output("y", &[4 * 8 * 64, 512], DType::F16);
+    let t = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let e = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let z = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let i = b.var();
+    let row = Index::Add(
+        Box::new(mul(Index::ProgramId, c(8 * 64))),
+        Box::new(mul(Index::Var(i), c(64))),
+    );
+    b.push(Inst::Loop {
+        var: i,
+        count: 8,
+        init: vec![],
+        params: vec![],
+        body: vec![
+            load(t, x, vec![row.clone(), c(0)], 0.0),
+            Inst::Unary {
+                dst: e,
+                op: UnaryOp::Exp,
+                src: t,
+            },
+            binary(z, BinaryOp::Mul, tile(e), scalar(2.0)),
+            store(y, vec![row, c(0)], z),
+        ],
+        yields: vec![],
+        results: vec![],
+    });
+    let vector = b.finish();
+
+    // A matmul stored from L0C (f32 out): y = a @ b, 4 K-steps accumulated in L0C.
+    let mut b = Builder::new("test.cube", 2);
+    let a = b.input("a", &[2 * 128, 4 * 64], DType::F16);
+    let w = b.input("w", &[4 * 64, 128], DType::F16);
+    let y = b.output("y", &[2 * 128, 128], DType::F32);
+    let a1 = b.tile(&[128, 64], DType::F16, MemLevel::L1);
+    let w1 = b.tile(&[64, 128], DType::F16, MemLevel::L1);
+    let a0 = b.tile(&[128, 64], DType::F16, MemLevel::L0A);
+    let w0 = b.tile(&[64, 128], DType::F16, MemLevel::L0B);
+    let zero = b.tile(&[128, 128], DType::F32, MemLevel::L0C);
+    let acc = b.tile(&[128, 128], DType::F32, MemLevel::L0C);
+    let next = b.tile(&[128, 128], DType::F32, MemLevel::L0C);
+    let out = b.tile(&[128, 128], DType::F32, MemLevel::L0C);
+    let k = b.var();
+    let r0 = mul(Index::ProgramId, c(128));
+    let k0 = mul(Index::Var(k), c(64));
+    b.push(load(a1, a, vec![r0.clone(), c(0)], 0.0));
+    b.push(load(w1, w, vec![c(0), c(0)], 0.0));
+    b.push(Inst::Move { dst: a0, src: a1 });
+    b.push(Inst::Move { dst: w0, src: w1 });
+    b.push(Inst::Matmul {
+        dst: zero,
+        a: a0,
+        b: w0,
+        acc: None,
+        transpose_b: false,
+    });
+    let a1b = b.tile(&[128, 64], DType::F16, MemLevel::L1);
+    let w1b = b.tile(&[64, 128], DType::F16, MemLevel::L1);
+    let a0b = b.tile(&[128, 64], DType::F16, MemLevel::L0A);
+    let w0b = b.tile(&[64, 128], DType::F16, MemLevel::L0B);
+    b.push(Inst::Loop {
+        var: k,
+        count: 3,
+        init: vec![zero],
+        params: vec![acc],
+        body: vec![
+            load(
+                a1b,
+                a,
+                vec![
+                    r0.clone(),
+                    Index::Add(Box::new(k0.clone()), Box::new(c(64))),
+                ],
+                0.0,
+            ),
+            load(
+                w1b,
+                w,
+                vec![Index::Add(Box::new(k0), Box::new(c(64))), c(0)],
+                0.0,
+            ),
+            Inst::Move { dst: a0b, src: a1b },
+            Inst::Move { dst: w0b, src: w1b },
+            Inst::Matmul {
+                dst: next,
+                a: a0b,
+                b: w0b,
+                acc: Some(acc),
+                transpose_b: false,
+            },
+        ],
+        yields: vec![next],
+        results: vec![out],
+    });
+    b.push(store(y, vec![r0, c(0)], out));
+    let cube = b.finish();
+
+    for (program, side) in [(&vector, Side::Vector), (&cube, Side::Cube)] {
+        let (s, c) = (timeline(program, &split()), timeline(program, &coupled()));
+        assert_eq!(s.cycles, c.cycles, "{}", program.op);
+        assert_eq!(s.busy, c.busy, "{}", program.op);
+        assert_eq!((s.handoff_bytes, c.handoff_bytes), (0, 0));
+        assert_eq!(s.events.len(), c.events.len());
+        for (es, ec) in s.events.iter().zip(&c.events) {
+            assert_eq!((es.side, ec.side), (side, Side::Core), "{}", es.name);
+            assert_eq!(
+                (es.pipe, es.start, es.duration, &es.name),
+                (ec.pipe, ec.start, ec.duration, &ec.name)
+            );
+        }
+        let rs = Simulator::new(split(), SimOptions::default())
+            .time(program)
+            .unwrap();
+        let rc = Simulator::new(coupled(), SimOptions::default())
+            .time(program)
+            .unwrap();
+        assert_eq!(
+            (rs.cycles, rs.bound, &rs.per_pipe_busy),
+            (rc.cycles, rc.bound, &rc.per_pipe_busy)
+        );
+    }
+}
+
+/// A matmul's result moved to UB only to be stored (as `std.matmul` converts its f32
+/// accumulator to the output dtype) is one FIXP store from L0C on a split core: no
+/// hand-off, and the store costs nothing more.
+#[test]
+fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
+    let mut b = Builder::new("test.matmul_f16", 1);
+    let a = b.input("a", &[128, 64], DType::F16);
+    let w = b.input("w", &[64, 128], DType::F16);
+    let y = b.output("y", &[128, 128], DType::F16);
+    let a1 = b.tile(&[128, 64], DType::F16, MemLevel::L1);
+    let w1 = b.tile(&[64, 128], DType::F16, MemLevel::L1);
+    let a0 = b.tile(&[128, 64], DType::F16, MemLevel::L0A);
+    let w0 = b.tile(&[64, 128], DType::F16, MemLevel::L0B);
+    let acc = b.tile(&[128, 128], DType::F32, MemLevel::L0C);
+    let out = b.tile(&[128, 128], DType::F16, MemLevel::Ub);
+    b.push(load(a1, a, vec![c(0), c(0)], 0.0));
+    b.push(load(w1, w, vec![c(0), c(0)], 0.0));
+    b.push(Inst::Move { dst: a0, src: a1 });
+    b.push(Inst::Move { dst: w0, src: w1 });
+    b.push(Inst::Matmul {
+        dst: acc,
+        a: a0,
+        b: w0,
+        acc: None,
+        transpose_b: false,
+    });
+    b.push(Inst::Move { dst: out, src: acc });
+    b.push(store(y, vec![c(0), c(0)], out));
+    let program = b.finish();
+    let (s, c) = (timeline(&program, &split()), timeline(&program, &coupled()));
+    assert_eq!(s.handoff_bytes, 0);
+    let p = split();
+    let gm = p.memory_bandwidth / p.clock_hz;
+    let fixp =
+        p.copy_latency_cycles + (128.0 * 128.0 * 2.0) / p.copy_bytes_per_cycle.l0c_out.min(gm);
+    assert_eq!(busy(&s, Pipe::Fixp), fixp);
+    assert_eq!(busy(&s, Pipe::Mte3), 0.0);
+    assert!(busy(&c, Pipe::Mte3) > 0.0, "coupled: the store from UB");
+    let last = s.events.last().unwrap();
+    assert_eq!(
+        (last.side, last.pipe, last.name.as_str()),
+        (Side::Cube, Pipe::Fixp, "move %5")
+    );
+}
