@@ -181,24 +181,26 @@ pub mod flash_attention {
         let acc_bytes = kernel
             .buffer_capacity(MemLevel::Ub)
             .map_or(ACC_BYTES, |ub| ub as usize / ACC_SHARE.1 * ACC_SHARE.0);
-        let rows_for_ub =
+        // The rows one vector core's UB holds; a block program's rows are shared by the
+        // vector cores of a split core (two on ascend910b: the public kernel's 128 queries
+        // per cube core, 64 on each vector core), each with its own UB.
+        let vector_cores = kernel.vector_cores();
+        let rows_per_core =
             (acc_bytes / (d_tile * DType::F32.size_bytes()) / FRACTAL * FRACTAL).max(FRACTAL);
         let bytes = q.dtype().size_bytes();
         let l0 = |level| kernel.buffer_capacity(level).unwrap_or(PORTABLE_L0) as usize;
+        let bq = tile_dim(vector_cores * BLOCK_Q.min(rows_per_core), s_q);
         // 128 keys per step when a K (or V) block fits L0B twice (double-buffered) and the
-        // f32 score block is no larger than the accumulator's share of UB, else 64.
-        let bq_full = tile_dim(BLOCK_Q.min(rows_for_ub), s_q);
+        // f32 score block of one vector core's rows is no larger than the accumulator's
+        // share of its UB, else 64.
         let block_kv = if 2 * BLOCK_KV * d_tile * bytes <= l0(MemLevel::L0B)
-            && bq_full * BLOCK_KV * DType::F32.size_bytes() <= acc_bytes
+            && bq.div_ceil(vector_cores) * BLOCK_KV * DType::F32.size_bytes() <= acc_bytes
         {
             BLOCK_KV
         } else {
             BLOCK_KV / 2
         };
-        let (bq, bk) = (
-            tile_dim(BLOCK_Q.min(rows_for_ub), s_q),
-            tile_dim(block_kv, s_kv),
-        );
+        let bk = tile_dim(block_kv, s_kv);
         // q stays resident in L0A across the key blocks when it fits there next to two
         // probability blocks, as the public Ascend kernel keeps its left tile stationary.
         let resident_q = bq * (d_tile + 2 * bk) * bytes <= l0(MemLevel::L0A);
@@ -210,10 +212,32 @@ pub mod flash_attention {
         let q_tile = kernel.load_l1(q, (q0, 0), [bq, d_tile])?;
         let q_tile = if resident_q { q_tile.to_l0a() } else { q_tile };
 
+        // Keys go in logical tiles of `subs` cube sub-tiles of `bk`, as the public Ascend
+        // kernel's 256-key `TILE_S1` of two 128-key `CUBE_S1` sub-tiles: the online softmax
+        // rescales once per logical tile, and the sub-tiles' P @ V accumulate in L0C, so
+        // one partial output leaves the cube per logical tile. Two sub-tiles when the
+        // device gives 128-key sub-tiles and UB holds the peak of a logical tile (the
+        // second sub-tile's scores, the first's difference and probabilities, the
+        // accumulator and one more tile of its size); else one, as before.
+        let f32_bytes = DType::F32.size_bytes();
+        let subs = match kernel.buffer_capacity(MemLevel::Ub) {
+            Some(ub)
+                if bk == BLOCK_KV
+                    && s_kv > bk
+                    && 3 * bq * bk * f32_bytes + 2 * bq * d_tile * f32_bytes
+                        <= vector_cores * ub as usize =>
+            {
+                2
+            }
+            _ => 1,
+        };
+        let tile_keys = subs * bk;
+        let tiles = s_kv.div_ceil(tile_keys);
+
         // The last key each row may see: its own index when causal, and never a padding
         // key beyond s_kv. Keys at or below it are kept.
         let last_key = s_kv.saturating_sub(1) as f64;
-        let limit = match (p.causal, s_kv % bk != 0) {
+        let limit = match (p.causal, s_kv % tile_keys != 0) {
             (true, _) => Some(kernel.iota([bq, 1], 0, q0, DType::F32).min(last_key)),
             (false, true) => Some(kernel.full([bq, 1], DType::F32, last_key)),
             (false, false) => None,
@@ -224,28 +248,50 @@ pub mod flash_attention {
             kernel.full([bq, 1], DType::F32, 0.0),
             kernel.full([bq, d_tile], DType::F32, 0.0),
         ];
-        let last = kernel.fold(s_kv.div_ceil(bk), &init, |kernel, block, carried| {
+        let last = kernel.fold(tiles, &init, |kernel, tile, carried| {
             let [max, sum, acc] = carried else {
                 return Err(OpError::invalid("the fold carries (max, sum, acc)"));
             };
-            let kv0 = block * bk;
-            let k_tile = kernel.load_l1(k, (kv0, 0), [bk, d_tile])?;
-            let v_tile = kernel.load_l1(v, (kv0, 0), [bk, d_tile])?;
-            let mut scores = kernel
-                .matmul(&q_tile, &k_tile, None, true)?
-                .to_ub(DType::F32)
-                * scale;
-            if let Some(limit) = &limit {
-                let keys = kernel.iota([1, bk], 1, kv0, DType::F32);
-                scores = Tile::select(&keys.le(limit), &scores, MASKED);
+            // QK of every sub-tile, then the row maximum over the logical tile.
+            let mut scores = Vec::with_capacity(subs);
+            let mut values = Vec::with_capacity(subs);
+            for sub in 0..subs {
+                let kv0 = tile * tile_keys + sub * bk;
+                let k_tile = kernel.load_l1(k, (kv0, 0), [bk, d_tile])?;
+                values.push(kernel.load_l1(v, (kv0, 0), [bk, d_tile])?);
+                let mut block = kernel
+                    .matmul(&q_tile, &k_tile, None, true)?
+                    .to_ub(DType::F32)
+                    * scale;
+                if let Some(limit) = &limit {
+                    let keys = kernel.iota([1, bk], 1, kv0, DType::F32);
+                    block = Tile::select(&keys.le(limit), &block, MASKED);
+                }
+                scores.push(block);
             }
-            let new_max = max.max(scores.max_axis(-1));
-            let probs = (&scores - &new_max).exp();
+            let mut new_max = max.max(scores[0].max_axis(-1));
+            for block in &scores[1..] {
+                new_max = new_max.max(block.max_axis(-1));
+            }
+            // P of every sub-tile, the running sum, and P @ V accumulated over the
+            // sub-tiles in L0C (one instruction order for any number of sub-tiles, the
+            // one of a single 128-key step when there is one).
+            let probs: Vec<Tile> = scores
+                .iter()
+                .map(|block| (block - &new_max).exp())
+                .collect();
             let rescale = (max - &new_max).exp();
-            let new_sum = sum * &rescale + probs.sum(-1);
-            let probs_in = probs.cast(q.dtype()).to_l1();
-            let weighted = kernel
-                .matmul(&probs_in, &v_tile, None, false)?
+            let mut new_sum = sum * &rescale;
+            for p in &probs {
+                new_sum = new_sum + p.sum(-1);
+            }
+            let mut weighted: Option<Tile> = None;
+            for (p, v_tile) in probs.iter().zip(&values) {
+                let probs_in = p.cast(q.dtype()).to_l1();
+                weighted = Some(kernel.matmul(&probs_in, v_tile, weighted.as_ref(), false)?);
+            }
+            let weighted = weighted
+                .ok_or_else(|| OpError::invalid("a logical tile has at least one sub-tile"))?
                 .to_ub(DType::F32);
             Ok(vec![new_max, new_sum, acc * &rescale + weighted])
         })?;

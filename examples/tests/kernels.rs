@@ -123,8 +123,8 @@ fn a_tile_over_the_unified_buffer_names_buffer_bytes_and_limit() {
         ),
         "{text}"
     );
-    // The same kernel fits nowhere else either, but the Ascend 910B's larger buffer says so
-    // with its own limit.
+    // The same kernel fits nowhere else either, but the Ascend 910B says so with its own
+    // limit: a block program's UB there is its two vector cores' 184 KiB each.
     let err = huge_tile::run(
         &Sim::new(DeviceProfile::builtin("ascend910b").unwrap()),
         &x,
@@ -133,7 +133,7 @@ fn a_tile_over_the_unified_buffer_names_buffer_bytes_and_limit() {
     assert!(
         err.unwrap_err()
             .to_string()
-            .contains("limit of 188416 bytes")
+            .contains("limit of 376832 bytes")
     );
 }
 

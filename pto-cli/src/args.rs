@@ -147,9 +147,9 @@ pub(crate) enum Command {
         json: bool,
     },
     /// The tile simulator against public measurements of Ascend hardware (flash attention,
-    /// GEMM) on the ascend910b profile: per case measured and simulated time, their ratio,
-    /// the simulator's bound, and whether it is within 25%. Prints the Markdown table kept
-    /// in docs/fidelity.md.
+    /// GEMM) on the ascend910b profile (ascend910b2 for the 910B2 measurements): per case
+    /// measured and simulated time, their ratio, the simulator's bound, and whether it is
+    /// within 25%. Prints the Markdown table kept in docs/fidelity.md.
     Fidelity {
         /// Print JSON.
         #[arg(long)]

@@ -484,11 +484,27 @@ const CASES: [Measurement; 66] = [
 /// The device profile every case is simulated on.
 pub const DEVICE: &str = "ascend910b";
 
+/// The profile of the Ascend 910B2 measurements (the PyTorch demo's warm runs and the
+/// S0 = S1 table): the 910B1 profile at the 910B2's 1.8 GHz.
+pub const DEVICE_910B2: &str = "ascend910b2";
+
+/// The built-in profile a measurement is simulated on: [`DEVICE_910B2`] for the 910B2
+/// measurements, [`DEVICE`] for the others (the README's A2 / A3 runs and the GEMM's A3).
+fn device_of(source: &str) -> &'static str {
+    if source == FA_WARM_SOURCE || source == FA_910B2_SOURCE {
+        DEVICE_910B2
+    } else {
+        DEVICE
+    }
+}
+
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FidelityCase {
     /// The case.
     pub case: String,
+    /// The device profile it is simulated on.
+    pub device: String,
     /// The public file of the measurement.
     pub source: String,
     /// Cores used.
@@ -507,6 +523,9 @@ pub struct FidelityCase {
     pub bound: Pipe,
     /// Share of the simulated time the cube is busy.
     pub cube_utilisation: f64,
+    /// Bytes the simulated kernel hands between the cube and the vector cores through GM,
+    /// over all cores (each written and read back once).
+    pub handoff_bytes: u64,
 }
 
 impl FidelityCase {
@@ -525,17 +544,28 @@ pub struct FidelityReport {
     pub cases: Vec<FidelityCase>,
 }
 
-/// Simulates every public case on the built-in [`DEVICE`] profile.
+/// Simulates every public case on its built-in profile: [`DEVICE`], or [`DEVICE_910B2`]
+/// for the measurements made on an Ascend 910B2.
 ///
 /// # Errors
 ///
 /// [`CliError::Fidelity`] naming the case when its op is not linked, does not trace or
 /// does not simulate; [`CliError::Device`] if the profile does not load.
 pub fn report() -> Result<FidelityReport, CliError> {
-    let profile = DeviceProfile::builtin(DEVICE)?;
+    let (b1, b2) = (
+        DeviceProfile::builtin(DEVICE)?,
+        DeviceProfile::builtin(DEVICE_910B2)?,
+    );
     let cases = CASES
         .iter()
-        .map(|m| simulate(&profile, m))
+        .map(|m| {
+            let profile = if device_of(m.source) == DEVICE_910B2 {
+                &b2
+            } else {
+                &b1
+            };
+            simulate(profile, m)
+        })
         .collect::<Result<_, _>>()?;
     Ok(FidelityReport {
         device: DEVICE.to_owned(),
@@ -568,6 +598,7 @@ fn simulate(profile: &DeviceProfile, m: &Measurement) -> Result<FidelityCase, Cl
     let simulated_us = report.seconds * 1e6;
     Ok(FidelityCase {
         case: m.name.to_owned(),
+        device: profile.name.clone(),
         source: m.source.to_owned(),
         cores: m.cores,
         measured_us: m.micros,
@@ -577,6 +608,7 @@ fn simulate(profile: &DeviceProfile, m: &Measurement) -> Result<FidelityCase, Cl
         simulated_tflops: m.flops / simulated_us * 1e-6,
         bound: report.bound,
         cube_utilisation: report.utilisation(Pipe::M),
+        handoff_bytes: report.handoff_bytes,
     })
 }
 
@@ -585,15 +617,16 @@ impl fmt::Display for FidelityReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "| case | measured (us) | simulated (us) | sim / measured | measured TFLOPS | \
-             simulated TFLOPS | sim bound | sim cube busy | within 25% |"
+            "| case | profile | measured (us) | simulated (us) | sim / measured | measured TFLOPS | \
+             simulated TFLOPS | sim bound | sim cube busy | sim hand-off (MiB) | within 25% |"
         )?;
-        writeln!(f, "|---|---:|---:|---:|---:|---:|---|---:|---|")?;
+        writeln!(f, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|")?;
         for c in &self.cases {
             writeln!(
                 f,
-                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0}% | {} |",
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0}% | {:.0} | {} |",
                 c.case,
+                c.device,
                 c.measured_us,
                 c.simulated_us,
                 c.ratio,
@@ -601,6 +634,7 @@ impl fmt::Display for FidelityReport {
                 c.simulated_tflops,
                 c.bound,
                 c.cube_utilisation * 100.0,
+                c.handoff_bytes as f64 / f64::from(1 << 20),
                 if c.within_target() { "yes" } else { "**no**" }
             )?;
         }
@@ -608,7 +642,8 @@ impl fmt::Display for FidelityReport {
         writeln!(f)?;
         writeln!(
             f,
-            "{within} of {} cases within 25% on `{}`:",
+            "{within} of {} cases within 25% on `{}` (`{DEVICE_910B2}` for the 910B2 \
+             measurements):",
             self.cases.len(),
             self.device
         )?;

@@ -239,6 +239,11 @@ pub struct DeviceProfile {
     /// the file).
     #[serde(default)]
     pub cube_vector: CubeVector,
+    /// Vector cores per AI core (1 when absent from the file; 1 on a coupled core): on a
+    /// split core, the vector cores that share a block program's vector work, each with
+    /// its own UB of `buffers.ub` (see [`DeviceProfile::block_capacity`]).
+    #[serde(default = "one")]
+    pub vector_cores: u32,
     /// Core clock, in Hz.
     pub clock_hz: f64,
     /// Global memory bandwidth of the whole chip, in bytes per second.
@@ -275,6 +280,10 @@ pub struct DeviceProfile {
     /// picks for it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub calibration: BTreeMap<String, OpCalibration>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// An error of loading a device profile.
@@ -317,10 +326,14 @@ const MAX_MACS_PER_CYCLE: f64 = 1e8;
 /// The most cycles any fixed cost or per-repeat cost may take (real: 1 to a few hundred).
 const MAX_CYCLES: f64 = 1e9;
 
-const BUILTIN: [(&str, &str); 3] = [
+const BUILTIN: [(&str, &str); 4] = [
     (
         "ascend910b",
         include_str!("../data/devices/ascend910b.json"),
+    ),
+    (
+        "ascend910b2",
+        include_str!("../data/devices/ascend910b2.json"),
     ),
     ("kirin9030", include_str!("../data/devices/kirin9030.json")),
     ("kirinx90", include_str!("../data/devices/kirinx90.json")),
@@ -468,6 +481,21 @@ impl DeviceProfile {
         if self.ai_cores == 0 {
             return Err("`ai_cores` must be at least 1".to_owned());
         }
+        match (self.cube_vector, self.vector_cores) {
+            (_, 0) => return Err("`vector_cores` must be at least 1".to_owned()),
+            (CubeVector::Coupled, n) if n != 1 => {
+                return Err(format!(
+                    "`vector_cores` is {n}, but a coupled core (`cube_vector` \"coupled\") has \
+                     one vector unit: set 1, or `cube_vector` \"split\""
+                ));
+            }
+            (_, n) if f64::from(n) > MAX_CORES => {
+                return Err(format!(
+                    "`vector_cores` is {n}, more than the {MAX_CORES:e} cores any device has"
+                ));
+            }
+            _ => {}
+        }
         self.check_plausible()?;
         if let Some((dtype, v)) = self
             .cube_macs_per_cycle
@@ -595,6 +623,28 @@ impl DeviceProfile {
     pub fn capacity(&self, level: MemLevel) -> Option<u64> {
         self.buffers.get(level)
     }
+
+    /// The bytes of `level` one block program may use: [`DeviceProfile::capacity`], except
+    /// UB on a split core, where the block's vector work (and so its UB tiles) is shared by
+    /// the `vector_cores` vector cores, each with its own UB, as its vector rate
+    /// (`vector_bytes_per_repeat`) is theirs together.
+    ///
+    /// ```
+    /// use pto_op::DeviceProfile;
+    /// use pto_op::kernel::ir::MemLevel;
+    /// let a = DeviceProfile::builtin("ascend910b").unwrap();
+    /// assert_eq!(a.block_capacity(MemLevel::Ub), Some(2 * 184 * 1024));
+    /// assert_eq!(a.block_capacity(MemLevel::L1), a.capacity(MemLevel::L1));
+    /// let k = DeviceProfile::builtin("kirin9030").unwrap();
+    /// assert_eq!(k.block_capacity(MemLevel::Ub), k.capacity(MemLevel::Ub));
+    /// ```
+    pub fn block_capacity(&self, level: MemLevel) -> Option<u64> {
+        let bytes = self.capacity(level)?;
+        Some(match (level, self.cube_vector) {
+            (MemLevel::Ub, CubeVector::Split) => bytes.saturating_mul(u64::from(self.vector_cores)),
+            _ => bytes,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -654,6 +704,36 @@ mod tests {
         );
     }
 
+    /// The 910B2 is the 910B1 profile at the 910B2's clock (the vendor's flash-attention
+    /// cost model's SOC_SPECS), its bandwidths derived from the same per-cycle rates.
+    #[test]
+    fn ascend910b2_is_the_910b1_profile_at_1_8_ghz() {
+        let (b1, b2) = (
+            DeviceProfile::builtin("ascend910b").unwrap(),
+            DeviceProfile::builtin("ascend910b2").unwrap(),
+        );
+        assert_eq!((b2.ai_cores, b2.clock_hz, b2.vector_cores), (24, 1.8e9, 2));
+        assert!(b2.notes.iter().any(|n| n.contains("fa_cost_model.py")));
+        let per_core_cycle = |p: &DeviceProfile, bandwidth: f64| bandwidth / p.clock_hz / 24.0;
+        for (a, b) in [
+            (b1.memory_bandwidth, b2.memory_bandwidth),
+            (b1.l2.bandwidth, b2.l2.bandwidth),
+            (b1.l2.write_bandwidth, b2.l2.write_bandwidth),
+        ] {
+            assert!((per_core_cycle(&b1, a) - per_core_cycle(&b2, b)).abs() < 1e-9);
+        }
+        let same = DeviceProfile {
+            name: b1.name.clone(),
+            description: b1.description.clone(),
+            notes: b1.notes.clone(),
+            clock_hz: b1.clock_hz,
+            memory_bandwidth: b1.memory_bandwidth,
+            l2: b1.l2,
+            ..b2
+        };
+        assert_eq!(same, b1, "only the clock and what derives from it differ");
+    }
+
     #[test]
     fn an_l2_without_bandwidth_is_refused() {
         let text = include_str!("../data/devices/ascend910b.json")
@@ -695,6 +775,13 @@ mod tests {
                 .contains("`cube_vector` must be \"coupled\" or \"split\", got \"fused\""),
             "{err}"
         );
+        assert_eq!((a.vector_cores, old.vector_cores), (2, 1));
+        let text = include_str!("../data/devices/kirin9030.json").replace(
+            "\"cube_vector\": \"coupled\",",
+            "\"cube_vector\": \"coupled\", \"vector_cores\": 2,",
+        );
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err();
+        assert!(err.to_string().contains("a coupled core"), "{err}");
         // The profile's JSON round-trips the field.
         let back = DeviceProfile::from_json("a.json", &a.to_json().unwrap()).unwrap();
         assert_eq!(back, a);

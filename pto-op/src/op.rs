@@ -289,9 +289,14 @@ impl OpDef {
         attrs: &Attributes,
         device: &crate::DeviceProfile,
     ) -> Result<ValidProgram, OpError> {
+        let vector_cores = match device.cube_vector {
+            crate::CubeVector::Split => device.vector_cores as usize,
+            crate::CubeVector::Coupled => 1,
+        };
         let builder = Kernel::new(self.name)
             .with_core_count(device.ai_cores as usize)
-            .with_buffers(device.buffers);
+            .with_buffers(device.buffers)
+            .with_vector_cores(vector_cores);
         self.trace_with(inputs, attrs, builder)
     }
 

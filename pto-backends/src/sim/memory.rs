@@ -80,7 +80,7 @@ pub fn plan(
     let single = ranges.working_sets(program, profile, &BTreeSet::new());
     for level in MemLevel::ON_CORE {
         let (peak, at) = single.peak(level);
-        let limit = profile.capacity(level).unwrap_or(u64::MAX);
+        let limit = profile.block_capacity(level).unwrap_or(u64::MAX);
         if peak > limit {
             return Err(ranges.overflow(program, profile, level, at, peak, limit));
         }
@@ -92,9 +92,9 @@ pub fn plan(
         candidate.insert(ordinal);
         let fits = allow_double_buffering && {
             let sets = ranges.working_sets(program, profile, &candidate);
-            MemLevel::ON_CORE
-                .iter()
-                .all(|level| sets.peak(*level).0 <= profile.capacity(*level).unwrap_or(u64::MAX))
+            MemLevel::ON_CORE.iter().all(|level| {
+                sets.peak(*level).0 <= profile.block_capacity(*level).unwrap_or(u64::MAX)
+            })
         };
         if fits {
             chosen = candidate;

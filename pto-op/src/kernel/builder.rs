@@ -165,6 +165,7 @@ pub struct Kernel {
     state: Rc<RefCell<State>>,
     cores: usize,
     buffers: Option<crate::device::PerBuffer>,
+    vector_cores: usize,
 }
 
 /// What [`Kernel::core_count`] returns when the kernel is traced without a device
@@ -191,6 +192,7 @@ impl Kernel {
             op,
             cores: UNKNOWN_DEVICE_CORES,
             buffers: None,
+            vector_cores: 1,
         }
     }
 
@@ -216,6 +218,29 @@ impl Kernel {
     /// ```
     pub fn buffer_capacity(&self, level: MemLevel) -> Option<u64> {
         self.buffers.and_then(|b| b.get(level))
+    }
+
+    /// The builder, traced for a device whose block programs share their vector work (and
+    /// their UB tiles) among `cores` vector cores, each with the UB of
+    /// [`Kernel::buffer_capacity`] (at least 1): what [`Kernel::vector_cores`] returns.
+    /// `OpDef::trace_kernel_for` sets a split profile's `vector_cores`.
+    pub fn with_vector_cores(mut self, cores: usize) -> Kernel {
+        self.vector_cores = cores.max(1);
+        self
+    }
+
+    /// The vector cores that share one block program's vector work, each with its own UB
+    /// of [`Kernel::buffer_capacity`]`(Ub)` bytes: 2 on a split Ascend 910B core (a cube
+    /// core and two vector cores), 1 on a coupled core and without a device. A kernel
+    /// whose rows split evenly between them may size its UB tiles for all of them.
+    ///
+    /// ```
+    /// use pto_op::Kernel;
+    /// assert_eq!(Kernel::new("doc.vec").vector_cores(), 1);
+    /// assert_eq!(Kernel::new("doc.vec").with_vector_cores(2).vector_cores(), 2);
+    /// ```
+    pub fn vector_cores(&self) -> usize {
+        self.vector_cores
     }
 
     /// The builder, traced for a device of `cores` AI cores (at least 1): what
