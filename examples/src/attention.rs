@@ -5,7 +5,8 @@ use pto_op::kernel::cube::{FRACTAL, tile_dim};
 use pto_op::kernel::ir::MemLevel;
 use pto_op::prelude::*;
 
-/// Query rows of one block program, at most.
+/// Query rows of one block program per vector core, at most (`Kernel::vector_cores` share
+/// a block program's rows: 2 on ascend910b, so 128 rows per block there).
 const BLOCK_Q: usize = 64;
 
 /// Bytes of the f32 accumulator `[rows, d]` one block program keeps in UB when the kernel
@@ -17,8 +18,8 @@ const ACC_BYTES: usize = 24 * 1024;
 
 /// The share of the UB the accumulator gets when the kernel is traced for a device
 /// (`Kernel::buffer_capacity`): the same 24 of 118 KiB, so 64 query rows at d = 128 on the
-/// 184 KiB UB of ascend910b (the public Ascend kernel's 128 rows per core, split over its
-/// two vector cores).
+/// 184 KiB UB of each of ascend910b's two vector cores (the public Ascend kernel's 128 rows
+/// per cube core, 64 on each vector core).
 const ACC_SHARE: (usize, usize) = (24, 118);
 
 /// Keys and values per step of the online softmax: the public Ascend kernel's
@@ -49,11 +50,14 @@ const MASKED: f64 = -1e30;
 ///   left, like `torch.nn.functional.scaled_dot_product_attention(is_causal=True)`).
 /// - `scale`: the factor of the scores; `0.0` (the default) means `1 / sqrt(d)`.
 ///
-/// The kernel is flash attention: a block program owns 64 query rows (fewer for head dims
-/// over 96, so that its working set fits the unified buffer) and walks the keys
-/// and values in blocks of 64 with an online softmax (running row maximum, running sum and
-/// an f32 accumulator, rescaled at every block), so the `[s_q, s_kv]` score matrix never
-/// exists. The probabilities are rounded to the input dtype before they meet `v` on the
+/// The kernel is flash attention: a block program owns 64 query rows per vector core (fewer
+/// for head dims over 96 on the Kirin profiles, so that its working set fits the unified
+/// buffer; 128 rows on a split Ascend 910B core, whose two vector cores each hold 64, as the
+/// public Ascend kernel does) and walks the keys and values in tiles with an online
+/// softmax (running row maximum, running sum and an f32 accumulator, rescaled at every
+/// tile), so the `[s_q, s_kv]` score matrix never exists. A tile is one cube block of 64
+/// or 128 keys, or on ascend910b a logical tile of two 128-key sub-tiles whose P @ V
+/// accumulate in L0C. The probabilities are rounded to the input dtype before they meet `v` on the
 /// cube, which is where the kernel and the reference differ most (see `tolerance`).
 /// Causal attention still visits every key block; the masked ones are wasted work.
 #[custom_op(

@@ -253,3 +253,69 @@ fn both_kernels_round_trip_through_the_text_form() {
         assert_eq!(parsed, program, "{text}");
     }
 }
+
+/// On the split Ascend 910B profile flash attention at HEAD = 128 is tiled like the public
+/// Ascend kernel: 128 queries per block program (64 on each vector core), 256-key tiles of
+/// two 128-key cube sub-tiles, and per tile and block the same three hand-offs through GM:
+/// f32 scores (128 KiB), f16 probabilities (64 KiB), f32 partial output (64 KiB). On
+/// kirin9030 (coupled) nothing is handed off.
+#[test]
+fn attention_on_ascend910b_hands_off_the_measured_kernels_tiles() {
+    let (s_q, s_kv, d) = (256, 2048, 128);
+    let shapes = [[s_q, d], [s_kv, d], [s_kv, d]];
+    let attrs = demo::flash_attention::Params::default().to_attributes();
+    let ascend = DeviceProfile::builtin("ascend910b").expect("built-in profile");
+    let program = demo::flash_attention::def()
+        .trace_kernel_for(&types(&shapes, DType::F16), &attrs, &ascend)
+        .expect("traces");
+    assert_eq!(program.grid, s_q / 128, "128 queries per block program");
+    let report = Simulator::new(ascend, SimOptions::default())
+        .time(&program)
+        .expect("fits");
+    let tiles = (s_kv / 256) as u64;
+    let per_tile = (128 * 256 * 4 + 128 * 256 * 2 + 128 * 128 * 4) as u64;
+    assert_eq!(
+        report.handoff_bytes,
+        program.grid as u64 * tiles * per_tile,
+        "{report}"
+    );
+    assert_eq!(per_tile, 256 * 1024);
+
+    let kirin_program = demo::flash_attention::def()
+        .trace_kernel_for(&types(&shapes, DType::F16), &attrs, &kirin())
+        .expect("traces");
+    let kirin_report = Simulator::new(kirin(), SimOptions::default())
+        .time(&kirin_program)
+        .expect("fits");
+    assert_eq!(kirin_report.handoff_bytes, 0);
+}
+
+/// The 910B tiling computes what the reference does: flash attention's parity shapes at
+/// HEAD = 128 on the ascend910b simulator (128-query blocks, two-sub-tile logical tiles,
+/// a last logical tile half or wholly beyond the keys, causal or not) against the CPU.
+#[test]
+fn attention_on_ascend910b_matches_the_reference() {
+    let sim = pto_backends::sim::Sim::new(DeviceProfile::builtin("ascend910b").expect("built in"));
+    let cpu = pto_op::target::target("cpu").expect("cpu linked");
+    let def = demo::flash_attention::def();
+    for (s_q, s_kv, causal, dtype) in [
+        (256, 512, false, DType::F16),
+        (128, 384, false, DType::F16),
+        (130, 300, true, DType::F16),
+        (100, 150, false, DType::F32),
+        (200, 640, true, DType::BF16),
+    ] {
+        let params = demo::flash_attention::Params {
+            causal,
+            ..Default::default()
+        };
+        let case = pto_op::parity::ParityCase {
+            inputs: types(&[[s_q, 128], [s_kv, 128], [s_kv, 128]], dtype),
+            attrs: params.to_attributes(),
+            seed: 7,
+            tolerance: None,
+        };
+        let report = pto_op::parity::check_parity(def, &case, cpu.as_ref(), &sim).expect("runs");
+        assert!(report.passed(), "{report}");
+    }
+}

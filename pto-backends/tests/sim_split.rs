@@ -195,17 +195,18 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
 /// alike on the split profile and its coupled copy: no hand-off, one side busy.
 #[test]
 fn programs_without_hand_offs_time_identically_split_or_coupled() {
-    // Pure vector: y = exp(x) * 2 over 8 row blocks.
+    // Pure vector: y = exp(x) * 2 over 8 row blocks (their doubled working set fits one
+    // vector core's UB, so the loop double-buffers on both).
     let mut b = Builder::new("test.vector", 4);
-    let x = b.input("x", &[4 * 8 * 64, 512], DType::F16);
-    let y = b.output("y", &[4 * 8 * 64, 512], DType::F16);
-    let t = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
-    let e = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
-    let z = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let x = b.input("x", &[4 * 8 * 32, 512], DType::F16);
+    let y = b.output("y", &[4 * 8 * 32, 512], DType::F16);
+    let t = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
+    let e = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
+    let z = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
     let i = b.var();
     let row = Index::Add(
-        Box::new(mul(Index::ProgramId, c(8 * 64))),
-        Box::new(mul(Index::Var(i), c(64))),
+        Box::new(mul(Index::ProgramId, c(8 * 32))),
+        Box::new(mul(Index::Var(i), c(32))),
     );
     b.push(Inst::Loop {
         var: i,
@@ -364,4 +365,52 @@ fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
         (last.side, last.pipe, last.name.as_str()),
         (Side::Cube, Pipe::Fixp, "move %5")
     );
+}
+
+/// What the split does change for a pure vector program: its block's UB tiles are shared
+/// by two vector cores, each with its own UB, so a loop whose doubled working set fits two
+/// UBs but not one double-buffers on the split profile only (and no more).
+#[test]
+fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
+    let mut b = Builder::new("test.vector_big", 1);
+    let x = b.input("x", &[8 * 64, 512], DType::F16);
+    let y = b.output("y", &[8 * 64, 512], DType::F16);
+    let t = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let e = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let i = b.var();
+    let row = mul(Index::Var(i), c(64));
+    b.push(Inst::Loop {
+        var: i,
+        count: 8,
+        init: vec![],
+        params: vec![],
+        body: vec![
+            load(t, x, vec![row.clone(), c(0)], 0.0),
+            Inst::Unary {
+                dst: e,
+                op: UnaryOp::Exp,
+                src: t,
+            },
+            store(y, vec![row, c(0)], e),
+        ],
+        yields: vec![],
+        results: vec![],
+    });
+    let program = b.finish();
+    let (s, c) = (split(), coupled());
+    let (ps, pc) = (
+        memory::plan(&program, &s, true).unwrap(),
+        memory::plan(&program, &c, true).unwrap(),
+    );
+    // 128 KiB single, 192 KiB with the loaded tile doubled: over one 184 KiB UB, within
+    // two.
+    assert_eq!(ps.peak_bytes[&MemLevel::Ub], 192 * 1024);
+    assert_eq!(pc.peak_bytes[&MemLevel::Ub], 128 * 1024);
+    assert_eq!(
+        (ps.double_buffered_loops(), pc.double_buffered_loops()),
+        (1, 0)
+    );
+    // Here the store of each result, not the load, sets the pace, so the second buffer
+    // saves nothing; it never costs time.
+    assert!(timeline(&program, &s).cycles <= timeline(&program, &c).cycles);
 }
