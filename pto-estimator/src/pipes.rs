@@ -81,7 +81,7 @@ impl Pace<'_> {
                     .costs
                     .placement(self.program, inst)?
                     .parts()
-                    .map(|part| self.costs.issue_cycles() + part.cost.cycles)
+                    .map(|part| self.costs.issue_cycles() + part.cost.cycles + part.cost.latency)
                     .sum(),
             };
         }

@@ -157,6 +157,58 @@ pub struct VectorCosts {
     pub reduce: f64,
 }
 
+/// The cost of one vector instruction on one dtype in a [`PipeModel`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorOpCost {
+    /// Cycles the vector pipe spends per repeat of [`DeviceProfile::vector_bytes_per_repeat`]
+    /// bytes (of the largest operand or result); the pipe takes the next instruction after
+    /// them.
+    pub cycles_per_repeat: f64,
+    /// Cycles after the last repeat until the result can be read by another instruction.
+    pub latency_cycles: f64,
+}
+
+/// Per-instruction costs and latencies from a cycle-level model of the pipes, for profiles
+/// that have one (`pipe_model` in the file; the Kirin profiles have none and keep the
+/// plain costs: [`DeviceProfile::copy_latency_cycles`], [`DeviceProfile::cube_latency_cycles`],
+/// [`DeviceProfile::vector_cycles_per_repeat`], [`DeviceProfile::vector_latency_cycles`]).
+///
+/// With it, the cost model (`pto_op::kernel::cost`) prices:
+///
+/// - a transfer that reads GM (a load, a hand-off's read back) with
+///   `gm_read_latency_cycles`, one that writes GM (a store, FIXP out of L0C, a hand-off's
+///   write) with `gm_write_latency_cycles`, in place of `copy_latency_cycles`: the latency
+///   occupies the pipe, so back-to-back transfers pay it in turn;
+/// - L1 -> L0A / L0B copies at their rate, the result ready `mte1_latency_cycles` later
+///   (the pipe takes the next copy meanwhile);
+/// - matmuls at the cube's rate, the result ready `cube_latency_cycles` later;
+/// - a vector instruction with an entry in `vector_ops` (by [`crate::kernel::ir::Inst::vector_op_name`]
+///   and dtype) by that entry; one without by the plain costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipeModel {
+    /// Cycles of latency of every transfer that reads GM.
+    pub gm_read_latency_cycles: f64,
+    /// Cycles of latency of every transfer that writes GM.
+    pub gm_write_latency_cycles: f64,
+    /// Cycles from an L1 -> L0A / L0B copy's last byte to its data being usable.
+    pub mte1_latency_cycles: f64,
+    /// Cycles from a matmul's last fractal to its result in L0C being usable.
+    pub cube_latency_cycles: f64,
+    /// Per vector instruction (by name) and dtype: its cost. The dtype is the result's,
+    /// except for `cast`, whose key is the source dtype.
+    #[serde(default)]
+    pub vector_ops: BTreeMap<String, BTreeMap<DType, VectorOpCost>>,
+}
+
+impl PipeModel {
+    /// The entry of a vector instruction named `op` on `dtype`, if the table has one.
+    pub fn vector_op(&self, op: &str, dtype: DType) -> Option<VectorOpCost> {
+        self.vector_ops.get(op)?.get(&dtype).copied()
+    }
+}
+
 /// Parameters of the default roofline estimator: how close typical ops come to the peaks.
 ///
 /// None of these has a public source; profiles mark them as assumptions in `notes`, and
@@ -269,6 +321,10 @@ pub struct DeviceProfile {
     pub vector_cycles_per_repeat: VectorCosts,
     /// Fixed cycles of every vector instruction.
     pub vector_latency_cycles: f64,
+    /// Per-instruction costs and latencies of a cycle-level pipe model (none when absent
+    /// from the file: the plain costs above apply to everything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_model: Option<PipeModel>,
     /// Scalar cycles to issue one instruction.
     pub issue_cycles: f64,
     /// Scalar cycles of each loop iteration (counter, branch, addresses).
@@ -595,6 +651,37 @@ impl DeviceProfile {
         ] {
             at_least_zero(field, value)?;
             at_most(field, value, MAX_CYCLES, "cycles")?;
+        }
+        if let Some(model) = &self.pipe_model {
+            for (field, value) in [
+                ("pipe_model.gm_read_latency_cycles", model.gm_read_latency_cycles),
+                ("pipe_model.gm_write_latency_cycles", model.gm_write_latency_cycles),
+                ("pipe_model.mte1_latency_cycles", model.mte1_latency_cycles),
+                ("pipe_model.cube_latency_cycles", model.cube_latency_cycles),
+            ] {
+                at_least_zero(field, value)?;
+                at_most(field, value, MAX_CYCLES, "cycles")?;
+            }
+            let known = crate::kernel::ir::Inst::vector_op_names();
+            for (op, by_dtype) in &model.vector_ops {
+                if !known.contains(&op.as_str()) {
+                    return Err(format!(
+                        "`pipe_model.vector_ops.{op}`: no vector instruction is named `{op}`; \
+                         the names are {}",
+                        known.join(", ")
+                    ));
+                }
+                for (dtype, cost) in by_dtype {
+                    for (what, value) in [
+                        ("cycles_per_repeat", cost.cycles_per_repeat),
+                        ("latency_cycles", cost.latency_cycles),
+                    ] {
+                        let field = format!("pipe_model.vector_ops.{op}.{dtype}.{what}");
+                        at_least_zero(&field, value)?;
+                        at_most(&field, value, MAX_CYCLES, "cycles")?;
+                    }
+                }
+            }
         }
         at_most(
             "estimator.static_seconds",

@@ -76,7 +76,10 @@ pub mod tensor;
 pub mod tolerance;
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
-pub use device::{CubeVector, DeviceError, DeviceProfile, EstimatorParams, L2Cache, OpCalibration};
+pub use device::{
+    CubeVector, DeviceError, DeviceProfile, EstimatorParams, L2Cache, OpCalibration, PipeModel,
+    VectorOpCost,
+};
 pub use dtype::DType;
 pub use error::{BackendError, OpError};
 pub use executor::{Execution, Executor, Lowering, SimulatedTime};

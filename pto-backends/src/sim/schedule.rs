@@ -476,6 +476,9 @@ impl Scheduler<'_> {
             let slot = tile.0 as usize;
             self.last_use[slot][0] = self.last_use[slot][0].max(end);
         }
+        // The result is ready once the latency after the pipe occupation has passed.
+        end += first.cost.latency;
+        self.end = self.end.max(end);
         let suffix = if read_back.is_some() { " (to GM)" } else { "" };
         self.occupy(first.side, pipe, start, duration, describe(suffix, bytes));
 
@@ -487,7 +490,8 @@ impl Scheduler<'_> {
             let start = issued.max(end).max(self.buffer_free(dst));
             let (pipe, duration) = (read.cost.pipe, read.cost.cycles);
             let start = self.reserve(read.side, pipe, start, duration);
-            end = start + duration;
+            end = start + duration + read.cost.latency;
+            self.end = self.end.max(end);
             self.occupy(
                 read.side,
                 pipe,

@@ -107,6 +107,10 @@ pub struct InstCost {
     pub pipe: Pipe,
     /// Cycles it occupies the pipe (0 for a loop: see [`CostModel::loop_overhead_cycles`]).
     pub cycles: f64,
+    /// Cycles after the pipe occupation until its result can be read (the pipe takes the
+    /// next instruction meanwhile): a [`crate::device::PipeModel`]'s MTE1, cube and vector
+    /// latencies; 0 otherwise (the plain latencies occupy the pipe).
+    pub latency: f64,
     /// Bytes moved (copies) or of the largest operand or result (compute).
     pub bytes: u64,
 }
@@ -465,7 +469,8 @@ impl<'a> CostModel<'a> {
                     side: Side::Cube,
                     cost: InstCost {
                         pipe: Pipe::Fixp,
-                        cycles: p.copy_latency_cycles + bytes as f64 / rate,
+                        cycles: self.gm_write_latency() + bytes as f64 / rate,
+                        latency: 0.0,
                         bytes: bytes as u64,
                     },
                 }));
@@ -498,14 +503,16 @@ impl<'a> CostModel<'a> {
         };
         let write = InstCost {
             pipe: write_pipe,
-            cycles: p.copy_latency_cycles
+            cycles: self.gm_write_latency()
                 + bytes as f64 * self.handoff_write_cycles_per_byte(write_rate),
+            latency: 0.0,
             bytes: bytes as u64,
         };
         let read = InstCost {
             pipe: Pipe::Mte2,
-            cycles: p.copy_latency_cycles
+            cycles: self.gm_read_latency()
                 + bytes as f64 * self.handoff_read_cycles_per_byte(read_rate),
+            latency: 0.0,
             bytes: bytes as u64,
         };
         Ok(Placement::HandOff {
@@ -523,6 +530,24 @@ impl<'a> CostModel<'a> {
     /// The device profile.
     pub fn profile(&self) -> &'a DeviceProfile {
         self.profile
+    }
+
+    /// Cycles of latency of a transfer that reads GM: the pipe model's, or the plain
+    /// `copy_latency_cycles`.
+    pub fn gm_read_latency(&self) -> f64 {
+        self.profile
+            .pipe_model
+            .as_ref()
+            .map_or(self.profile.copy_latency_cycles, |m| m.gm_read_latency_cycles)
+    }
+
+    /// Cycles of latency of a transfer that writes GM: the pipe model's, or the plain
+    /// `copy_latency_cycles`.
+    pub fn gm_write_latency(&self) -> f64 {
+        self.profile
+            .pipe_model
+            .as_ref()
+            .map_or(self.profile.copy_latency_cycles, |m| m.gm_write_latency_cycles)
     }
 
     /// Scalar cycles to issue one instruction (any but a loop).
@@ -552,21 +577,29 @@ impl<'a> CostModel<'a> {
         let p = self.profile;
         let rates = &p.copy_bytes_per_cycle;
         let pipe = inst.pipe(program);
+        let model = p.pipe_model.as_ref();
+        // (occupancy, latency after it, bytes)
         let copy = |bytes: usize, rate: f64, via_gm: bool| {
-            let rate = if via_gm {
-                rate.min(self.gm_bytes_per_cycle)
+            let (rate, latency) = if via_gm {
+                (rate.min(self.gm_bytes_per_cycle), self.gm_write_latency())
             } else {
-                rate
+                (rate, p.copy_latency_cycles)
             };
-            (p.copy_latency_cycles + bytes as f64 / rate, bytes as u64)
+            (latency + bytes as f64 / rate, 0.0, bytes as u64)
+        };
+        // An L1 -> L0A / L0B copy: with a pipe model its latency follows the occupancy.
+        let mte1 = |bytes: usize, rate: f64| match model {
+            Some(m) => (bytes as f64 / rate, m.mte1_latency_cycles, bytes as u64),
+            None => (p.copy_latency_cycles + bytes as f64 / rate, 0.0, bytes as u64),
         };
         let load = |bytes: usize, rate: f64| {
             (
-                p.copy_latency_cycles + bytes as f64 * self.load_cycles_per_byte(rate),
+                self.gm_read_latency() + bytes as f64 * self.load_cycles_per_byte(rate),
+                0.0,
                 bytes as u64,
             )
         };
-        let (cycles, bytes) = match inst {
+        let (cycles, latency, bytes) = match inst {
             Inst::Load { dst, .. } => {
                 let t = ty(*dst)?;
                 match t.level {
@@ -585,23 +618,24 @@ impl<'a> CostModel<'a> {
             }
             Inst::Move { dst, src } => {
                 let (s, d) = (ty(*src)?, ty(*dst)?);
-                let rate = match (s.level, d.level) {
-                    (MemLevel::L1, MemLevel::L0A) => rates.l1_to_l0a,
-                    (MemLevel::L1, MemLevel::L0B) => rates.l1_to_l0b,
-                    (MemLevel::L0C, MemLevel::Ub | MemLevel::L1) => rates.l0c_out,
-                    (MemLevel::Ub, MemLevel::L1) => rates.ub_to_l1,
+                let bytes = s.bytes().max(d.bytes());
+                match (s.level, d.level) {
+                    (MemLevel::L1, MemLevel::L0A) => mte1(bytes, rates.l1_to_l0a),
+                    (MemLevel::L1, MemLevel::L0B) => mte1(bytes, rates.l1_to_l0b),
+                    (MemLevel::L0C, MemLevel::Ub | MemLevel::L1) => {
+                        copy(bytes, rates.l0c_out, false)
+                    }
+                    (MemLevel::Ub, MemLevel::L1) => copy(bytes, rates.ub_to_l1, false),
                     (from, to) => return Err(CostError::NoCopyPath { from, to }),
-                };
-                copy(s.bytes().max(d.bytes()), rate, false)
+                }
             }
             Inst::Extract { dst, src, .. } => {
                 let (s, d) = (ty(*src)?, ty(*dst)?);
-                let rate = match (s.level, d.level) {
-                    (MemLevel::L1, MemLevel::L0A) => rates.l1_to_l0a,
-                    (MemLevel::L1, MemLevel::L0B) => rates.l1_to_l0b,
+                match (s.level, d.level) {
+                    (MemLevel::L1, MemLevel::L0A) => mte1(d.bytes(), rates.l1_to_l0a),
+                    (MemLevel::L1, MemLevel::L0B) => mte1(d.bytes(), rates.l1_to_l0b),
                     (from, to) => return Err(CostError::NoCopyPath { from, to }),
-                };
-                copy(d.bytes(), rate, false)
+                }
             }
             Inst::Matmul { dst, a, b, .. } => {
                 let (a_ty, d) = (ty(*a)?, ty(*dst)?);
@@ -614,12 +648,13 @@ impl<'a> CostModel<'a> {
                         device: p.name.clone(),
                         dtype: a_ty.dtype,
                     })?;
-                (
-                    p.cube_latency_cycles + (m * k * n) as f64 / macs,
-                    d.bytes() as u64,
-                )
+                let compute = (m * k * n) as f64 / macs;
+                match model {
+                    Some(model) => (compute, model.cube_latency_cycles, d.bytes() as u64),
+                    None => (p.cube_latency_cycles + compute, 0.0, d.bytes() as u64),
+                }
             }
-            Inst::Loop { .. } => (0.0, 0),
+            Inst::Loop { .. } => (0.0, 0.0, 0),
             // The vector instructions.
             _ => {
                 let mut largest = 0;
@@ -627,18 +662,42 @@ impl<'a> CostModel<'a> {
                     largest = largest.max(ty(tile)?.bytes());
                 }
                 let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
-                let per_repeat = inst.cycles_per_repeat(&p.vector_cycles_per_repeat);
-                (
-                    p.vector_latency_cycles + repeats * per_repeat,
-                    largest as u64,
-                )
+                match self.vector_op_cost(program, inst) {
+                    Some(op) => (
+                        repeats * op.cycles_per_repeat,
+                        op.latency_cycles,
+                        largest as u64,
+                    ),
+                    None => {
+                        let per_repeat = inst.cycles_per_repeat(&p.vector_cycles_per_repeat);
+                        (
+                            p.vector_latency_cycles + repeats * per_repeat,
+                            0.0,
+                            largest as u64,
+                        )
+                    }
+                }
             }
         };
         Ok(InstCost {
             pipe,
             cycles,
+            latency,
             bytes,
         })
+    }
+
+    /// The pipe model's entry for vector instruction `inst`, if the profile has a pipe
+    /// model with one for its name and dtype (the source's dtype for a cast, the result's
+    /// otherwise).
+    fn vector_op_cost(&self, program: &Program, inst: &Inst) -> Option<crate::device::VectorOpCost> {
+        let model = self.profile.pipe_model.as_ref()?;
+        let name = inst.vector_op_name()?;
+        let tile = match inst {
+            Inst::Cast { src, .. } => *src,
+            _ => *inst.defs().first()?,
+        };
+        model.vector_op(name, program.tile(tile)?.dtype)
     }
 
     /// The busy cycles of each pipe in one run of `body` (one block program for

@@ -801,6 +801,54 @@ impl Inst {
         }
     }
 
+    /// The name of this vector instruction in a profile's per-op cost table
+    /// ([`crate::device::PipeModel::vector_ops`]): a unary or binary function's name
+    /// (`exp`, `add`, ...), `reduce_sum` / `reduce_max` / `reduce_min` / `reduce_mean`,
+    /// `cast`, `select`, `full`, `compare` or `iota`; `None` for an instruction that is not
+    /// a vector one.
+    ///
+    /// ```
+    /// use pto_op::kernel::ir::{Inst, ReduceOp, TileId};
+    /// let r = Inst::Reduce { dst: TileId(1), op: ReduceOp::Sum, src: TileId(0), axis: 1 };
+    /// assert_eq!(r.vector_op_name(), Some("reduce_sum"));
+    /// ```
+    pub fn vector_op_name(&self) -> Option<&'static str> {
+        Some(match self {
+            Inst::Unary { op, .. } => op.name(),
+            Inst::Binary { op, .. } => op.name(),
+            Inst::Reduce { op, .. } => match op {
+                ReduceOp::Sum => "reduce_sum",
+                ReduceOp::Max => "reduce_max",
+                ReduceOp::Min => "reduce_min",
+                ReduceOp::Mean => "reduce_mean",
+            },
+            Inst::Cast { .. } => "cast",
+            Inst::Select { .. } => "select",
+            Inst::Full { .. } => "full",
+            Inst::Compare { .. } => "compare",
+            Inst::Iota { .. } => "iota",
+            _ => return None,
+        })
+    }
+
+    /// Every name [`Inst::vector_op_name`] can return.
+    pub fn vector_op_names() -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
+        names.extend(BinaryOp::ALL.iter().map(|o| o.name()));
+        names.extend([
+            "reduce_sum",
+            "reduce_max",
+            "reduce_min",
+            "reduce_mean",
+            "cast",
+            "select",
+            "full",
+            "compare",
+            "iota",
+        ]);
+        names
+    }
+
     /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
     /// cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
     /// and division, pow, rem and mod `transcendental`; the rest (floor and ceil among
