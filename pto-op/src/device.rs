@@ -786,9 +786,86 @@ mod tests {
         assert!((per_core(a.l2.write_bandwidth) - 86.0).abs() < 1e-9);
         let r = a.copy_bytes_per_cycle;
         assert_eq!(
-            (r.l1_to_l0a, r.l1_to_l0b, r.l0c_out, r.ub_to_gm, r.ub_to_l1),
-            (512.0, 256.0, 256.0, 64.0, 128.0)
+            (r.l1_to_l0a, r.l1_to_l0b, r.ub_to_gm, r.ub_to_l1),
+            (512.0, 256.0, 64.0, 128.0)
         );
+        // The pipe model's GM transfer rate where A2A3.ini gives none (see the notes' rule).
+        assert_eq!((r.gm_to_l1, r.gm_to_ub, r.l0c_out), (87.0, 87.0, 87.0));
+    }
+
+    /// The numbers of PyPTO's cycle-level A2A3 pipe model (def.h, pipe.h) the 910B
+    /// profiles cite: latencies, and a few rows of the vector table.
+    #[test]
+    fn the_910b_pipe_model_matches_the_cycle_level_model() {
+        for name in ["ascend910b", "ascend910b2"] {
+            let p = DeviceProfile::builtin(name).unwrap();
+            let m = p.pipe_model.as_ref().expect("a pipe model");
+            // ddrRdLatency_ 347 + 4, ddrWrLatency_ 203 + 4, load2dUeLatency_ 9 + 16,
+            // cubeStateLatency_ 20.
+            assert_eq!(
+                (
+                    m.gm_read_latency_cycles,
+                    m.gm_write_latency_cycles,
+                    m.mte1_latency_cycles,
+                    m.cube_latency_cycles
+                ),
+                (351.0, 207.0, 25.0, 20.0),
+                "{name}"
+            );
+            let op = |op: &str, dtype: DType| {
+                let c = m.vector_op(op, dtype).unwrap();
+                (c.cycles_per_repeat, c.latency_cycles)
+            };
+            // {bytes per cycle, throughput, delay} -> (256 / bytes x throughput, delay + 15).
+            assert_eq!(op("add", DType::F32), (1.0, 21.0)); // VADD {256, 1, 6}
+            assert_eq!(op("exp", DType::F32), (2.0, 27.0)); // VEXP {128, 1, 12}
+            assert_eq!(op("exp", DType::F16), (4.0, 27.0)); // VEXP {64, 1, 12}
+            assert_eq!(op("div", DType::F16), (4.0, 28.0)); // VDIV {64, 1, 13}
+            assert_eq!(op("reduce_sum", DType::F32), (7.0, 35.0)); // VCADD mode 0, 20
+            assert_eq!(op("reduce_sum", DType::F16), (7.0, 38.0)); // VCADD mode 0, 23
+            assert_eq!(op("reduce_max", DType::F32), (7.0, 23.0)); // VCMAX {256, 1, 8}
+            assert_eq!(op("cast", DType::F32), (1.0, 19.0)); // VCONV, delay 4
+            assert!(m.vector_op("tanh", DType::F32).is_none());
+            // CUBE_PE_TAB: kstep 4 for f32 on 16 x 16 fractals.
+            assert_eq!(p.cube_macs(DType::F32), Some(16.0 * 16.0 * 4.0));
+        }
+        for name in ["kirin9030", "kirinx90"] {
+            assert!(DeviceProfile::builtin(name).unwrap().pipe_model.is_none());
+        }
+    }
+
+    /// A profile file written before the pipe model (no `pipe_model` field) loads with the
+    /// plain costs, exactly as before.
+    #[test]
+    fn a_profile_without_a_pipe_model_keeps_its_plain_costs() {
+        let text = include_str!("../data/devices/ascend910b.json");
+        let mut value: serde_json::Value = serde_json::from_str(text).unwrap();
+        value.as_object_mut().unwrap().remove("pipe_model");
+        let old = DeviceProfile::from_json("old.json", &value.to_string()).unwrap();
+        assert_eq!(old.pipe_model, None);
+        assert_eq!(old.copy_latency_cycles, 200.0);
+        assert_eq!(old.vector_latency_cycles, 20.0);
+        // Written back, it has no `pipe_model` either.
+        let written: serde_json::Value = serde_json::from_str(&old.to_json().unwrap()).unwrap();
+        assert!(written.get("pipe_model").is_none());
+    }
+
+    #[test]
+    fn a_pipe_model_entry_for_an_unknown_instruction_is_refused() {
+        let text = include_str!("../data/devices/ascend910b.json")
+            .replacen("\"exp\": {", "\"expo\": {", 1);
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err().to_string();
+        assert!(
+            err.contains("pipe_model.vector_ops.expo") && err.contains("exp2"),
+            "{err}"
+        );
+        let text = include_str!("../data/devices/ascend910b.json").replacen(
+            "\"gm_read_latency_cycles\": 351.0",
+            "\"gm_read_latency_cycles\": -1",
+            1,
+        );
+        let err = DeviceProfile::from_json("x.json", &text).unwrap_err().to_string();
+        assert!(err.contains("pipe_model.gm_read_latency_cycles"), "{err}");
     }
 
     /// The 910B2 is the 910B1 profile at the 910B2's clock (the vendor's flash-attention

@@ -2,6 +2,7 @@
 //! text form.
 
 mod builder;
+mod cost;
 mod generate;
 mod hostile;
 mod math;
