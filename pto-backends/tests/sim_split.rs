@@ -54,7 +54,11 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     let l2_read = p.l2.bandwidth / p.clock_hz / cores;
     let l2_write = p.l2.write_bandwidth / p.clock_hz / cores;
     let r = p.copy_bytes_per_cycle;
+    // On-core moves (coupled) pay the plain copy latency; transfers to and from GM the
+    // pipe model's GM write and read latencies.
     let lat = p.copy_latency_cycles;
+    let model = p.pipe_model.as_ref().expect("the 910B profile has a pipe model");
+    let (wlat, rlat) = (model.gm_write_latency_cycles, model.gm_read_latency_cycles);
     let (s_f32, s_f16, p_f16, pv_f32): (f64, f64, f64, f64) = (
         64.0 * 128.0 * 4.0,
         64.0 * 128.0 * 2.0,
@@ -71,11 +75,11 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     let coupled_mte3 = lat + p_f16 / r.ub_to_l1;
     // Split: FIXP L0C -> GM of the converted tile, MTE3 UB -> GM, and three reads back.
     let split_fixp =
-        (lat + s_f16 / r.l0c_out.min(l2_write)) + (lat + pv_f32 / r.l0c_out.min(l2_write));
-    let split_mte3 = lat + p_f16 / r.ub_to_gm.min(l2_write);
-    let reads = (lat + s_f16 / r.gm_to_ub.min(l2_read))
-        + (lat + p_f16 / r.gm_to_l1.min(l2_read))
-        + (lat + pv_f32 / r.gm_to_ub.min(l2_read));
+        (wlat + s_f16 / r.l0c_out.min(l2_write)) + (wlat + pv_f32 / r.l0c_out.min(l2_write));
+    let split_mte3 = wlat + p_f16 / r.ub_to_gm.min(l2_write);
+    let reads = (rlat + s_f16 / r.gm_to_ub.min(l2_read))
+        + (rlat + p_f16 / r.gm_to_l1.min(l2_read))
+        + (rlat + pv_f32 / r.gm_to_ub.min(l2_read));
     let n = iterations as f64;
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * a.abs().max(1.0);
     assert!(close(
@@ -355,8 +359,8 @@ fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
     assert_eq!(s.handoff_bytes, 0);
     let p = split();
     let gm = p.memory_bandwidth / p.clock_hz;
-    let fixp =
-        p.copy_latency_cycles + (128.0 * 128.0 * 2.0) / p.copy_bytes_per_cycle.l0c_out.min(gm);
+    let write_latency = p.pipe_model.as_ref().unwrap().gm_write_latency_cycles;
+    let fixp = write_latency + (128.0 * 128.0 * 2.0) / p.copy_bytes_per_cycle.l0c_out.min(gm);
     assert_eq!(busy(&s, Pipe::Fixp), fixp);
     assert_eq!(busy(&s, Pipe::Mte3), 0.0);
     assert!(busy(&c, Pipe::Mte3) > 0.0, "coupled: the store from UB");
