@@ -1,13 +1,15 @@
 //! The estimator's pipe model and the simulator time kernels with one cost model
 //! (`pto_op::kernel::cost`): on the same program and profile, every pipe is busy for the
 //! same cycles in both, and on straight-line code the estimator's bound is exactly the
-//! simulator's busy cycles laid end to end.
+//! simulator's busy cycles laid end to end, plus the latencies that follow a pipe
+//! occupation on a profile with a pipe model (the 910B ones).
 
 use std::collections::BTreeMap;
 
 use pto_backends::sim::{memory, schedule};
 use pto_estimator::pipes;
 use pto_op::kernel::ValidProgram;
+use pto_op::kernel::cost::CostModel;
 use pto_op::kernel::ir::{Inst, Pipe};
 use pto_op::{Attributes, DType, DeviceProfile, Shape, TensorType};
 
@@ -87,7 +89,19 @@ fn on_straight_line_code_the_estimate_is_the_simulated_busy_cycles_end_to_end() 
         for program in programs().into_iter().filter(|p| !has_loop(&p.body)) {
             straight += 1;
             let simulated = simulated_busy(&program, &profile);
-            let serial: f64 = simulated.values().sum();
+            // Each instruction's latency after its pipe occupation (0 without a pipe
+            // model): laid end to end, every one is waited for.
+            let costs = CostModel::new(&profile, &program);
+            let latencies: f64 = program
+                .body
+                .iter()
+                .flat_map(|inst| costs.placement(&program, inst).expect("costs").parts())
+                .map(|part| part.cost.latency)
+                .sum();
+            if profile.pipe_model.is_none() {
+                assert_eq!(latencies, 0.0, "{device}");
+            }
+            let serial: f64 = simulated.values().sum::<f64>() + latencies;
             let cores = (profile.ai_cores as usize).min(program.grid).max(1);
             let programs_per_core = program.grid.div_ceil(cores) as f64;
             let estimated = pipes::pipeline_seconds(&program, &profile).expect("costs")

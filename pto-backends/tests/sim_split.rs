@@ -57,7 +57,10 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     // On-core moves (coupled) pay the plain copy latency; transfers to and from GM the
     // pipe model's GM write and read latencies.
     let lat = p.copy_latency_cycles;
-    let model = p.pipe_model.as_ref().expect("the 910B profile has a pipe model");
+    let model = p
+        .pipe_model
+        .as_ref()
+        .expect("the 910B profile has a pipe model");
     let (wlat, rlat) = (model.gm_write_latency_cycles, model.gm_read_latency_cycles);
     let (s_f32, s_f16, p_f16, pv_f32): (f64, f64, f64, f64) = (
         64.0 * 128.0 * 4.0,
@@ -417,4 +420,53 @@ fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
     // Here the store of each result, not the load, sets the pace, so the second buffer
     // saves nothing; it never costs time.
     assert!(timeline(&program, &s).cycles <= timeline(&program, &c).cycles);
+}
+
+/// With the 910B pipe model a vector instruction occupies the vector pipe only for its
+/// repeats; its latency delays the instructions that read its result, not the next
+/// independent one.
+#[test]
+fn vector_latencies_delay_readers_not_the_pipe() {
+    let mut b = Builder::new("test.vector_latency", 1);
+    let x = b.input("x", &[64, 256], DType::F32);
+    let y = b.output("y", &[64, 256], DType::F32);
+    let t = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    let e1 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    let e2 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    let e3 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    let s = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    b.push(load(t, x, vec![c(0), c(0)], 0.0));
+    let exp = |dst, src| Inst::Unary {
+        dst,
+        op: UnaryOp::Exp,
+        src,
+    };
+    b.push(exp(e1, t)); // independent of e2
+    b.push(exp(e2, t));
+    b.push(exp(e3, e2)); // reads e2: waits for its latency
+    b.push(binary(s, BinaryOp::Add, tile(e1), tile(e3)));
+    b.push(store(y, vec![c(0), c(0)], s));
+    let program = b.finish();
+    let p = split();
+    let t = timeline(&program, &p);
+    let v: Vec<&PipeEvent> = t.events.iter().filter(|e| e.pipe == Pipe::V).collect();
+    assert_eq!(v.len(), 4);
+    // exp f32 on 64 KiB: 128 repeats x 2 cycles, latency 27 (VEXP {128, 1, 12} + 15).
+    assert_eq!((v[0].duration, v[1].duration), (256.0, 256.0));
+    assert_eq!(
+        v[1].start,
+        end(v[0]),
+        "the second exp starts as the first leaves the pipe"
+    );
+    assert_eq!(
+        v[2].start,
+        end(v[1]) + 27.0,
+        "the exp of e2 waits for its latency"
+    );
+    // The add waits for e3's latency too; the store for the add's (VADD: 6 + 15).
+    assert_eq!(v[3].start, end(v[2]) + 27.0);
+    let store = t.events.iter().find(|e| e.pipe == Pipe::Mte3).unwrap();
+    assert!(store.start >= end(v[3]) + 21.0);
+    // Busy cycles count the occupation only.
+    assert_eq!(busy(&t, Pipe::V), 3.0 * 256.0 + 128.0);
 }

@@ -654,8 +654,14 @@ impl DeviceProfile {
         }
         if let Some(model) = &self.pipe_model {
             for (field, value) in [
-                ("pipe_model.gm_read_latency_cycles", model.gm_read_latency_cycles),
-                ("pipe_model.gm_write_latency_cycles", model.gm_write_latency_cycles),
+                (
+                    "pipe_model.gm_read_latency_cycles",
+                    model.gm_read_latency_cycles,
+                ),
+                (
+                    "pipe_model.gm_write_latency_cycles",
+                    model.gm_write_latency_cycles,
+                ),
                 ("pipe_model.mte1_latency_cycles", model.mte1_latency_cycles),
                 ("pipe_model.cube_latency_cycles", model.cube_latency_cycles),
             ] {
@@ -852,9 +858,14 @@ mod tests {
 
     #[test]
     fn a_pipe_model_entry_for_an_unknown_instruction_is_refused() {
-        let text = include_str!("../data/devices/ascend910b.json")
-            .replacen("\"exp\": {", "\"expo\": {", 1);
-        let err = DeviceProfile::from_json("x.json", &text).unwrap_err().to_string();
+        let text = include_str!("../data/devices/ascend910b.json").replacen(
+            "\"exp\": {",
+            "\"expo\": {",
+            1,
+        );
+        let err = DeviceProfile::from_json("x.json", &text)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("pipe_model.vector_ops.expo") && err.contains("exp2"),
             "{err}"
@@ -864,7 +875,9 @@ mod tests {
             "\"gm_read_latency_cycles\": -1",
             1,
         );
-        let err = DeviceProfile::from_json("x.json", &text).unwrap_err().to_string();
+        let err = DeviceProfile::from_json("x.json", &text)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("pipe_model.gm_read_latency_cycles"), "{err}");
     }
 

@@ -9,6 +9,11 @@
 //! before it is issued; as S runs ahead of the other pipes, this only delays anything when
 //! S is the bottleneck.
 //!
+//! An instruction's result is ready when its pipe occupation ends, plus its latency
+//! ([`pto_op::kernel::cost::InstCost::latency`], non-zero only on a profile with a pipe
+//! model): the pipe takes the next instruction meanwhile, so independent instructions
+//! overlap their latencies and a dependent one waits for them.
+//!
 //! An instruction may start once it is issued, its operands are ready and, for a tile
 //! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
 //! waits for the last use of the same tile in iteration i, or in iteration i-1 when the tile

@@ -28,6 +28,23 @@
 //! - scalar: the S pipe spends `issue_cycles` on every instruction but a loop, and
 //!   `loop_overhead_cycles` on every loop iteration; a loop itself occupies no pipe.
 //!
+//! A profile with a cycle-level pipe model ([`crate::device::PipeModel`], the 910B
+//! profiles) replaces the plain latencies and vector costs where it has them:
+//!
+//! - transfers that read GM (loads, a hand-off's read back) pay `gm_read_latency_cycles`,
+//!   those that write GM (stores, FIXP out of L0C, a hand-off's write)
+//!   `gm_write_latency_cycles`, in place of `copy_latency_cycles`; as before the latency
+//!   occupies the pipe (the pipe model ends each transfer its latency after the previous
+//!   one's end);
+//! - an L1 -> L0A / L0B copy occupies MTE1 for `bytes / rate` and a matmul the cube for
+//!   `m * k * n / cube_macs`, their results ready `mte1_latency_cycles` /
+//!   `cube_latency_cycles` later ([`InstCost::latency`]: the pipe takes the next
+//!   instruction meanwhile);
+//! - a vector instruction with a row in the table ([`Inst::vector_op_name`] and the
+//!   result's dtype, a cast's source dtype) occupies the vector pipe for `repeats *
+//!   cycles_per_repeat` of its row, its result ready `latency_cycles` later; one without a
+//!   row keeps the class cost above.
+//!
 //! Where each instruction runs ([`CostModel::placement`]) follows the profile's
 //! [`CubeVector`]. On a `coupled` core everything runs on the one core ([`Side::Core`]).
 //! On a `split` core (Ascend 910B) the cube core ([`Side::Cube`]: loads into L1, L1 -> L0A /
@@ -538,7 +555,9 @@ impl<'a> CostModel<'a> {
         self.profile
             .pipe_model
             .as_ref()
-            .map_or(self.profile.copy_latency_cycles, |m| m.gm_read_latency_cycles)
+            .map_or(self.profile.copy_latency_cycles, |m| {
+                m.gm_read_latency_cycles
+            })
     }
 
     /// Cycles of latency of a transfer that writes GM: the pipe model's, or the plain
@@ -547,7 +566,9 @@ impl<'a> CostModel<'a> {
         self.profile
             .pipe_model
             .as_ref()
-            .map_or(self.profile.copy_latency_cycles, |m| m.gm_write_latency_cycles)
+            .map_or(self.profile.copy_latency_cycles, |m| {
+                m.gm_write_latency_cycles
+            })
     }
 
     /// Scalar cycles to issue one instruction (any but a loop).
@@ -590,7 +611,11 @@ impl<'a> CostModel<'a> {
         // An L1 -> L0A / L0B copy: with a pipe model its latency follows the occupancy.
         let mte1 = |bytes: usize, rate: f64| match model {
             Some(m) => (bytes as f64 / rate, m.mte1_latency_cycles, bytes as u64),
-            None => (p.copy_latency_cycles + bytes as f64 / rate, 0.0, bytes as u64),
+            None => (
+                p.copy_latency_cycles + bytes as f64 / rate,
+                0.0,
+                bytes as u64,
+            ),
         };
         let load = |bytes: usize, rate: f64| {
             (
@@ -690,7 +715,11 @@ impl<'a> CostModel<'a> {
     /// The pipe model's entry for vector instruction `inst`, if the profile has a pipe
     /// model with one for its name and dtype (the source's dtype for a cast, the result's
     /// otherwise).
-    fn vector_op_cost(&self, program: &Program, inst: &Inst) -> Option<crate::device::VectorOpCost> {
+    fn vector_op_cost(
+        &self,
+        program: &Program,
+        inst: &Inst,
+    ) -> Option<crate::device::VectorOpCost> {
         let model = self.profile.pipe_model.as_ref()?;
         let name = inst.vector_op_name()?;
         let tile = match inst {

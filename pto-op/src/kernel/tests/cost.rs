@@ -78,7 +78,10 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     // vector core); VEXP f32 moves 128 bytes per cycle: 2 cycles per repeat; latency
     // delay 12 + vecDelay_ 15.
     let c = cost(&exp(1, 0));
-    assert_eq!((c.pipe, c.cycles, c.latency, c.bytes), (Pipe::V, 256.0, 27.0, 65536));
+    assert_eq!(
+        (c.pipe, c.cycles, c.latency, c.bytes),
+        (Pipe::V, 256.0, 27.0, 65536)
+    );
     // f16: 32 KiB = 64 repeats, VEXP f16 64 bytes per cycle: 4 cycles per repeat. The same
     // time for the same elements (the plain classes would have halved it).
     let c = cost(&exp(3, 2));
