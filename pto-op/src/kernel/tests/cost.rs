@@ -248,3 +248,37 @@ fn kirin_costs_keep_the_plain_formulas() {
         .min(p.memory_bandwidth / p.clock_hz);
     assert!((c.cycles - (p.copy_latency_cycles + 65536.0 / rate)).abs() < 1e-9);
 }
+
+/// The 910B profile as written before the pipe model (no `pipe_model`): the plain costs
+/// of that time, e.g. exp over 64 x 256 f32 = 20 + 128 repeats x 4.
+#[test]
+fn the_910b_profile_without_its_pipe_model_prices_as_before() {
+    let mut p = DeviceProfile::builtin("ascend910b").unwrap();
+    p.pipe_model = None;
+    let prog = program(
+        vec![
+            ub(&[64, 256], DType::F32),
+            ub(&[64, 256], DType::F32),
+            ub(&[64, 1], DType::F32),
+        ],
+        vec![],
+    );
+    let model = CostModel::new(&p, &prog);
+    let exp = Inst::Unary {
+        dst: TileId(1),
+        op: UnaryOp::Exp,
+        src: TileId(0),
+    };
+    let c = model.inst(&prog, &exp).unwrap();
+    assert_eq!((c.cycles, c.latency), (20.0 + 128.0 * 4.0, 0.0));
+    let reduce = Inst::Reduce {
+        dst: TileId(2),
+        op: ReduceOp::Sum,
+        src: TileId(0),
+        axis: 1,
+    };
+    let c = model.inst(&prog, &reduce).unwrap();
+    assert_eq!((c.cycles, c.latency), (20.0 + 128.0 * 2.0, 0.0));
+    assert_eq!(model.gm_read_latency(), 200.0);
+    assert_eq!(model.gm_write_latency(), 200.0);
+}
