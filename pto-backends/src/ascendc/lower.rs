@@ -1098,6 +1098,62 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// The Fixpipe quantisation mode that writes an f32 L0C tile out as `dtype`.
+    fn fixpipe_quant(&self, inst: &Inst, dtype: DType) -> Result<&'static str, LowerError> {
+        match dtype {
+            DType::F32 => Ok("NoQuant"),
+            DType::F16 => Ok("F322F16"),
+            DType::BF16 => Ok("F322BF16"),
+            other => Err(self.unsupported(inst, format!("L0C out to {other}"))),
+        }
+    }
+
+    /// `Fixpipe` of the L0C tile `src` (layout `sg`, elements `acc`) into `dst` (layout `dg`,
+    /// elements `ctype`): to UB on a coupled core, to a workspace slot on a split one.
+    #[allow(clippy::too_many_arguments)]
+    fn fixpipe(
+        &mut self,
+        dst: &str,
+        src: &str,
+        sg: Geom,
+        dg: Geom,
+        quant: &str,
+        ctype: &str,
+        acc: DType,
+    ) {
+        self.code.open("");
+        self.code.line("FixpipeParamsV220 params;");
+        self.code.line(format!("params.mSize = {};", sg.rows));
+        self.code.line(format!("params.nSize = {};", sg.cols));
+        self.code.line(format!("params.srcStride = {};", sg.rows));
+        self.code.line(format!("params.dstStride = {};", dg.pitch));
+        self.code
+            .line(format!("params.quantPre = QuantMode_t::{quant};"));
+        self.code.line(format!(
+            "Fixpipe<{ctype}, {}>({dst}, {src}, params);",
+            c_type(acc)
+        ));
+        self.code.close();
+    }
+
+    /// The ND -> NZ `DataCopy` of the row-major tile `src` (layout `sg`, in UB on a coupled
+    /// core, in a workspace slot on a split one) into the L1 tile `dst` (layout `dg`).
+    fn nd2nz(&mut self, dst: &str, src: &str, sg: Geom, dg: Geom) {
+        self.code.open("");
+        self.code.line("Nd2NzParams params;");
+        self.code.line("params.ndNum = 1;");
+        self.code.line(format!("params.nValue = {};", sg.rows));
+        self.code.line(format!("params.dValue = {};", sg.cols));
+        self.code.line("params.srcNdMatrixStride = 0;");
+        self.code.line(format!("params.srcDValue = {};", sg.pitch));
+        self.code
+            .line(format!("params.dstNzC0Stride = {};", dg.rows));
+        self.code.line("params.dstNzNStride = 1;");
+        self.code.line("params.dstNzMatrixStride = 0;");
+        self.code.line(format!("DataCopy({dst}, {src}, params);"));
+        self.code.close();
+    }
+
     fn move_tile(&mut self, inst: &Inst, dst: TileId, src: TileId) -> Result<(), LowerError> {
         let from = self.ty(src).clone();
         let to = self.ty(dst).clone();
@@ -1155,44 +1211,13 @@ impl Lowering<'_> {
                 self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
             }
             (MemLevel::L0C, MemLevel::Ub) => {
-                let quant = match to.dtype {
-                    DType::F32 => "NoQuant",
-                    DType::F16 => "F322F16",
-                    DType::BF16 => "F322BF16",
-                    other => {
-                        return Err(self.unsupported(inst, format!("L0C out to {other}")));
-                    }
-                };
-                self.code.open("");
-                self.code.line("FixpipeParamsV220 params;");
-                self.code.line(format!("params.mSize = {};", sg.rows));
-                self.code.line(format!("params.nSize = {};", sg.cols));
-                self.code.line(format!("params.srcStride = {};", sg.rows));
-                self.code.line(format!("params.dstStride = {};", dg.pitch));
-                self.code
-                    .line(format!("params.quantPre = QuantMode_t::{quant};"));
-                self.code.line(format!(
-                    "Fixpipe<{ctype}, {}>({d}, {s}, params);",
-                    c_type(from.dtype)
-                ));
-                self.code.close();
+                let quant = self.fixpipe_quant(inst, to.dtype)?;
+                self.fixpipe(&d, &s, sg, dg, quant, ctype, from.dtype);
                 self.code.line("SetFlag<HardEvent::FIX_V>(EVENT_ID0);");
                 self.code.line("WaitFlag<HardEvent::FIX_V>(EVENT_ID0);");
             }
             (MemLevel::Ub, MemLevel::L1) => {
-                self.code.open("");
-                self.code.line("Nd2NzParams params;");
-                self.code.line("params.ndNum = 1;");
-                self.code.line(format!("params.nValue = {};", sg.rows));
-                self.code.line(format!("params.dValue = {};", sg.cols));
-                self.code.line("params.srcNdMatrixStride = 0;");
-                self.code.line(format!("params.srcDValue = {};", sg.pitch));
-                self.code
-                    .line(format!("params.dstNzC0Stride = {};", dg.rows));
-                self.code.line("params.dstNzNStride = 1;");
-                self.code.line("params.dstNzMatrixStride = 0;");
-                self.code.line(format!("DataCopy({d}, {s}, params);"));
-                self.code.close();
+                self.nd2nz(&d, &s, sg, dg);
                 self.code.line("SetFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
                 self.code.line("WaitFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
             }
@@ -1227,7 +1252,7 @@ impl Lowering<'_> {
             return Err(self.unsupported(
                 inst,
                 format!(
-                    "more than {} tiles handed between the cube core and the vector cores                      (two cross-core flags each, ids 0..={})",
+                    "more than {} tiles handed between the cube core and the vector cores (two cross-core flags each, ids 0..={})",
                     CROSS_CORE_FLAGS / 2,
                     CROSS_CORE_FLAGS - 1
                 ),
@@ -1249,31 +1274,12 @@ impl Lowering<'_> {
         });
         let slot = format!("ws{n}");
         if to_vector {
-            let quant = match to.dtype {
-                DType::F32 => "NoQuant",
-                DType::F16 => "F322F16",
-                DType::BF16 => "F322BF16",
-                other => {
-                    return Err(self.unsupported(inst, format!("L0C out to {other}")));
-                }
-            };
+            let quant = self.fixpipe_quant(inst, to.dtype)?;
             self.side(CUBE);
             self.code.line(format!(
                 "CrossCoreWaitFlag({free});  // the vector cores have read {slot}"
             ));
-            self.code.open("");
-            self.code.line("FixpipeParamsV220 params;");
-            self.code.line(format!("params.mSize = {};", sg.rows));
-            self.code.line(format!("params.nSize = {};", sg.cols));
-            self.code.line(format!("params.srcStride = {};", sg.rows));
-            self.code.line(format!("params.dstStride = {};", dg.pitch));
-            self.code
-                .line(format!("params.quantPre = QuantMode_t::{quant};"));
-            self.code.line(format!(
-                "Fixpipe<{ctype}, {}>({slot}, {s}, params);",
-                c_type(from.dtype)
-            ));
-            self.code.close();
+            self.fixpipe(&slot, &s, sg, dg, quant, ctype, from.dtype);
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
             ));
@@ -1309,19 +1315,7 @@ impl Lowering<'_> {
             self.side(CUBE);
             self.declare(dst);
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
-            self.code.open("");
-            self.code.line("Nd2NzParams params;");
-            self.code.line("params.ndNum = 1;");
-            self.code.line(format!("params.nValue = {};", sg.rows));
-            self.code.line(format!("params.dValue = {};", sg.cols));
-            self.code.line("params.srcNdMatrixStride = 0;");
-            self.code.line(format!("params.srcDValue = {};", sg.pitch));
-            self.code
-                .line(format!("params.dstNzC0Stride = {};", dg.rows));
-            self.code.line("params.dstNzNStride = 1;");
-            self.code.line("params.dstNzMatrixStride = 0;");
-            self.code.line(format!("DataCopy({d}, {slot}, params);"));
-            self.code.close();
+            self.nd2nz(&d, &slot, sg, dg);
             self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
             self.code.line(format!(
