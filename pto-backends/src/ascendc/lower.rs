@@ -79,10 +79,24 @@ pub fn lower_program(
     let entry = c_identifier(&program.op);
     let class = camel(&program.op);
     let tiling_struct = format!("{class}TilingData");
+    // A mix kernel on split cores shares each block program's vector work between the two
+    // AIVs by rows where its rows are independent: the vector side is lowered from the
+    // program with half the rows in every such tile.
+    let aiv = if soc.split_cores() && mixes_cube_and_vector(program) {
+        Some(match row_split(program) {
+            Ok(rows) => AivWork::Rows {
+                program: halve_rows(program, rows),
+                rows,
+            },
+            Err(reason) => AivWork::TakeTurns(reason),
+        })
+    } else {
+        None
+    };
     // Loads inside loops are double-buffered (queue depth 2) where both buffers fit.
-    let lowering = match lower_block(program, soc, profile, true) {
+    let lowering = match lower_block(program, aiv.as_ref(), soc, profile, true) {
         Err(LowerError::Capacity { buffer: "UB", .. }) => {
-            lower_block(program, soc, profile, false)?
+            lower_block(program, aiv.as_ref(), soc, profile, false)?
         }
         other => other?,
     };
@@ -148,13 +162,24 @@ pub fn lower_program(
 
 /// The kernel body of `program` with its buffers checked against `profile`.
 fn lower_block<'p>(
-    program: &'p Program,
+    full: &'p Program,
+    aiv: Option<&'p AivWork>,
     soc: Soc,
     profile: &DeviceProfile,
     double_buffer: bool,
 ) -> Result<Lowering<'p>, LowerError> {
+    let (program, aiv_rows) = match aiv {
+        Some(AivWork::Rows { program, rows }) => (program, Some(rows / 2)),
+        _ => (full, None),
+    };
     let mut lowering = Lowering {
         program,
+        full,
+        aiv_rows,
+        take_turns: match aiv {
+            Some(AivWork::TakeTurns(reason)) => Some(reason.as_str()),
+            _ => None,
+        },
         soc,
         plan: plan::plan(program),
         code: Code::default(),
@@ -188,7 +213,13 @@ fn lower_block<'p>(
                 needed,
                 device: profile.name.clone(),
                 limit,
-                detail: if level == MemLevel::Ub {
+                detail: if level == MemLevel::Ub && lowering.aiv_rows.is_some() {
+                    format!(
+                        "on each of the two vector cores, which hold half the rows of the block \
+                         program's tiles: {}",
+                        lowering.ub_detail()
+                    )
+                } else if level == MemLevel::Ub {
                     lowering.ub_detail()
                 } else {
                     format!("{} tiles", POOLS[plan::level_index(level)].0)
@@ -433,7 +464,17 @@ struct Queue {
 }
 
 struct Lowering<'p> {
+    /// The program lowered: the traced one, or for a mix kernel whose vector work the two
+    /// AIVs share by rows, the traced one with half the rows in each such UB tile (one
+    /// AIV's part; the cube's tiles are whole).
     program: &'p Program,
+    /// The traced program (tile types in comments, hand-off slots).
+    full: &'p Program,
+    /// Rows of each row-split UB tile on one AIV ([`AivWork::Rows`]), if the AIVs share the
+    /// vector work by rows.
+    aiv_rows: Option<usize>,
+    /// Why the AIVs of a mix kernel take turns instead ([`AivWork::TakeTurns`]).
+    take_turns: Option<&'p str>,
     soc: Soc,
     plan: Plan,
     code: Code,
@@ -498,6 +539,139 @@ fn mixes_cube_and_vector(program: &Program) -> bool {
     cube && vector
 }
 
+/// How the two vector cores (AIVs) of a mix kernel share a block program's vector work.
+enum AivWork {
+    /// Each AIV takes half the rows of every tile of `rows` rows (`GetSubBlockIdx()` 0 the
+    /// first half): `program` is the traced one with those tiles halved.
+    Rows {
+        /// The program of one AIV.
+        program: Program,
+        /// The rows of the block program's row-split tiles (even).
+        rows: usize,
+    },
+    /// The AIVs take turns, block program by block program, for this reason.
+    TakeTurns(String),
+}
+
+/// The row count `R` by which the two AIVs of a mix kernel can share `program`'s vector
+/// work (each takes `R / 2` rows), or why they cannot.
+///
+/// The row axis of a UB tile is its second last. Every UB tile of rank 2 or more has `R`
+/// rows (split: each AIV holds its half; leading axes of size 1) or one row (a row
+/// broadcast along the rows: each AIV holds it whole); `R` is the rows of the tiles handed
+/// between the cube and the vector cores, and must be even, each half a whole number of
+/// 32-byte blocks. No vector instruction may mix rows: a reduction along the row axis (a
+/// column reduction) keeps the take-turns form, as does a store of a tile held whole.
+fn row_split(program: &Program) -> Result<usize, String> {
+    let tile = |t: TileId| &program.tiles[t.0 as usize];
+    let mut handed = Vec::new();
+    visit(&program.body, &mut 0, &mut |_, inst| {
+        if let Inst::Move { dst, src } = inst {
+            match (tile(*src).level, tile(*dst).level) {
+                (MemLevel::L0C, MemLevel::Ub) => handed.push(*dst),
+                (MemLevel::Ub, MemLevel::L1) => handed.push(*src),
+                _ => {}
+            }
+        }
+    });
+    let Some(&first) = handed.first() else {
+        return Err("no tile is handed between the cube and the vector cores".to_owned());
+    };
+    let rows_of = |t: TileId| {
+        let shape = &tile(t).shape;
+        (shape.len() >= 2).then(|| shape[shape.len() - 2])
+    };
+    let Some(rows) = rows_of(first) else {
+        return Err(format!("the handed-over tile {first} has no row axis"));
+    };
+    if rows % 2 != 0 {
+        return Err(format!(
+            "the handed-over tile {first} has {rows} rows, an odd count"
+        ));
+    }
+    let half = rows / 2;
+    for (i, ty) in program.tiles.iter().enumerate() {
+        let t = TileId(i as u32);
+        if ty.level != MemLevel::Ub || ty.shape.len() < 2 {
+            continue;
+        }
+        let rank = ty.shape.len();
+        match ty.shape[rank - 2] {
+            1 => {}
+            r if r == rows => {
+                if ty.shape[..rank - 2].iter().any(|&d| d != 1) {
+                    return Err(format!(
+                        "tile {t} ({ty}) has a leading axis over 1: its halves are not whole rows"
+                    ));
+                }
+                let g = Geom::of(ty);
+                if ty.dtype != DType::Bool && (half * g.pitch * ty.dtype.size_bytes()) % 32 != 0
+                {
+                    return Err(format!(
+                        "half the rows of tile {t} ({ty}) are not a whole number of 32-byte blocks"
+                    ));
+                }
+            }
+            r => {
+                return Err(format!(
+                    "tile {t} ({ty}) has {r} rows, neither the {rows} of the handed-over tiles nor 1"
+                ));
+            }
+        }
+    }
+    let split = |t: TileId| {
+        let ty = tile(t);
+        ty.level == MemLevel::Ub && ty.shape.len() >= 2 && ty.shape[ty.shape.len() - 2] == rows
+    };
+    let mut problem = None;
+    visit(&program.body, &mut 0, &mut |at, inst| {
+        if problem.is_some() {
+            return;
+        }
+        match inst {
+            Inst::Reduce { src, axis, .. }
+                if split(*src) && *axis + 2 == tile(*src).shape.len() =>
+            {
+                problem = Some(format!(
+                    "instruction {at} ({}) reduces {src} along its rows (a column reduction)",
+                    describe(program, inst)
+                ));
+            }
+            Inst::Store { src, .. } if tile(*src).level == MemLevel::Ub && !split(*src) => {
+                problem = Some(format!(
+                    "instruction {at} ({}) stores {src}, which each vector core would hold whole",
+                    describe(program, inst)
+                ));
+            }
+            Inst::Load { dst, offsets, .. } | Inst::Store { src: dst, offsets, .. }
+                if split(*dst) && offsets.len() < 2 =>
+            {
+                problem = Some(format!(
+                    "instruction {at} ({}) moves {dst} to or from a tensor without a row axis",
+                    describe(program, inst)
+                ));
+            }
+            _ => {}
+        }
+    });
+    match problem {
+        Some(problem) => Err(problem),
+        None => Ok(rows),
+    }
+}
+
+/// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
+fn halve_rows(program: &Program, rows: usize) -> Program {
+    let mut halved = program.clone();
+    for ty in &mut halved.tiles {
+        let rank = ty.shape.len();
+        if ty.level == MemLevel::Ub && rank >= 2 && ty.shape[rank - 2] == rows {
+            ty.shape[rank - 2] = rows / 2;
+        }
+    }
+    halved
+}
+
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
 enum Arg {
     Tile(String),
@@ -519,6 +693,33 @@ impl Lowering<'_> {
     fn ty(&self, t: TileId) -> &TileType {
         // A validated program's tiles all have types.
         &self.program.tiles[t.0 as usize]
+    }
+
+    /// Whether each AIV holds half the rows of tile `t` (starting at row `aivRow`).
+    fn row_split(&self, t: TileId) -> bool {
+        self.aiv_rows.is_some()
+            && self.program.tiles[t.0 as usize].shape != self.full.tiles[t.0 as usize].shape
+    }
+
+    /// The C++ offsets of tile `t` at `offsets` of a tensor: this AIV's rows of a row-split
+    /// tile start `aivRow` rows further (the row axis is the tensor's second last).
+    fn tile_offsets(&self, t: TileId, offsets: &[Index]) -> String {
+        if !self.row_split(t) || offsets.len() < 2 {
+            return offsets_list(offsets);
+        }
+        let row = offsets.len() - 2;
+        offsets
+            .iter()
+            .enumerate()
+            .map(|(d, o)| {
+                if d == row {
+                    format!("{} + aivRow", index(o))
+                } else {
+                    index(o)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn check_dtypes(&mut self) -> Result<(), LowerError> {
@@ -654,6 +855,15 @@ impl Lowering<'_> {
 
     fn block(&mut self) -> Result<(), LowerError> {
         self.scopes.push(Vec::new());
+        if let Some(half) = self.aiv_rows {
+            self.side(VEC);
+            self.code.line(format!(
+                "// This vector core's rows of the block program: {half} of each {} (the row-split tiles).",
+                2 * half
+            ));
+            self.code
+                .line(format!("const int64_t aivRow = GetSubBlockIdx() * {half};"));
+        }
         let body = &self.program.body;
         self.body(body)?;
         self.free_scope();
@@ -728,7 +938,7 @@ impl Lowering<'_> {
     }
 
     fn comment(&mut self, inst: &Inst) {
-        let text = describe(self.program, inst);
+        let text = describe(self.full, inst);
         self.code.line(format!("// {text}"));
         let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
         self.code
@@ -932,7 +1142,7 @@ impl Lowering<'_> {
         self.code.line(format!(
             "const int64_t offsets[{}] = {{{}}};",
             rank.max(1),
-            offsets_list(offsets)
+            self.tile_offsets(dst, offsets)
         ));
         self.code.line(format!(
             "const int64_t shape[{}] = {{{}}};",
@@ -1240,12 +1450,17 @@ impl Lowering<'_> {
         let (d, s) = (Lowering::name(dst), Lowering::name(src));
         let (sg, dg) = (Geom::of(&from), Geom::of(&to));
         let to_vector = from.level == MemLevel::L0C;
-        // The slot holds the tile as rows of the UB tile's pitch.
+        // The whole tiles (each AIV of a row-split kernel holds half the UB tile's rows).
+        let whole = |t: TileId| Geom::of(&self.full.tiles[t.0 as usize]);
+        let (wsg, wdg) = (whole(src), whole(dst));
+        // The slot holds the whole tile as rows of the UB tile's pitch.
         let (ub_ty, elems) = if to_vector {
-            (&to, sg.rows.max(dg.rows) * dg.pitch)
+            (&to, wsg.rows.max(wdg.rows) * wdg.pitch)
         } else {
-            (&from, sg.elems())
+            (&from, wsg.elems())
         };
+        let ub_tile = if to_vector { dst } else { src };
+        let split = self.row_split(ub_tile);
         let ctype = c_type(ub_ty.dtype);
         let n = self.handoffs.len() as u16;
         if 2 * n + 1 >= CROSS_CORE_FLAGS {
@@ -1273,13 +1488,24 @@ impl Lowering<'_> {
             elems,
         });
         let slot = format!("ws{n}");
+        // This AIV's rows of the slot.
+        let (part, pitch) = if to_vector {
+            (dg.rows, dg.pitch)
+        } else {
+            (sg.rows, sg.pitch)
+        };
+        let aiv_slot = if split {
+            format!("{slot}[aivRow * {pitch}]")
+        } else {
+            slot.clone()
+        };
         if to_vector {
             let quant = self.fixpipe_quant(inst, to.dtype)?;
             self.side(CUBE);
             self.code.line(format!(
                 "CrossCoreWaitFlag({free});  // the vector cores have read {slot}"
             ));
-            self.fixpipe(&slot, &s, sg, dg, quant, ctype, from.dtype);
+            self.fixpipe(&slot, &s, sg, wdg, quant, ctype, from.dtype);
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
             ));
@@ -1289,8 +1515,13 @@ impl Lowering<'_> {
             self.declare(dst);
             self.code.line("SetFlag<HardEvent::V_MTE2>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);");
+            if split {
+                self.code.line(format!(
+                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
+                ));
+            }
             self.code
-                .line(format!("DataCopy({d}, {slot}, {});", dg.elems()));
+                .line(format!("DataCopy({d}, {aiv_slot}, {});", dg.elems()));
             self.code.line("SetFlag<HardEvent::MTE2_V>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);");
             self.side(VEC | SYNC);
@@ -1305,7 +1536,13 @@ impl Lowering<'_> {
             self.side(VEC);
             self.code.line("SetFlag<HardEvent::V_MTE3>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);");
-            self.code.line(format!("DataCopy({slot}, {s}, {elems});"));
+            if split {
+                self.code.line(format!(
+                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
+                ));
+            }
+            self.code
+                .line(format!("DataCopy({aiv_slot}, {s}, {});", sg.elems()));
             self.code.line("SetFlag<HardEvent::MTE3_V>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);");
             self.side(VEC | SYNC);
@@ -1315,7 +1552,7 @@ impl Lowering<'_> {
             self.side(CUBE);
             self.declare(dst);
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
-            self.nd2nz(&d, &slot, sg, dg);
+            self.nd2nz(&d, &slot, wsg, dg);
             self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
             self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
             self.code.line(format!(
@@ -1411,7 +1648,7 @@ impl Lowering<'_> {
         self.code.line(format!(
             "const int64_t offsets[{}] = {{{}}};",
             rank.max(1),
-            offsets_list(offsets)
+            self.tile_offsets(src, offsets)
         ));
         self.code.line(format!(
             "const int64_t shape[{}] = {{{}}};",
@@ -1443,7 +1680,12 @@ impl Lowering<'_> {
         let name = Lowering::name(dst);
         let ctype = c_type(ty.dtype);
         let rank = ty.shape.len();
-        let start = index(start);
+        let start = if self.row_split(dst) && axis + 2 == rank {
+            // Counting along the rows: this AIV's rows start at aivRow.
+            format!("({} + aivRow)", index(start))
+        } else {
+            index(start)
+        };
         if rank == 0 || axis + 1 == rank {
             self.code
                 .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
@@ -2177,8 +2419,9 @@ impl Lowering<'_> {
             .sum()
     }
 
-    /// `Process` of a split kernel: the AIC runs the cube side of each block program, one
-    /// AIV its vector side and the other AIV only its handshakes (the two AIVs take turns,
+    /// `Process` of a split kernel: the AIC runs the cube side of each block program, and
+    /// both AIVs its vector side, each on half the rows, or where the rows cannot be split
+    /// one AIV the vector side and the other only its handshakes (the two AIVs take turns,
     /// block program by block program); each reader gives
     /// its writer one credit (a free flag) at the start and the writer takes the last one
     /// back at the end, so that every flag's counter ends at zero.
@@ -2212,15 +2455,27 @@ impl Lowering<'_> {
         c.open("if ASCEND_IS_AIV");
         credits(c, true, "PIPE_MTE2");
         c.open(pids);
-        c.line(
-            "// The two AIVs take turns: the k-th block program of this AI core is AIV (k % 2)'s.",
-        );
-        c.open("if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx())");
-        c.line("BlockVector(pid);");
-        c.indent -= 1;
-        c.open("} else");
-        c.line("BlockVectorSync(pid);");
-        c.close();
+        if let Some(half) = self.aiv_rows {
+            c.line(format!(
+                "// Both AIVs run every block program, each on {half} of the {} rows of its vector tiles (aivRow).",
+                2 * half
+            ));
+            c.line("BlockVector(pid);");
+        } else {
+            c.line(format!(
+                "// The rows are not split between the AIVs: {}.",
+                self.take_turns.unwrap_or("the vector work is not row-wise")
+            ));
+            c.line(
+                "// The two AIVs take turns: the k-th block program of this AI core is AIV (k % 2)'s.",
+            );
+            c.open("if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx())");
+            c.line("BlockVector(pid);");
+            c.indent -= 1;
+            c.open("} else");
+            c.line("BlockVectorSync(pid);");
+            c.close();
+        }
         c.close();
         take_back(c, false);
         c.close();
@@ -2333,11 +2588,14 @@ impl Lowering<'_> {
         c.line("");
         let functions: Vec<(&str, &str)> = if self.split {
             self.split_process(&mut c);
-            vec![
+            let mut functions = vec![
                 ("BlockCube", self.code.cube.as_str()),
                 ("BlockVector", self.code.text.as_str()),
-                ("BlockVectorSync", self.code.sync.as_str()),
-            ]
+            ];
+            if self.aiv_rows.is_none() {
+                functions.push(("BlockVectorSync", self.code.sync.as_str()));
+            }
+            functions
         } else {
             c.line("// Block programs blockIdx, blockIdx + blockNum, ... of the grid.");
             c.open("__aicore__ inline void Process()");
