@@ -6,7 +6,7 @@
 #![cfg(feature = "device")]
 
 use pto_backends::ascendc::{
-    AscendcHost, KernelType, LoweredKernel, Soc, lower, lower_with_profile,
+    AscendcHost, KernelType, LoweredKernel, Soc, lower, lower_program, lower_with_profile,
 };
 use pto_backends::cpu::Cpu;
 use pto_op::parity::{ParityCase, check_parity};
@@ -60,7 +60,9 @@ fn a_matmul_staged_through_ub_is_a_mix_kernel_on_the_910b_and_coupled_on_kirin()
         "GM_ADDR slots = workspace + GetBlockIdx() / GetTaskRatio() * ",
         "if ASCEND_IS_AIC {",
         "if ASCEND_IS_AIV {",
-        "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
+        // Both AIVs on every block program, each on 64 of its 128 rows.
+        "const int64_t aivRow = GetSubBlockIdx() * 64;",
+        ", ws0[aivRow * 96], 6144);",
         "CrossCoreSetFlag<2, PIPE_FIX>(0);",
         "CrossCoreWaitFlag(0);",
         "CrossCoreSetFlag<2, PIPE_MTE2>(1);",
@@ -126,9 +128,9 @@ fn a_mix_kernel_matches_the_cpu_on_the_910b_host() {
 }
 
 #[test]
-fn the_two_vector_cores_take_turns_on_the_block_programs_of_an_ai_core() {
+fn the_two_vector_cores_share_the_block_programs_of_an_ai_core() {
     // One AI core: both block programs of a [130, 64] x [64, 96] matmul (128 rows each) on
-    // it, AIV 0 running program 0 and AIV 1 program 1.
+    // it, AIV 0 running rows 0..64 of each and AIV 1 rows 64..128.
     let mut profile = ascend();
     profile.ai_cores = 1;
     let host = AscendcHost::on(Some(&profile));
@@ -142,8 +144,8 @@ fn the_two_vector_cores_take_turns_on_the_block_programs_of_an_ai_core() {
         let report = check_parity(ops::matmul::def(), &case, &Cpu, &host).expect("runs");
         assert!(report.passed(), "{report}");
     }
-    // The test sees a lost turn: with AIV 1's turn taken away, no core stores block
-    // program 1 (rows 128 and 129) and the output differs from the CPU's.
+    // The test sees a lost half: with AIV 1 on AIV 0's rows, no core stores rows 64..128
+    // and the output differs from the CPU's.
     let profile_one = profile.clone();
     let host = AscendcHost::on(Some(&profile_one));
     let mut kernel = lower_with_profile(
@@ -155,10 +157,11 @@ fn the_two_vector_cores_take_turns_on_the_block_programs_of_an_ai_core() {
     )
     .expect("lowers");
     assert_eq!((kernel.grid, kernel.block_dim), (2, 1));
-    kernel.kernel_source = kernel.kernel_source.replace(
-        "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
-        "if (GetSubBlockIdx() == 0 && pid != 1) {",
-    );
+    let split = "const int64_t aivRow = GetSubBlockIdx() * 64;";
+    assert!(kernel.kernel_source.contains(split));
+    kernel.kernel_source = kernel
+        .kernel_source
+        .replace(split, "const int64_t aivRow = 0;");
     let build = host.compile(kernel, &profile_one).expect("compiles");
     let a = Tensor::random([130, 64], DType::F32, 1);
     let b = Tensor::random([64, 96], DType::F32, 2);
@@ -372,4 +375,194 @@ fn block_and_sub_block_ids_follow_the_core_type() {
         core_ids("KERNEL_TYPE_AIC_ONLY", 2),
         ["AIC 0 0 2 1", "AIC 1 0 2 1"]
     );
+}
+
+/// The vector side of [`mix_program`].
+#[derive(Clone, Copy, PartialEq)]
+enum Vector {
+    /// `exp(c) + 1` of each element: rows independent.
+    Rows,
+    /// The sum of each column of `exp(c)`: a column reduction, `y` [2, 32].
+    ColumnSum,
+    /// `Rows`, and `2 * x` of a second input `x` in tiles of 15 rows (an odd count), into
+    /// a second output `z`.
+    OddTile,
+}
+
+/// Rows of the `x` tile of [`Vector::OddTile`].
+const ODD: usize = 15;
+
+/// A mix kernel of two block programs: `c = a @ b` on the cube for `rows` rows of `a`
+/// ([2 * rows, 32] x [32, 32], `dtype`), then `vector` on the vector side, stored as f32.
+fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::ValidProgram {
+    use pto_op::kernel::Kernel;
+    let mut k = Kernel::new("test.mix_rows").with_buffers(ascend().buffers);
+    let a = k.input("a", Shape::from([2 * rows, 32]), dtype);
+    let b = k.input("b", Shape::from([32, 32]), dtype);
+    let x = (vector == Vector::OddTile).then(|| k.input("x", Shape::from([2 * ODD, 32]), DType::F32));
+    let y_rows = if vector == Vector::ColumnSum { 2 } else { 2 * rows };
+    let y = k.output("y", Shape::from([y_rows, 32]), DType::F32);
+    let z = x.as_ref().map(|_| k.output("z", Shape::from([2 * ODD, 32]), DType::F32));
+    k.grid(2).expect("grid");
+    let pid = k.program_id();
+    let a1 = k.load_l1(&a, (pid.clone() * rows, 0), [rows, 32]).expect("a");
+    let b1 = k.load_l1(&b, (0, 0), [32, 32]).expect("b");
+    let c = k
+        .matmul(&a1.to_l0a(), &b1.to_l0b(), None, false)
+        .expect("matmul");
+    let e = c.to_ub(DType::F32).exp();
+    if vector == Vector::ColumnSum {
+        k.store(&y, (pid, 0), &e.sum(0)).expect("store");
+    } else {
+        k.store(&y, (pid.clone() * rows, 0), &(e + 1.0)).expect("store");
+    }
+    if let (Some(x), Some(z)) = (x, z) {
+        let t = k.load(&x, (pid.clone() * ODD, 0), [ODD, 32]).expect("x");
+        k.store(&z, (pid * ODD, 0), &(t * 2.0)).expect("store z");
+    }
+    k.finish().expect("valid")
+}
+
+/// [`mix_program`]'s `y` computed on the host in f64, from the inputs rounded to `dtype`.
+fn mix_reference(a: &Tensor, b: &Tensor, vector: Vector) -> Vec<f64> {
+    let (a, b) = (a.to_f32_array(), b.to_f32_array());
+    let m = a.shape()[0];
+    let mut e = vec![0.0_f64; m * 32];
+    for i in 0..m {
+        for j in 0..32 {
+            let dot: f64 = (0..32)
+                .map(|p| f64::from(a[[i, p]]) * f64::from(b[[p, j]]))
+                .sum();
+            e[i * 32 + j] = dot.exp();
+        }
+    }
+    if vector != Vector::ColumnSum {
+        return e.iter().map(|v| v + 1.0).collect();
+    }
+    let half = m / 2;
+    (0..2)
+        .flat_map(|p| {
+            let e = &e;
+            (0..32).map(move |j| (0..half).map(|i| e[(p * half + i) * 32 + j]).sum())
+        })
+        .collect()
+}
+
+/// Lowers [`mix_program`] for the 910B (of `ai_cores` AI cores), runs it on the host with
+/// `edit` applied to its source, and returns the source and the largest relative error of
+/// the outputs against [`mix_reference`] (or the host's error).
+fn run_mix(
+    rows: usize,
+    vector: Vector,
+    dtype: DType,
+    ai_cores: u32,
+    edit: impl Fn(&str) -> String,
+) -> (String, Result<f64, String>) {
+    let mut profile = ascend();
+    profile.ai_cores = ai_cores;
+    let program = mix_program(rows, vector, dtype);
+    let mut kernel = lower_program(&program, "test", Soc::Ascend910B, &profile).expect("lowers");
+    assert_eq!(kernel.kernel_type, KernelType::MixAic1Aiv2);
+    let source = kernel.kernel_source.clone();
+    kernel.kernel_source = edit(&kernel.kernel_source);
+    let host = AscendcHost::on(Some(&profile));
+    let build = host.compile(kernel, &profile).expect("compiles");
+    // Small values: exp stays near 1.
+    let small = |shape: [usize; 2], dtype, seed| {
+        Tensor::from_f32_array(
+            Tensor::random(shape, DType::F32, seed).to_f32_array() * 0.1,
+            dtype,
+        )
+    };
+    let a = small([2 * rows, 32], dtype, 11);
+    let b = small([32, 32], dtype, 12);
+    let x = small([2 * ODD, 32], DType::F32, 13);
+    let mut inputs = vec![&a, &b];
+    if vector == Vector::OddTile {
+        inputs.push(&x);
+    }
+    let result = host.run(&build, &inputs).map(|out| {
+        let mut expected = vec![mix_reference(&a, &b, vector)];
+        if vector == Vector::OddTile {
+            expected.push(x.to_f32_array().iter().map(|v| 2.0 * f64::from(*v)).collect());
+        }
+        assert_eq!(out.len(), expected.len());
+        let mut most = 0.0_f64;
+        for (got, expected) in out.iter().zip(&expected) {
+            let got = got.to_f32_array();
+            assert_eq!(got.len(), expected.len());
+            for (g, e) in got.iter().zip(expected) {
+                most = most.max((f64::from(*g) - e).abs() / e.abs().max(1.0));
+            }
+        }
+        most
+    });
+    (source, result.map_err(|e| e.to_string()))
+}
+
+#[test]
+fn the_two_vector_cores_share_each_block_program_by_rows() {
+    for dtype in [DType::F32, DType::F16] {
+        for ai_cores in [1, 24] {
+            let (source, error) = run_mix(64, Vector::Rows, dtype, ai_cores, str::to_owned);
+            // Each AIV's rows: 32 of the 64, from GetSubBlockIdx() * 32, in the hand-off slot
+            // and the store.
+            for part in [
+                "const int64_t aivRow = GetSubBlockIdx() * 32;",
+                "// Both AIVs run every block program, each on 32 of the 64 rows of its vector tiles (aivRow).",
+                ", ws0[aivRow * 32], 1024);",
+                "const int64_t offsets[2] = {(pid * 64) + aivRow, 0};",
+            ] {
+                assert!(source.contains(part), "{part:?} not in:\n{source}");
+            }
+            assert!(!source.contains("BlockVectorSync"), "{source}");
+            let error = error.expect("runs");
+            assert!(error < 1e-3, "{dtype} on {ai_cores} AI cores: error {error}");
+        }
+    }
+    // Both AIVs at row 0: rows 32..64 of each block program are never computed.
+    let (_, error) = run_mix(64, Vector::Rows, DType::F32, 1, |s| {
+        s.replace(
+            "const int64_t aivRow = GetSubBlockIdx() * 32;",
+            "const int64_t aivRow = 0;",
+        )
+    });
+    let error = error.expect("runs");
+    assert!(error > 0.5, "error {error}");
+}
+
+#[test]
+fn an_odd_row_count_or_a_column_reduction_keeps_the_vector_cores_taking_turns() {
+    for (vector, reason) in [
+        (
+            Vector::OddTile,
+            "has 15 rows, neither the 16 of the handed-over tiles nor 1.",
+        ),
+        (Vector::ColumnSum, "along its rows (a column reduction)."),
+    ] {
+        for dtype in [DType::F32, DType::F16] {
+            let (source, error) = run_mix(16, vector, dtype, 1, str::to_owned);
+            for part in [
+                "// The rows are not split between the AIVs: ",
+                reason,
+                "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
+                "BlockVectorSync(pid);",
+            ] {
+                assert!(source.contains(part), "{part:?} not in:\n{source}");
+            }
+            assert!(!source.contains("aivRow"), "{source}");
+            let error = error.expect("runs");
+            assert!(error < 1e-3, "{dtype}: error {error}");
+        }
+    }
+    // The test sees a lost turn: with AIV 1's turn taken away, no core stores block
+    // program 1 and the output differs from the reference.
+    let (_, error) = run_mix(16, Vector::ColumnSum, DType::F32, 1, |s| {
+        s.replace(
+            "if ((pid - block) / GetBlockNum() % 2 == GetSubBlockIdx()) {",
+            "if (GetSubBlockIdx() == 0 && pid != 1) {",
+        )
+    });
+    let error = error.expect("runs");
+    assert!(error > 0.5, "error {error}");
 }
