@@ -399,13 +399,22 @@ fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::Val
     let mut k = Kernel::new("test.mix_rows").with_buffers(ascend().buffers);
     let a = k.input("a", Shape::from([2 * rows, 32]), dtype);
     let b = k.input("b", Shape::from([32, 32]), dtype);
-    let x = (vector == Vector::OddTile).then(|| k.input("x", Shape::from([2 * ODD, 32]), DType::F32));
-    let y_rows = if vector == Vector::ColumnSum { 2 } else { 2 * rows };
+    let x =
+        (vector == Vector::OddTile).then(|| k.input("x", Shape::from([2 * ODD, 32]), DType::F32));
+    let y_rows = if vector == Vector::ColumnSum {
+        2
+    } else {
+        2 * rows
+    };
     let y = k.output("y", Shape::from([y_rows, 32]), DType::F32);
-    let z = x.as_ref().map(|_| k.output("z", Shape::from([2 * ODD, 32]), DType::F32));
+    let z = x
+        .as_ref()
+        .map(|_| k.output("z", Shape::from([2 * ODD, 32]), DType::F32));
     k.grid(2).expect("grid");
     let pid = k.program_id();
-    let a1 = k.load_l1(&a, (pid.clone() * rows, 0), [rows, 32]).expect("a");
+    let a1 = k
+        .load_l1(&a, (pid.clone() * rows, 0), [rows, 32])
+        .expect("a");
     let b1 = k.load_l1(&b, (0, 0), [32, 32]).expect("b");
     let c = k
         .matmul(&a1.to_l0a(), &b1.to_l0b(), None, false)
@@ -414,7 +423,8 @@ fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::Val
     if vector == Vector::ColumnSum {
         k.store(&y, (pid, 0), &e.sum(0)).expect("store");
     } else {
-        k.store(&y, (pid.clone() * rows, 0), &(e + 1.0)).expect("store");
+        k.store(&y, (pid.clone() * rows, 0), &(e + 1.0))
+            .expect("store");
     }
     if let (Some(x), Some(z)) = (x, z) {
         let t = k.load(&x, (pid.clone() * ODD, 0), [ODD, 32]).expect("x");
@@ -484,7 +494,12 @@ fn run_mix(
     let result = host.run(&build, &inputs).map(|out| {
         let mut expected = vec![mix_reference(&a, &b, vector)];
         if vector == Vector::OddTile {
-            expected.push(x.to_f32_array().iter().map(|v| 2.0 * f64::from(*v)).collect());
+            expected.push(
+                x.to_f32_array()
+                    .iter()
+                    .map(|v| 2.0 * f64::from(*v))
+                    .collect(),
+            );
         }
         assert_eq!(out.len(), expected.len());
         let mut most = 0.0_f64;
@@ -517,7 +532,10 @@ fn the_two_vector_cores_share_each_block_program_by_rows() {
             }
             assert!(!source.contains("BlockVectorSync"), "{source}");
             let error = error.expect("runs");
-            assert!(error < 1e-3, "{dtype} on {ai_cores} AI cores: error {error}");
+            assert!(
+                error < 1e-3,
+                "{dtype} on {ai_cores} AI cores: error {error}"
+            );
         }
     }
     // Both AIVs at row 0: rows 32..64 of each block program are never computed.
@@ -565,4 +583,37 @@ fn an_odd_row_count_or_a_column_reduction_keeps_the_vector_cores_taking_turns() 
     });
     let error = error.expect("runs");
     assert!(error > 0.5, "error {error}");
+}
+
+#[test]
+fn the_ub_check_of_a_row_split_program_is_per_vector_core() {
+    let program = mix_program(64, Vector::Rows, DType::F32);
+    let profile = ascend();
+    let split = lower_program(&program, "test", Soc::Ascend910B, &profile).expect("lowers");
+    // The coupled Kirin core holds the whole 64-row tiles; each AIV of the 910B holds 32
+    // rows of them.
+    let kirin = DeviceProfile::builtin("kirin9030").expect("built-in profile");
+    let whole = lower_program(&program, "test", Soc::Kirin9030, &kirin).expect("lowers");
+    let (aiv, core) = (split.buffer_bytes.ub, whole.buffer_bytes.ub);
+    assert!(
+        aiv > 0 && 2 * aiv == core,
+        "{aiv} bytes per AIV, {core} on Kirin"
+    );
+    // One byte less UB than an AIV reserves: refused, with the per-AIV figure.
+    let mut small = profile.clone();
+    small.buffers.ub = aiv - 1;
+    let error = lower_program(&program, "test", Soc::Ascend910B, &small)
+        .err()
+        .expect("over the UB")
+        .to_string();
+    for part in [
+        format!(
+            "the kernel reserves {aiv} bytes of UB (on each of the two vector cores, which hold half the rows of the block program's tiles: "
+        ),
+        format!("profile has {}", aiv - 1),
+    ] {
+        assert!(error.contains(&part), "{part:?} not in {error}");
+    }
+    small.buffers.ub = aiv;
+    lower_program(&program, "test", Soc::Ascend910B, &small).expect("fits");
 }

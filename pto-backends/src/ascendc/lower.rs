@@ -605,8 +605,7 @@ fn row_split(program: &Program) -> Result<usize, String> {
                     ));
                 }
                 let g = Geom::of(ty);
-                if ty.dtype != DType::Bool && (half * g.pitch * ty.dtype.size_bytes()) % 32 != 0
-                {
+                if ty.dtype != DType::Bool && (half * g.pitch * ty.dtype.size_bytes()) % 32 != 0 {
                     return Err(format!(
                         "half the rows of tile {t} ({ty}) are not a whole number of 32-byte blocks"
                     ));
@@ -643,9 +642,10 @@ fn row_split(program: &Program) -> Result<usize, String> {
                     describe(program, inst)
                 ));
             }
-            Inst::Load { dst, offsets, .. } | Inst::Store { src: dst, offsets, .. }
-                if split(*dst) && offsets.len() < 2 =>
-            {
+            Inst::Load { dst, offsets, .. }
+            | Inst::Store {
+                src: dst, offsets, ..
+            } if split(*dst) && offsets.len() < 2 => {
                 problem = Some(format!(
                     "instruction {at} ({}) moves {dst} to or from a tensor without a row axis",
                     describe(program, inst)
