@@ -412,9 +412,7 @@ fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::Val
         .map(|_| k.output("z", Shape::from([2 * ODD, 32]), DType::F32));
     k.grid(2).expect("grid");
     let pid = k.program_id();
-    let a1 = k
-        .load_l1(&a, (pid.clone() * rows, 0), [rows, 32])
-        .expect("a");
+    let a1 = k.load_l1(&a, (pid * rows, 0), [rows, 32]).expect("a");
     let b1 = k.load_l1(&b, (0, 0), [32, 32]).expect("b");
     let c = k
         .matmul(&a1.to_l0a(), &b1.to_l0b(), None, false)
@@ -423,11 +421,10 @@ fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::Val
     if vector == Vector::ColumnSum {
         k.store(&y, (pid, 0), &e.sum(0)).expect("store");
     } else {
-        k.store(&y, (pid.clone() * rows, 0), &(e + 1.0))
-            .expect("store");
+        k.store(&y, (pid * rows, 0), &(e + 1.0)).expect("store");
     }
     if let (Some(x), Some(z)) = (x, z) {
-        let t = k.load(&x, (pid.clone() * ODD, 0), [ODD, 32]).expect("x");
+        let t = k.load(&x, (pid * ODD, 0), [ODD, 32]).expect("x");
         k.store(&z, (pid * ODD, 0), &(t * 2.0)).expect("store z");
     }
     k.finish().expect("valid")
@@ -602,10 +599,10 @@ fn the_ub_check_of_a_row_split_program_is_per_vector_core() {
     // One byte less UB than an AIV reserves: refused, with the per-AIV figure.
     let mut small = profile.clone();
     small.buffers.ub = aiv - 1;
-    let error = lower_program(&program, "test", Soc::Ascend910B, &small)
-        .err()
-        .expect("over the UB")
-        .to_string();
+    let Err(error) = lower_program(&program, "test", Soc::Ascend910B, &small) else {
+        panic!("lowered over the UB");
+    };
+    let error = error.to_string();
     for part in [
         format!(
             "the kernel reserves {aiv} bytes of UB (on each of the two vector cores, which hold half the rows of the block program's tiles: "

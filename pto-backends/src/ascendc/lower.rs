@@ -584,9 +584,14 @@ fn row_split(program: &Program) -> Result<usize, String> {
     let Some(rows) = rows_of(first) else {
         return Err(format!("the handed-over tile {first} has no row axis"));
     };
-    if rows % 2 != 0 {
+    if !rows.is_multiple_of(2) {
         return Err(format!(
             "the handed-over tile {first} has {rows} rows, an odd count"
+        ));
+    }
+    if let Some(other) = handed.iter().find(|t| rows_of(**t) != Some(rows)) {
+        return Err(format!(
+            "the handed-over tiles {first} and {other} have different row counts"
         ));
     }
     let half = rows / 2;
@@ -605,7 +610,9 @@ fn row_split(program: &Program) -> Result<usize, String> {
                     ));
                 }
                 let g = Geom::of(ty);
-                if ty.dtype != DType::Bool && (half * g.pitch * ty.dtype.size_bytes()) % 32 != 0 {
+                if ty.dtype != DType::Bool
+                    && !(half * g.pitch * ty.dtype.size_bytes()).is_multiple_of(32)
+                {
                     return Err(format!(
                         "half the rows of tile {t} ({ty}) are not a whole number of 32-byte blocks"
                     ));
