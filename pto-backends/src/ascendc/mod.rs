@@ -88,7 +88,8 @@ pub struct LoweredKernel {
     /// The outputs, after the inputs in entry argument order.
     pub outputs: Vec<KernelTensor>,
     /// Bytes the kernel's `TPipe` reserves per buffer (UB, L1, L0A, L0B, L0C); in a mix
-    /// kernel UB is the vector cores' and the others the cube core's.
+    /// kernel UB is each vector core's (half the rows of a block program's tiles where the
+    /// two share it by rows) and the others the cube core's.
     pub buffer_bytes: PerBuffer,
     /// Which cores run it (declared with `KERNEL_TASK_TYPE_DEFAULT` on the 910B).
     pub kernel_type: KernelType,
