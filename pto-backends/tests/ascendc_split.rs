@@ -380,7 +380,7 @@ fn block_and_sub_block_ids_follow_the_core_type() {
 /// The vector side of [`mix_program`].
 #[derive(Clone, Copy, PartialEq)]
 enum Vector {
-    /// `exp(c) + 1` of each element: rows independent.
+    /// `exp(c) + 1 + r / 1000` of each element, `r` its row in `a`: rows independent.
     Rows,
     /// The sum of each column of `exp(c)`: a column reduction, `y` [2, 32].
     ColumnSum,
@@ -421,7 +421,10 @@ fn mix_program(rows: usize, vector: Vector, dtype: DType) -> pto_op::kernel::Val
     if vector == Vector::ColumnSum {
         k.store(&y, (pid, 0), &e.sum(0)).expect("store");
     } else {
-        k.store(&y, (pid * rows, 0), &(e + 1.0)).expect("store");
+        // Plus a thousandth of each row's index in `a` (an iota along the rows).
+        let row = k.iota([rows, 1], 0, pid * rows, DType::F32);
+        k.store(&y, (pid * rows, 0), &(e + 1.0 + row * 0.001))
+            .expect("store");
     }
     if let (Some(x), Some(z)) = (x, z) {
         let t = k.load(&x, (pid * ODD, 0), [ODD, 32]).expect("x");
@@ -444,7 +447,11 @@ fn mix_reference(a: &Tensor, b: &Tensor, vector: Vector) -> Vec<f64> {
         }
     }
     if vector != Vector::ColumnSum {
-        return e.iter().map(|v| v + 1.0).collect();
+        return e
+            .iter()
+            .enumerate()
+            .map(|(at, v)| v + 1.0 + 0.001 * (at / 32) as f64)
+            .collect();
     }
     let half = m / 2;
     (0..2)
@@ -524,6 +531,8 @@ fn the_two_vector_cores_share_each_block_program_by_rows() {
                 "// Both AIVs run every block program, each on 32 of the 64 rows of its vector tiles (aivRow).",
                 ", ws0[aivRow * 32], 1024);",
                 "const int64_t offsets[2] = {(pid * 64) + aivRow, 0};",
+                // The iota along the rows counts from this AIV's first row.
+                "PTO_INDEX_AS(float, ((pid * 64) + aivRow) + (r / 1) % 32)",
             ] {
                 assert!(source.contains(part), "{part:?} not in:\n{source}");
             }
@@ -544,6 +553,12 @@ fn the_two_vector_cores_share_each_block_program_by_rows() {
     });
     let error = error.expect("runs");
     assert!(error > 0.5, "error {error}");
+    // The iota without AIV 1's row offset: its rows count from 0 again.
+    let (_, error) = run_mix(64, Vector::Rows, DType::F32, 1, |s| {
+        s.replace("((pid * 64) + aivRow) + (r / 1)", "(pid * 64) + (r / 1)")
+    });
+    let error = error.expect("runs");
+    assert!(error > 1e-2, "error {error}");
 }
 
 #[test]
