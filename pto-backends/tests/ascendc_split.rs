@@ -628,4 +628,19 @@ fn the_ub_check_of_a_row_split_program_is_per_vector_core() {
     }
     small.buffers.ub = aiv;
     lower_program(&program, "test", Soc::Ascend910B, &small).expect("fits");
+
+    // A program whose AIVs take turns: one AIV holds the whole tiles, and the error says why.
+    let program = mix_program(64, Vector::ColumnSum, DType::F32);
+    let whole = lower_program(&program, "test", Soc::Ascend910B, &profile).expect("lowers");
+    small.buffers.ub = whole.buffer_bytes.ub - 1;
+    let Err(error) = lower_program(&program, "test", Soc::Ascend910B, &small) else {
+        panic!("lowered over the UB");
+    };
+    let error = error.to_string();
+    let part = format!(
+        "the kernel reserves {} bytes of UB (on one vector core, which holds the block program's whole tiles: the two take turns, their rows are not split (instruction ",
+        whole.buffer_bytes.ub
+    );
+    assert!(error.contains(&part), "{part:?} not in {error}");
+    assert!(error.contains("(a column reduction)): "), "{error}");
 }

@@ -219,6 +219,12 @@ fn lower_block<'p>(
                          program's tiles: {}",
                         lowering.ub_detail()
                     )
+                } else if let (MemLevel::Ub, Some(reason)) = (level, lowering.take_turns) {
+                    format!(
+                        "on one vector core, which holds the block program's whole tiles: the \
+                         two take turns, their rows are not split ({reason}): {}",
+                        lowering.ub_detail()
+                    )
                 } else if level == MemLevel::Ub {
                     lowering.ub_detail()
                 } else {
