@@ -21,7 +21,13 @@ use pto_op::prelude::*;
 
 type Error = Box<dyn std::error::Error>;
 
-fn main() -> Result<(), Error> {
+// Errors are printed as `pto` prints them (`error: ...` and their causes), not as the
+// `Error: {:?}` of a `main` returning `Result`.
+fn main() -> std::process::ExitCode {
+    pto_cli::exit_code(run())
+}
+
+fn run() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
         "usage: big_onnx (mlp FILE [SEQ D_MODEL D_HIDDEN] | chain FILE N | concat FILE N [WIDTH])";

@@ -36,7 +36,13 @@ fn model(name: &str) -> Result<Model, Box<dyn std::error::Error>> {
     })
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+// Errors are printed as `pto` prints them (`error: ...` and their causes), not as the
+// `Error: {:?}` of a `main` returning `Result`.
+fn main() -> std::process::ExitCode {
+    pto_cli::exit_code(run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let name = args.next().unwrap_or_else(|| "block".to_owned());
     let runs: usize = args.next().map_or(Ok(1), |r| r.parse())?;

@@ -8,7 +8,13 @@ use std::path::PathBuf;
 
 use pto_examples::models::{decoder_block, walkthrough};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+// Errors are printed as `pto` prints them (`error: ...` and their causes), not as the
+// `Error: {:?}` of a `main` returning `Result`.
+fn main() -> std::process::ExitCode {
+    pto_cli::exit_code(run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
         .map_or_else(|| std::env::temp_dir().join("pto-examples"), PathBuf::from);

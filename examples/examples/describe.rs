@@ -7,7 +7,13 @@ use pto_backends::sim::Sim;
 use pto_examples::{gelu_affine, moments};
 use pto_op::prelude::*;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+// Errors are printed as `pto` prints them (`error: ...` and their causes), not as the
+// `Error: {:?}` of a `main` returning `Result`.
+fn main() -> std::process::ExitCode {
+    pto_cli::exit_code(run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     // Registration: every #[custom_op] linked into this program, ordered by name.
     println!("== registered ops");
     for op in pto_op::registry::ops()? {

@@ -12,7 +12,13 @@ use pto_examples::flash_attention;
 use pto_op::prelude::*;
 use pto_op::{Executor, TensorType};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+// Errors are printed as `pto` prints them (`error: ...` and their causes), not as the
+// `Error: {:?}` of a `main` returning `Result`.
+fn main() -> std::process::ExitCode {
+    pto_cli::exit_code(run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let device = DeviceProfile::resolve(&args.next().unwrap_or_else(|| "kirin9030".into()))?;
     let trace_path = PathBuf::from(args.next().unwrap_or_else(|| "attention.trace.json".into()));

@@ -1,6 +1,7 @@
 //! The `pto` command line on the built-in example models: through the library entry
 //! point, and as the built binary.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pto_cli::{CliError, run};
@@ -252,6 +253,99 @@ fn the_binary_runs_and_exits_with_the_right_code() {
         .unwrap();
     assert_eq!(failed.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&failed.stderr).starts_with("error: no model file `nope`"));
+}
+
+/// Runs the built binary with `args` and returns its exit code and stderr.
+fn failing(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pto"))
+        .args(args)
+        .env_remove("PTO_DEVICE")
+        .env_remove("PTO_TARGET")
+        .output()
+        .expect("the binary runs");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_error_of_the_binary_prints_alike_and_says_each_reason_once() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-errors");
+    std::fs::create_dir_all(&dir).unwrap();
+    let garbage = dir.join("garbage.pto");
+    std::fs::write(&garbage, "not a model").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let missing_dir = dir.join("no-such-dir").join("m.pto");
+    let missing_dir = missing_dir.to_str().unwrap();
+    for args in [
+        &["run", "nope"][..],
+        &["inspect", garbage],
+        &["run", "pipeline", "--inputs", garbage],
+        &["export", "pipeline", "-o", missing_dir],
+        &["estimate", "pipeline", "--device", "nope"],
+        &["compile", "pipeline", "--target", "nope"],
+    ] {
+        let (code, stderr) = failing(args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Error:"), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        for (i, line) in lines.iter().enumerate().skip(1) {
+            let cause = line
+                .strip_prefix("  caused by: ")
+                .unwrap_or_else(|| panic!("{args:?}: line {i} is not a cause: {stderr}"));
+            assert!(
+                !lines[..i].iter().any(|above| above.contains(cause)),
+                "{args:?}: `{cause}` is printed twice: {stderr}"
+            );
+        }
+    }
+}
+
+/// `pto package` of a model with an op that has no kernel: the reason (the op has no
+/// kernel) is the top error's source, printed under it.
+#[cfg(feature = "device")]
+#[test]
+fn the_binary_prints_the_cause_of_a_failed_package() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-package-mixed");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stderr) = failing(&["package", "mixed", "-o", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: op `demo.moments`, instance [f32[64, 128]]: lowering for kirin9030 failed: op \
+         `demo.moments`: tracing the kernel failed\n  caused by: op `demo.moments`: it has no \
+         #[kernel], so it runs on the CPU reference only\n"
+    );
+}
+
+#[test]
+fn the_example_programs_print_errors_like_the_binary() {
+    // A `main` returning `Result` prints `Error: {:?}` (a usage string in quotes, an error's
+    // Debug form); the example programs end in `pto_cli::exit_code` instead.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let source = std::fs::read_to_string(&path).unwrap();
+        if let Some(main) = source.find("fn main()") {
+            let signature = &source[main..source[main..].find('{').unwrap() + main];
+            assert!(
+                !signature.contains("Result"),
+                "{}: `{signature}` prints its errors as `Error: {{:?}}`",
+                path.display()
+            );
+            assert!(source.contains("pto_cli::exit_code("), "{}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 7,
+        "{checked} example programs in {}",
+        dir.display()
+    );
 }
 
 #[test]

@@ -47,7 +47,8 @@ pub use error::CliError;
 use args::{Cli, Command};
 
 /// Runs the command line on the process's arguments: prints the report on stdout, an error
-/// on stderr, and returns the exit code (2 for usage errors, 1 for other failures).
+/// on stderr (as [`error_text`] writes it), and returns the exit code (2 for usage errors, 1
+/// for other failures).
 pub fn main() -> ExitCode {
     match run(std::env::args_os()) {
         Ok(report) => {
@@ -60,10 +61,72 @@ pub fn main() -> ExitCode {
             let _ = e.print();
             ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+        Err(e) => exit_with(&e),
+    }
+}
+
+/// The text the command line prints for a failure: `error: ` and the error's message, then
+/// one `  caused by: ` line per error of its [`source`](std::error::Error::source) chain,
+/// leaving out a cause whose message is already part of a message printed above it (many
+/// errors quote their source), so no reason is printed twice.
+///
+/// ```
+/// #[derive(Debug)]
+/// struct Outer(std::io::Error);
+/// impl std::fmt::Display for Outer {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("reading the weights failed")
+///     }
+/// }
+/// impl std::error::Error for Outer {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let e = Outer(std::io::Error::other("disk on fire"));
+/// assert_eq!(
+///     pto_cli::error_text(&e),
+///     "error: reading the weights failed\n  caused by: disk on fire"
+/// );
+/// ```
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = format!("error: {error}");
+    let mut printed = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let message = e.to_string();
+        if !message.is_empty() && !printed.iter().any(|p| p.contains(&message)) {
+            text.push_str("\n  caused by: ");
+            text.push_str(&message);
+            printed.push(message);
         }
+        cause = e.source();
+    }
+    text
+}
+
+/// Prints `error` on stderr as [`error_text`] writes it and returns the failure exit code.
+fn exit_with(error: &(dyn std::error::Error + 'static)) -> ExitCode {
+    eprintln!("{}", error_text(error));
+    ExitCode::FAILURE
+}
+
+/// The end of a program's `main` that prints its errors the way `pto` does: `Ok` is
+/// success; an error is printed on stderr as [`error_text`] writes it (not as the `Error:
+/// {:?}` of a `main` returning `Result`) and exits with code 1.
+///
+/// ```no_run
+/// fn run() -> Result<(), Box<dyn std::error::Error>> {
+///     Err("usage: my_tool FILE".into())
+/// }
+/// fn main() -> std::process::ExitCode {
+///     pto_cli::exit_code(run())
+/// }
+/// ```
+pub fn exit_code<E: Into<Box<dyn std::error::Error>>>(result: Result<(), E>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit_with(&*e.into()),
     }
 }
 
@@ -202,5 +265,45 @@ fn render<R: Serialize + core::fmt::Display>(report: &R, json: bool) -> Result<S
         Ok(serde_json::to_string_pretty(report)?)
     } else {
         Ok(report.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    /// An error with a message and an optional source.
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+
+    impl core::fmt::Display for Chain {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_quoted_above_is_left_out() {
+        let chain = Chain(
+            "building model `m`: reading `w`: disk full",
+            Some(Box::new(Chain(
+                "reading `w`: disk full",
+                Some(Box::new(Chain(
+                    "disk full",
+                    Some(Box::new(Chain("sector 7 failed", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(
+            error_text(&chain),
+            "error: building model `m`: reading `w`: disk full\n  caused by: sector 7 failed"
+        );
+        assert_eq!(error_text(&Chain("alone", None)), "error: alone");
     }
 }
