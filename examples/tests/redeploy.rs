@@ -456,3 +456,110 @@ fn a_redeploy_killed_at_any_point_leaves_the_old_or_the_new_package() {
          after the edit back; a state equal to an earlier one is counted there): {seen:?}"
     );
 }
+
+/// The code blocks of `docs/redeploying.md`'s worked example, in order: (language, text).
+fn worked_example_blocks() -> Vec<(String, String)> {
+    let page = include_str!("../../docs/redeploying.md");
+    let start = page
+        .find("## Redeploying an edited package: a worked example")
+        .expect("the worked example's heading");
+    let end = start
+        + page[start..]
+            .find("\n## ")
+            .expect("a heading after the worked example");
+    let mut blocks = Vec::new();
+    let mut lines = page[start..end].lines();
+    while let Some(line) = lines.next() {
+        if let Some(language) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push((language.to_owned(), body.join("\n")));
+        }
+    }
+    blocks
+}
+
+/// Runs a command of the docs (`pto ...`) in `dir` with the built binary; its stdout and
+/// stderr, one after the other.
+fn pto_in(dir: &Path, command: &str) -> String {
+    let args = command
+        .strip_prefix("pto ")
+        .unwrap_or_else(|| panic!("not a pto command: {command}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_pto"))
+        .args(args.split_whitespace())
+        .current_dir(dir)
+        .env_remove("PTO_DEVICE")
+        .env_remove("PTO_TARGET")
+        .output()
+        .expect("the binary runs");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Every line of a quoted output block but the `...` elisions is a line of `output`, in
+/// order.
+fn assert_quoted(block: &str, output: &str, what: &str) {
+    let mut rest = output.lines();
+    for line in block.lines().filter(|l| l.trim() != "...") {
+        assert!(
+            rest.any(|l| l == line),
+            "docs/redeploying.md is stale: {what} quotes\n{line}\nwhich is not (in this order) \
+             in its output:\n{output}"
+        );
+    }
+}
+
+/// `docs/redeploying.md`'s worked example, run as written: each `sh` block's commands in a
+/// fresh directory, each quoted output checked against what they print now, the diff against
+/// the edit (`flash_block_32`), and the two refused edits (the typo `expp`, the scores scaled
+/// by 0.25) against their `$ pto redeploy` blocks.
+#[test]
+fn the_docs_worked_example_prints_what_it_quotes() {
+    let dir = scratch("docs-example");
+    let kernel = dir.join("decoder_pkg/op_kernel/demo_flash_attention.pto");
+    let mut output = String::new();
+    let mut original = String::new();
+    let mut good = String::new();
+    // The edits the `$ pto redeploy` blocks refuse, in the page's order.
+    let mut refused: &[(&str, &str)] = &[
+        ("unary exp", "unary expp"),
+        ("binary mul %14, 0.125", "binary mul %14, 0.25"),
+    ];
+    let mut checked = 0;
+    for (language, block) in worked_example_blocks() {
+        match language.as_str() {
+            "sh" => {
+                output = block.lines().map(|c| pto_in(&dir, c.trim())).collect();
+            }
+            "text" if block.starts_with(" // instance") => {
+                // The edit, as a diff: `-` lines are the packaged kernel's, `+` lines the
+                // edited one's, the others both's.
+                original = read(&kernel);
+                good = flash_block_32(&original);
+                for line in block.lines().filter(|l| l.trim() != "...") {
+                    let (texts, text): (&[&str], &str) = match line.split_at(1) {
+                        ("-", text) => (&[&original], text),
+                        ("+", text) => (&[&good], text),
+                        (_, text) => (&[&original, &good], text),
+                    };
+                    for t in texts {
+                        assert!(t.lines().any(|l| l == text), "the diff's `{line}`:\n{t}");
+                    }
+                }
+                std::fs::write(&kernel, &good).expect("edited");
+            }
+            "text" if block.starts_with("$ pto ") => {
+                let (command, quoted) = block.split_once('\n').expect("a command and its output");
+                let ((from, to), next) = refused.split_first().expect("an edit for each");
+                refused = next;
+                assert!(good.contains(from), "{from}");
+                std::fs::write(&kernel, good.replacen(from, to, 1)).expect("broken");
+                assert_quoted(quoted, &pto_in(&dir, &command[2..]), command);
+            }
+            "text" => assert_quoted(&block, &output, "an output block"),
+            other => panic!("a `{other}` block in the worked example"),
+        }
+        checked += 1;
+    }
+    assert!(!original.is_empty(), "the page shows the edit");
+    assert!(refused.is_empty(), "the page shows both refused edits");
+    assert_eq!(checked, 9, "the worked example's blocks");
+}
