@@ -7,6 +7,7 @@
 
 #![cfg(feature = "device")]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -15,6 +16,9 @@ use pto_backends::ascendc::Soc;
 use pto_backends::ascendc::package::{
     self, MANIFEST_FILE, Manifest, PackageError, check_package, write_package,
 };
+use pto_backends::compiler::compile;
+use pto_backends::parity::compare_compiled;
+use pto_op::target::TargetConfig;
 use pto_op::{DType, Fingerprint, Graph, Model, Shape, Tensor};
 // Links the example ops and models into this test.
 use pto_examples as _;
@@ -439,6 +443,57 @@ fn pto_package_writes_checks_and_says_when_it_cannot_build() {
         stderr.contains("is for kirin9030, not kirinx90"),
         "{stderr}"
     );
+}
+
+/// Every file of the package in `dir`, by path.
+fn package_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).expect("readable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let name = path
+                    .strip_prefix(root)
+                    .expect("inside")
+                    .display()
+                    .to_string();
+                files.insert(name, std::fs::read(&path).expect("readable"));
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, dir, &mut files);
+    files
+}
+
+/// The 910B2 is a 910B at 1.8 GHz: `pto package --device ascend910b2` writes the 910B's
+/// package, whose kernels compile on the host and, run by `ascendc-host` on the 910B2
+/// profile, match the CPU.
+#[test]
+fn the_910b2_packages_as_the_910b_and_its_kernels_pass_host_parity() {
+    let root = scratch("ascend910b2");
+    let dir = root.join("b2");
+    let out = Command::new(env!("CARGO_BIN_EXE_pto"))
+        .args(["package", MODEL, "--device", "ascend910b2", "-o"])
+        .arg(&dir)
+        .output()
+        .expect("pto runs");
+    assert!(out.status.success(), "{out:?}");
+    let model = packaged_model();
+    let manifest = write_package(&model, Soc::Ascend910B, &root.join("b")).expect("written");
+    assert_eq!(manifest.soc, "ascend910b");
+    assert_eq!(package_files(&dir), package_files(&root.join("b")));
+    compile_kernels(&dir, &manifest);
+
+    let shipped = package::with_package_kernels(&model, &dir).expect("the model's package");
+    let b2 = pto_op::DeviceProfile::builtin("ascend910b2").expect("built in");
+    let host = compile(&shipped, TargetConfig::new("ascendc-host").on(b2)).expect("compiles");
+    let cpu = compile(&shipped, "cpu").expect("compiles");
+    for seed in [0, 1] {
+        let parity = compare_compiled(&host, &cpu, &host.random_inputs(seed)).expect("runs");
+        assert!(parity.passed(), "{parity}");
+    }
 }
 
 #[test]

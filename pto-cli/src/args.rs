@@ -184,8 +184,8 @@ pub(crate) enum Command {
     Package {
         /// A model file or a built-in model's name.
         model: String,
-        /// The SoC: kirin9030, kirinx90 or ascend910b (default kirin9030; with `--check`,
-        /// the package must be for it when given).
+        /// The SoC: kirin9030, kirinx90, ascend910b or ascend910b2 (packaged as ascend910b)
+        /// (default kirin9030; with `--check`, the package must be for it when given).
         #[arg(long)]
         device: Option<String>,
         /// The package directory to write (atomically: a failure leaves a previous package).

@@ -26,7 +26,7 @@ pub(crate) fn package(
         .map(|name| {
             Soc::from_profile_name(name).ok_or_else(|| CliError::UnknownSoc {
                 name: name.to_owned(),
-                known: Soc::ALL.map(Soc::profile_name).join(", "),
+                known: Soc::profile_names(),
             })
         })
         .transpose()?;

@@ -210,9 +210,9 @@ impl AscendcHost {
         let device = profile.and_then(|profile| match Soc::from_profile_name(&profile.name) {
             Some(soc) => Ok((profile, soc)),
             None => Err(format!(
-                "profile `{}` is of no SoC the lowering knows (kirin9030, kirinx90, \
-                 ascend910b)",
-                profile.name
+                "profile `{}` is of no SoC the lowering knows ({})",
+                profile.name,
+                Soc::profile_names()
             )),
         });
         AscendcHost {

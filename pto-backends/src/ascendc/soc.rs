@@ -44,13 +44,38 @@ impl Soc {
     /// Every SoC, in declaration order.
     pub const ALL: [Soc; 3] = [Soc::Kirin9030, Soc::KirinX90, Soc::Ascend910B];
 
-    /// The SoC of a device profile name (`kirin9030`, `kirinx90`, `ascend910b`), if the
-    /// profile is one of a SoC the lowering knows.
+    /// The device profiles the lowering knows, with their SoC: each SoC's own
+    /// ([`Soc::profile_name`]), and `ascend910b2`, a 910B of the same buffers, units and
+    /// core counts at 1.8 GHz, lowered and packaged as the 910B (CANN builds one package,
+    /// `ASCEND_COMPUTE_UNIT` `ascend910b`, for the family).
+    pub const PROFILES: [(&'static str, Soc); 4] = [
+        ("kirin9030", Soc::Kirin9030),
+        ("kirinx90", Soc::KirinX90),
+        ("ascend910b", Soc::Ascend910B),
+        ("ascend910b2", Soc::Ascend910B),
+    ];
+
+    /// The SoC of a device profile name (one of [`Soc::PROFILES`]: `kirin9030`, `kirinx90`,
+    /// `ascend910b`, `ascend910b2`), if the profile is one of a SoC the lowering knows.
+    ///
+    /// ```
+    /// use pto_backends::ascendc::Soc;
+    /// assert_eq!(Soc::from_profile_name("ascend910b2"), Some(Soc::Ascend910B));
+    /// assert_eq!(Soc::from_profile_name("gpu"), None);
+    /// ```
     pub fn from_profile_name(name: &str) -> Option<Soc> {
-        Soc::ALL.into_iter().find(|soc| soc.profile_name() == name)
+        Soc::PROFILES
+            .into_iter()
+            .find_map(|(profile, soc)| (profile == name).then_some(soc))
     }
 
-    /// The device profile name of this SoC.
+    /// The names of [`Soc::PROFILES`], comma-separated, for messages.
+    pub fn profile_names() -> String {
+        Soc::PROFILES.map(|(name, _)| name).join(", ")
+    }
+
+    /// The device profile name of this SoC (its own: `ascend910b2` is of the 910B, whose
+    /// profile name is `ascend910b`).
     pub const fn profile_name(self) -> &'static str {
         match self {
             Soc::Kirin9030 => "kirin9030",
@@ -126,5 +151,40 @@ impl Soc {
 impl fmt::Display for Soc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.profile_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Soc;
+
+    #[test]
+    fn every_built_in_device_profile_is_of_a_soc() {
+        for name in pto_op::DeviceProfile::builtin_names() {
+            assert!(Soc::from_profile_name(name).is_some(), "{name}");
+        }
+        for soc in Soc::ALL {
+            assert_eq!(Soc::from_profile_name(soc.profile_name()), Some(soc));
+        }
+    }
+
+    /// The 910B2 lowers as the 910B: its profile differs only in clock and bandwidths, never
+    /// in what the lowering reads (buffers, units, core counts).
+    #[test]
+    fn the_910b2_profile_has_the_910bs_buffers_units_and_cores() {
+        let b = pto_op::DeviceProfile::builtin("ascend910b").unwrap();
+        let b2 = pto_op::DeviceProfile::builtin("ascend910b2").unwrap();
+        assert_ne!(b2.clock_hz, b.clock_hz);
+        // The 910B2 with the 910B's name, notes, clock and bandwidths is the 910B.
+        let as_910b = pto_op::DeviceProfile {
+            name: b.name.clone(),
+            description: b.description.clone(),
+            notes: b.notes.clone(),
+            clock_hz: b.clock_hz,
+            memory_bandwidth: b.memory_bandwidth,
+            l2: b.l2,
+            ..b2
+        };
+        assert_eq!(as_910b, b);
     }
 }
