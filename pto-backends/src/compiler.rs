@@ -102,7 +102,8 @@ pub enum CompileError {
         /// The linked op's fingerprint.
         linked: pto_op::Fingerprint,
     },
-    /// The model's weights are not exactly its graph's weight values, with their types.
+    /// The model's weights are not exactly its graph's weight values, with their types, or
+    /// do not fit their use ([`Model::check_pow_exponents`]).
     #[error("model `{model}`: {source}")]
     Weights {
         /// The model.
@@ -607,10 +608,12 @@ pub fn resolve(model: &Model) -> Result<Vec<&'static OpDef>, CompileError> {
     Ok(ops)
 }
 
-/// The weights fit the graph, and the graph is well formed ([`pto_op::GraphDef::validate`]).
+/// The weights fit the graph and their uses ([`Model::check_pow_exponents`]), and the graph
+/// is well formed ([`pto_op::GraphDef::validate`]).
 fn check_graph(model: &Model) -> Result<(), CompileError> {
     model
         .check_weights()
+        .and_then(|()| model.check_pow_exponents())
         .map_err(|source| CompileError::Weights {
             model: model.name.clone(),
             source: Box::new(source),

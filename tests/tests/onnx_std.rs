@@ -906,6 +906,98 @@ fn pow_of_a_float_base_and_an_integer_exponent_matches_onnx_runtime() {
     }
 }
 
+/// A Pow of an f32 input and an i64 initializer exponent `e` of `values`.
+fn pow_of_an_initializer(values: Vec<i64>) -> Vec<u8> {
+    use pto_op::onnx::proto::{GraphProto, TensorProto};
+    let n = values.len();
+    common::proto::model(
+        17,
+        GraphProto {
+            name: "pow".to_owned(),
+            node: vec![common::proto::node("pow", "Pow", &["x", "e"], "y")],
+            initializer: vec![TensorProto {
+                name: "e".to_owned(),
+                dims: vec![n as i64],
+                data_type: DType::I64.onnx_code(),
+                int64_data: values,
+                ..Default::default()
+            }],
+            input: vec![common::proto::f32_value("x", &[n as i64])],
+            output: vec![common::proto::untyped_value("y")],
+            ..Default::default()
+        },
+    )
+    .encode_to_vec()
+}
+
+#[test]
+fn an_integer_initializer_exponent_not_exact_in_the_base_dtype_is_refused_at_import() {
+    // The initializer is a weight, cast to f32 by a `std.cast` node: 2^24 + 1 would run as
+    // 2^24.
+    let err = from_onnx(&pow_of_an_initializer(vec![2, 16_777_217]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "op `std.pow`: input `b`: node 1 (`pow`): the exponent is the i64 weight \
+             `e` cast to f32, and its element 1, 16777217, is not exact in f32 (it would be \
+             16777216); cast the base to f32 or f64 first"
+        ),
+        "{err}"
+    );
+    // 2^24 is exact: imported, cast by a node, and run.
+    let model = from_onnx(&pow_of_an_initializer(vec![2, 16_777_216])).expect("exact");
+    assert!(model.graph.nodes.iter().any(|n| n.op == ops::cast::NAME));
+    let x = Tensor::from_vec([2], vec![3.0f32, 1.0]).unwrap();
+    let y = evaluate(&model, &BTreeMap::from([("x".to_owned(), x)])).unwrap();
+    assert_eq!(y[0].to_f64_vec(), [9.0, 1.0]);
+}
+
+/// An f16 base to the power of an i64 weight `e` of `values` cast to f16, built in code (as
+/// the import builds an initializer exponent).
+fn pow_of_a_cast_weight(values: Vec<i64>) -> Model {
+    let g = Graph::new();
+    let n = values.len();
+    let x = g.input("x", Shape::from([n]), DType::F16);
+    let e = g
+        .weight("e", Tensor::from_vec([n], values).expect("builds"))
+        .expect("builds");
+    let to = ops::cast::Params {
+        to: "f16".to_owned(),
+        saturate: true,
+        round_mode: "up".into(),
+    };
+    let e = ops::cast::apply(&e, &to).expect("builds");
+    let y = ops::pow::apply(&x, &e, &Default::default()).expect("builds");
+    g.output(&y);
+    g.to_model("pow-f16").expect("builds")
+}
+
+#[test]
+fn an_integer_weight_exponent_not_exact_in_the_base_dtype_is_refused_at_compile_and_load() {
+    let expected = "op `std.pow`: input `b`: node 1: the exponent is the i64 weight `e` cast to \
+                    f16, and its element 0, 2049, is not exact in f16 (it would be 2048); cast \
+                    the base to f32 or f64 first";
+    let model = pow_of_a_cast_weight(vec![2049, 3]);
+    for target in ["cpu", "sim"] {
+        let err = pto_backends::compiler::compile(&model, target)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, format!("model `pow-f16`: {expected}"), "{target}");
+    }
+    let bytes = model.to_bytes().expect("the file is written as it is");
+    let err = Model::from_bytes(&bytes).unwrap_err().to_string();
+    assert_eq!(err, format!("model file: invalid graph: {expected}"));
+    // 2048 is exact in f16: compiled, loaded and run.
+    let model = pow_of_a_cast_weight(vec![2048, 3]);
+    let loaded = Model::from_bytes(&model.to_bytes().unwrap()).expect("exact");
+    let compiled = pto_backends::compiler::compile(&loaded, "cpu").expect("exact");
+    let x = Tensor::from_vec([2], vec![half::f16::ONE, half::f16::from_f32(2.0)]).unwrap();
+    let y = compiled.run(&[x]).unwrap();
+    assert_eq!(y.outputs[0].to_f64_vec(), [1.0, 8.0]);
+}
+
 #[test]
 fn a_constant_integer_exponent_not_exact_in_the_base_dtype_is_refused() {
     use pto_op::onnx::proto::{AttributeProto, AttributeType, GraphProto, TensorProto};

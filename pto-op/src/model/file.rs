@@ -984,13 +984,17 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
     }
     check_no_missing_weight(&weight_values, |name| weights.contains_key(name))?;
 
-    Ok(Model {
+    let model = Model {
         name,
         graph,
         weights,
         schemas,
         kernels,
-    })
+    };
+    model
+        .check_pow_exponents()
+        .map_err(|e| ModelFileError::invalid_graph(e.to_string()))?;
+    Ok(model)
 }
 
 /// An error of the structure of a safetensors file: its header length, header, tensor

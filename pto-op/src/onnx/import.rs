@@ -397,6 +397,10 @@ fn build_keeping_constants(
     let mut model = traced
         .into_model(name)
         .map_err(|e| OnnxError::Model(e.to_string()))?;
+    // An integer initializer exponent of Pow, cast to the float base's dtype by a node.
+    model
+        .check_pow_exponents()
+        .map_err(|e| OnnxError::Model(e.to_string()))?;
     if let Some(kernels) = proto.metadata_props.iter().find(|e| e.key == KERNELS_KEY) {
         model.kernels = serde_json::from_str(&kernels.value)
             .map_err(|e| OnnxError::Model(format!("the `{KERNELS_KEY}` metadata entry: {e}")))?;

@@ -100,7 +100,8 @@ impl Importer {
     /// exact in the base's dtype (every integer of magnitude up to 2^24 is, in f32; up to
     /// 2048 in f16), so the power is that of the integer, as ONNX Runtime computes it. An
     /// exponent that is a value, an initializer among them (a weight, as every initializer
-    /// used as data), is cast by a `std.cast` node. A base and exponent both constant fold
+    /// used as data), is cast by a `std.cast` node; an initializer's values are checked the
+    /// same way once the model is built ([`crate::Model::check_pow_exponents`]). A base and exponent both constant fold
     /// as they are. Other Pow nodes are left to the table.
     fn pow_of_other_types(&mut self, node: &NodeProto, label: &str) -> Result<bool, OnnxError> {
         let ([a, b], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
@@ -130,13 +131,8 @@ impl Importer {
         let exponent = match exponent_constant {
             Some(integer) => {
                 let cast = integer.cast(base_dtype);
-                let exact = cast.cast(integer.dtype());
-                if let Some(((index, wanted), got)) = integer
-                    .to_f64_vec()
-                    .into_iter()
-                    .enumerate()
-                    .zip(exact.to_f64_vec())
-                    .find(|((_, wanted), got)| wanted != got)
+                if let Some((index, wanted, got)) =
+                    crate::model::first_inexact(&integer, base_dtype)
                 {
                     return Err(node_error(
                         label,
