@@ -411,9 +411,16 @@ impl Model {
         self.layout().map_err(|e| e.in_file(path))?.save(path)
     }
 
-    /// Loads and validates the model file `path`; see [`Model::from_bytes`].
+    /// Loads and validates the model file `path`; see [`Model::from_bytes`]. The header is
+    /// read and checked first, then each weight straight from the file into its own tensor
+    /// (through a 1 MiB buffer), so that loading takes about the weights' memory once, not
+    /// the file's bytes and the tensors both. A file whose header or layout is not sound
+    /// is read whole, for [`Model::from_bytes`]'s error.
     pub fn load(path: impl AsRef<Path>) -> Result<Model, ModelFileError> {
         let path = path.as_ref();
+        if let Some(model) = load_streamed(path).map_err(|e| e.in_file(path))? {
+            return Ok(model);
+        }
         let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
             file: path.to_owned(),
             operation: "read it".to_owned(),
@@ -484,9 +491,13 @@ impl LoadedModel {
         Ok(LoadedModel::Static(read_model(bytes)?))
     }
 
-    /// Loads and validates the model file `path`, of either version.
+    /// Loads and validates the model file `path`, of either version: version 1 as
+    /// [`Model::load`] does, weight by weight.
     pub fn load(path: impl AsRef<Path>) -> Result<LoadedModel, ModelFileError> {
         let path = path.as_ref();
+        if let Some(model) = load_streamed(path).map_err(|e| e.in_file(path))? {
+            return Ok(LoadedModel::Static(model));
+        }
         let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
             file: path.to_owned(),
             operation: "read it".to_owned(),
@@ -944,6 +955,22 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
     }
 
     let tensors = check_tensors(bytes, header_end, &header)?;
+    model_of(&header, |name, _, dtype| {
+        let view = tensors
+            .tensor(name)
+            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+        Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
+            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))
+    })
+}
+
+/// The version-1 model of a checked `header`, each weight's tensor of its checked dtype
+/// given by `tensor` (from the file's bytes, or read from the file).
+fn model_of(
+    header: &RawHeader,
+    mut tensor: impl FnMut(&str, &RawTensorInfo, DType) -> Result<Tensor, ModelFileError>,
+) -> Result<Model, ModelFileError> {
+    let metadata = &header.metadata;
 
     let entry = |key: &'static str| {
         metadata.get(key).ok_or_else(|| ModelFileError::BadJson {
@@ -973,14 +1000,9 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
 
     let weight_values = weight_values(&graph);
     let mut weights = BTreeMap::new();
-    for name in header.tensors.keys() {
-        let view = tensors
-            .tensor(name)
-            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
-        let dtype = check_weight(&weight_values, name, pto_dtype(view.dtype()), view.shape())?;
-        let tensor = Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
-            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
-        weights.insert(name.clone(), tensor);
+    for (name, info) in &header.tensors {
+        let dtype = check_weight(&weight_values, name, pto_dtype(info.dtype), &info.shape)?;
+        weights.insert(name.clone(), tensor(name, info, dtype)?);
     }
     check_no_missing_weight(&weight_values, |name| weights.contains_key(name))?;
 
@@ -995,6 +1017,84 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         .check_pow_exponents()
         .map_err(|e| ModelFileError::invalid_graph(e.to_string()))?;
     Ok(model)
+}
+
+/// The version-1 model file at `path`, its weights read straight from the file into their
+/// tensors; `None` when the file's header or layout is not that of a sound version-1 file
+/// (the caller then reads it whole, for [`read_model`]'s error).
+fn load_streamed(path: &Path) -> Result<Option<Model>, ModelFileError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io_error = |source| ModelFileError::Io {
+        file: path.to_owned(),
+        operation: "read it".to_owned(),
+        source,
+    };
+    let mut file = fs::File::open(path).map_err(io_error)?;
+    let file_length = file.metadata().map_err(io_error)?.len();
+    let mut length = [0u8; HEADER_LENGTH_BYTES];
+    if file_length < HEADER_LENGTH_BYTES as u64 {
+        return Ok(None);
+    }
+    file.read_exact(&mut length).map_err(io_error)?;
+    let header_length = u64::from_le_bytes(length);
+    let Some(header_end) = usize::try_from(header_length)
+        .ok()
+        .filter(|_| header_length <= MAX_HEADER_BYTES)
+        .and_then(|n| n.checked_add(HEADER_LENGTH_BYTES))
+        .filter(|&end| end as u64 <= file_length)
+    else {
+        return Ok(None);
+    };
+    let mut head = vec![0u8; header_end];
+    head[..HEADER_LENGTH_BYTES].copy_from_slice(&length);
+    file.read_exact(&mut head[HEADER_LENGTH_BYTES..])
+        .map_err(io_error)?;
+    let Ok((_, header)) = read_header(&head) else {
+        return Ok(None);
+    };
+    drop(head);
+    if check_version(&header.metadata).ok() != Some(FORMAT_VERSION)
+        || !layout_holds(&header, file_length - header_end as u64)
+    {
+        return Ok(None);
+    }
+    model_of(&header, |name, info, dtype| {
+        let (start, end) = info.data_offsets;
+        file.seek(SeekFrom::Start(header_end as u64 + start as u64))
+            .map_err(io_error)?;
+        crate::onnx::read::read_tensor(
+            &mut file,
+            dtype,
+            Shape::from(info.shape.as_slice()),
+            (end - start) as u64,
+        )
+        .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))
+    })
+    .map(Some)
+}
+
+/// Whether the tensors of `header` lie as `safetensors` requires of a file with
+/// `data_length` bytes after its header: one after the other from offset 0, each of its
+/// dtype and shape's length, the last ending at the end of the file.
+fn layout_holds(header: &RawHeader, data_length: u64) -> bool {
+    let mut extents: Vec<&RawTensorInfo> = header.tensors.values().collect();
+    extents.sort_unstable_by_key(|info| info.data_offsets);
+    let mut at = 0usize;
+    for info in extents {
+        let (start, end) = info.data_offsets;
+        let bits = info
+            .shape
+            .iter()
+            .try_fold(info.dtype.bitsize(), |acc, &d| acc.checked_mul(d));
+        if start != at
+            || end < start
+            || bits.filter(|b| b % 8 == 0).map(|b| b / 8) != Some(end - start)
+        {
+            return false;
+        }
+        at = end;
+    }
+    u64::try_from(at).ok() == Some(data_length)
 }
 
 /// An error of the structure of a safetensors file: its header length, header, tensor

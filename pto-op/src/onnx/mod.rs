@@ -51,7 +51,7 @@
 mod export;
 pub(crate) mod import;
 pub mod proto;
-mod read;
+pub(crate) mod read;
 mod standard;
 
 use std::fs;

