@@ -183,6 +183,8 @@ pub struct VectorOpCost {
 /// - L1 -> L0A / L0B copies at their rate, the result ready `mte1_latency_cycles` later
 ///   (the pipe takes the next copy meanwhile);
 /// - matmuls at the cube's rate, the result ready `cube_latency_cycles` later;
+/// - a row reduction as its instruction sequence ([`crate::kernel::row_reduce`]), each
+///   step by its entry;
 /// - a vector instruction with an entry in `vector_ops` (by [`crate::kernel::ir::Inst::vector_op_name`]
 ///   and dtype) by that entry; one without by the plain costs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,7 +198,8 @@ pub struct PipeModel {
     pub mte1_latency_cycles: f64,
     /// Cycles from a matmul's last fractal to its result in L0C being usable.
     pub cube_latency_cycles: f64,
-    /// Per vector instruction (by name) and dtype: its cost. The dtype is the result's,
+    /// Per vector instruction (by name, or a row reduction's step:
+    /// [`crate::kernel::row_reduce::STEP_NAMES`]) and dtype: its cost. The dtype is the result's,
     /// except for `cast`, whose key is the source dtype.
     #[serde(default)]
     pub vector_ops: BTreeMap<String, BTreeMap<DType, VectorOpCost>>,
@@ -668,7 +671,8 @@ impl DeviceProfile {
                 at_least_zero(field, value)?;
                 at_most(field, value, MAX_CYCLES, "cycles")?;
             }
-            let known = crate::kernel::ir::Inst::vector_op_names();
+            let mut known = crate::kernel::ir::Inst::vector_op_names();
+            known.extend(crate::kernel::row_reduce::STEP_NAMES);
             for (op, by_dtype) in &model.vector_ops {
                 if !known.contains(&op.as_str()) {
                     return Err(format!(
@@ -831,6 +835,11 @@ mod tests {
             assert_eq!(op("reduce_sum", DType::F16), (7.0, 38.0)); // VCADD mode 0, 23
             assert_eq!(op("reduce_max", DType::F32), (7.0, 23.0)); // VCMAX {256, 1, 8}
             assert_eq!(op("cast", DType::F32), (1.0, 19.0)); // VCONV, delay 4
+            // The row reduction's steps: VCGADD {256, 1, 12}, VCGMAX {256, 1, 5},
+            // MOV_UB_UB (1 cycle per repeat, ubDatapassLatency 12, no vecDelay_).
+            assert_eq!(op("group_reduce_sum", DType::F32), (1.0, 27.0));
+            assert_eq!(op("group_reduce_max", DType::F32), (1.0, 20.0));
+            assert_eq!(op("ub_copy", DType::F16), (1.0, 12.0));
             assert!(m.vector_op("tanh", DType::F32).is_none());
             // CUBE_PE_TAB: kstep 4 for f32 on 16 x 16 fractals.
             assert_eq!(p.cube_macs(DType::F32), Some(16.0 * 16.0 * 4.0));

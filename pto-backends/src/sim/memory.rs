@@ -7,7 +7,9 @@
 //! (`params`) live across their whole loop, and so does every tile that a loop body reads
 //! but that is defined before the loop (it is needed in every iteration). A loop's `results`
 //! are live from the point after the loop. Each tile occupies its bytes rounded up to the
-//! level's alignment.
+//! level's alignment. A row reduction's tmp tile ([`RowReduce`]: the folds' one repeat
+//! per row, or the group reduces' 4 KiB, on each vector core) is live at the reduction's
+//! point only.
 //!
 //! A matmul that accumulates (`acc`) writes its result into the accumulator's buffer, as
 //! the cube accumulates in L0C in place, when nothing reads the accumulator afterwards and
@@ -23,9 +25,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
+use pto_op::kernel::row_reduce::RowReduce;
+use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
 
 use super::{BufferOverflow, SimError};
@@ -150,6 +153,8 @@ struct LiveRanges {
     points: Vec<Point>,
     loops: Vec<LoopSpan>,
     intervals: Vec<Interval>,
+    /// The reductions, by point (see [`LiveRanges::reduce_tmp`]).
+    reductions: Vec<(usize, Inst)>,
 }
 
 /// The working set of each level at each point.
@@ -187,6 +192,8 @@ struct Walk {
     scope: Vec<Option<usize>>,
     /// Candidate buffer sharings `(tile, takes the buffer of, at point, in scope)`.
     shares: Vec<(TileId, TileId, usize, Option<usize>)>,
+    /// The reductions, by point: their tmp tile lives at that point only.
+    reductions: Vec<(usize, Inst)>,
 }
 
 impl Walk {
@@ -226,6 +233,9 @@ impl Walk {
             };
             for tile in reads {
                 self.read_at(tile, at);
+            }
+            if matches!(inst, Inst::Reduce { .. }) {
+                self.reductions.push((at, inst.clone()));
             }
             if let Inst::Matmul {
                 dst,
@@ -332,6 +342,7 @@ impl LiveRanges {
             read_last: vec![None; program.tiles.len()],
             scope: vec![None; program.tiles.len()],
             shares: Vec::new(),
+            reductions: Vec::new(),
         };
         walk.body(&program.body);
         walk.share_buffers();
@@ -356,7 +367,26 @@ impl LiveRanges {
             points: walk.points,
             loops: walk.loops,
             intervals,
+            reductions: walk.reductions,
         }
+    }
+
+    /// The UB bytes of a row reduction's tmp tile ([`RowReduce::tmp_bytes`], on each vector
+    /// core of a split core, rounded up to UB's alignment), live at the reduction's point
+    /// only; 0 for any other instruction.
+    fn reduce_tmp(program: &Program, profile: &DeviceProfile, inst: &Inst) -> u64 {
+        let Some(plan) = RowReduce::of(program, inst, profile) else {
+            return 0;
+        };
+        if plan.tmp_bytes == 0 {
+            return 0;
+        }
+        let align = profile.alignment.get(MemLevel::Ub).unwrap_or(1).max(1);
+        let cores = match profile.cube_vector {
+            CubeVector::Split => u64::from(profile.vector_cores.max(1)),
+            CubeVector::Coupled => 1,
+        };
+        (plan.tmp_bytes as u64).div_ceil(align) * align * cores
     }
 
     /// Bytes `tile` occupies in its level (rounded up to the alignment), doubled when a
@@ -392,6 +422,13 @@ impl LiveRanges {
             if let Some(d) = delta.get_mut(&level) {
                 d[interval.start] += bytes as i64;
                 d[(interval.end + 1).min(n)] -= bytes as i64;
+            }
+        }
+        for (at, inst) in &self.reductions {
+            let bytes = Self::reduce_tmp(program, profile, inst) as i64;
+            if let Some(d) = delta.get_mut(&MemLevel::Ub) {
+                d[*at] += bytes;
+                d[(*at + 1).min(n)] -= bytes;
             }
         }
         WorkingSets(
@@ -431,6 +468,18 @@ impl LiveRanges {
                 (l == level).then(|| (bytes, format!("{} {ty} {bytes} B", i.tile)))
             })
             .collect();
+        if level == MemLevel::Ub {
+            for (point, inst) in &self.reductions {
+                let bytes = Self::reduce_tmp(program, profile, inst);
+                if *point == at && bytes > 0 {
+                    let src = inst.uses().first().copied().unwrap_or(TileId(0));
+                    live.push((
+                        bytes,
+                        format!("the row reduction's tmp tile (reduce of {src}) {bytes} B"),
+                    ));
+                }
+            }
+        }
         // Largest first: those are the ones to shrink.
         live.sort_by_key(|(bytes, _)| core::cmp::Reverse(*bytes));
         const SHOWN: usize = 6;

@@ -21,6 +21,10 @@
 //!   re-reads each row of `a` once per column tile of `y`, flash attention re-reads `k`
 //!   and `v` once per query block); it ignores the order of reads and what other ops
 //!   left in the cache, and stores go to GM at the GM rate.
+//! - a row reduction (a `reduce` over the last axis): the instruction sequence of
+//!   [`super::row_reduce`] (element-wise folds of the row's repeats over all rows, then one
+//!   reduce per row, as the public A2/A3 implementation issues it), each step at its cost
+//!   ([`CostModel::row_reduce`]); the vector cores of a split core share the rows.
 //! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
 //!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`
 //!   and the kind from [`Inst::cycles_per_repeat`].
@@ -75,6 +79,7 @@ use crate::device::{CubeVector, DeviceProfile};
 use crate::dtype::DType;
 
 use super::ir::{Inst, MemLevel, Pipe, Program, TileId, TileType};
+use super::row_reduce::{RowReduce, StepKind};
 
 /// Why the cost model cannot time an instruction.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -680,6 +685,15 @@ impl<'a> CostModel<'a> {
                 }
             }
             Inst::Loop { .. } => (0.0, 0.0, 0),
+            Inst::Reduce { .. } if RowReduce::of(program, inst, p).is_some() => {
+                let mut largest = 0;
+                for tile in inst.defs().into_iter().chain(inst.uses()) {
+                    largest = largest.max(ty(tile)?.bytes());
+                }
+                let plan = RowReduce::of(program, inst, p).expect("checked above");
+                let (cycles, latency) = self.row_reduce(&plan);
+                (cycles, latency, largest as u64)
+            }
             // The vector instructions.
             _ => {
                 let mut largest = 0;
@@ -710,6 +724,41 @@ impl<'a> CostModel<'a> {
             latency,
             bytes,
         })
+    }
+
+    /// The cycles a row reduction occupies the vector pipe and its result's latency after
+    /// them: its steps in turn, each step's `repeats` at its cost (the pipe model's entry
+    /// for the step's instruction, else the class cost: `simple` for folds, copies and the
+    /// mean's scaling, `reduce` for reduces, plus `vector_latency_cycles`), and as a
+    /// barrier separates the steps, every step's latency but the last's on the pipe.
+    pub fn row_reduce(&self, plan: &RowReduce) -> (f64, f64) {
+        let p = self.profile;
+        let model = p.pipe_model.as_ref();
+        let mut cycles = 0.0;
+        let mut latency = 0.0;
+        for step in &plan.steps {
+            cycles += latency;
+            let repeats = step.repeats as f64;
+            match model.and_then(|m| m.vector_op(plan.step_name(step.kind), plan.dtype)) {
+                Some(op) => {
+                    cycles += repeats * op.cycles_per_repeat;
+                    latency = op.latency_cycles;
+                }
+                None => {
+                    let class = match step.kind {
+                        StepKind::Reduce | StepKind::GroupReduce => {
+                            p.vector_cycles_per_repeat.reduce
+                        }
+                        StepKind::Fold | StepKind::Copy | StepKind::Scale => {
+                            p.vector_cycles_per_repeat.simple
+                        }
+                    };
+                    cycles += p.vector_latency_cycles + repeats * class;
+                    latency = 0.0;
+                }
+            }
+        }
+        (cycles, latency)
     }
 
     /// The pipe model's entry for vector instruction `inst`, if the profile has a pipe

@@ -10,6 +10,7 @@ pub mod cost;
 pub mod cube;
 mod idx;
 pub mod ir;
+pub mod row_reduce;
 pub mod rows;
 pub mod text;
 mod tile;

@@ -87,23 +87,32 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     let c = cost(&exp(3, 2));
     assert_eq!((c.cycles, c.latency), (256.0, 27.0));
 
-    // Row sum of 64 x 256 f32: VCADD in mode 0, vecRmwDelay_ 7 cycles per repeat of the
-    // input, latency 20 + 15.
+    // Row sum of 64 x 256 f32: the pair's vector cores take 32 rows each, 32 x 256 f32 per
+    // core, one of pto-isa's group-reduce shapes (ReduceOptFP32_32x256): VCGADD over 128
+    // repeats (1 cycle each, latency 12 + 15), VADD of 8 and of 4 repeats (latency 6 + 15),
+    // VCGADD of 4 repeats; a barrier after each, so each latency but the last's is paid.
     let c = cost(&Inst::Reduce {
         dst: TileId(4),
         op: ReduceOp::Sum,
         src: TileId(0),
         axis: 1,
     });
-    assert_eq!((c.cycles, c.latency), (128.0 * 7.0, 35.0));
-    // Row max: VCMAX, 7 cycles per repeat, latency 8 + 15.
+    assert_eq!(
+        (c.cycles, c.latency),
+        (128.0 + 27.0 + 8.0 + 21.0 + 4.0 + 21.0 + 4.0, 27.0)
+    );
+    // Row max: VCGMAX (latency 5 + 15) and VMAX (latency 4 + 15) the same way. (Priced as
+    // one VCADD / VCMAX over the 128 repeats, as before, both were 128 x 7 = 896 cycles.)
     let c = cost(&Inst::Reduce {
         dst: TileId(5),
         op: ReduceOp::Max,
         src: TileId(0),
         axis: 1,
     });
-    assert_eq!((c.cycles, c.latency), (128.0 * 7.0, 23.0));
+    assert_eq!(
+        (c.cycles, c.latency),
+        (128.0 + 20.0 + 8.0 + 19.0 + 4.0 + 19.0 + 4.0, 20.0)
+    );
     // Add of two f32 tiles (one broadcast): VADD, 1 cycle per repeat, latency 6 + 15.
     let c = cost(&Inst::Binary {
         dst: TileId(6),
@@ -278,7 +287,92 @@ fn the_910b_profile_without_its_pipe_model_prices_as_before() {
         axis: 1,
     };
     let c = model.inst(&prog, &reduce).unwrap();
-    assert_eq!((c.cycles, c.latency), (20.0 + 128.0 * 2.0, 0.0));
+    // Now the row reduction's instructions at the plain costs: 32 x 256 f32 on each vector
+    // core (no group reduce without the pipe model's rows), 3 folds of 32 repeats (simple)
+    // and a reduce of 32 (reduce class), each with the fixed 20 cycles (was one reduce of
+    // 20 + 128 x 2 = 276).
+    assert_eq!(
+        (c.cycles, c.latency),
+        (3.0 * (20.0 + 32.0) + (20.0 + 32.0 * 2.0), 0.0)
+    );
     assert_eq!(model.gm_read_latency(), 200.0);
     assert_eq!(model.gm_write_latency(), 200.0);
+}
+
+/// A row reduction off the group-reduce shapes takes pto-isa's general path: 128 x 256 f32
+/// is 64 x 256 on each of the 910B's vector cores, 4 repeats per row: 3 element-wise folds
+/// of the 64 rows (count mode, 64 repeats each) into a tmp tile of one repeat per row,
+/// then one reduce of the 64 rows' single repeats, a barrier between each two.
+#[test]
+fn a_row_reduction_folds_first_then_reduces_once_per_row() {
+    let p = DeviceProfile::builtin("ascend910b").unwrap();
+    let prog = program(
+        vec![ub(&[128, 256], DType::F32), ub(&[128, 1], DType::F32)],
+        vec![],
+    );
+    let model = CostModel::new(&p, &prog);
+    let reduce = |op| Inst::Reduce {
+        dst: TileId(1),
+        op,
+        src: TileId(0),
+        axis: 1,
+    };
+    // VADD f32: 1 cycle per repeat, latency 6 + 15; VCADD mode 0: 7 per repeat, 20 + 15.
+    let c = model.inst(&prog, &reduce(ReduceOp::Sum)).unwrap();
+    assert_eq!(
+        (c.pipe, c.cycles, c.latency),
+        (Pipe::V, 3.0 * (64.0 + 21.0) + 64.0 * 7.0, 35.0)
+    );
+    // VMAX f32: 1 per repeat, latency 4 + 15; VCMAX: 7 per repeat (vecRmwDelay_), 8 + 15.
+    let c = model.inst(&prog, &reduce(ReduceOp::Max)).unwrap();
+    assert_eq!((c.cycles, c.latency), (3.0 * (64.0 + 19.0) + 64.0 * 7.0, 23.0));
+    // The old pricing, one VCADD over all 256 repeats of the pair (128 on each core), was
+    // 128 x 7 = 896 cycles.
+    // A mean adds the scaling of the 64 results (one repeat: VMULS, priced as VMUL, 1
+    // cycle, latency 7 + 15) after the sum's latency.
+    let c = model.inst(&prog, &reduce(ReduceOp::Mean)).unwrap();
+    assert_eq!(
+        (c.cycles, c.latency),
+        (3.0 * (64.0 + 21.0) + 64.0 * 7.0 + 35.0 + 1.0, 22.0)
+    );
+}
+
+/// Kirin (no pipe model) follows the same instructions at its class costs: 64 x 256 f32
+/// on one core of 256-byte repeats is 3 folds of 64 repeats (simple, 1 per repeat) and one
+/// reduce of 64 repeats (reduce class, 2 per repeat), each with the fixed 20 cycles.
+#[test]
+fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
+    let p = DeviceProfile::builtin("kirin9030").unwrap();
+    let prog = program(vec![ub(&[64, 256], DType::F32), ub(&[64, 1], DType::F32)], vec![]);
+    let model = CostModel::new(&p, &prog);
+    let c = model
+        .inst(
+            &prog,
+            &Inst::Reduce {
+                dst: TileId(1),
+                op: ReduceOp::Max,
+                src: TileId(0),
+                axis: 1,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (c.cycles, c.latency),
+        (3.0 * (20.0 + 64.0 * 1.0) + (20.0 + 64.0 * 2.0), 0.0)
+    );
+    // A row of less than one repeat: the reduce alone (was the same: 20 + repeats x 2).
+    let prog = program(vec![ub(&[64, 32], DType::F32), ub(&[64, 1], DType::F32)], vec![]);
+    let model = CostModel::new(&p, &prog);
+    let c = model
+        .inst(
+            &prog,
+            &Inst::Reduce {
+                dst: TileId(1),
+                op: ReduceOp::Sum,
+                src: TileId(0),
+                axis: 1,
+            },
+        )
+        .unwrap();
+    assert_eq!((c.cycles, c.latency), (20.0 + 64.0 * 2.0, 0.0));
 }
