@@ -13,6 +13,7 @@ use pto_op::kernel::ir::{
     BinaryOp, CmpOp, GlobalRole, Index, Inst, MemLevel, Operand, Program, ReduceOp, TileId,
     TileType, UnaryOp,
 };
+use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
 use pto_op::{Attributes, DType, DeviceProfile, OpDef, TensorType};
 
 use super::plan::{self, Geom, Plan, Storage};
@@ -2351,27 +2352,11 @@ impl Lowering<'_> {
         let rank = src_ty.shape.len();
         let sg = Geom::of(&src_ty);
         let dg = Geom::of(&dst_ty);
-        let ctype = c_type(src_ty.dtype);
         let d = Lowering::name(dst);
         let s = Lowering::name(src);
         let len = src_ty.shape.get(axis).copied().unwrap_or(1);
         if rank == 0 || axis + 1 == rank {
-            let api = match op {
-                ReduceOp::Sum | ReduceOp::Mean => "ReduceSum",
-                ReduceOp::Max => "ReduceMax",
-                ReduceOp::Min => "ReduceMin",
-            };
-            let work = format!("work{}", self.position);
-            self.code.line(format!(
-                "LocalTensor<{ctype}> {work} = reduceWorkBuf.Get<{ctype}>();"
-            ));
-            self.code
-                .open(format!("for (int64_t r = 0; r < {}; ++r)", sg.rows));
-            self.code.line(format!(
-                "{api}<{ctype}>({d}[r * {}], {s}[r * {}], {work}, {});",
-                dg.pitch, sg.pitch, sg.cols
-            ));
-            self.code.close();
+            self.row_reduce(op, src_ty.dtype, &sg, &dg, &d, &s);
         } else if axis + 2 == rank {
             // Rows of each matrix combined element-wise.
             let api = match op {
@@ -2408,6 +2393,109 @@ impl Lowering<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// A reduction over the last axis as the instructions of [`RowReduce`] (pto-isa's A2/A3
+    /// row reduction, which the simulator prices): the rows' repeats folded element-wise
+    /// (`Add` / `Max` / `Min` in the repeat form, one call over the rows per fold) into the
+    /// work buffer, one repeat per row (`DataCopy` of the first repeat for rows of one to
+    /// two repeats), then one `WholeReduceSum` / `WholeReduceMax` / `WholeReduceMin` of one
+    /// repeat per row. Rows go in batches of at most 255 (the repeat limit), one row at a
+    /// time when a row is more than 255 blocks long (the repeat stride's limit).
+    fn row_reduce(&mut self, op: ReduceOp, dtype: DType, sg: &Geom, dg: &Geom, d: &str, s: &str) {
+        let ctype = c_type(dtype);
+        let size = dtype.size_bytes();
+        let e = 256 / size;
+        let (rows, cols) = (sg.rows.max(1), sg.cols.max(1));
+        let plan = RowReduce::plan(op, dtype, rows, cols, 256, false);
+        let src_stride = sg.pitch * size / 32;
+        let batch = if src_stride > 255 { 1 } else { REPEAT_MAX };
+        let (fold, whole) = match op {
+            ReduceOp::Sum | ReduceOp::Mean => ("Add", "WholeReduceSum"),
+            ReduceOp::Max => ("Max", "WholeReduceMax"),
+            ReduceOp::Min => ("Min", "WholeReduceMin"),
+        };
+        let order = match op {
+            ReduceOp::Max | ReduceOp::Min => ", ReduceOrder::ORDER_ONLY_VALUE",
+            _ => "",
+        };
+        let rep = |src_rep: usize| if batch == 1 { 8 } else { src_rep };
+        self.code.line(format!(
+            "// row {} of {rows} x {cols}: {} instruction(s), folds first (pto-isa TRowReduceOps)",
+            op.name(),
+            plan.steps.len()
+        ));
+        let work = format!("work{}", self.position);
+        if plan.tmp_bytes > 0 {
+            self.code.line(format!(
+                "LocalTensor<{ctype}> {work} = reduceWorkBuf.Get<{ctype}>();"
+            ));
+        }
+        let single = rows <= batch;
+        let (n, r0) = if single {
+            (rows.to_string(), "0".to_owned())
+        } else {
+            self.code
+                .open(format!("for (int64_t r0 = 0; r0 < {rows}; r0 += {batch})"));
+            self.code.line(format!(
+                "const int32_t n = static_cast<int32_t>({rows} - r0 < {batch} ? {rows} - r0 : {batch});"
+            ));
+            ("n".to_owned(), "r0".to_owned())
+        };
+        let at = |pitch: usize, plus: usize| {
+            if single {
+                if plus == 0 {
+                    String::new()
+                } else {
+                    format!("[{plus}]")
+                }
+            } else {
+                format!("[{r0} * {pitch} + {plus}]")
+            }
+        };
+        let src_at = |plus: usize| format!("{s}{}", at(sg.pitch, plus));
+        let dst_at = format!("{d}{}", at(dg.pitch, 0));
+        if cols <= e {
+            self.code.line(format!(
+                "{whole}<{ctype}>({dst_at}, {}, {cols}, {n}, {}, 1, {}{order});",
+                src_at(0),
+                dg.pitch,
+                rep(src_stride)
+            ));
+        } else {
+            let full = cols / e;
+            let remain = cols % e;
+            if full == 1 {
+                self.code.line(format!(
+                    "DataCopy({work}, {}, DataCopyParams{{static_cast<uint16_t>({n}), 8, {}, 0}});",
+                    src_at(0),
+                    src_stride - 8
+                ));
+            }
+            for i in 1..full {
+                let first = if i == 1 { src_at(0) } else { work.clone() };
+                let first_rep = if i == 1 { rep(src_stride) } else { 8 };
+                self.code.line(format!(
+                    "{fold}({work}, {first}, {}, {e}, {n}, BinaryRepeatParams{{1, 1, 1, 8, {first_rep}, {}}});",
+                    src_at(i * e),
+                    rep(src_stride)
+                ));
+            }
+            if remain > 0 {
+                self.code.line(format!(
+                    "{fold}({work}, {work}, {}, {remain}, {n}, BinaryRepeatParams{{1, 1, 1, 8, 8, {}}});",
+                    src_at(full * e),
+                    rep(src_stride)
+                ));
+            }
+            self.code.line(format!(
+                "{whole}<{ctype}>({dst_at}, {work}, {e}, {n}, {}, 1, 8{order});",
+                dg.pitch
+            ));
+        }
+        if !single {
+            self.code.close();
+        }
     }
 
     /// The kind of kernel: coupled (Kirin), or on the 910B a mix of the cube core and two

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use pto_op::DType;
 use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, TileId, TileType};
+use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
 pub(crate) const UB_ALIGN: u64 = 32;
@@ -787,12 +788,22 @@ fn classify(
                 ..
             } => storage[dst.0 as usize] = Storage::Alias(*acc),
             _ => {
-                if let Inst::Reduce { src, .. } = inst
+                if let Inst::Reduce { src, op, axis, .. } = inst
                     && let Some(ty) = program.tile(*src)
+                    && *axis + 1 >= ty.shape.len()
                 {
+                    // The row reduction's tmp tile: one repeat per row of a batch of rows
+                    // (see `Lowering::row_reduce`).
                     let g = Geom::of(ty);
-                    *reduce_work_bytes = (*reduce_work_bytes)
-                        .max(((g.pitch * ty.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN));
+                    let size = ty.dtype.size_bytes().max(1);
+                    let batch = if g.pitch * size / 32 > 255 {
+                        1
+                    } else {
+                        g.rows.clamp(1, REPEAT_MAX)
+                    };
+                    let tmp = RowReduce::plan(*op, ty.dtype, batch, g.cols, 256, false).tmp_bytes;
+                    *reduce_work_bytes =
+                        (*reduce_work_bytes).max((tmp as u64).next_multiple_of(UB_ALIGN));
                 }
                 if let Some(d) = def(inst)
                     && !in_ub(d)

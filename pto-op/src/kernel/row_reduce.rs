@@ -290,14 +290,26 @@ mod tests {
         assert_eq!(kinds(&p(DType::F16, 3, 128)), [(Reduce, 3)]);
         assert_eq!(p(DType::F16, 3, 128).tmp_bytes, 0);
         // One and a half repeats: copy, masked fold, reduce.
-        assert_eq!(kinds(&p(DType::F16, 3, 192)), [(Copy, 3), (Fold, 3), (Reduce, 3)]);
+        assert_eq!(
+            kinds(&p(DType::F16, 3, 192)),
+            [(Copy, 3), (Fold, 3), (Reduce, 3)]
+        );
         assert_eq!(p(DType::F16, 3, 192).tmp_bytes, 3 * 256);
         // 2.5 repeats of f32 (64 per repeat): one fold, one masked fold, reduce.
-        assert_eq!(kinds(&p(DType::F32, 2, 160)), [(Fold, 2), (Fold, 2), (Reduce, 2)]);
+        assert_eq!(
+            kinds(&p(DType::F32, 2, 160)),
+            [(Fold, 2), (Fold, 2), (Reduce, 2)]
+        );
         // Many repeats and more rows than one masked instruction takes.
         assert_eq!(
             kinds(&p(DType::F32, 300, 200)),
-            [(Fold, 300), (Fold, 300), (Fold, 255), (Fold, 45), (Reduce, 300)]
+            [
+                (Fold, 300),
+                (Fold, 300),
+                (Fold, 255),
+                (Fold, 45),
+                (Reduce, 300)
+            ]
         );
         // A mean scales the result.
         let mean = RowReduce::plan(ReduceOp::Mean, DType::F32, 64, 64, 256, false);
@@ -322,7 +334,12 @@ mod tests {
         );
         assert_eq!(
             kinds(&p(DType::F32, 8, 1024)),
-            [(GroupReduce, 128), (GroupReduce, 16), (Fold, 1), (GroupReduce, 1)]
+            [
+                (GroupReduce, 128),
+                (GroupReduce, 16),
+                (Fold, 1),
+                (GroupReduce, 1)
+            ]
         );
         assert_eq!(p(DType::F32, 64, 128).tmp_bytes, GROUP_TMP_BYTES);
         // Not for f16, another shape, or a device without group reduces.

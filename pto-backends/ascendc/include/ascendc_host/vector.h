@@ -554,6 +554,82 @@ inline void ReduceMin(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src
                  [](double a, double x) { return x < a ? x : a; });
 }
 
+// WholeReduceSum / WholeReduceMax / WholeReduceMin: each of `repeatTimes` repeats reduces
+// its first `mask` elements (a count mask, at most one repeat of 256 bytes, at
+// `srcBlkStride` blocks between its blocks; repeats `srcRepStride` blocks apart) to one
+// value, written `dstRepStride` results apart (one result, one element, per repeat:
+// WholeReduceMax / Min only with ReduceOrder::ORDER_ONLY_VALUE, the value without its index).
+enum class ReduceOrder { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+namespace host {
+
+template <typename T, typename F>
+inline void WholeReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
+                        int32_t repeatTimes, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F f)
+{
+    if (repeatTimes < 0 || repeatTimes > 255) {
+        Fail(api, "repeat limit", "repeatTimes " + std::to_string(repeatTimes) + " is not in 0..255");
+    }
+    const int64_t perRepeat = 256 / sizeof(T);
+    if (mask <= 0 || mask > perRepeat) {
+        Fail(api, "mask", "mask " + std::to_string(mask) + " is not in 1.." + std::to_string(perRepeat));
+    }
+    if (dstRepStride < 0 || srcBlkStride < 0 || srcRepStride < 0) {
+        Fail(api, "stride", "a stride is negative");
+    }
+    const int64_t perBlock = 32 / sizeof(T);
+    CheckVector(api, dst, 0, "dst");
+    CheckVector(api, src, 0, "src");
+    for (int64_t r = 0; r < repeatTimes; ++r) {
+        Acc<T> acc = 0;
+        for (int64_t e = 0; e < mask; ++e) {
+            const int64_t si = (r * srcRepStride + (e / perBlock) * srcBlkStride) * perBlock + e % perBlock;
+            src.Check(api, si, 1);
+            const Acc<T> x = static_cast<Acc<T>>(src.Data()[si]);
+            acc = e == 0 ? x : f(acc, x);
+        }
+        const int64_t di = r * dstRepStride;
+        dst.Check(api, di, 1);
+        dst.Data()[di] = Narrow<T>(api, acc);
+    }
+}
+
+}  // namespace host
+
+template <typename T>
+inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride)
+{
+    host::WholeReduce("WholeReduceSum", dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a + x; });
+}
+
+// Max and Min ignore a NaN operand, like the element-wise Max and Min.
+template <typename T>
+inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
+{
+    if (order != ReduceOrder::ORDER_ONLY_VALUE) {
+        host::Fail("WholeReduceMax", "unsupported", "only ReduceOrder::ORDER_ONLY_VALUE is implemented on the host");
+    }
+    host::WholeReduce("WholeReduceMax", dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a != a ? x : (x != x ? a : (x > a ? x : a)); });
+}
+
+template <typename T>
+inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
+{
+    if (order != ReduceOrder::ORDER_ONLY_VALUE) {
+        host::Fail("WholeReduceMin", "unsupported", "only ReduceOrder::ORDER_ONLY_VALUE is implemented on the host");
+    }
+    host::WholeReduce("WholeReduceMin", dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a != a ? x : (x != x ? a : (x < a ? x : a)); });
+}
+
 }  // namespace AscendC
 
 #endif  // ASCENDC_HOST_VECTOR_H

@@ -325,7 +325,10 @@ fn a_row_reduction_folds_first_then_reduces_once_per_row() {
     );
     // VMAX f32: 1 per repeat, latency 4 + 15; VCMAX: 7 per repeat (vecRmwDelay_), 8 + 15.
     let c = model.inst(&prog, &reduce(ReduceOp::Max)).unwrap();
-    assert_eq!((c.cycles, c.latency), (3.0 * (64.0 + 19.0) + 64.0 * 7.0, 23.0));
+    assert_eq!(
+        (c.cycles, c.latency),
+        (3.0 * (64.0 + 19.0) + 64.0 * 7.0, 23.0)
+    );
     // The old pricing, one VCADD over all 256 repeats of the pair (128 on each core), was
     // 128 x 7 = 896 cycles.
     // A mean adds the scaling of the 64 results (one repeat: VMULS, priced as VMUL, 1
@@ -343,7 +346,10 @@ fn a_row_reduction_folds_first_then_reduces_once_per_row() {
 #[test]
 fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
     let p = DeviceProfile::builtin("kirin9030").unwrap();
-    let prog = program(vec![ub(&[64, 256], DType::F32), ub(&[64, 1], DType::F32)], vec![]);
+    let prog = program(
+        vec![ub(&[64, 256], DType::F32), ub(&[64, 1], DType::F32)],
+        vec![],
+    );
     let model = CostModel::new(&p, &prog);
     let c = model
         .inst(
@@ -361,7 +367,10 @@ fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
         (3.0 * (20.0 + 64.0 * 1.0) + (20.0 + 64.0 * 2.0), 0.0)
     );
     // A row of less than one repeat: the reduce alone (was the same: 20 + repeats x 2).
-    let prog = program(vec![ub(&[64, 32], DType::F32), ub(&[64, 1], DType::F32)], vec![]);
+    let prog = program(
+        vec![ub(&[64, 32], DType::F32), ub(&[64, 1], DType::F32)],
+        vec![],
+    );
     let model = CostModel::new(&p, &prog);
     let c = model
         .inst(
