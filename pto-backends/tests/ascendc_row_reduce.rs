@@ -193,3 +193,30 @@ fn the_lowered_text_of_a_row_max() {
         kernel.kernel_source
     );
 }
+
+/// The lowering's UB check counts the work buffer of one repeat per row: 64 x 448 f32 and
+/// its result fit kirin9030's UB without it (the former work buffer was one row, 1792
+/// bytes), not with its 16 KiB, and the error names it.
+#[test]
+fn the_work_buffer_of_a_row_reduction_can_overflow_ub_and_is_named() {
+    let profile = DeviceProfile::builtin("kirin9030").expect("profile");
+    let err = lower_program(
+        &program(64, 448, DType::F32, ReduceOp::Sum),
+        "x",
+        Soc::Kirin9030,
+        &profile,
+    )
+    .expect_err("does not fit")
+    .to_string();
+    assert!(
+        err.contains("UB") && err.contains("reduceWorkBuf 16384") && err.contains("120832"),
+        "{err}"
+    );
+    lower_program(
+        &program(64, 384, DType::F32, ReduceOp::Sum),
+        "x",
+        Soc::Kirin9030,
+        &profile,
+    )
+    .expect("64 x 384 fits with its work buffer");
+}

@@ -68,6 +68,49 @@ fn a_ub_tile_over_the_limit_names_buffer_bytes_and_limit() {
     );
 }
 
+/// A row reduction's tmp tile (one 256-byte repeat per row, `pto_op::kernel::row_reduce`)
+/// counts in UB at the reduction: 64 x 448 f32 (112 KiB) and its result fit kirin9030's
+/// 118 KiB without it, not with its 16 KiB; 64 x 384 f32 fits with it.
+#[test]
+fn a_row_reductions_tmp_tile_can_overflow_ub_and_is_named() {
+    let program = |cols: usize| {
+        let mut b = Builder::new("demo.rowsum", 1);
+        let x = b.input("x", &[64, cols], DType::F32);
+        let y = b.output("y", &[64, 1], DType::F32);
+        let t = b.tile(&[64, cols], DType::F32, MemLevel::Ub);
+        let r = b.tile(&[64, 1], DType::F32, MemLevel::Ub);
+        b.push(load(t, x, vec![c(0), c(0)], 0.0));
+        b.push(Inst::Reduce {
+            dst: r,
+            op: ReduceOp::Sum,
+            src: t,
+            axis: 1,
+        });
+        b.push(store(y, vec![c(0), c(0)], r));
+        b.finish()
+    };
+    let x = Tensor::zeros([64, 448], DType::F32);
+    let err = Simulator::new(kirin(), SimOptions::default())
+        .run(&program(448), &[&x])
+        .unwrap_err();
+    let SimError::BufferOverflow(overflow) = &err else {
+        panic!("expected an overflow, got {err}");
+    };
+    // 114688 (x) + 256 (the result, 64 f32 rounded up to 32 bytes) + 16384 (tmp).
+    assert_eq!((overflow.needed, overflow.limit), (131328, 120832));
+    assert_eq!(
+        err.to_string(),
+        "op `demo.rowsum`: inst 1 (reduce): UB working set 131328 bytes exceeds the kirin9030 \
+         limit of 120832 bytes (live: %0 f32[64, 448]@ub 114688 B, the row reduction's tmp \
+         tile (reduce of %0) 16384 B, %1 f32[64, 1]@ub 256 B)"
+    );
+    let x = Tensor::zeros([64, 384], DType::F32);
+    let run = Simulator::new(kirin(), SimOptions::default())
+        .run(&program(384), &[&x])
+        .expect("fits with its tmp tile");
+    assert_eq!(run.report.peak_bytes[&MemLevel::Ub], 98304 + 256 + 16384);
+}
+
 #[test]
 fn attention_overlaps_pipes_and_runs_correctly() {
     let run = run_attention(two_cores(), SimOptions::default());
