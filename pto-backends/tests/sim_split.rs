@@ -103,9 +103,35 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
         busy(&s, Pipe::S) - busy(&c, Pipe::S),
         n * (3.0 * p.issue_cycles + p.loop_overhead_cycles)
     ));
-    for pipe in [Pipe::M, Pipe::V, Pipe::Mte1] {
+    for pipe in [Pipe::M, Pipe::Mte1] {
         assert!(close(busy(&s, pipe), busy(&c, pipe)), "{pipe}");
     }
+    // The vector work is the same but for the row reductions, whose instructions run per
+    // vector core (`pto_op::kernel::row_reduce`): on the split core each of the two takes
+    // half the rows with 256-byte repeats, on the coupled copy one unit all of them with
+    // the profile's 512-byte repeats.
+    let reductions = |profile: &DeviceProfile| {
+        fn walk(body: &[Inst], trips: f64, f: &mut dyn FnMut(&Inst, f64)) {
+            for inst in body {
+                match inst {
+                    Inst::Loop { count, body, .. } => walk(body, trips * *count as f64, f),
+                    Inst::Reduce { .. } => f(inst, trips),
+                    _ => {}
+                }
+            }
+        }
+        let model = pto_op::kernel::cost::CostModel::new(profile, &program);
+        let mut cycles = 0.0;
+        walk(&program.body, 1.0, &mut |inst, trips| {
+            cycles += trips * model.inst(&program, inst).expect("priced").cycles;
+        });
+        cycles
+    };
+    assert!(reductions(&split()) > 0.0);
+    assert!(close(
+        busy(&s, Pipe::V) - busy(&c, Pipe::V),
+        reductions(&split()) - reductions(&coupled())
+    ));
 
     // Bytes handed off: the destination tiles, every iteration, per block program.
     assert_eq!(
