@@ -17,7 +17,7 @@ pub const CANN_VERSION: &str = "9.0.0";
 ///
 /// | Calls | Ascend 910B | Kirin 9030 / X90 |
 /// |---|---|---|
-/// | `Add`, `Sub`, `Mul`, `Div`, `Max`, `Min`, `Adds`, `Muls`, `Maxs`, `Mins`, `Exp`, `Ln`, `Sqrt`, `Rsqrt`, `Reciprocal`, `Relu`, `Abs`, `Duplicate`, `Cast`, `Compare`, `Select`, `ReduceSum`/`Max`/`Min` | yes | yes |
+/// | `Add`, `Sub`, `Mul`, `Div`, `Max`, `Min`, `Adds`, `Muls`, `Maxs`, `Mins`, `Exp`, `Ln`, `Sqrt`, `Rsqrt`, `Reciprocal`, `Relu`, `Abs`, `Duplicate`, `Cast`, `Compare`, `Select`, `WholeReduceSum`/`Max`/`Min` | yes | yes |
 /// | `DataCopyPad` | yes | not listed; used in practice |
 /// | Math library: `Sin`, `Cos`, `Erf`, `Floor`, `Ceil`, `Power`, `Fmod` (with a `sharedTmpBuffer`) | yes | **not listed**: lowered anyway (the `ascendc-host` target runs them), unverified on a Kirin toolkit |
 ///

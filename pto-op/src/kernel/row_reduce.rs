@@ -23,7 +23,12 @@
 //!   pto-isa's group-reduce path (`ReduceOptFP32_*`: `vcgadd` / `vcgmax`, one sum or max
 //!   per 32-byte block, with a few folds between) when the device prices group reduces
 //!   ([`RowReduce::plan`]'s `group`): 128 repeats of group reduce, then a few short steps,
-//!   into a tmp tile of 4 KiB.
+//!   into a tmp tile of 4 KiB. pto-isa takes that path only for a column-major result
+//!   tile (`[rows, 1]` values contiguous), as the measured flash-attention kernel's; the
+//!   Ascend C lowering lays a `[rows, 1]` UB tile out one padded row per value, so it
+//!   emits the general path for every shape (pto-isa's choice for that layout too): on the
+//!   910B, for those four f32 shapes, the simulator prices the group path and the lowering
+//!   emits the general one.
 //!
 //! Each step is separated from the next by a barrier of the vector pipe
 //! (`pipe_barrier(PIPE_V)` in pto-isa), so a step starts when the previous one's result is

@@ -366,7 +366,8 @@ fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
         (c.cycles, c.latency),
         (3.0 * (20.0 + 64.0 * 1.0) + (20.0 + 64.0 * 2.0), 0.0)
     );
-    // A row of less than one repeat: the reduce alone (was the same: 20 + repeats x 2).
+    // A row of less than one repeat: the reduce alone, one (masked) repeat per row: 64
+    // repeats (was one reduce over the tile's 8 KiB, 32 repeats: 20 + 32 x 2).
     let prog = program(
         vec![ub(&[64, 32], DType::F32), ub(&[64, 1], DType::F32)],
         vec![],
