@@ -8,6 +8,14 @@ pub mod gelu_affine {
     use super::*;
     use pto_op::ops::math::gelu_tanh;
 
+    /// What the kernel keeps in UB at its peak: three tiles of the rows (the input and
+    /// output queues and the computed tile). Its row tiles are sized for it
+    /// (`pto_op::kernel::rows::row_tiles`).
+    pub const LIVE: pto_op::kernel::rows::RowLive = pto_op::kernel::rows::RowLive {
+        tiles: 3,
+        params: 0,
+    };
+
     #[infer_shape]
     fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
         Ok(x.clone())
@@ -38,7 +46,7 @@ pub mod gelu_affine {
     #[parity(x = f16[3, 5, 33], scale = 2.0)]
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
-        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x, LIVE)?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

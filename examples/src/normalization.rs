@@ -8,6 +8,14 @@ use pto_op::prelude::*;
 pub mod rms_norm {
     use super::*;
 
+    /// What the kernel keeps in UB at its peak: five tiles of the rows and `gamma`,
+    /// as `std.rms_norm`. Its row tiles are sized for it
+    /// (`pto_op::kernel::rows::row_tiles`).
+    pub const LIVE: pto_op::kernel::rows::RowLive = pto_op::kernel::rows::RowLive {
+        tiles: 5,
+        params: 1,
+    };
+
     #[infer_shape]
     fn infer_shape(x: &Shape, gamma: &Shape, _p: &Params) -> Result<Shape, OpError> {
         x.expect_min_rank("x", 1)?;
@@ -61,7 +69,7 @@ pub mod rms_norm {
         y: &Global,
         p: &Params,
     ) -> Result<(), OpError> {
-        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x, LIVE)?;
         let cols = *tiles.shape.last().unwrap_or(&1);
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?

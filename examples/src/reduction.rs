@@ -8,6 +8,13 @@ use pto_op::prelude::*;
 pub mod softmax {
     use super::*;
 
+    /// What the kernel keeps in UB at its peak: four tiles of the rows, as `std.softmax`.
+    /// Its row tiles are sized for it (`pto_op::kernel::rows::row_tiles`).
+    pub const LIVE: pto_op::kernel::rows::RowLive = pto_op::kernel::rows::RowLive {
+        tiles: 4,
+        params: 0,
+    };
+
     #[infer_shape]
     fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
         x.expect_min_rank("x", 1)?;
@@ -43,7 +50,7 @@ pub mod softmax {
     #[parity(x = f16[2, 9, 40])]
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
-        let tiles = pto_op::kernel::rows::row_tiles(k, x)?;
+        let tiles = pto_op::kernel::rows::row_tiles(k, x, LIVE)?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

@@ -6,6 +6,14 @@ use pto_op::prelude::*;
 pub mod l2_normalize {
     use super::*;
 
+    /// What the kernel keeps in UB at its peak: five tiles of the rows (four and the
+    /// lowering's temporaries of the sum). Its row tiles are sized for it
+    /// (`pto_op::kernel::rows::row_tiles`).
+    pub const LIVE: pto_op::kernel::rows::RowLive = pto_op::kernel::rows::RowLive {
+        tiles: 5,
+        params: 0,
+    };
+
     #[infer_shape]
     fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
         x.expect_min_rank("x", 1)?;
@@ -40,7 +48,7 @@ pub mod l2_normalize {
     #[parity(x = f16[4, 9, 130])]
     #[kernel]
     fn kernel(k: &mut Kernel, x: &Global, y: &Global, p: &Params) -> Result<(), OpError> {
-        let tiles = pto_op::kernel::rows::row_tiles(k, x)?; // sets the grid
+        let tiles = pto_op::kernel::rows::row_tiles(k, x, LIVE)?; // sets the grid
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

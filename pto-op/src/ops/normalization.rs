@@ -4,7 +4,7 @@ use ndarray::Axis;
 
 use super::{expect_dtype_of, expect_float};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
-use crate::kernel::rows::row_tiles;
+use crate::kernel::rows::{RowLive, row_tiles};
 use crate::op::TensorType;
 use crate::prelude::*;
 
@@ -64,6 +64,15 @@ fn row_dtypes(x: DType, params: &[(&str, DType)]) -> Result<DType, OpError> {
 pub mod layer_norm {
     use super::*;
 
+    /// What the kernel keeps in UB at its peak, on the simulator and in its Ascend C
+    /// lowering: six tiles of the rows (the input queue, the centered rows, their squares,
+    /// the scaled and shifted products, the output queue) with `gamma` and `beta`. Its row
+    /// tiles are sized for it ([`crate::kernel::rows::row_tiles`]).
+    pub const LIVE: RowLive = RowLive {
+        tiles: 6,
+        params: 2,
+    };
+
     #[infer_shape]
     fn infer_shape(x: &Shape, gamma: &Shape, beta: &Shape, _p: &Params) -> Result<Shape, OpError> {
         row_shapes(x, &[("gamma", gamma), ("beta", beta)])
@@ -105,7 +114,7 @@ pub mod layer_norm {
         y: &Global,
         p: &Params,
     ) -> Result<(), OpError> {
-        let tiles = row_tiles(k, x)?;
+        let tiles = row_tiles(k, x, LIVE)?;
         let cols = x.shape().last()?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
@@ -125,6 +134,15 @@ pub mod layer_norm {
 #[custom_op(name = "std.rms_norm", params(eps: f32 = 1e-6))]
 pub mod rms_norm {
     use super::*;
+
+    /// What the kernel keeps in UB at its peak, on the simulator and in its Ascend C
+    /// lowering: five tiles of the rows (the input queue, the squares, the two products, the
+    /// output queue) with `gamma`. Its row tiles are sized for it
+    /// ([`crate::kernel::rows::row_tiles`]).
+    pub const LIVE: RowLive = RowLive {
+        tiles: 5,
+        params: 1,
+    };
 
     #[infer_shape]
     fn infer_shape(x: &Shape, gamma: &Shape, _p: &Params) -> Result<Shape, OpError> {
@@ -163,7 +181,7 @@ pub mod rms_norm {
         y: &Global,
         p: &Params,
     ) -> Result<(), OpError> {
-        let tiles = row_tiles(k, x)?;
+        let tiles = row_tiles(k, x, LIVE)?;
         let cols = x.shape().last()?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?

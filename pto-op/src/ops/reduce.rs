@@ -4,7 +4,7 @@ use ndarray::{ArrayD, Axis};
 
 use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
-use crate::kernel::rows::row_tiles;
+use crate::kernel::rows::{RowLive, row_tiles};
 use crate::op::TensorType;
 use crate::prelude::*;
 
@@ -15,6 +15,15 @@ use crate::prelude::*;
 #[custom_op(name = "std.softmax", params(axis: i64 = -1))]
 pub mod softmax {
     use super::*;
+
+    /// What the kernel keeps in UB at its peak, on the simulator and in its Ascend C
+    /// lowering: four tiles of the rows (the input queue,
+    /// the exponentials, the quotients, the output queue). Its row tiles are sized for it
+    /// ([`crate::kernel::rows::row_tiles`]).
+    pub const LIVE: RowLive = RowLive {
+        tiles: 4,
+        params: 0,
+    };
 
     #[infer_shape]
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
@@ -59,7 +68,7 @@ pub mod softmax {
                 ),
             ));
         }
-        let tiles = row_tiles(k, x)?;
+        let tiles = row_tiles(k, x, LIVE)?;
         let xt = k
             .load(x, tiles.offsets.clone(), &tiles.shape)?
             .cast(DType::F32);

@@ -1,0 +1,197 @@
+//! The row tiles of the row kernels follow each kernel's own working set.
+//!
+//! Each kernel that tiles with `pto_op::kernel::rows::row_tiles` states next to it what it
+//! keeps in UB (`LIVE`, a `RowLive`), and its tiles hold as many rows as that allows on the
+//! device it is traced for. Here every such kernel is traced on every built-in device, on
+//! shapes from one row per tile to many, in f32 and f16, and
+//!
+//! - its grid is the one its stated count gives (the kernel passes its own `LIVE`);
+//! - the simulator's buffer plan peaks within the bytes the tiles were sized for
+//!   (`RowLive::bytes`), and with the feature `device` so does the Ascend C lowering of
+//!   the same program (queues, computed tiles and temporaries);
+//! - with the feature `device`, some case needs more than one tile fewer (the count does not
+//!   under-fill the unified buffer).
+//!
+//! And a long row's reduction is amortized: a `[2048, 4096]` std.rms_norm on the 910B holds
+//! more than one row per tile, so each fold of its row reductions serves several rows.
+
+use pto_op::kernel::Kernel;
+use pto_op::kernel::ir::MemLevel;
+use pto_op::kernel::rows::{RowLive, row_tiles};
+use pto_op::{Attributes, DType, DeviceProfile, OpDef, Shape, TensorType, ops};
+
+/// A row kernel to check: its def, its stated working set, and its inputs after `x` (the
+/// per-column params, `[cols]`).
+struct Case {
+    def: &'static OpDef,
+    live: RowLive,
+    params: usize,
+}
+
+/// Every kernel of the workspace that uses `row_tiles`.
+fn cases() -> Vec<Case> {
+    let case = |def, live, params| Case { def, live, params };
+    vec![
+        case(ops::rms_norm::def(), ops::rms_norm::LIVE, 1),
+        case(ops::layer_norm::def(), ops::layer_norm::LIVE, 2),
+        case(ops::softmax::def(), ops::softmax::LIVE, 0),
+        case(
+            pto_examples::rms_norm::def(),
+            pto_examples::rms_norm::LIVE,
+            1,
+        ),
+        case(pto_examples::softmax::def(), pto_examples::softmax::LIVE, 0),
+        case(
+            pto_examples::gelu_affine::def(),
+            pto_examples::gelu_affine::LIVE,
+            0,
+        ),
+        case(my_ops::l2_normalize::def(), my_ops::l2_normalize::LIVE, 0),
+    ]
+}
+
+/// Shapes from one row of 8,192 per tile to hundreds of short rows, one with a leading axis.
+const SHAPES: &[&[usize]] = &[
+    &[2, 8192],
+    &[64, 4096],
+    &[300, 512],
+    &[3, 50, 1000],
+    &[2048, 64],
+];
+
+/// The UB bytes the Ascend C lowering of `program` reserves on `profile`'s SoC.
+#[cfg(feature = "device")]
+fn ascendc_ub(
+    program: &pto_op::kernel::ValidProgram,
+    profile: &DeviceProfile,
+) -> Result<u64, String> {
+    use pto_backends::ascendc::{Soc, lower_program};
+    let soc = Soc::from_profile_name(&profile.name)
+        .ok_or_else(|| format!("profile `{}` is of no SoC the lowering knows", profile.name))?;
+    lower_program(program, "test", soc, profile)
+        .map(|lowered| lowered.buffer_bytes.get(MemLevel::Ub).unwrap_or(0))
+        .map_err(|e| e.to_string())
+}
+
+/// The tiles `row_tiles` gives `dims` of `dtype` with `live` on `profile`: (grid, rows).
+fn expected_tiles(
+    profile: &DeviceProfile,
+    dims: &[usize],
+    dtype: DType,
+    live: RowLive,
+) -> (usize, usize) {
+    let mut k = Kernel::new("probe")
+        .with_buffers(profile.buffers)
+        .with_core_count(profile.ai_cores as usize);
+    let x = k.input("x", Shape::from(dims.to_vec()), dtype);
+    let tiles = row_tiles(&mut k, &x, live).unwrap();
+    (tiles.grid, tiles.shape[tiles.shape.len() - 2])
+}
+
+#[test]
+fn every_row_kernel_fits_the_ub_its_row_tiles_were_sized_for() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let name = case.def.name;
+        // The most UB any case needs, in row tiles beyond the params and per-row values.
+        let mut most_tiles: f64 = 0.0;
+        for device in DeviceProfile::builtin_names() {
+            let profile = DeviceProfile::builtin(device).unwrap();
+            let ub = profile.buffers.get(MemLevel::Ub).unwrap();
+            for &dims in SHAPES {
+                for dtype in [DType::F32, DType::F16] {
+                    let at = format!("{name} {dtype}{dims:?} on {device}");
+                    let cols = dims[dims.len() - 1];
+                    let mut inputs = vec![TensorType {
+                        shape: Shape::from(dims.to_vec()),
+                        dtype,
+                    }];
+                    inputs.extend((0..case.params).map(|_| TensorType {
+                        shape: Shape::from([cols]),
+                        dtype,
+                    }));
+                    let program = case
+                        .def
+                        .trace_kernel_for(&inputs, &Attributes::default(), &profile)
+                        .unwrap_or_else(|e| panic!("{at}: {e}"));
+
+                    let (grid, rows) = expected_tiles(&profile, dims, dtype, case.live);
+                    if program.program().grid != grid {
+                        failures.push(format!(
+                            "{at}: grid {}, but its stated working set gives {grid} tiles of \
+                             {rows} rows",
+                            program.program().grid
+                        ));
+                        continue;
+                    }
+                    let assumed = case.live.bytes(rows, cols) as u64;
+                    let tile_bytes = (rows * cols * 4) as u64;
+                    // What the row tiles of a case hold: its need without the params and
+                    // per-row values, in tiles.
+                    let in_tiles = |bytes: u64| {
+                        let rest = RowLive {
+                            tiles: 0,
+                            ..case.live
+                        }
+                        .bytes(rows, cols) as u64;
+                        bytes.saturating_sub(rest) as f64 / tile_bytes as f64
+                    };
+                    if assumed > ub && rows > 1 {
+                        failures.push(format!("{at}: {rows} rows sized over the UB"));
+                    }
+                    if assumed > ub {
+                        // One row over the UB: the kernel does not cover it.
+                        println!("{at}: one row needs {assumed} B, over the UB: skipped");
+                        continue;
+                    }
+
+                    let sim = match pto_backends::sim::memory::plan(&program, &profile, true) {
+                        Ok(plan) => plan.peak_bytes[&MemLevel::Ub],
+                        Err(e) => {
+                            failures.push(format!("{at}: the simulator refuses it: {e}"));
+                            continue;
+                        }
+                    };
+                    println!(
+                        "{at}: {grid} tiles of {rows} rows, assumed {assumed} B, sim peak {sim} B \
+                         ({:.2} tiles)",
+                        in_tiles(sim)
+                    );
+                    if sim > assumed {
+                        failures.push(format!(
+                            "{at}: the simulator's buffer plan peaks at {sim} B of UB, over the \
+                             {assumed} B its {rows}-row tiles were sized for"
+                        ));
+                    }
+                    most_tiles = most_tiles.max(in_tiles(sim));
+
+                    #[cfg(feature = "device")]
+                    match ascendc_ub(&program, &profile) {
+                        Err(e) if e.contains("is not supported on") => {}
+                        Err(e) => failures.push(format!("{at}: Ascend C lowering: {e}")),
+                        Ok(bytes) => {
+                            println!("{at}: Ascend C UB {bytes} B ({:.2} tiles)", in_tiles(bytes));
+                            most_tiles = most_tiles.max(in_tiles(bytes));
+                            if bytes > assumed {
+                                failures.push(format!(
+                                    "{at}: the Ascend C lowering reserves {bytes} B of UB, over \
+                                     the {assumed} B its {rows}-row tiles were sized for"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Only the lowering's count is complete (the simulator keeps no queues): the
+        // tightness of the stated number is checked with it.
+        if cfg!(feature = "device") && most_tiles <= (case.live.tiles - 1) as f64 {
+            failures.push(format!(
+                "{name}: states {} live row tiles, but no case needs more than \
+                 {most_tiles:.2}: its tiles hold fewer rows than the UB allows",
+                case.live.tiles
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
