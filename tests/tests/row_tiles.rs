@@ -195,3 +195,74 @@ fn every_row_kernel_fits_the_ub_its_row_tiles_were_sized_for() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The row reduction of a `[2048, 4096]` f16 std.rms_norm (the 7B decoder's) is amortized
+/// over the rows of its tile wherever two rows fit: on every built-in device whose UB holds
+/// the kernel's working set for two rows, a tile holds at least two, and the reduction's
+/// instructions (folds, then the reduce) per row of the tile are at most half of a one-row
+/// tile's (they were all of them with the former fixed 16 KiB row tiles).
+#[test]
+fn a_long_row_reduction_is_shared_by_the_rows_of_a_tile_where_they_fit() {
+    use pto_op::kernel::row_reduce::{RowReduce, StepKind};
+    let (rows, cols) = (2048, 4096);
+    let inputs = [
+        TensorType {
+            shape: Shape::from([rows, cols]),
+            dtype: DType::F16,
+        },
+        TensorType {
+            shape: Shape::from([cols]),
+            dtype: DType::F16,
+        },
+    ];
+    let mut amortized = 0;
+    for device in DeviceProfile::builtin_names() {
+        let profile = DeviceProfile::builtin(device).unwrap();
+        let program = ops::rms_norm::def()
+            .trace_kernel_for(&inputs, &Attributes::default(), &profile)
+            .unwrap();
+        let program = program.program();
+        let reduce = program
+            .body
+            .iter()
+            .find_map(|inst| RowReduce::of(program, inst, &profile))
+            .expect("std.rms_norm reduces its rows");
+        let tile_rows = program
+            .tiles
+            .iter()
+            .find(|t| t.level == MemLevel::Ub && t.shape.len() == 2)
+            .map(|t| t.shape[0])
+            .expect("a tile of rows");
+        assert!(reduce.steps.iter().any(|s| s.kind == StepKind::Fold));
+        // The same reduction over one row, on this device.
+        let one_row = RowReduce::plan(
+            reduce.op,
+            reduce.dtype,
+            1,
+            cols,
+            reduce.elems_per_repeat * reduce.dtype.size_bytes(),
+            reduce.group,
+        );
+        let per_row = reduce.steps.len() as f64 / tile_rows as f64;
+        println!(
+            "{device}: {tile_rows} rows a tile, {} row-reduction instructions per tile ({per_row} \
+             a row; one-row tile: {})",
+            reduce.steps.len(),
+            one_row.steps.len()
+        );
+        let ub = profile.buffers.get(MemLevel::Ub).unwrap() as usize;
+        if ops::rms_norm::LIVE.bytes(2, cols) <= ub {
+            assert!(tile_rows >= 2, "{device}: {tile_rows} rows a tile");
+            assert!(
+                per_row <= one_row.steps.len() as f64 / 2.0,
+                "{device}: {per_row} row-reduction instructions a row, one-row tiles take {}",
+                one_row.steps.len()
+            );
+            amortized += 1;
+        } else {
+            assert_eq!(tile_rows, 1, "{device}: one row of {cols} f32 fills the UB");
+        }
+    }
+    // The 910B profiles (184 KiB of UB) hold two rows.
+    assert!(amortized >= 2, "only {amortized} devices hold two rows");
+}
