@@ -84,7 +84,7 @@ fn expected_tiles(
         .with_buffers(profile.buffers)
         .with_core_count(profile.ai_cores as usize);
     let x = k.input("x", Shape::from(dims.to_vec()), dtype);
-    let tiles = row_tiles(&mut k, &x, live).unwrap();
+    let tiles = row_tiles(&mut k, &x, live).expect("row tiles of a non-empty input");
     (tiles.grid, tiles.shape[tiles.shape.len() - 2])
 }
 
