@@ -220,3 +220,258 @@ fn the_work_buffer_of_a_row_reduction_can_overflow_ub_and_is_named() {
     )
     .expect("64 x 384 fits with its work buffer");
 }
+
+/// A mix kernel on the 910B whose vector side reduces `2 * rows` rows of `cols` (so each
+/// of the two vector cores reduces `rows`, as the simulator shares them): `y = op(x)` over
+/// the last axis, and beside it a small matmul (`c = a @ b`, handed to the vector side and
+/// stored) that makes it a mix kernel.
+fn mix_program(
+    rows: usize,
+    cols: usize,
+    dtype: DType,
+    op: ReduceOp,
+) -> pto_op::kernel::ValidProgram {
+    let profile = DeviceProfile::builtin("ascend910b").expect("profile");
+    let mut k = Kernel::new("test.row_reduce_mix").with_buffers(profile.buffers);
+    let a = k.input("a", Shape::from([2 * rows, 16]), DType::F16);
+    let b = k.input("b", Shape::from([16, 16]), DType::F16);
+    let x = k.input("x", Shape::from([2 * rows, cols]), dtype);
+    let c = k.output("c", Shape::from([2 * rows, 16]), DType::F32);
+    let y = k.output("y", Shape::from([2 * rows, 1]), dtype);
+    k.grid(1).expect("grid");
+    let a1 = k.load_l1(&a, [0, 0], [2 * rows, 16]).expect("a");
+    let b1 = k.load_l1(&b, [0, 0], [16, 16]).expect("b");
+    let ab = k
+        .matmul(&a1.to_l0a(), &b1.to_l0b(), None, false)
+        .expect("matmul");
+    k.store(&c, [0, 0], &ab.to_ub(DType::F32))
+        .expect("stores c");
+    let xt = k.load(&x, [0, 0], [2 * rows, cols]).expect("loads x");
+    k.store(&y, [0, 0], &reduce(&xt, op)).expect("stores y");
+    k.finish().expect("a program")
+}
+
+/// The row reduction's instructions in a lowered kernel's text, in order: each call's step
+/// kind and repeats (`None` for the mean's `Muls`, whose count is the padded result's).
+fn lowered_steps(src: &str, op: ReduceOp) -> Vec<(StepKind, Option<usize>)> {
+    let fold = match op {
+        ReduceOp::Sum | ReduceOp::Mean => "Add(work",
+        ReduceOp::Max => "Max(work",
+        ReduceOp::Min => "Min(work",
+    };
+    let arg = |line: &str, i: usize| -> usize {
+        let inner = &line[line.find('(').expect("a call") + 1..];
+        inner
+            .split(", ")
+            .nth(i)
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("argument {i} of `{line}` is not a count"))
+    };
+    let mut steps = Vec::new();
+    for line in src.lines().map(str::trim) {
+        if line.starts_with("BlockReduce") {
+            steps.push((StepKind::GroupReduce, Some(arg(line, 2))));
+        } else if line.starts_with("WholeReduce") {
+            steps.push((StepKind::Reduce, Some(arg(line, 3))));
+        } else if line.starts_with(fold) {
+            steps.push((StepKind::Fold, Some(arg(line, 4))));
+        } else if line.starts_with("Brcb(") {
+            steps.push((StepKind::Brcb, Some(arg(line, 2))));
+        } else if line.starts_with("DataCopy(work") {
+            let n = line
+                .split("static_cast<uint16_t>(")
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .and_then(|n| n.parse().ok())
+                .expect("a copy's rows");
+            steps.push((StepKind::Copy, Some(n)));
+        } else if line.starts_with("Muls(") {
+            steps.push((StepKind::Scale, None));
+        }
+    }
+    steps
+}
+
+/// On the 910B the lowering emits the instructions the simulator prices, step for step:
+/// pto-isa's group-reduce path for the four f32 shapes per vector core (64 x 128, 32 x 256,
+/// 16 x 512, 8 x 1024: `BlockReduce*`, the folds, then `Brcb` of the packed values into
+/// the padded `[rows, 1]` tile), for sum, max, min and mean, the general path elsewhere
+/// (rows not a multiple of 8, masked tails, f16, other f32 shapes); and the host runs each
+/// to the simulator's reference result.
+#[test]
+fn the_910b_lowering_emits_the_simulators_row_reduction_and_runs_it_on_the_host() {
+    use pto_op::kernel::ir::Inst;
+    let profile = DeviceProfile::builtin("ascend910b").expect("profile");
+    let host = AscendcHost::on(Some(&profile));
+    let mut cases = Vec::new();
+    for (i, (rows, cols)) in pto_op::kernel::row_reduce::GROUP_SHAPES
+        .into_iter()
+        .enumerate()
+    {
+        for op in ReduceOp::ALL {
+            // Every op on 64 x 128; sum, max and one more on the others.
+            if rows == 64
+                || matches!(op, ReduceOp::Sum | ReduceOp::Max)
+                || op == ReduceOp::ALL[i % 4]
+            {
+                cases.push((rows, cols, DType::F32, op, true));
+            }
+        }
+    }
+    for (rows, cols, dtype, op) in [
+        (8, 130, DType::F32, ReduceOp::Sum),   // a masked tail
+        (16, 1024, DType::F32, ReduceOp::Max), // another row count of a group length
+        (24, 256, DType::F32, ReduceOp::Min),  // a multiple of 8, not a group shape
+        (64, 128, DType::F16, ReduceOp::Sum),  // a group shape in f16
+    ] {
+        cases.push((rows, cols, dtype, op, false));
+    }
+    for (rows, cols, dtype, op, group) in cases {
+        let what = format!(
+            "ascend910b {dtype} [{rows}, {cols}] per vector core, {}",
+            op.name()
+        );
+        let p = mix_program(rows, cols, dtype, op);
+        let inst = p
+            .program()
+            .body
+            .iter()
+            .find(|i| matches!(i, Inst::Reduce { .. }))
+            .expect("a reduce");
+        let sim = RowReduce::of(p.program(), inst, &profile).expect("a row reduction");
+        assert_eq!(sim.group, group, "{what}");
+        assert_eq!((sim.rows, sim.cols), (rows, cols), "{what}");
+        let kernel = lower_program(&p, "x", Soc::Ascend910B, &profile)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let src = kernel.kernel_source.clone();
+        let priced: Vec<_> = sim
+            .steps
+            .iter()
+            .map(|s| (s.kind, (s.kind != StepKind::Scale).then_some(s.repeats)))
+            .collect();
+        assert_eq!(lowered_steps(&src, op), priced, "{what}:\n{src}");
+        // The work buffer is the plan's tmp tile (none without one).
+        assert_eq!(
+            src.contains(&format!(
+                "pipe.InitBuffer(reduceWorkBuf, {});",
+                sim.tmp_bytes
+            )),
+            sim.tmp_bytes > 0,
+            "{what}: {} bytes:\n{src}",
+            sim.tmp_bytes
+        );
+        assert_eq!(src.contains("reduceWorkBuf"), sim.tmp_bytes > 0, "{what}");
+        let build = host
+            .compile(kernel, &profile)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let a = Tensor::random([2 * rows, 16], DType::F16, 3);
+        let b = Tensor::random([16, 16], DType::F16, 4);
+        let x = Tensor::random([2 * rows, cols], dtype, 5);
+        let actual = host
+            .run(&build, &[&a, &b, &x])
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let expected = execute(&p, &[&a, &b, &x]).expect("simulates");
+        let tolerance = match dtype {
+            DType::F16 => Tolerance::new(3e-2, 1e-2),
+            _ => Tolerance::new(1e-4, 1e-5),
+        };
+        for (i, name) in ["c", "y"].iter().enumerate() {
+            let comparison = actual[i]
+                .compare(&expected[i], tolerance)
+                .expect("comparable");
+            assert!(comparison.passed(), "{what}: {name}: {comparison}\n{src}");
+        }
+    }
+}
+
+/// Row counts a mix kernel cannot share between the vector cores (its cube tiles' rows
+/// are multiples of 16, its halves whole blocks) are a vector-only kernel's: the lowering
+/// decides with the same rule ([`RowReduce::plan`] with the profile's group reduces) on
+/// the rows it reduces, rows not a multiple of 8 and masked tails take the general path,
+/// and the host agrees with the simulator's reference.
+#[test]
+fn odd_rows_on_the_910b_take_the_general_path_by_the_same_rule() {
+    let profile = DeviceProfile::builtin("ascend910b").expect("profile");
+    let host = AscendcHost::on(Some(&profile));
+    for (rows, cols, op) in [
+        (7, 130, ReduceOp::Sum),
+        (5, 40, ReduceOp::Mean),
+        (13, 1024, ReduceOp::Max),
+        (9, 128, ReduceOp::Min),
+    ] {
+        let what = format!("ascend910b f32 [{rows}, {cols}] {}", op.name());
+        let p = program(rows, cols, DType::F32, op);
+        let group = RowReduce::group_priced(&profile, op, DType::F32);
+        assert!(group, "{what}: the 910B prices group reduces");
+        let plan = RowReduce::plan(op, DType::F32, rows, cols, 256, group);
+        assert!(!plan.group, "{what}");
+        let kernel = lower_program(&p, "x", Soc::Ascend910B, &profile)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let src = kernel.kernel_source.clone();
+        let planned: Vec<_> = plan
+            .steps
+            .iter()
+            .map(|s| (s.kind, (s.kind != StepKind::Scale).then_some(s.repeats)))
+            .collect();
+        assert_eq!(lowered_steps(&src, op), planned, "{what}:\n{src}");
+        let build = host
+            .compile(kernel, &profile)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let x = Tensor::random([rows, cols], DType::F32, 9);
+        let actual = host
+            .run(&build, &[&x])
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let expected = execute(&p, &[&x]).expect("simulates");
+        let comparison = actual[0]
+            .compare(&expected[0], Tolerance::new(1e-4, 1e-5))
+            .expect("comparable");
+        assert!(comparison.passed(), "{what}: {comparison}\n{src}");
+    }
+}
+
+/// The text of one group-reduce path: 64 x 128 f32 row max per vector core on the 910B is
+/// pto-isa's `ReduceOptFP32_64x128` (128 repeats of `BlockReduceMax` into the work
+/// buffer, a fold of each row's two halves, 8 repeats of `BlockReduceMax` into the packed
+/// values past the first 2 KiB), then `Brcb` of the 64 packed values into the `[64, 1]`
+/// tile's rows (16 f32 = two blocks apart).
+#[test]
+fn the_lowered_text_of_a_group_reduce() {
+    let profile = DeviceProfile::builtin("ascend910b").expect("profile");
+    let p = mix_program(64, 128, DType::F32, ReduceOp::Max);
+    let kernel = lower_program(&p, "x", Soc::Ascend910B, &profile).expect("lowers");
+    let lines: Vec<&str> = kernel
+        .kernel_source
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("BlockReduce") || l.starts_with("Max(") || l.starts_with("Brcb("))
+        .collect();
+    let work = lines
+        .first()
+        .and_then(|l| l.split(['(', ',']).nth(1))
+        .expect("a work buffer")
+        .to_owned();
+    let x = lines[0].split(", ").nth(1).expect("the source").to_owned();
+    let y = lines
+        .last()
+        .and_then(|l| l.split(['(', ',']).nth(1))
+        .expect("the result")
+        .to_owned();
+    assert_eq!(
+        lines,
+        [
+            format!("BlockReduceMax<float>({work}, {x}, 128, 64, 1, 1, 8);"),
+            format!(
+                "Max({work}, {work}, {work}[8], 64, 8, BinaryRepeatParams{{1, 2, 2, 8, 16, 16}});"
+            ),
+            format!("BlockReduceMax<float>({work}[512], {work}, 8, 64, 1, 1, 8);"),
+            format!("Brcb({y}, {work}[512], 8, BrcbRepeatParams(2, 16));"),
+        ],
+        "{}",
+        kernel.kernel_source
+    );
+    assert!(
+        kernel
+            .kernel_source
+            .contains("pipe.InitBuffer(reduceWorkBuf, 4096);")
+    );
+}

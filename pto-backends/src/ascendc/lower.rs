@@ -13,7 +13,7 @@ use pto_op::kernel::ir::{
     BinaryOp, CmpOp, GlobalRole, Index, Inst, MemLevel, Operand, Program, ReduceOp, TileId,
     TileType, UnaryOp,
 };
-use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
+use pto_op::kernel::row_reduce::{GROUP_PACKED_AT, RowReduce, StepKind};
 use pto_op::{Attributes, DType, DeviceProfile, OpDef, TensorType};
 
 use super::plan::{self, Geom, Plan, Storage};
@@ -182,7 +182,7 @@ fn lower_block<'p>(
             _ => None,
         },
         soc,
-        plan: plan::plan(program),
+        plan: plan::plan(program, profile),
         code: Code::default(),
         queues: Vec::new(),
         position: 0,
@@ -194,6 +194,7 @@ fn lower_block<'p>(
         double_buffer,
         number: 0,
         next_number: 0,
+        profile: profile.clone(),
     };
     lowering.check_dtypes()?;
     lowering.block()?;
@@ -508,6 +509,9 @@ struct Lowering<'p> {
     number: usize,
     /// The number of the next instruction.
     next_number: usize,
+    /// The device profile the kernel is planned for (its pipe model decides a row
+    /// reduction's group path, as in the simulator).
+    profile: DeviceProfile,
 }
 
 /// One tile handed between the cube core and the vector cores of a split kernel: a slot
@@ -2395,21 +2399,28 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// A reduction over the last axis as the instructions of [`RowReduce`] (pto-isa's A2/A3
-    /// row reduction, which the simulator prices): the rows' repeats folded element-wise
-    /// (`Add` / `Max` / `Min` in the repeat form, one call over the rows per fold) into the
-    /// work buffer, one repeat per row (`DataCopy` of the first repeat for rows of one to
-    /// two repeats), then one `WholeReduceSum` / `WholeReduceMax` / `WholeReduceMin` of one
-    /// repeat per row. Rows go in batches of at most 255 (the repeat limit), one row at a
-    /// time when a row is more than 255 blocks long (the repeat stride's limit).
+    /// A reduction over the last axis as the instructions of
+    /// [`pto_op::kernel::row_reduce::RowReduce`] (pto-isa's A2/A3 row reduction, which the
+    /// simulator prices; [`plan::row_reduce`] decides the path as the simulator does): the
+    /// rows' repeats folded element-wise (`Add` / `Max` / `Min` in the repeat form, one
+    /// call over the rows per fold) into the work buffer, one repeat per row (`DataCopy` of
+    /// the first repeat for rows of one to two repeats), then one `WholeReduceSum` /
+    /// `WholeReduceMax` / `WholeReduceMin` of one repeat per row. Rows go in batches of at
+    /// most 255 (the repeat limit), one row at a time when a row is more than 255 blocks
+    /// long (the repeat stride's limit). The group path's shapes go through
+    /// [`Lowering::group_reduce`].
     fn row_reduce(&mut self, op: ReduceOp, dtype: DType, sg: &Geom, dg: &Geom, d: &str, s: &str) {
         let ctype = c_type(dtype);
         let size = dtype.size_bytes();
         let e = 256 / size;
         let (rows, cols) = (sg.rows.max(1), sg.cols.max(1));
-        let plan = RowReduce::plan(op, dtype, rows, cols, 256, false);
+        let (plan, batch) = plan::row_reduce(&self.profile, op, dtype, rows, cols, sg.pitch);
+        if plan.group {
+            self.group_reduce(&plan, sg, dg, d, s);
+            return;
+        }
         let src_stride = sg.pitch * size / 32;
-        let batch = if src_stride > 255 { 1 } else { REPEAT_MAX };
+        let rep = |src_rep: usize| if batch == 1 { 8 } else { src_rep };
         let (fold, whole) = match op {
             ReduceOp::Sum | ReduceOp::Mean => ("Add", "WholeReduceSum"),
             ReduceOp::Max => ("Max", "WholeReduceMax"),
@@ -2419,7 +2430,6 @@ impl Lowering<'_> {
             ReduceOp::Max | ReduceOp::Min => ", ReduceOrder::ORDER_ONLY_VALUE",
             _ => "",
         };
-        let rep = |src_rep: usize| if batch == 1 { 8 } else { src_rep };
         self.code.line(format!(
             "// row {} of {rows} x {cols}: {} instruction(s), folds first (pto-isa TRowReduceOps)",
             op.name(),
@@ -2495,6 +2505,72 @@ impl Lowering<'_> {
         }
         if !single {
             self.code.close();
+        }
+    }
+
+    /// pto-isa's group-reduce path for its four f32 shapes (`plan.group`), step by step as
+    /// `plan` lists them: `BlockReduceSum` / `BlockReduceMax` / `BlockReduceMin` (one value
+    /// per 32-byte block, 8 per repeat, written packed) and element-wise folds of each
+    /// row's two halves (block strides 2, repeat strides 16) in the work buffer, the last
+    /// group reduce into the work buffer at [`GROUP_PACKED_AT`], then `Brcb` of those
+    /// packed values into the result, one 32-byte block per row (the `[rows, 1]` tile's
+    /// padded layout: each row's first block holds its value throughout).
+    fn group_reduce(&mut self, plan: &RowReduce, sg: &Geom, dg: &Geom, d: &str, s: &str) {
+        let (fold, block) = match plan.op {
+            ReduceOp::Sum | ReduceOp::Mean => ("Add", "BlockReduceSum"),
+            ReduceOp::Max => ("Max", "BlockReduceMax"),
+            ReduceOp::Min => ("Min", "BlockReduceMin"),
+        };
+        debug_assert_eq!(sg.pitch, sg.cols, "the group shapes' rows are whole blocks");
+        self.code.line(format!(
+            "// row {} of {} x {}: {} instruction(s), pto-isa's group-reduce path (TRowReduceOps), \
+             its packed result broadcast to one block per row",
+            plan.op.name(),
+            plan.rows,
+            plan.cols,
+            plan.steps.len()
+        ));
+        let work = format!("work{}", self.position);
+        self.code.line(format!(
+            "LocalTensor<float> {work} = reduceWorkBuf.Get<float>();"
+        ));
+        let packed = format!("{work}[{GROUP_PACKED_AT}]");
+        let last_group = plan
+            .steps
+            .iter()
+            .rposition(|st| st.kind == StepKind::GroupReduce);
+        // After the first group reduce each row has 1024 / rows values in the work buffer,
+        // a fold halves them (each row's two halves), a group reduce divides them by 8.
+        for (i, step) in plan.steps.iter().enumerate() {
+            let n = step.repeats;
+            match step.kind {
+                StepKind::GroupReduce => {
+                    let (to, from) = if i == 0 {
+                        (work.clone(), s.to_owned())
+                    } else if Some(i) == last_group {
+                        (packed.clone(), work.clone())
+                    } else {
+                        (work.clone(), work.clone())
+                    };
+                    self.code
+                        .line(format!("{block}<float>({to}, {from}, {n}, 64, 1, 1, 8);"));
+                }
+                StepKind::Fold => self.code.line(format!(
+                    "{fold}({work}, {work}, {work}[8], 64, {n}, BinaryRepeatParams{{1, 2, 2, 8, 16, 16}});"
+                )),
+                StepKind::Brcb => {
+                    let blk = dg.pitch * 4 / 32;
+                    self.code.line(format!(
+                        "Brcb({d}, {packed}, {n}, BrcbRepeatParams({blk}, {}));",
+                        8 * blk
+                    ));
+                }
+                // The mean's scaling follows the reduction (`Lowering::reduce`).
+                StepKind::Scale => {}
+                StepKind::Reduce | StepKind::Copy => {
+                    unreachable!("the group path has no {:?} step", step.kind)
+                }
+            }
         }
     }
 

@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 
-use pto_op::DType;
-use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, TileId, TileType};
+use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
 use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
+use pto_op::{DType, DeviceProfile};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
 pub(crate) const UB_ALIGN: u64 = 32;
@@ -502,8 +502,32 @@ impl Pool {
     }
 }
 
-/// Plans `program`'s UB tiles.
-pub(crate) fn plan(program: &Program) -> Plan {
+/// The row reduction the lowering emits for a reduce of `op` over the last axis of `rows`
+/// rows of `cols` `dtype` elements, `pitch` elements apart, on `profile`, and the rows of
+/// one batch: rows go in batches of at most [`REPEAT_MAX`] (one row at a time where a row
+/// is more than 255 blocks long, the repeat stride's limit), each batch reduced as
+/// [`RowReduce::plan`] decides, with the group path where the profile prices it
+/// ([`RowReduce::group_priced`]): the one rule the simulator applies too.
+pub(crate) fn row_reduce(
+    profile: &DeviceProfile,
+    op: ReduceOp,
+    dtype: DType,
+    rows: usize,
+    cols: usize,
+    pitch: usize,
+) -> (RowReduce, usize) {
+    let size = dtype.size_bytes().max(1);
+    let batch = if pitch * size / 32 > 255 {
+        1
+    } else {
+        rows.clamp(1, REPEAT_MAX)
+    };
+    let group = RowReduce::group_priced(profile, op, dtype);
+    (RowReduce::plan(op, dtype, batch, cols, 256, group), batch)
+}
+
+/// Plans `program`'s UB tiles (a row reduction's work buffer as on `profile`).
+pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let live = liveness(program);
     let n = program.tiles.len();
     let mut storage = vec![Storage::None; n];
@@ -512,6 +536,7 @@ pub(crate) fn plan(program: &Program) -> Plan {
     // Storage kinds.
     classify(
         program,
+        profile,
         &program.body,
         &live,
         &mut storage,
@@ -732,6 +757,7 @@ fn collect_temps(
 /// Sets each UB tile's storage kind (`Pool(0)` stands for "in the pool, offset to come").
 fn classify(
     program: &Program,
+    profile: &DeviceProfile,
     body: &[Inst],
     live: &Liveness,
     storage: &mut [Storage],
@@ -778,7 +804,7 @@ fn classify(
                 for (r, p) in results.iter().zip(params) {
                     storage[r.0 as usize] = Storage::Alias(*p);
                 }
-                classify(program, body, live, storage, reduce_work_bytes);
+                classify(program, profile, body, live, storage, reduce_work_bytes);
             }
             Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.0 as usize] = Storage::InQueue,
             // Mmad accumulates in place: the result is the accumulator's storage.
@@ -792,16 +818,12 @@ fn classify(
                     && let Some(ty) = program.tile(*src)
                     && *axis + 1 >= ty.shape.len()
                 {
-                    // The row reduction's tmp tile: one repeat per row of a batch of rows
-                    // (see `Lowering::row_reduce`).
+                    // The row reduction's tmp tile: one repeat per row of a batch of rows,
+                    // or the group path's (see `Lowering::row_reduce`).
                     let g = Geom::of(ty);
-                    let size = ty.dtype.size_bytes().max(1);
-                    let batch = if g.pitch * size / 32 > 255 {
-                        1
-                    } else {
-                        g.rows.clamp(1, REPEAT_MAX)
-                    };
-                    let tmp = RowReduce::plan(*op, ty.dtype, batch, g.cols, 256, false).tmp_bytes;
+                    let tmp = row_reduce(profile, *op, ty.dtype, g.rows, g.cols, g.pitch)
+                        .0
+                        .tmp_bytes;
                     *reduce_work_bytes =
                         (*reduce_work_bytes).max((tmp as u64).next_multiple_of(UB_ALIGN));
                 }
@@ -921,7 +943,8 @@ mod tests {
                 },
             ],
         };
-        let plan = plan(&program);
+        let profile = DeviceProfile::builtin("kirin9030").expect("profile");
+        let plan = plan(&program, &profile);
         assert_eq!(plan.storage[0], Storage::InQueue);
         assert_eq!(plan.storage[1], Storage::Pool(0));
         assert_eq!(plan.storage[2], Storage::Pool(0));

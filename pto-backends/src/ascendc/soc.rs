@@ -19,6 +19,7 @@ pub const CANN_VERSION: &str = "9.0.0";
 /// |---|---|---|
 /// | `Add`, `Sub`, `Mul`, `Div`, `Max`, `Min`, `Adds`, `Muls`, `Maxs`, `Mins`, `Exp`, `Ln`, `Sqrt`, `Rsqrt`, `Reciprocal`, `Relu`, `Abs`, `Duplicate`, `Cast`, `Compare`, `Select`, `WholeReduceSum`/`Max`/`Min` | yes | yes |
 /// | `DataCopyPad` | yes | not listed; used in practice |
+/// | `BlockReduceSum`/`Max`/`Min`, `Brcb` (a row reduction's group path, where the profile prices group reduces: the 910B's) | yes | listed; not emitted (no group reduces in the Kirin profiles) |
 /// | Math library: `Sin`, `Cos`, `Erf`, `Floor`, `Ceil`, `Power`, `Fmod` (with a `sharedTmpBuffer`) | yes | **not listed**: lowered anyway (the `ascendc-host` target runs them), unverified on a Kirin toolkit |
 ///
 /// `exp2` and `log2` use `Exp`/`Ln` with `Muls`, and `mod` adds `CompareScalar`, `Select`

@@ -749,7 +749,7 @@ impl<'a> CostModel<'a> {
                         StepKind::Reduce | StepKind::GroupReduce => {
                             p.vector_cycles_per_repeat.reduce
                         }
-                        StepKind::Fold | StepKind::Copy | StepKind::Scale => {
+                        StepKind::Fold | StepKind::Copy | StepKind::Brcb | StepKind::Scale => {
                             p.vector_cycles_per_repeat.simple
                         }
                     };

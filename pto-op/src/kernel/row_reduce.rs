@@ -22,13 +22,16 @@
 //! - f32 tiles of exactly 64 x 128, 32 x 256, 16 x 512 or 8 x 1024 (per vector core) take
 //!   pto-isa's group-reduce path (`ReduceOptFP32_*`: `vcgadd` / `vcgmax`, one sum or max
 //!   per 32-byte block, with a few folds between) when the device prices group reduces
-//!   ([`RowReduce::plan`]'s `group`): 128 repeats of group reduce, then a few short steps,
-//!   into a tmp tile of 4 KiB. pto-isa takes that path only for a column-major result
-//!   tile (`[rows, 1]` values contiguous), as the measured flash-attention kernel's; the
-//!   Ascend C lowering lays a `[rows, 1]` UB tile out one padded row per value, so it
-//!   emits the general path for every shape (pto-isa's choice for that layout too): on the
-//!   910B, for those four f32 shapes, the simulator prices the group path and the lowering
-//!   emits the general one.
+//!   ([`RowReduce::group_priced`], [`RowReduce::plan`]'s `group`): 128 repeats of group
+//!   reduce, then a few short steps, into a tmp tile of 4 KiB. pto-isa takes that path
+//!   only for a column-major result tile (`[rows, 1]` values contiguous, as the measured
+//!   flash-attention kernel's): its last group reduce writes the rows' values packed, 8
+//!   per 32-byte block. Our `[rows, 1]` UB tile holds one padded 32-byte block per row, so
+//!   the last group reduce writes the packed values into the tmp tile (past the 2 KiB the
+//!   last steps read) and one more instruction, a block broadcast (`vbrcb`,
+//!   [`StepKind::Brcb`], `rows / 8` repeats), writes each value into its row's block (the
+//!   whole block holds the value). The Ascend C lowering emits exactly these steps
+//!   (`BlockReduceSum` / `Max` / `Min`, the folds, `Brcb`), deciding with this plan.
 //!
 //! Each step is separated from the next by a barrier of the vector pipe
 //! (`pipe_barrier(PIPE_V)` in pto-isa), so a step starts when the previous one's result is
@@ -67,6 +70,12 @@ pub const GROUP_SHAPES: [(usize, usize); 4] = [(64, 128), (32, 256), (16, 512), 
 /// reduce writes 128 repeats x 8 blocks = 1024 f32.
 pub const GROUP_TMP_BYTES: usize = 4096;
 
+/// Where the group path's last group reduce writes its packed result, in f32 elements
+/// into the tmp tile: past the at most 512 values (64 rows x 8) its last steps read, so
+/// the block broadcast ([`StepKind::Brcb`]) reads a source apart from everything else
+/// (`vbrcb` takes no overlap), still inside [`GROUP_TMP_BYTES`].
+pub const GROUP_PACKED_AT: usize = 512;
+
 /// What one step of a row reduction does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StepKind {
@@ -79,6 +88,10 @@ pub enum StepKind {
     /// A reduce of each 32-byte block of a repeat to one value (`vcgadd` / `vcgmax` /
     /// `vcgmin`).
     GroupReduce,
+    /// A broadcast of each of 8 packed values to one 32-byte block (`vbrcb`): the group
+    /// path's last step, from its packed result to the `[rows, 1]` tile's one block per
+    /// row.
+    Brcb,
     /// The mean's scaling of the result by `1 / cols` (`vmuls`).
     Scale,
 }
@@ -138,15 +151,14 @@ impl RowReduce {
             }
         };
         let step = |kind, repeats| Step { kind, repeats };
-        let group = group
-            && dtype == DType::F32
-            && repeat_bytes == 256
-            && GROUP_SHAPES.contains(&(rows, cols));
+        let group = group && Self::group_shape(dtype, rows, cols, repeat_bytes);
         let tmp_bytes;
         if group {
             use StepKind::{Fold, GroupReduce};
             let r = rows;
             steps.push(step(GroupReduce, 128));
+            // pto-isa's steps after the first, the last a group reduce of `r / 8` repeats
+            // (8 rows of 8 values each) into the packed result.
             match cols {
                 128 => steps.extend([step(Fold, r / 8), step(GroupReduce, r / 8)]),
                 256 => steps.extend([
@@ -161,6 +173,8 @@ impl RowReduce {
                     step(GroupReduce, r / 8),
                 ]),
             }
+            // The packed result to one block per row.
+            steps.push(step(StepKind::Brcb, r / 8));
             tmp_bytes = GROUP_TMP_BYTES;
         } else if cols <= e {
             if cols == e {
@@ -200,6 +214,24 @@ impl RowReduce {
         }
     }
 
+    /// Whether `rows` x `cols` of `dtype` with repeats of `repeat_bytes` is one of
+    /// pto-isa's group-reduce shapes ([`GROUP_SHAPES`], f32, 256-byte repeats): the shape
+    /// half of the rule [`RowReduce::plan`] applies (the other half: the device prices
+    /// group reduces, [`RowReduce::group_priced`]).
+    pub fn group_shape(dtype: DType, rows: usize, cols: usize, repeat_bytes: usize) -> bool {
+        dtype == DType::F32 && repeat_bytes == 256 && GROUP_SHAPES.contains(&(rows, cols))
+    }
+
+    /// Whether `profile` prices the group reduce of `op` on `dtype` (its pipe model has
+    /// `group_reduce_sum` / `_max` / `_min`): the device half of the group path's rule, for
+    /// [`RowReduce::of`] and the Ascend C lowering alike.
+    pub fn group_priced(profile: &DeviceProfile, op: ReduceOp, dtype: DType) -> bool {
+        profile
+            .pipe_model
+            .as_ref()
+            .is_some_and(|m| m.vector_op(group_reduce_name(op), dtype).is_some())
+    }
+
     /// The row reduction `inst` is on `profile`, per vector core: `None` unless `inst` is
     /// a `reduce` over the last axis of a tile of `program`. The rows are the product of
     /// the tile's other axes (1 for a rank-1 tile), shared by the vector cores of a split
@@ -221,10 +253,7 @@ impl RowReduce {
             CubeVector::Coupled => 1,
         };
         let repeat_bytes = (profile.vector_bytes_per_repeat / cores as f64).round() as usize;
-        let group = profile
-            .pipe_model
-            .as_ref()
-            .is_some_and(|m| m.vector_op(group_reduce_name(*op), ty.dtype).is_some());
+        let group = Self::group_priced(profile, *op, ty.dtype);
         Some(RowReduce::plan(
             *op,
             ty.dtype,
@@ -238,7 +267,7 @@ impl RowReduce {
     /// The name of `kind`'s instruction in a pipe model's table
     /// ([`crate::device::PipeModel::vector_ops`]) for this reduction: `add` / `max` /
     /// `min` for a fold, `ub_copy`, `reduce_sum` / `reduce_max` / `reduce_min`,
-    /// `group_reduce_sum` / `_max` / `_min`, `mul` for the mean's scaling.
+    /// `group_reduce_sum` / `_max` / `_min`, `brcb`, `mul` for the mean's scaling.
     pub fn step_name(&self, kind: StepKind) -> &'static str {
         let op = self.op;
         match kind {
@@ -254,6 +283,7 @@ impl RowReduce {
                 ReduceOp::Min => "reduce_min",
             },
             StepKind::GroupReduce => group_reduce_name(op),
+            StepKind::Brcb => "brcb",
             StepKind::Scale => "mul",
         }
     }
@@ -270,8 +300,9 @@ fn group_reduce_name(op: ReduceOp) -> &'static str {
 
 /// The names of row-reduction steps a pipe model's table may price beyond the vector
 /// instructions of the IR ([`Inst::vector_op_names`]).
-pub const STEP_NAMES: [&str; 4] = [
+pub const STEP_NAMES: [&str; 5] = [
     "ub_copy",
+    "brcb",
     "group_reduce_sum",
     "group_reduce_max",
     "group_reduce_min",
@@ -327,15 +358,26 @@ mod tests {
         let p = |dtype, rows, cols| RowReduce::plan(ReduceOp::Sum, dtype, rows, cols, 256, true);
         assert_eq!(
             kinds(&p(DType::F32, 64, 128)),
-            [(GroupReduce, 128), (Fold, 8), (GroupReduce, 8)]
+            [(GroupReduce, 128), (Fold, 8), (GroupReduce, 8), (Brcb, 8)]
         );
         assert_eq!(
             kinds(&p(DType::F32, 32, 256)),
-            [(GroupReduce, 128), (Fold, 8), (Fold, 4), (GroupReduce, 4)]
+            [
+                (GroupReduce, 128),
+                (Fold, 8),
+                (Fold, 4),
+                (GroupReduce, 4),
+                (Brcb, 4)
+            ]
         );
         assert_eq!(
             kinds(&p(DType::F32, 16, 512)),
-            [(GroupReduce, 128), (GroupReduce, 16), (GroupReduce, 2)]
+            [
+                (GroupReduce, 128),
+                (GroupReduce, 16),
+                (GroupReduce, 2),
+                (Brcb, 2)
+            ]
         );
         assert_eq!(
             kinds(&p(DType::F32, 8, 1024)),
@@ -343,7 +385,8 @@ mod tests {
                 (GroupReduce, 128),
                 (GroupReduce, 16),
                 (Fold, 1),
-                (GroupReduce, 1)
+                (GroupReduce, 1),
+                (Brcb, 1)
             ]
         );
         assert_eq!(p(DType::F32, 64, 128).tmp_bytes, GROUP_TMP_BYTES);

@@ -630,6 +630,131 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                       [](host::Acc<T> a, host::Acc<T> x) { return a != a ? x : (x != x ? a : (x < a ? x : a)); });
 }
 
+
+// BlockReduceSum / BlockReduceMax / BlockReduceMin: each of `repeatTime` repeats (`srcRepStride`
+// blocks apart, its 8 blocks `srcBlkStride` blocks apart) reduces each 32-byte block's elements
+// among its first `mask` (a count mask, at most one repeat) to one value; a repeat's 8 values
+// go to 8 consecutive elements, repeats `dstRepStride` x 8 elements apart (the unit is one
+// repeat's reduced length). A block none of whose elements is under the mask is not written
+// (the host's choice: the documentation leaves it open; the lowering always masks whole
+// repeats). Each repeat reads its source before writing, so a result may overwrite the
+// source of its own or an earlier repeat, as pto-isa's in-place steps do.
+namespace host {
+
+template <typename T, typename F>
+inline void BlockReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t repeatTime,
+                        int32_t mask, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F f)
+{
+    if (repeatTime < 0 || repeatTime > 255) {
+        Fail(api, "repeat limit", "repeatTime " + std::to_string(repeatTime) + " is not in 0..255");
+    }
+    const int64_t perRepeat = 256 / sizeof(T);
+    if (mask <= 0 || mask > perRepeat) {
+        Fail(api, "mask", "mask " + std::to_string(mask) + " is not in 1.." + std::to_string(perRepeat));
+    }
+    if (dstRepStride < 0 || srcBlkStride < 0 || srcRepStride < 0) {
+        Fail(api, "stride", "a stride is negative");
+    }
+    const int64_t perBlock = 32 / sizeof(T);
+    CheckVector(api, dst, 0, "dst");
+    CheckVector(api, src, 0, "src");
+    for (int64_t r = 0; r < repeatTime; ++r) {
+        Acc<T> acc[8] = {};
+        bool any[8] = {};
+        for (int64_t e = 0; e < mask; ++e) {
+            const int64_t blk = e / perBlock;
+            const int64_t si = (r * srcRepStride + blk * srcBlkStride) * perBlock + e % perBlock;
+            src.Check(api, si, 1);
+            const Acc<T> x = static_cast<Acc<T>>(src.Data()[si]);
+            acc[blk] = any[blk] ? f(acc[blk], x) : x;
+            any[blk] = true;
+        }
+        for (int64_t blk = 0; blk < 8; ++blk) {
+            if (!any[blk]) {
+                continue;
+            }
+            const int64_t di = r * dstRepStride * 8 + blk;
+            dst.Check(api, di, 1);
+            dst.Data()[di] = Narrow<T>(api, acc[blk]);
+        }
+    }
+}
+
+}  // namespace host
+
+template <typename T, bool isSetMask = true>
+inline void BlockReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride)
+{
+    host::BlockReduce("BlockReduceSum", dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a + x; });
+}
+
+// Max and Min ignore a NaN operand, like WholeReduceMax and WholeReduceMin.
+template <typename T, bool isSetMask = true>
+inline void BlockReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride)
+{
+    host::BlockReduce("BlockReduceMax", dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a != a ? x : (x != x ? a : (x > a ? x : a)); });
+}
+
+template <typename T, bool isSetMask = true>
+inline void BlockReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride)
+{
+    host::BlockReduce("BlockReduceMin", dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride,
+                      [](host::Acc<T> a, host::Acc<T> x) { return a != a ? x : (x != x ? a : (x < a ? x : a)); });
+}
+
+// Brcb: each of `repeatTime` repeats takes the next 8 elements of `src0` (8 per repeat,
+// consecutive) and fills one 32-byte block of `dst` with each, the blocks
+// `dstBlkStride` blocks apart, repeats `dstRepStride` blocks apart. `src0` and `dst` may
+// not overlap.
+struct BrcbRepeatParams {
+    BrcbRepeatParams() {}
+    BrcbRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t dstRepStrideIn)
+        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn)
+    {
+    }
+    uint16_t dstRepStride = 8;
+    uint16_t dstBlkStride = 1;
+};
+
+template <typename T>
+inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t repeatTime,
+                 const BrcbRepeatParams& repeatParams)
+{
+    const char* api = "Brcb";
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "Brcb takes 16- and 32-bit elements");
+    const int64_t perBlock = 32 / sizeof(T);
+    const int64_t repeats = repeatTime;
+    host::CheckVector(api, dst, 0, "dst");
+    host::CheckVector(api, src0, 0, "src0");
+    src0.Check(api, 0, static_cast<uint64_t>(8 * repeats));
+    const int64_t srcStart = static_cast<int64_t>(src0.Address());
+    const int64_t srcEnd = srcStart + 8 * repeats * static_cast<int64_t>(sizeof(T));
+    for (int64_t r = 0; r < repeats; ++r) {
+        for (int64_t i = 0; i < 8; ++i) {
+            const T v = src0.Data()[r * 8 + i];
+            const int64_t at = (r * repeatParams.dstRepStride + i * repeatParams.dstBlkStride) * perBlock;
+            dst.Check(api, static_cast<uint64_t>(at), static_cast<uint64_t>(perBlock));
+            const int64_t byte = static_cast<int64_t>(dst.Address()) + at * static_cast<int64_t>(sizeof(T));
+            if (byte < srcEnd && srcStart < byte + 32) {
+                host::Fail(api, "overlap", "dst block at UB address " + std::to_string(byte) +
+                                               " overlaps src0 (UB " + std::to_string(srcStart) + ".." +
+                                               std::to_string(srcEnd) + ")");
+            }
+            for (int64_t e = 0; e < perBlock; ++e) {
+                dst.Data()[at + e] = v;
+            }
+        }
+    }
+}
+
 }  // namespace AscendC
 
 #endif  // ASCENDC_HOST_VECTOR_H
