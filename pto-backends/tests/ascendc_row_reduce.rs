@@ -3,7 +3,11 @@
 //! one whole reduce per row; the text has those calls and the host implementation agrees
 //! with the simulator's reference execution for f16 and f32, rows of one element, less
 //! than one repeat, exactly one, one and a bit, a non-multiple and many repeats, more rows
-//! than one instruction's 255 repeats, and rows longer than a repeat stride can reach.
+//! than one instruction's 255 repeats, and rows longer than a repeat stride can reach. On
+//! the 910B, pto-isa's group-reduce path for its four f32 shapes per vector core
+//! (`BlockReduce*`, folds, then `Brcb` into the padded `[rows, 1]` tile): the lowered
+//! calls are the simulator's steps, instruction for instruction, and the host runs them to
+//! the reference result.
 #![cfg(feature = "device")]
 
 use pto_backends::ascendc::{AscendcHost, Soc, lower_program};
