@@ -101,7 +101,10 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     });
     assert_eq!(
         (c.cycles, c.latency),
-        (128.0 + 27.0 + 8.0 + 21.0 + 4.0 + 21.0 + 4.0 + 27.0 + 8.0, 19.0)
+        (
+            128.0 + 27.0 + 8.0 + 21.0 + 4.0 + 21.0 + 4.0 + 27.0 + 8.0,
+            19.0
+        )
     );
     // Row max: VCGMAX (latency 5 + 15) and VMAX (latency 4 + 15) the same way. (Priced as
     // one VCADD / VCMAX over the 128 repeats, as before, both were 128 x 7 = 896 cycles.)
@@ -113,7 +116,10 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     });
     assert_eq!(
         (c.cycles, c.latency),
-        (128.0 + 20.0 + 8.0 + 19.0 + 4.0 + 19.0 + 4.0 + 20.0 + 8.0, 19.0)
+        (
+            128.0 + 20.0 + 8.0 + 19.0 + 4.0 + 19.0 + 4.0 + 20.0 + 8.0,
+            19.0
+        )
     );
     // Add of two f32 tiles (one broadcast): VADD, 1 cycle per repeat, latency 6 + 15.
     let c = cost(&Inst::Binary {
