@@ -2513,8 +2513,9 @@ impl Lowering<'_> {
     /// per 32-byte block, 8 per repeat, written packed) and element-wise folds of each
     /// row's two halves (block strides 2, repeat strides 16) in the work buffer, the last
     /// group reduce into the work buffer at [`GROUP_PACKED_AT`], then `Brcb` of those
-    /// packed values into the result, one 32-byte block per row (the `[rows, 1]` tile's
-    /// padded layout: each row's first block holds its value throughout).
+    /// packed values into the result, each into its row's first 32-byte block (the
+    /// `[rows, 1]` tile pads each row to whole blocks: that block holds the value
+    /// throughout).
     fn group_reduce(&mut self, plan: &RowReduce, sg: &Geom, dg: &Geom, d: &str, s: &str) {
         let (fold, block) = match plan.op {
             ReduceOp::Sum | ReduceOp::Mean => ("Add", "BlockReduceSum"),
@@ -2524,7 +2525,7 @@ impl Lowering<'_> {
         debug_assert_eq!(sg.pitch, sg.cols, "the group shapes' rows are whole blocks");
         self.code.line(format!(
             "// row {} of {} x {}: {} instruction(s), pto-isa's group-reduce path (TRowReduceOps), \
-             its packed result broadcast to one block per row",
+             its packed result broadcast to each row's first block",
             plan.op.name(),
             plan.rows,
             plan.cols,

@@ -26,11 +26,11 @@
 //!   reduce, then a few short steps, into a tmp tile of 4 KiB. pto-isa takes that path
 //!   only for a column-major result tile (`[rows, 1]` values contiguous, as the measured
 //!   flash-attention kernel's): its last group reduce writes the rows' values packed, 8
-//!   per 32-byte block. Our `[rows, 1]` UB tile holds one padded 32-byte block per row, so
+//!   per 32-byte block. Our `[rows, 1]` UB tile pads each row to whole 32-byte blocks, so
 //!   the last group reduce writes the packed values into the tmp tile (past the 2 KiB the
 //!   last steps read) and one more instruction, a block broadcast (`vbrcb`,
-//!   [`StepKind::Brcb`], `rows / 8` repeats), writes each value into its row's block (the
-//!   whole block holds the value). The Ascend C lowering emits exactly these steps
+//!   [`StepKind::Brcb`], `rows / 8` repeats), writes each value into its row's first block
+//!   (the whole block holds the value). The Ascend C lowering emits exactly these steps
 //!   (`BlockReduceSum` / `Max` / `Min`, the folds, `Brcb`), deciding with this plan.
 //!
 //! Each step is separated from the next by a barrier of the vector pipe
@@ -89,8 +89,8 @@ pub enum StepKind {
     /// `vcgmin`).
     GroupReduce,
     /// A broadcast of each of 8 packed values to one 32-byte block (`vbrcb`): the group
-    /// path's last step, from its packed result to the `[rows, 1]` tile's one block per
-    /// row.
+    /// path's last step, from its packed result to the first block of each row of the
+    /// `[rows, 1]` tile (its rows padded to whole blocks).
     Brcb,
     /// The mean's scaling of the result by `1 / cols` (`vmuls`).
     Scale,
@@ -173,7 +173,7 @@ impl RowReduce {
                     step(GroupReduce, r / 8),
                 ]),
             }
-            // The packed result to one block per row.
+            // The packed result to each row's first block.
             steps.push(step(StepKind::Brcb, r / 8));
             tmp_bytes = GROUP_TMP_BYTES;
         } else if cols <= e {
