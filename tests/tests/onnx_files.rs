@@ -209,8 +209,9 @@ fn weights_in_external_data_files_are_read_beside_the_model() {
         let path = dir.join(format!("bad{index}.onnx"));
         std::fs::write(&path, named_model(weight).encode_to_vec()).unwrap();
         let error = Model::load_onnx(&path).unwrap_err().to_string();
+        let file = format!("ONNX file `{}`: value `w`: ", path.display());
         assert!(
-            error.starts_with("value `w`: ") && error.contains(expected),
+            error.starts_with(&file) && error.contains(expected),
             "{index}: {error}"
         );
     }
@@ -367,4 +368,61 @@ fn run_outputs_are_written_under_their_onnx_names_and_numpy_reads_them() {
     write_tensors(&dir.join("odd"), &odd).unwrap();
     assert!(dir.join("odd/.._escape.npy").is_file() && dir.join("odd/a_b.npy").is_file());
     assert!(!dir.join("escape.npy").exists());
+}
+
+/// Every error of loading a model file names the file, whichever verb loads it: garbage,
+/// a valid file cut short, an empty file, a directory, for ONNX files and model files.
+#[test]
+fn every_error_of_a_bad_model_file_names_the_file() {
+    let dir = temp_dir("onnx-files-bad-files");
+    let onnx = named_model(raw_weight()).encode_to_vec();
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([2, 3]), DType::F32);
+    graph.output(&x);
+    let saved = dir.join("good.pto");
+    graph.to_model("identity").unwrap().save(&saved).unwrap();
+    let pto = std::fs::read(&saved).unwrap();
+    let mut cases = Vec::new();
+    for (ext, bytes) in [("onnx", &onnx), ("pto", &pto)] {
+        for (what, content) in [
+            ("garbage", b"\x67\xff\xff garbage".to_vec()),
+            ("truncated", bytes[..bytes.len() / 2].to_vec()),
+            ("header", bytes[..20].to_vec()),
+            ("empty", Vec::new()),
+        ] {
+            let path = dir.join(format!("{what}.{ext}"));
+            std::fs::write(&path, content).unwrap();
+            cases.push(path);
+        }
+        let path = dir.join(format!("directory.{ext}"));
+        std::fs::create_dir_all(&path).unwrap();
+        cases.push(path);
+    }
+    for path in &cases {
+        let file = path.to_str().unwrap();
+        let mut verbs = vec![
+            vec!["pto", "inspect", file],
+            vec!["pto", "compile", file],
+            vec!["pto", "run", file],
+            vec!["pto", "parity", file],
+            vec!["pto", "export", file, "-o", "unused.onnx"],
+        ];
+        if file.ends_with(".onnx") {
+            verbs.push(vec!["pto", "import", file, "-o", "unused.pto"]);
+        }
+        for args in verbs {
+            let error = pto_cli::run(args.clone()).unwrap_err();
+            let text = pto_cli::error_text(&error);
+            assert!(text.contains(&format!("`{file}`")), "{args:?}: {text}");
+        }
+    }
+    // The library's own loaders name the file too.
+    for path in cases.iter().filter(|p| p.extension().unwrap() == "onnx") {
+        let text = Model::load_onnx(path).unwrap_err().to_string();
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        let text = pto_op::model::LoadedModel::load_onnx(path)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains(&path.display().to_string()), "{text}");
+    }
 }

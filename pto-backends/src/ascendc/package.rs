@@ -152,6 +152,20 @@ pub enum PackageError {
         #[source]
         source: std::io::Error,
     },
+    /// The output path holds something that is not a package: a file, or a directory with
+    /// other files and no manifest. Writing the package would replace it, so nothing is
+    /// written.
+    #[error(
+        "`{}` is {found}, not a package directory: writing the package there would replace \
+         it; give a new or empty directory, or one `pto package` wrote",
+        dir.display()
+    )]
+    NotAPackage {
+        /// The output path.
+        dir: PathBuf,
+        /// What is there, e.g. `a file`.
+        found: String,
+    },
     /// The manifest does not parse, or is of another format.
     #[error("the package manifest `{}` is unreadable: {message}", path.display())]
     Manifest {
@@ -831,6 +845,7 @@ fn shared_files(model: &Model, soc: Soc, op_descs: Vec<serde_json::Value>) -> Ve
 /// lower for `soc`, instances of one op that lower differently, a model without custom ops,
 /// or an I/O error naming the path.
 pub fn write_package(model: &Model, soc: Soc, dir: &Path) -> Result<Manifest, PackageError> {
+    check_replaceable(dir)?;
     let (manifest, files) = generate(model, soc)?;
     let manifest_text =
         serde_json::to_string_pretty(&manifest).map_err(|e| PackageError::Manifest {
@@ -851,6 +866,39 @@ pub fn write_package(model: &Model, soc: Soc, dir: &Path) -> Result<Manifest, Pa
         let _ = fs::remove_dir_all(&staging);
     }
     written.map(|()| manifest)
+}
+
+/// Refuses an output path that a package must not replace: anything but nothing, an
+/// empty directory, or a directory holding a package manifest.
+fn check_replaceable(dir: &Path) -> Result<(), PackageError> {
+    let refuse = |found: &str| PackageError::NotAPackage {
+        dir: dir.to_path_buf(),
+        found: found.to_owned(),
+    };
+    let Ok(metadata) = fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    if !metadata.is_dir() {
+        return Err(refuse(if metadata.is_symlink() {
+            "a symbolic link"
+        } else {
+            "a file"
+        }));
+    }
+    if dir.join(MANIFEST_FILE).is_file() {
+        return Ok(());
+    }
+    let mut entries = fs::read_dir(dir).map_err(|source| PackageError::Io {
+        action: "reading the directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    match entries.next() {
+        None => Ok(()),
+        Some(_) => Err(refuse(&format!(
+            "a directory with other files and no `{MANIFEST_FILE}`"
+        ))),
+    }
 }
 
 /// A fresh path beside `dir` (`.<name>.<what>-<pid>-<n>`), not yet existing.
@@ -1138,6 +1186,38 @@ fn attrs_text(attrs: &Attributes) -> String {
 mod tests {
     use super::*;
     use pto_op::AttrValue;
+
+    #[test]
+    fn a_package_never_replaces_what_is_not_one() {
+        let root = std::env::temp_dir().join(format!("pto-not-a-package-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let file = root.join("model.pto");
+        write_file(&file, "a model file").expect("written");
+        let other = root.join("docs");
+        write_file(&other.join("notes.txt"), "notes").expect("written");
+        let empty = root.join("empty");
+        fs::create_dir_all(&empty).expect("created");
+        let package = root.join("pkg");
+        write_file(&package.join(MANIFEST_FILE), "{}").expect("written");
+        for (dir, found) in [
+            (&file, "is a file"),
+            (&other, "is a directory with other files"),
+        ] {
+            let err = check_replaceable(dir).expect_err("refused").to_string();
+            assert!(
+                err.starts_with(&format!("`{}` {found}", dir.display())),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            fs::read_to_string(&file).expect("still there"),
+            "a model file"
+        );
+        for dir in [&empty, &package, &root.join("new")] {
+            check_replaceable(dir).expect("a package may go there");
+        }
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
 
     #[test]
     fn a_failed_rename_puts_the_previous_package_back() {

@@ -112,12 +112,22 @@ pub enum OnnxError {
     #[error("the bytes are not an ONNX model: {0}")]
     Decode(#[from] prost::DecodeError),
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("`{}`: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
+    },
+    /// An error of reading the ONNX file `path` (its bytes, its graph, a node or a value of
+    /// it), naming the file.
+    #[error("ONNX file `{}`: {source}", path.display())]
+    File {
+        /// The ONNX file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<OnnxError>,
     },
     /// Writing the ONNX file failed; the file is as it was.
     #[error("saving the ONNX model: {0}")]
@@ -200,20 +210,9 @@ impl Model {
         options: &ImportOptions,
     ) -> Result<Model, OnnxError> {
         let path = path.as_ref();
-        let io = |source| OnnxError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let dir = path.parent().map(|d| {
-            if d.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                d
-            }
-        });
+        let (file, len, dir) = open_onnx(path)?;
         import::from_reader(&mut std::io::BufReader::new(file), len, dir, options)
+            .map_err(|e| e.in_file(path))
     }
 }
 
@@ -228,20 +227,9 @@ impl crate::model::LoadedModel {
     /// As [`Model::load_onnx`], and an error of that check.
     pub fn load_onnx(path: impl AsRef<Path>) -> Result<crate::model::LoadedModel, OnnxError> {
         let path = path.as_ref();
-        let io = |source| OnnxError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let dir = path.parent().map(|d| {
-            if d.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                d
-            }
-        });
+        let (file, len, dir) = open_onnx(path)?;
         import::loaded_from_reader(&mut std::io::BufReader::new(file), len, dir)
+            .map_err(|e| e.in_file(path))
     }
 
     /// The model in ONNX protobuf `bytes`, as [`LoadedModel::load_onnx`](crate::model::LoadedModel::load_onnx) reads a file.
@@ -251,6 +239,55 @@ impl crate::model::LoadedModel {
     /// As [`LoadedModel::load_onnx`](crate::model::LoadedModel::load_onnx).
     pub fn from_onnx(bytes: &[u8]) -> Result<crate::model::LoadedModel, OnnxError> {
         import::loaded_from_reader(&mut std::io::Cursor::new(bytes), bytes.len() as u64, None)
+    }
+}
+
+/// The ONNX file `path` opened, its length, and the directory its external data is read
+/// from; a directory is refused here, by name, rather than failing at its first byte.
+fn open_onnx(path: &Path) -> Result<(fs::File, u64, Option<&Path>), OnnxError> {
+    let io = |source| OnnxError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if metadata.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "a directory, not an ONNX file",
+        )));
+    }
+    let dir = path.parent().map(|d| {
+        if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        }
+    });
+    Ok((file, metadata.len(), dir))
+}
+
+impl OnnxError {
+    /// The same error, naming the ONNX file `path` it comes from; an I/O error of that file
+    /// names it already.
+    fn in_file(self, path: &Path) -> OnnxError {
+        match self {
+            OnnxError::Io { path: ref p, .. } if p == path => self,
+            already @ OnnxError::File { .. } => already,
+            other => OnnxError::File {
+                path: path.to_owned(),
+                source: Box::new(other),
+            },
+        }
+    }
+
+    /// The error itself, or for [`OnnxError::File`] the error of the file's content it
+    /// wraps.
+    pub fn content(&self) -> &OnnxError {
+        match self {
+            OnnxError::File { source, .. } => source.content(),
+            other => other,
+        }
     }
 }
 
