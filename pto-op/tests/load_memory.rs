@@ -3,6 +3,9 @@
 //! (the file's bytes and the tensors copied out of them, as before). Counted with a global
 //! allocator that tracks the live bytes of the test's thread while it loads.
 //!
+//! Both versions of the file: version 1 (static shapes) and version 2 (dims saved
+//! symbolic), whose weights are read the same way.
+//!
 //! On a 541 MB model (the 7B-width MLP block of `examples/examples/big_onnx.rs`, imported
 //! with `pto import mlp.onnx -o m.pto`), `/usr/bin/time -v pto inspect m.pto` peaks at
 //! 545,200 KB resident, 1.03x its 528,394 KiB of weights (it was 1,073,216 KB, 2.03x).
@@ -84,9 +87,8 @@ fn peak_bytes<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.with(Cell::get).max(0).unsigned_abs())
 }
 
-#[test]
-fn loading_a_model_file_holds_its_weights_once() {
-    // Two f32 weights of 8 MiB each.
+/// Two f32 weights of 8 MiB each: `x[4, 1024] @ w1[1024, 2048] @ w2[2048, 1024]`.
+fn two_weights() -> Model {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([4, 1024]), DType::F32);
     let w1 = graph
@@ -97,7 +99,12 @@ fn loading_a_model_file_holds_its_weights_once() {
         .unwrap();
     let h = matmul::apply(&x, &w1, &matmul::Params {}).unwrap();
     graph.output(&matmul::apply(&h, &w2, &matmul::Params {}).unwrap());
-    let model = graph.to_model("two-weights").unwrap();
+    graph.to_model("two-weights").unwrap()
+}
+
+#[test]
+fn loading_a_model_file_holds_its_weights_once() {
+    let model = two_weights();
     let weights = model.weight_bytes() as f64;
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("load-memory.pto");
     model.save(&path).unwrap();
@@ -132,6 +139,85 @@ fn loading_a_model_file_holds_its_weights_once() {
         .unwrap_err()
         .to_string();
     let err = Model::load(&cut).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        expected.replacen(
+            "model file: ",
+            &format!("model file `{}`: ", cut.display()),
+            1
+        )
+    );
+}
+
+/// A model file of version 2 (its dims saved symbolic) loads as lean as version 1: each
+/// weight straight from the file into its tensor, not the whole file read first.
+#[test]
+fn loading_a_symbolic_model_file_holds_its_weights_once() {
+    use prost::Message;
+    use pto_op::onnx::proto::ModelProto;
+    // The two-weight model with its batch dim symbolic.
+    let mut proto =
+        ModelProto::decode(pto_op::onnx::to_onnx(&two_weights()).unwrap().as_slice()).unwrap();
+    let graph = proto.graph.as_mut().unwrap();
+    for value in [&mut graph.input[0], &mut graph.output[0]] {
+        let dim = &mut value
+            .r#type
+            .as_mut()
+            .unwrap()
+            .tensor_type
+            .as_mut()
+            .unwrap()
+            .shape
+            .as_mut()
+            .unwrap()
+            .dim[0];
+        dim.dim_value = None;
+        dim.dim_param = Some("batch".to_owned());
+    }
+    let LoadedModel::Symbolic(model) = LoadedModel::from_onnx(&proto.encode_to_vec()).unwrap()
+    else {
+        panic!("the batch dim is symbolic");
+    };
+    let weights: usize = model
+        .weights
+        .values()
+        .map(|t| t.numel() * t.dtype().size_bytes())
+        .sum();
+    let weights = weights as f64;
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("load-memory-symbolic.pto");
+    model.save(&path).unwrap();
+    let saved = LoadedModel::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+
+    let (loaded, peak) = peak_bytes(|| LoadedModel::load(&path).unwrap());
+    assert_eq!(loaded, saved);
+    assert!(matches!(&loaded, LoadedModel::Symbolic(m) if *m == model));
+    let ratio = peak as f64 / weights;
+    println!(
+        "LoadedModel::load (version 2): peak {peak} B for {weights} B of weights ({ratio:.2}x)"
+    );
+    assert!(
+        ratio < 1.25,
+        "LoadedModel::load of a version 2 file peaked at {ratio:.2}x the weights"
+    );
+    drop(loaded);
+
+    // `Model::load` refuses it, naming the dims, without reading it whole either.
+    let (err, peak) = peak_bytes(|| Model::load(&path).unwrap_err().to_string());
+    assert!(err.contains("symbolic dims (batch)"), "{err}");
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(
+        (peak as f64) < 1.25 * weights,
+        "Model::load of a version 2 file peaked at {peak} B"
+    );
+
+    // A file cut short is read whole, for the error `from_bytes` gives.
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = path.with_extension("cut.pto");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    let expected = LoadedModel::from_bytes(&bytes[..bytes.len() - 1])
+        .unwrap_err()
+        .to_string();
+    let err = LoadedModel::load(&cut).unwrap_err().to_string();
     assert_eq!(
         err,
         expected.replacen(

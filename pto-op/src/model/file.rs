@@ -418,8 +418,12 @@ impl Model {
     /// is read whole, for [`Model::from_bytes`]'s error.
     pub fn load(path: impl AsRef<Path>) -> Result<Model, ModelFileError> {
         let path = path.as_ref();
-        if let Some(model) = load_streamed(path).map_err(|e| e.in_file(path))? {
-            return Ok(model);
+        match load_streamed(path).map_err(|e| e.in_file(path))? {
+            Some(LoadedModel::Static(model)) => return Ok(model),
+            Some(LoadedModel::Symbolic(model)) => {
+                return Err(symbolic_error(&model).in_file(path));
+            }
+            None => {}
         }
         let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
             file: path.to_owned(),
@@ -491,12 +495,13 @@ impl LoadedModel {
         Ok(LoadedModel::Static(read_model(bytes)?))
     }
 
-    /// Loads and validates the model file `path`, of either version: version 1 as
-    /// [`Model::load`] does, weight by weight.
+    /// Loads and validates the model file `path`, of either version, as [`Model::load`]
+    /// does: the header first, then each weight straight from the file into its tensor, so
+    /// that loading takes about the weights' memory once.
     pub fn load(path: impl AsRef<Path>) -> Result<LoadedModel, ModelFileError> {
         let path = path.as_ref();
         if let Some(model) = load_streamed(path).map_err(|e| e.in_file(path))? {
-            return Ok(LoadedModel::Static(model));
+            return Ok(model);
         }
         let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
             file: path.to_owned(),
@@ -555,6 +560,29 @@ fn read_symbolic(
     header_end: usize,
     header: &RawHeader,
 ) -> Result<SymbolicModel, ModelFileError> {
+    let entries = symbolic_entries(header)?;
+    let tensors = check_tensors(bytes, header_end, header)?;
+    symbolic_of(header, entries, |name, _, dtype| {
+        let view = tensors
+            .tensor(name)
+            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
+        Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
+            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))
+    })
+}
+
+/// The entries of a version 2 file's `__metadata__`, checked against each other: what
+/// [`symbolic_of`] completes with the initializers' tensors.
+struct SymbolicEntries {
+    name: String,
+    inputs: Vec<SymbolicValue>,
+    outputs: Vec<SymbolicValue>,
+    onnx: Vec<u8>,
+    initializers: Vec<crate::onnx::proto::TensorProto>,
+}
+
+/// The checked entries of the version 2 `header`.
+fn symbolic_entries(header: &RawHeader) -> Result<SymbolicEntries, ModelFileError> {
     use prost::Message;
     let metadata = &header.metadata;
     let entry = |key: &'static str| {
@@ -579,9 +607,8 @@ fn read_symbolic(
         .map_err(|e| bad("onnx", format!("not an ONNX model: {e}")))?;
     let graph = proto
         .graph
-        .as_ref()
         .ok_or_else(|| bad("onnx", "the ONNX model has no graph".to_owned()))?;
-    let declared = crate::onnx::import::declared_inputs(graph)
+    let declared = crate::onnx::import::declared_inputs(&graph)
         .map_err(|e| bad("onnx", format!("its inputs: {e}")))?;
     if declared != inputs {
         return Err(bad(
@@ -606,10 +633,26 @@ fn read_symbolic(
             ),
         ));
     }
-    let initializers = &graph.initializer[..];
-    let tensors = check_tensors(bytes, header_end, header)?;
+    Ok(SymbolicEntries {
+        name,
+        inputs,
+        outputs,
+        onnx,
+        initializers: graph.initializer,
+    })
+}
+
+/// The symbolic model of a version 2 `header` and its checked `entries`, each tensor
+/// checked against its initializer's declared dtype and dims and then given by `tensor`
+/// (from the file's bytes, or read from the file).
+fn symbolic_of(
+    header: &RawHeader,
+    entries: SymbolicEntries,
+    mut tensor: impl FnMut(&str, &RawTensorInfo, DType) -> Result<Tensor, ModelFileError>,
+) -> Result<SymbolicModel, ModelFileError> {
+    let initializers = &entries.initializers[..];
     let mut weights = BTreeMap::new();
-    for name in header.tensors.keys() {
+    for (name, info) in &header.tensors {
         let Some(init) = initializers.iter().find(|i| &i.name == name) else {
             return Err(ModelFileError::ExtraWeight {
                 file: None,
@@ -617,19 +660,15 @@ fn read_symbolic(
                 weights: list_names(initializers.iter().map(|i| i.name.as_str())),
             });
         };
-        let view = tensors
-            .tensor(name)
-            .map_err(|e| ModelFileError::corrupt(e.to_string()))?;
         let declared_dims: Vec<usize> = init
             .dims
             .iter()
             .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
             .collect();
         let declared_dtype = DType::from_onnx_code(init.data_type);
-        let dtype = pto_dtype(view.dtype());
+        let dtype = pto_dtype(info.dtype);
         match (declared_dtype, dtype) {
-            (Some(declared), Ok(actual))
-                if declared == actual && declared_dims.as_slice() == view.shape() => {}
+            (Some(declared), Ok(actual)) if declared == actual && declared_dims == info.shape => {}
             _ => {
                 return Err(ModelFileError::WeightMismatch {
                     file: None,
@@ -639,16 +678,14 @@ fn read_symbolic(
                         None => format!("ONNX data type {}", init.data_type),
                     },
                     actual: match dtype {
-                        Ok(d) => describe(d, view.shape()),
-                        Err(other) => format!("{other}{}", Shape::from(view.shape())),
+                        Ok(d) => describe(d, &info.shape),
+                        Err(other) => format!("{other}{}", Shape::from(info.shape.as_slice())),
                     },
                 });
             }
         }
         let dtype = dtype.map_err(|d| ModelFileError::corrupt(format!("dtype {d}")))?;
-        let tensor = Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
-            .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))?;
-        weights.insert(name.clone(), tensor);
+        weights.insert(name.clone(), tensor(name, info, dtype)?);
     }
     if let Some(init) = initializers.iter().find(|i| !weights.contains_key(&i.name)) {
         return Err(ModelFileError::MissingWeight {
@@ -657,10 +694,10 @@ fn read_symbolic(
         });
     }
     Ok(SymbolicModel {
-        name,
-        inputs,
-        outputs,
-        onnx,
+        name: entries.name,
+        inputs: entries.inputs,
+        outputs: entries.outputs,
+        onnx: entries.onnx,
         weights,
     })
 }
@@ -941,17 +978,7 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
     let (header_end, header) = read_header(bytes).map_err(ModelFileError::from)?;
     let metadata = &header.metadata;
     if check_version(metadata)? == SYMBOLIC_FORMAT_VERSION {
-        let symbolic = read_symbolic(bytes, header_end, &header)?;
-        let dims = symbolic.dims();
-        return Err(ModelFileError::Symbolic {
-            file: None,
-            dims: dims.join(", "),
-            example: dims
-                .iter()
-                .map(|d| format!("{d}=<size>"))
-                .collect::<Vec<_>>()
-                .join(","),
-        });
+        return Err(symbolic_error(&read_symbolic(bytes, header_end, &header)?));
     }
 
     let tensors = check_tensors(bytes, header_end, &header)?;
@@ -962,6 +989,20 @@ fn read_model(bytes: &[u8]) -> Result<Model, ModelFileError> {
         Tensor::from_packed_le_bytes(dtype, view.shape(), view.data())
             .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))
     })
+}
+
+/// The error of a model with symbolic dims where one of static shapes is needed.
+fn symbolic_error(symbolic: &SymbolicModel) -> ModelFileError {
+    let dims = symbolic.dims();
+    ModelFileError::Symbolic {
+        file: None,
+        dims: dims.join(", "),
+        example: dims
+            .iter()
+            .map(|d| format!("{d}=<size>"))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 /// The version-1 model of a checked `header`, each weight's tensor of its checked dtype
@@ -1019,10 +1060,11 @@ fn model_of(
     Ok(model)
 }
 
-/// The version-1 model file at `path`, its weights read straight from the file into their
-/// tensors; `None` when the file's header or layout is not that of a sound version-1 file
-/// (the caller then reads it whole, for [`read_model`]'s error).
-fn load_streamed(path: &Path) -> Result<Option<Model>, ModelFileError> {
+/// The model file at `path`, of either version, its weights read straight from the file
+/// into their tensors; `None` when the file's header or layout is not that of a sound
+/// model file (the caller then reads it whole, for [`read_model`]'s or
+/// [`LoadedModel::from_bytes`]'s error).
+fn load_streamed(path: &Path) -> Result<Option<LoadedModel>, ModelFileError> {
     use std::io::{Read, Seek, SeekFrom};
     let io_error = |source| ModelFileError::Io {
         file: path.to_owned(),
@@ -1053,12 +1095,11 @@ fn load_streamed(path: &Path) -> Result<Option<Model>, ModelFileError> {
         return Ok(None);
     };
     drop(head);
-    if check_version(&header.metadata).ok() != Some(FORMAT_VERSION)
-        || !layout_holds(&header, file_length - header_end as u64)
-    {
+    let version = check_version(&header.metadata).ok();
+    if version.is_none() || !layout_holds(&header, file_length - header_end as u64) {
         return Ok(None);
     }
-    model_of(&header, |name, info, dtype| {
+    let read = |name: &str, info: &RawTensorInfo, dtype| {
         let (start, end) = info.data_offsets;
         file.seek(SeekFrom::Start(header_end as u64 + start as u64))
             .map_err(io_error)?;
@@ -1069,8 +1110,12 @@ fn load_streamed(path: &Path) -> Result<Option<Model>, ModelFileError> {
             (end - start) as u64,
         )
         .map_err(|e| ModelFileError::corrupt(format!("weight `{name}`: {e}")))
-    })
-    .map(Some)
+    };
+    if version == Some(SYMBOLIC_FORMAT_VERSION) {
+        let entries = symbolic_entries(&header)?;
+        return symbolic_of(&header, entries, read).map(|m| Some(LoadedModel::Symbolic(m)));
+    }
+    model_of(&header, read).map(|m| Some(LoadedModel::Static(m)))
 }
 
 /// Whether the tensors of `header` lie as `safetensors` requires of a file with
