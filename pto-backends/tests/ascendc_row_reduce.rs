@@ -478,4 +478,62 @@ fn the_lowered_text_of_a_group_reduce() {
             .kernel_source
             .contains("pipe.InitBuffer(reduceWorkBuf, 4096);")
     );
+
+/// A mean's scaling is priced as the lowering issues it: one `Muls` over the padded
+/// `[rows, 1]` result, a row of `UB_ROW_ALIGN_ELEMS` elements per value (not the `rows`
+/// values packed), on every SoC, in f16 and f32, for row counts on and off a repeat.
+#[test]
+fn a_mean_s_scaling_is_priced_over_the_tile_the_lowering_scales() {
+    use pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS;
+    for (soc, name) in [
+        (Soc::Kirin9030, "kirin9030"),
+        (Soc::KirinX90, "kirinx90"),
+        (Soc::Ascend910B, "ascend910b"),
+    ] {
+        let profile = DeviceProfile::builtin(name).expect("profile");
+        let cores = match profile.cube_vector {
+            pto_op::device::CubeVector::Split => profile.vector_cores.max(1) as usize,
+            pto_op::device::CubeVector::Coupled => 1,
+        };
+        for dtype in [DType::F16, DType::F32] {
+            for rows in [1, 3, 16, 64, 100] {
+                let what = format!("{name} {dtype} mean of [{rows}, 40]");
+                let p = program(rows, 40, dtype, ReduceOp::Mean);
+                let kernel = lower_program(&p, "x", soc, &profile)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let src = &kernel.kernel_source;
+                // The scaling: the one `Muls` after the reduce, its count the last argument.
+                let muls: Vec<usize> = src
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with("Muls("))
+                    .map(|l| {
+                        let count = l.trim_end_matches(");").rsplit(", ").next().unwrap();
+                        count.parse().unwrap_or_else(|e| panic!("{what}: {l}: {e}"))
+                    })
+                    .collect();
+                assert_eq!(muls.len(), 1, "{what}:\n{src}");
+                let per_row = muls[0] / rows;
+                assert_eq!(per_row * rows, muls[0], "{what}: {}", muls[0]);
+                assert_eq!(per_row, UB_ROW_ALIGN_ELEMS, "{what}");
+                // The simulator's step, per vector core: its share of the rows, its repeat.
+                let reduce = p
+                    .program()
+                    .body
+                    .iter()
+                    .find_map(|inst| RowReduce::of(p.program(), inst, &profile))
+                    .expect("a row reduction");
+                let scale = reduce.steps.last().expect("steps");
+                assert_eq!(scale.kind, StepKind::Scale, "{what}");
+                let repeat_bytes = reduce.elems_per_repeat * dtype.size_bytes();
+                let issued = rows.div_ceil(cores) * per_row * dtype.size_bytes();
+                assert_eq!(
+                    scale.repeats,
+                    issued.div_ceil(repeat_bytes),
+                    "{what}: the lowering scales {} elements",
+                    muls[0]
+                );
+            }
+        }
+    }
 }

@@ -22,8 +22,9 @@ use pto_op::{DType, DeviceProfile};
 pub(crate) const UB_ALIGN: u64 = 32;
 
 /// Elements of one UB row are padded to a multiple of this (32 bytes of f16, 64 of f32), so
-/// every row of every dtype starts 32-byte aligned.
-pub(crate) const ROW_ALIGN_ELEMS: usize = 16;
+/// every row of every dtype starts 32-byte aligned: the rule the simulator prices a row
+/// reduction's result by ([`pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS`]).
+pub(crate) const ROW_ALIGN_ELEMS: usize = pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS;
 
 /// How a tile is laid out in UB: `rows` rows of `cols` elements, `pitch` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

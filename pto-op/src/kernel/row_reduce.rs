@@ -58,6 +58,12 @@ use crate::dtype::DType;
 
 use super::ir::{Inst, Program, ReduceOp};
 
+/// Elements of one row of a tile in UB are padded to a multiple of this (32 bytes of f16,
+/// 64 of f32), so every row of every dtype starts 32-byte aligned: the Ascend C lowering's
+/// layout. A row reduction's `[rows, 1]` result takes one padded row per value, and the
+/// mean's scaling ([`StepKind::Scale`]) is one instruction over that padded tile.
+pub const UB_ROW_ALIGN_ELEMS: usize = 16;
+
 /// The most repeats one instruction in normal (masked) mode takes; pto-isa splits the
 /// rows of a masked step into chunks of it.
 pub const REPEAT_MAX: usize = 255;
@@ -92,7 +98,8 @@ pub enum StepKind {
     /// path's last step, from its packed result to the first block of each row of the
     /// `[rows, 1]` tile (its rows padded to whole blocks).
     Brcb,
-    /// The mean's scaling of the result by `1 / cols` (`vmuls`).
+    /// The mean's scaling of the result by `1 / cols` (`vmuls`), over the padded result
+    /// tile (one row of [`UB_ROW_ALIGN_ELEMS`] elements per value).
     Scale,
 }
 
@@ -199,8 +206,10 @@ impl RowReduce {
             tmp_bytes = rows * e * dtype.size_bytes();
         }
         if op == ReduceOp::Mean {
-            let repeats = (rows * dtype.size_bytes()).div_ceil(repeat_bytes.max(1));
-            steps.push(step(StepKind::Scale, repeats));
+            // One `Muls` over the padded result tile: a row of [`UB_ROW_ALIGN_ELEMS`]
+            // elements per value.
+            let bytes = rows * UB_ROW_ALIGN_ELEMS * dtype.size_bytes();
+            steps.push(step(StepKind::Scale, bytes.div_ceil(repeat_bytes.max(1))));
         }
         RowReduce {
             op,
@@ -347,9 +356,11 @@ mod tests {
                 (Reduce, 300)
             ]
         );
-        // A mean scales the result.
+        // A mean scales the result: 64 padded rows of 16 f32 are 16 repeats (f16: 8).
         let mean = RowReduce::plan(ReduceOp::Mean, DType::F32, 64, 64, 256, false);
-        assert_eq!(kinds(&mean), [(Reduce, 64), (Scale, 1)]);
+        assert_eq!(kinds(&mean), [(Reduce, 64), (Scale, 16)]);
+        let mean = RowReduce::plan(ReduceOp::Mean, DType::F16, 64, 64, 256, false);
+        assert_eq!(kinds(&mean), [(Reduce, 64), (Scale, 8)]);
     }
 
     #[test]

@@ -339,12 +339,13 @@ fn a_row_reduction_folds_first_then_reduces_once_per_row() {
     );
     // The old pricing, one VCADD over all 256 repeats of the pair (128 on each core), was
     // 128 x 7 = 896 cycles.
-    // A mean adds the scaling of the 64 results (one repeat: VMULS, priced as VMUL, 1
-    // cycle, latency 7 + 15) after the sum's latency.
+    // A mean adds the scaling of the 64 results after the sum's latency: one VMULS (priced
+    // as VMUL, 1 cycle per repeat, latency 7 + 15) over the padded [64, 1] result, a row of
+    // 16 f32 per value as the lowering lays it out: 64 x 64 bytes, 16 repeats.
     let c = model.inst(&prog, &reduce(ReduceOp::Mean)).unwrap();
     assert_eq!(
         (c.cycles, c.latency),
-        (3.0 * (64.0 + 21.0) + 64.0 * 7.0 + 35.0 + 1.0, 22.0)
+        (3.0 * (64.0 + 21.0) + 64.0 * 7.0 + 35.0 + 16.0, 22.0)
     );
 }
 
