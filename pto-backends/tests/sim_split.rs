@@ -230,12 +230,10 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
 fn programs_without_hand_offs_time_identically_split_or_coupled() {
     // Pure vector: y = exp(x) * 2 over 8 row blocks (their doubled working set fits one
     // vector core's UB, so the loop double-buffers on both).
-    let mut b = Builder::new("test.vector", 4);
-    let x = b.input("x", &[4 * 8 * 32, 512], DType::F16);
-    let y = b.output("y", &[4 * 8 * 32, 512], DType::F16);
-    let t = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
-    let e = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
-    let z = b.tile(&[32, 512], DType::F16, MemLevel::Ub);
+    let (mut b, x, y) = Builder::one_ub("test.vector", 4, &[4 * 8 * 32, 512], DType::F16);
+    let t = b.ub(&[32, 512], DType::F16);
+    let e = b.ub(&[32, 512], DType::F16);
+    let z = b.ub(&[32, 512], DType::F16);
     let i = b.var();
     let row = Index::Add(
         Box::new(mul(Index::ProgramId, c(8 * 32))),
@@ -405,11 +403,9 @@ fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
 /// UBs but not one double-buffers on the split profile only (and no more).
 #[test]
 fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
-    let mut b = Builder::new("test.vector_big", 1);
-    let x = b.input("x", &[8 * 64, 512], DType::F16);
-    let y = b.output("y", &[8 * 64, 512], DType::F16);
-    let t = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
-    let e = b.tile(&[64, 512], DType::F16, MemLevel::Ub);
+    let (mut b, x, y) = Builder::one_ub("test.vector_big", 1, &[8 * 64, 512], DType::F16);
+    let t = b.ub(&[64, 512], DType::F16);
+    let e = b.ub(&[64, 512], DType::F16);
     let i = b.var();
     let row = mul(Index::Var(i), c(64));
     b.push(Inst::Loop {
@@ -453,14 +449,8 @@ fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
 /// independent one.
 #[test]
 fn vector_latencies_delay_readers_not_the_pipe() {
-    let mut b = Builder::new("test.vector_latency", 1);
-    let x = b.input("x", &[64, 256], DType::F32);
-    let y = b.output("y", &[64, 256], DType::F32);
-    let t = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
-    let e1 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
-    let e2 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
-    let e3 = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
-    let s = b.tile(&[64, 256], DType::F32, MemLevel::Ub);
+    let (mut b, x, y) = Builder::one_ub("test.vector_latency", 1, &[64, 256], DType::F32);
+    let [t, e1, e2, e3, s] = [(); 5].map(|()| b.ub(&[64, 256], DType::F32));
     b.push(load(t, x, vec![c(0), c(0)], 0.0));
     let exp = |dst, src| Inst::Unary {
         dst,

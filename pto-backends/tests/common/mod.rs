@@ -1,113 +1,12 @@
-//! Small constructors for hand-written kernel programs (the tile-language builder lives on
-//! another branch).
+//! Hand-written kernel programs of the simulator tests: the builder and constructors are
+//! pto-op's `kernel::test_support` (shared with its cost tests), re-exported here.
 
 #![allow(dead_code)] // Each test file uses a different subset of the helpers.
 
 use pto_op::DType;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::*;
-
-/// A program under construction.
-pub struct Builder {
-    program: Program,
-}
-
-impl Builder {
-    pub fn new(op: &str, grid: usize) -> Builder {
-        Builder {
-            program: Program {
-                op: op.to_owned(),
-                grid,
-                globals: Vec::new(),
-                tiles: Vec::new(),
-                vars: 0,
-                body: Vec::new(),
-            },
-        }
-    }
-
-    fn global(&mut self, name: &str, shape: &[usize], dtype: DType, role: GlobalRole) -> GlobalId {
-        self.program.globals.push(GlobalDecl {
-            name: name.to_owned(),
-            shape: shape.to_vec(),
-            dtype,
-            role,
-        });
-        GlobalId(self.program.globals.len() as u32 - 1)
-    }
-
-    pub fn input(&mut self, name: &str, shape: &[usize], dtype: DType) -> GlobalId {
-        self.global(name, shape, dtype, GlobalRole::Input)
-    }
-
-    pub fn output(&mut self, name: &str, shape: &[usize], dtype: DType) -> GlobalId {
-        self.global(name, shape, dtype, GlobalRole::Output)
-    }
-
-    pub fn tile(&mut self, shape: &[usize], dtype: DType, level: MemLevel) -> TileId {
-        self.program.tiles.push(TileType {
-            shape: shape.to_vec(),
-            dtype,
-            level,
-        });
-        TileId(self.program.tiles.len() as u32 - 1)
-    }
-
-    pub fn var(&mut self) -> VarId {
-        self.program.vars += 1;
-        VarId(self.program.vars - 1)
-    }
-
-    pub fn push(&mut self, inst: Inst) {
-        self.program.body.push(inst);
-    }
-
-    /// The program, validated: the simulator only runs valid programs.
-    pub fn finish(self) -> ValidProgram {
-        let op = self.program.op.clone();
-        self.program
-            .validate()
-            .unwrap_or_else(|e| panic!("test program {op} is invalid: {e}"))
-    }
-
-    /// The program as built, for tests of validation itself.
-    pub fn finish_unchecked(self) -> Program {
-        self.program
-    }
-}
-
-pub fn c(v: i64) -> Index {
-    Index::Const(v)
-}
-
-pub fn mul(a: Index, b: Index) -> Index {
-    Index::Mul(Box::new(a), Box::new(b))
-}
-
-pub fn tile(t: TileId) -> Operand {
-    Operand::Tile(t)
-}
-
-pub fn scalar(v: f64) -> Operand {
-    Operand::Scalar(v)
-}
-
-pub fn load(dst: TileId, src: GlobalId, offsets: Vec<Index>, pad: f64) -> Inst {
-    Inst::Load {
-        dst,
-        src,
-        offsets,
-        pad,
-    }
-}
-
-pub fn store(dst: GlobalId, offsets: Vec<Index>, src: TileId) -> Inst {
-    Inst::Store { dst, offsets, src }
-}
-
-pub fn binary(dst: TileId, op: BinaryOp, lhs: Operand, rhs: Operand) -> Inst {
-    Inst::Binary { dst, op, lhs, rhs }
-}
+pub use pto_op::kernel::test_support::*;
 
 /// An attention-like block program: per program, 64 query rows against `seq` keys in
 /// blocks of 128: S = Q K^T on the cube, P = exp(S - rowmax S) on the vector unit, P back

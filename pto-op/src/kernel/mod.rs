@@ -13,6 +13,8 @@ pub mod ir;
 pub mod row_reduce;
 pub mod rows;
 pub mod text;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 mod tile;
 pub mod validate;
 

@@ -6,33 +6,19 @@ use crate::device::DeviceProfile;
 use crate::dtype::DType;
 use crate::kernel::cost::{CostModel, Placement, Side};
 use crate::kernel::ir::{
-    GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Operand, Pipe, Program, ReduceOp,
-    TileId, TileType, UnaryOp,
+    GlobalId, Index, Inst, MemLevel, Operand, Pipe, Program, ReduceOp, TileId, TileType, UnaryOp,
 };
+use crate::kernel::test_support::Builder;
 
-/// One block program (grid 1) with an input `x` [64, 256] f16 and these tiles.
+/// One block program (grid 1) with an input `x` [64, 256] f16 and these tiles: the shared
+/// one UB program ([`Builder::one_ub`]).
 fn program(tiles: Vec<TileType>, body: Vec<Inst>) -> Program {
-    Program {
-        op: "t.cost".into(),
-        grid: 1,
-        globals: vec![
-            GlobalDecl {
-                name: "x".into(),
-                shape: vec![64, 256],
-                dtype: DType::F16,
-                role: GlobalRole::Input,
-            },
-            GlobalDecl {
-                name: "y".into(),
-                shape: vec![64, 256],
-                dtype: DType::F16,
-                role: GlobalRole::Output,
-            },
-        ],
-        tiles,
-        vars: 0,
-        body,
+    let (mut b, _, _) = Builder::one_ub("t.cost", 1, &[64, 256], DType::F16);
+    for t in tiles {
+        b.tile(&t.shape, t.dtype, t.level);
     }
+    body.into_iter().for_each(|inst| b.push(inst));
+    b.finish_unchecked()
 }
 
 fn tile(shape: &[usize], dtype: DType, level: MemLevel) -> TileType {
