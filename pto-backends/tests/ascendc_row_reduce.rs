@@ -499,8 +499,8 @@ fn a_mean_s_scaling_is_priced_over_the_tile_the_lowering_scales() {
             for rows in [1, 3, 16, 64, 100] {
                 let what = format!("{name} {dtype} mean of [{rows}, 40]");
                 let p = program(rows, 40, dtype, ReduceOp::Mean);
-                let kernel = lower_program(&p, "x", soc, &profile)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let kernel =
+                    lower_program(&p, "x", soc, &profile).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let src = &kernel.kernel_source;
                 // The scaling: the one `Muls` after the reduce, its count the last argument.
                 let muls: Vec<usize> = src

@@ -87,6 +87,30 @@ fn peak_bytes<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.with(Cell::get).max(0).unsigned_abs())
 }
 
+/// A copy of the model file `path` cut short by a byte is read whole by `load`, for the
+/// error `from_bytes` gives of the same bytes, naming the file.
+fn assert_a_cut_file_fails_as_its_bytes(
+    path: &std::path::Path,
+    from_bytes: impl Fn(&[u8]) -> Option<pto_op::model::ModelFileError>,
+    load: impl Fn(&std::path::Path) -> Option<pto_op::model::ModelFileError>,
+) {
+    let bytes = std::fs::read(path).unwrap();
+    let cut = path.with_extension("cut.pto");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    let expected = from_bytes(&bytes[..bytes.len() - 1])
+        .expect("an error")
+        .to_string();
+    let err = load(&cut).expect("an error").to_string();
+    assert_eq!(
+        err,
+        expected.replacen(
+            "model file: ",
+            &format!("model file `{}`: ", cut.display()),
+            1
+        )
+    );
+}
+
 /// Two f32 weights of 8 MiB each: `x[4, 1024] @ w1[1024, 2048] @ w2[2048, 1024]`.
 fn two_weights() -> Model {
     let graph = Graph::new();
@@ -131,21 +155,10 @@ fn loading_a_model_file_holds_its_weights_once() {
         "LoadedModel::load peaked at {ratio:.2}x the weights"
     );
 
-    // A file cut short is read whole, for the error `from_bytes` gives.
-    let bytes = std::fs::read(&path).unwrap();
-    let cut = path.with_extension("cut.pto");
-    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
-    let expected = Model::from_bytes(&bytes[..bytes.len() - 1])
-        .unwrap_err()
-        .to_string();
-    let err = Model::load(&cut).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        expected.replacen(
-            "model file: ",
-            &format!("model file `{}`: ", cut.display()),
-            1
-        )
+    assert_a_cut_file_fails_as_its_bytes(
+        &path,
+        |bytes| Model::from_bytes(bytes).err(),
+        |path| Model::load(path).err(),
     );
 }
 
@@ -210,20 +223,9 @@ fn loading_a_symbolic_model_file_holds_its_weights_once() {
         "Model::load of a version 2 file peaked at {peak} B"
     );
 
-    // A file cut short is read whole, for the error `from_bytes` gives.
-    let bytes = std::fs::read(&path).unwrap();
-    let cut = path.with_extension("cut.pto");
-    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
-    let expected = LoadedModel::from_bytes(&bytes[..bytes.len() - 1])
-        .unwrap_err()
-        .to_string();
-    let err = LoadedModel::load(&cut).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        expected.replacen(
-            "model file: ",
-            &format!("model file `{}`: ", cut.display()),
-            1
-        )
+    assert_a_cut_file_fails_as_its_bytes(
+        &path,
+        |bytes| LoadedModel::from_bytes(bytes).err(),
+        |path| LoadedModel::load(path).err(),
     );
 }

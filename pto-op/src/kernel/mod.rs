@@ -12,9 +12,9 @@ mod idx;
 pub mod ir;
 pub mod row_reduce;
 pub mod rows;
-pub mod text;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
+pub mod text;
 mod tile;
 pub mod validate;
 
