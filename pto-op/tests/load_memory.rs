@@ -94,9 +94,9 @@ fn assert_a_cut_file_fails_as_its_bytes(
     from_bytes: impl Fn(&[u8]) -> Option<pto_op::model::ModelFileError>,
     load: impl Fn(&std::path::Path) -> Option<pto_op::model::ModelFileError>,
 ) {
-    let bytes = std::fs::read(path).unwrap();
+    let bytes = std::fs::read(path).expect("the saved file");
     let cut = path.with_extension("cut.pto");
-    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).expect("the cut file written");
     let expected = from_bytes(&bytes[..bytes.len() - 1])
         .expect("an error")
         .to_string();
@@ -117,13 +117,13 @@ fn two_weights() -> Model {
     let x = graph.input("x", Shape::from([4, 1024]), DType::F32);
     let w1 = graph
         .weight("w1", Tensor::random([1024, 2048], DType::F32, 1))
-        .unwrap();
+        .expect("a weight");
     let w2 = graph
         .weight("w2", Tensor::random([2048, 1024], DType::F32, 2))
-        .unwrap();
-    let h = matmul::apply(&x, &w1, &matmul::Params {}).unwrap();
-    graph.output(&matmul::apply(&h, &w2, &matmul::Params {}).unwrap());
-    graph.to_model("two-weights").unwrap()
+        .expect("a weight");
+    let h = matmul::apply(&x, &w1, &matmul::Params {}).expect("x @ w1");
+    graph.output(&matmul::apply(&h, &w2, &matmul::Params {}).expect("h @ w2"));
+    graph.to_model("two-weights").expect("a model")
 }
 
 #[test]
