@@ -478,6 +478,7 @@ fn the_lowered_text_of_a_group_reduce() {
             .kernel_source
             .contains("pipe.InitBuffer(reduceWorkBuf, 4096);")
     );
+}
 
 /// A mean's scaling is priced as the lowering issues it: one `Muls` over the padded
 /// `[rows, 1]` result, a row of `UB_ROW_ALIGN_ELEMS` elements per value (not the `rows`
