@@ -27,6 +27,7 @@ fn every_example_model_agrees_on_cpu_and_sim() {
         names,
         [
             "decoder-block",
+            "decoder-block-f16",
             "decoder-block-std",
             "llama-7b-decoder",
             "mixed",

@@ -296,7 +296,8 @@ pub struct DeviceProfile {
     pub cube_vector: CubeVector,
     /// Vector cores per AI core (1 when absent from the file; 1 on a coupled core): on a
     /// split core, the vector cores that share a block program's vector work, each with
-    /// its own UB of `buffers.ub` (see [`DeviceProfile::block_capacity`]).
+    /// its own UB of `buffers.ub` (see
+    /// [`vector_split::block_capacity`](crate::kernel::vector_split::block_capacity)).
     #[serde(default = "one")]
     pub vector_cores: u32,
     /// Core clock, in Hz.
@@ -719,28 +720,6 @@ impl DeviceProfile {
     /// Capacity of `level` in bytes; `None` for global memory.
     pub fn capacity(&self, level: MemLevel) -> Option<u64> {
         self.buffers.get(level)
-    }
-
-    /// The bytes of `level` one block program may use: [`DeviceProfile::capacity`], except
-    /// UB on a split core, where the block's vector work (and so its UB tiles) is shared by
-    /// the `vector_cores` vector cores, each with its own UB, as its vector rate
-    /// (`vector_bytes_per_repeat`) is theirs together.
-    ///
-    /// ```
-    /// use pto_op::DeviceProfile;
-    /// use pto_op::kernel::ir::MemLevel;
-    /// let a = DeviceProfile::builtin("ascend910b").unwrap();
-    /// assert_eq!(a.block_capacity(MemLevel::Ub), Some(2 * 184 * 1024));
-    /// assert_eq!(a.block_capacity(MemLevel::L1), a.capacity(MemLevel::L1));
-    /// let k = DeviceProfile::builtin("kirin9030").unwrap();
-    /// assert_eq!(k.block_capacity(MemLevel::Ub), k.capacity(MemLevel::Ub));
-    /// ```
-    pub fn block_capacity(&self, level: MemLevel) -> Option<u64> {
-        let bytes = self.capacity(level)?;
-        Some(match (level, self.cube_vector) {
-            (MemLevel::Ub, CubeVector::Split) => bytes.saturating_mul(u64::from(self.vector_cores)),
-            _ => bytes,
-        })
     }
 }
 

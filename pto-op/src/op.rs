@@ -277,35 +277,50 @@ impl OpDef {
         attrs: &Attributes,
         cores: usize,
     ) -> Result<ValidProgram, OpError> {
-        self.trace_with(inputs, attrs, Kernel::new(self.name).with_core_count(cores))
+        Ok(self
+            .trace_with(inputs, attrs, Kernel::new(self.name).with_core_count(cores))?
+            .0)
     }
 
-    /// [`OpDef::trace_kernel`] for `device`: its `ai_cores` ([`Kernel::core_count`]) and
-    /// its buffer capacities ([`Kernel::buffer_capacity`]), so that a kernel can size its
-    /// tiles for the device. The simulator and the estimator trace this way.
+    /// [`OpDef::trace_kernel`] for `device`: its `ai_cores` ([`Kernel::core_count`]), its
+    /// buffer capacities ([`Kernel::buffer_capacity`]) and on a split core its vector cores
+    /// ([`Kernel::vector_cores`]), so that a kernel can size its grid and tiles for the
+    /// device. Every target and tool that knows its device traces this way (the simulator,
+    /// the Ascend C lowering, the host target, the custom-op package, the estimator), so they
+    /// all run one program per op, instance and profile.
+    ///
+    /// A kernel that asked for the vector cores of a split core and traced to a program whose
+    /// rows do not split between them
+    /// ([`vector_split::vector_cores_sharing`](crate::kernel::vector_split::vector_cores_sharing)
+    /// is 1: one vector core holds its whole tiles) is traced again for one vector core.
     pub fn trace_kernel_for(
         &self,
         inputs: &[TensorType],
         attrs: &Attributes,
         device: &crate::DeviceProfile,
     ) -> Result<ValidProgram, OpError> {
-        let vector_cores = match device.cube_vector {
-            crate::CubeVector::Split => device.vector_cores as usize,
-            crate::CubeVector::Coupled => 1,
+        use crate::kernel::vector_split::{split_vector_cores, vector_cores_sharing};
+        let builder = |vector_cores| {
+            Kernel::new(self.name)
+                .with_core_count(device.ai_cores as usize)
+                .with_buffers(device.buffers)
+                .with_vector_cores(vector_cores)
         };
-        let builder = Kernel::new(self.name)
-            .with_core_count(device.ai_cores as usize)
-            .with_buffers(device.buffers)
-            .with_vector_cores(vector_cores);
-        self.trace_with(inputs, attrs, builder)
+        let vector_cores = split_vector_cores(device);
+        let (program, read_vector_cores) = self.trace_with(inputs, attrs, builder(vector_cores))?;
+        if vector_cores > 1 && read_vector_cores && vector_cores_sharing(device, &program) == 1 {
+            return Ok(self.trace_with(inputs, attrs, builder(1))?.0);
+        }
+        Ok(program)
     }
 
+    /// The traced program, and whether the kernel asked [`Kernel::vector_cores`].
     fn trace_with(
         &self,
         inputs: &[TensorType],
         attrs: &Attributes,
         mut builder: Kernel,
-    ) -> Result<ValidProgram, OpError> {
+    ) -> Result<(ValidProgram, bool), OpError> {
         let kernel = self.kernel.ok_or_else(|| OpError::Unsupported {
             op: self.name.to_owned(),
             message: "it has no #[kernel], so it runs on the CPU reference only".to_owned(),
@@ -330,7 +345,9 @@ impl OpDef {
             attrs,
         )
         .map_err(|e| e.with_op(self.name))?;
-        builder.finish().map_err(|e| e.with_op(self.name))
+        let read_vector_cores = builder.read_vector_cores();
+        let program = builder.finish().map_err(|e| e.with_op(self.name))?;
+        Ok((program, read_vector_cores))
     }
 
     /// Runs the reference on CPU, checked against the description: inputs go through the

@@ -69,7 +69,19 @@ impl BlockWeights {
 
 /// The block over f32 `x` of `[SEQ, D_MODEL]`, weights seeded.
 pub fn build() -> Result<Model, OpError> {
-    let dtype = DType::F32;
+    build_in(DType::F32)
+}
+
+/// The block over `x` of `[SEQ, D_MODEL]` in `dtype` (f32, f16 or bf16), its weights seeded
+/// and of the same dtype: [`build`] in another float dtype (the built-in model
+/// `decoder-block-f16` is it in f16), named `decoder-block`, `decoder-block-f16` or
+/// `decoder-block-bf16`.
+pub fn build_in(dtype: DType) -> Result<Model, OpError> {
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(OpError::invalid(format!(
+            "the decoder block is built in f32, f16 or bf16, not {dtype}"
+        )));
+    }
     let graph = Graph::new();
     let x = graph.input("x", Shape::from([SEQ, D_MODEL]), dtype);
     let BlockWeights {
@@ -104,7 +116,11 @@ pub fn build() -> Result<Model, OpError> {
     let mlp = swiglu::apply(&m, &w_gate, &w_up, &w_down, &swiglu::Params {})?;
     let y = add::apply(&residual, &mlp, &add::Params {})?;
     graph.output(&y);
-    graph.to_model("decoder-block")
+    graph.to_model(match dtype {
+        DType::F32 => "decoder-block",
+        DType::F16 => "decoder-block-f16",
+        _ => "decoder-block-bf16",
+    })
 }
 
 /// The width of a decoder block written with standard ops ([`build_std_sized`]).

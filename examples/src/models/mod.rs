@@ -45,6 +45,16 @@ register_model!(
 );
 
 register_model!(
+    DECODER_BLOCK_F16,
+    ModelDef {
+        name: "decoder-block-f16",
+        description: "the decoder block in f16 (input, weights and activations)",
+        build: || decoder_block::build_in(pto_op::DType::F16),
+        describe: None,
+    }
+);
+
+register_model!(
     DECODER_BLOCK_STD,
     ModelDef {
         name: "decoder-block-std",

@@ -14,6 +14,7 @@ use pto_op::kernel::ir::{
     TileType, UnaryOp,
 };
 use pto_op::kernel::row_reduce::{GROUP_PACKED_AT, RowReduce, StepKind};
+use pto_op::kernel::vector_split::{mixes_cube_and_vector, row_split};
 use pto_op::{Attributes, DType, DeviceProfile, OpDef, TensorType};
 
 use super::plan::{self, Geom, Plan, Storage};
@@ -43,7 +44,9 @@ pub fn lower(
     lower_with_profile(op, inputs, attrs, soc, &profile)
 }
 
-/// [`lower()`] with the buffer sizes and core count of `profile`.
+/// [`lower()`] with the buffer sizes and core count of `profile`: the kernel is traced for
+/// `profile` ([`OpDef::trace_kernel_for`]), as the simulator and the estimator trace it, so
+/// the Ascend C runs the program they run.
 ///
 /// # Errors
 ///
@@ -56,7 +59,7 @@ pub fn lower_with_profile(
     profile: &DeviceProfile,
 ) -> Result<LoweredKernel, LowerError> {
     let program = op
-        .trace_kernel(inputs, attrs)
+        .trace_kernel_for(inputs, attrs, profile)
         .map_err(|source| LowerError::Trace {
             op: op.name.to_owned(),
             source,
@@ -540,16 +543,6 @@ const CROSS_CORE_FLAGS: u16 = 11;
 /// Bytes of alignment of each workspace slot.
 const SLOT_ALIGN: u64 = 512;
 
-/// Whether `program` has tiles both in a cube buffer (L1, L0A/B/C) and in UB.
-fn mixes_cube_and_vector(program: &Program) -> bool {
-    let cube = program
-        .tiles
-        .iter()
-        .any(|t| !matches!(t.level, MemLevel::Ub | MemLevel::Gm));
-    let vector = program.tiles.iter().any(|t| t.level == MemLevel::Ub);
-    cube && vector
-}
-
 /// How the two vector cores (AIVs) of a mix kernel share a block program's vector work.
 enum AivWork {
     /// Each AIV takes half the rows of every tile of `rows` rows (`GetSubBlockIdx()` 0 the
@@ -562,120 +555,6 @@ enum AivWork {
     },
     /// The AIVs take turns, block program by block program, for this reason.
     TakeTurns(String),
-}
-
-/// The row count `R` by which the two AIVs of a mix kernel can share `program`'s vector
-/// work (each takes `R / 2` rows), or why they cannot.
-///
-/// The row axis of a UB tile is its second last. Every UB tile of rank 2 or more has `R`
-/// rows (split: each AIV holds its half; leading axes of size 1) or one row (a row
-/// broadcast along the rows: each AIV holds it whole); `R` is the rows of the tiles handed
-/// between the cube and the vector cores, and must be even, each half a whole number of
-/// 32-byte blocks. No vector instruction may mix rows: a reduction along the row axis (a
-/// column reduction) keeps the take-turns form, as does a store of a tile held whole.
-fn row_split(program: &Program) -> Result<usize, String> {
-    let tile = |t: TileId| &program.tiles[t.0 as usize];
-    let mut handed = Vec::new();
-    visit(&program.body, &mut 0, &mut |_, inst| {
-        if let Inst::Move { dst, src } = inst {
-            match (tile(*src).level, tile(*dst).level) {
-                (MemLevel::L0C, MemLevel::Ub) => handed.push(*dst),
-                (MemLevel::Ub, MemLevel::L1) => handed.push(*src),
-                _ => {}
-            }
-        }
-    });
-    let Some(&first) = handed.first() else {
-        return Err("no tile is handed between the cube and the vector cores".to_owned());
-    };
-    let rows_of = |t: TileId| {
-        let shape = &tile(t).shape;
-        (shape.len() >= 2).then(|| shape[shape.len() - 2])
-    };
-    let Some(rows) = rows_of(first) else {
-        return Err(format!("the handed-over tile {first} has no row axis"));
-    };
-    if !rows.is_multiple_of(2) {
-        return Err(format!(
-            "the handed-over tile {first} has {rows} rows, an odd count"
-        ));
-    }
-    if let Some(other) = handed.iter().find(|t| rows_of(**t) != Some(rows)) {
-        return Err(format!(
-            "the handed-over tiles {first} and {other} have different row counts"
-        ));
-    }
-    let half = rows / 2;
-    for (i, ty) in program.tiles.iter().enumerate() {
-        let t = TileId(i as u32);
-        if ty.level != MemLevel::Ub || ty.shape.len() < 2 {
-            continue;
-        }
-        let rank = ty.shape.len();
-        match ty.shape[rank - 2] {
-            1 => {}
-            r if r == rows => {
-                if ty.shape[..rank - 2].iter().any(|&d| d != 1) {
-                    return Err(format!(
-                        "tile {t} ({ty}) has a leading axis over 1: its halves are not whole rows"
-                    ));
-                }
-                let g = Geom::of(ty);
-                if ty.dtype != DType::Bool
-                    && !(half * g.pitch * ty.dtype.size_bytes()).is_multiple_of(32)
-                {
-                    return Err(format!(
-                        "half the rows of tile {t} ({ty}) are not a whole number of 32-byte blocks"
-                    ));
-                }
-            }
-            r => {
-                return Err(format!(
-                    "tile {t} ({ty}) has {r} rows, neither the {rows} of the handed-over tiles nor 1"
-                ));
-            }
-        }
-    }
-    let split = |t: TileId| {
-        let ty = tile(t);
-        ty.level == MemLevel::Ub && ty.shape.len() >= 2 && ty.shape[ty.shape.len() - 2] == rows
-    };
-    let mut problem = None;
-    visit(&program.body, &mut 0, &mut |at, inst| {
-        if problem.is_some() {
-            return;
-        }
-        match inst {
-            Inst::Reduce { src, axis, .. }
-                if split(*src) && *axis + 2 == tile(*src).shape.len() =>
-            {
-                problem = Some(format!(
-                    "instruction {at} ({}) reduces {src} along its rows (a column reduction)",
-                    describe(program, inst)
-                ));
-            }
-            Inst::Store { src, .. } if tile(*src).level == MemLevel::Ub && !split(*src) => {
-                problem = Some(format!(
-                    "instruction {at} ({}) stores {src}, which each vector core would hold whole",
-                    describe(program, inst)
-                ));
-            }
-            Inst::Load { dst, offsets, .. }
-            | Inst::Store {
-                src: dst, offsets, ..
-            } if split(*dst) && offsets.len() < 2 => {
-                problem = Some(format!(
-                    "instruction {at} ({}) moves {dst} to or from a tensor without a row axis",
-                    describe(program, inst)
-                ));
-            }
-            _ => {}
-        }
-    });
-    match problem {
-        Some(problem) => Err(problem),
-        None => Ok(rows),
-    }
 }
 
 /// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
@@ -757,7 +636,7 @@ impl Lowering<'_> {
             }
         }
         let mut first = None;
-        visit(&self.program.body, &mut 0, &mut |at, inst| {
+        Inst::visit(&self.program.body, &mut 0, &mut |at, inst| {
             if first.is_some() {
                 return;
             }
@@ -1251,7 +1130,7 @@ impl Lowering<'_> {
     /// How many instructions (and loop yields) read tile `t`.
     fn readers(&self, t: TileId) -> usize {
         let mut count = 0;
-        visit(&self.program.body, &mut 0, &mut |_, inst| {
+        Inst::visit(&self.program.body, &mut 0, &mut |_, inst| {
             count += inst.uses().iter().filter(|u| **u == t).count();
         });
         count
@@ -1264,7 +1143,7 @@ impl Lowering<'_> {
             return false;
         }
         let mut moved = Vec::new();
-        visit(&self.program.body, &mut 0, &mut |_, inst| {
+        Inst::visit(&self.program.body, &mut 0, &mut |_, inst| {
             if let Inst::Move { dst, src } = inst
                 && *src == t
                 && self.program.tiles[dst.0 as usize].level == MemLevel::L0B
@@ -1278,7 +1157,7 @@ impl Lowering<'_> {
     /// Whether the matmul reading L0B tile `b` wants it transposed.
     fn transposed(&self, b: TileId) -> bool {
         let mut found = false;
-        visit(&self.program.body, &mut 0, &mut |_, inst| {
+        Inst::visit(&self.program.body, &mut 0, &mut |_, inst| {
             if let Inst::Matmul {
                 b: used,
                 transpose_b: true,
@@ -2910,17 +2789,6 @@ fn shape_list(shape: &[usize]) -> String {
         .map(usize::to_string)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Calls `f` with each instruction and its number (depth first, as messages number them).
-fn visit(body: &[Inst], at: &mut usize, f: &mut dyn FnMut(usize, &Inst)) {
-    for inst in body {
-        f(*at, inst);
-        *at += 1;
-        if let Inst::Loop { body, .. } = inst {
-            visit(body, at, f);
-        }
-    }
 }
 
 /// One line on an instruction, in the IR's terms.

@@ -591,7 +591,7 @@ fn traced_kernels(
         .iter()
         .map(|instance| {
             let program = def
-                .trace_kernel(&instance.inputs, &instance.attrs)
+                .trace_kernel_for(&instance.inputs, &instance.attrs, &profile)
                 .map_err(|source| {
                     lower_error(
                         instance,

@@ -28,7 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use pto_op::kernel::row_reduce::RowReduce;
-use pto_op::{CubeVector, DeviceProfile};
+use pto_op::DeviceProfile;
+use pto_op::kernel::vector_split::{block_capacity, vector_cores_sharing};
 use serde::{Deserialize, Serialize};
 
 use super::{BufferOverflow, SimError};
@@ -83,7 +84,7 @@ pub fn plan(
     let single = ranges.working_sets(program, profile, &BTreeSet::new());
     for level in MemLevel::ON_CORE {
         let (peak, at) = single.peak(level);
-        let limit = profile.block_capacity(level).unwrap_or(u64::MAX);
+        let limit = block_capacity(profile, program, level).unwrap_or(u64::MAX);
         if peak > limit {
             return Err(ranges.overflow(program, profile, level, at, peak, limit));
         }
@@ -96,7 +97,7 @@ pub fn plan(
         let fits = allow_double_buffering && {
             let sets = ranges.working_sets(program, profile, &candidate);
             MemLevel::ON_CORE.iter().all(|level| {
-                sets.peak(*level).0 <= profile.block_capacity(*level).unwrap_or(u64::MAX)
+                sets.peak(*level).0 <= block_capacity(profile, program, *level).unwrap_or(u64::MAX)
             })
         };
         if fits {
@@ -372,7 +373,8 @@ impl LiveRanges {
     }
 
     /// The UB bytes of a row reduction's tmp tile ([`RowReduce::tmp_bytes`], on each vector
-    /// core of a split core, rounded up to UB's alignment), live at the reduction's point
+    /// core sharing the block program (`vector_split::vector_cores_sharing`), rounded up to
+    /// UB's alignment), live at the reduction's point
     /// only; 0 for any other instruction.
     fn reduce_tmp(program: &Program, profile: &DeviceProfile, inst: &Inst) -> u64 {
         let Some(plan) = RowReduce::of(program, inst, profile) else {
@@ -382,10 +384,7 @@ impl LiveRanges {
             return 0;
         }
         let align = profile.alignment.get(MemLevel::Ub).unwrap_or(1).max(1);
-        let cores = match profile.cube_vector {
-            CubeVector::Split => u64::from(profile.vector_cores.max(1)),
-            CubeVector::Coupled => 1,
-        };
+        let cores = vector_cores_sharing(profile, program) as u64;
         (plan.tmp_bytes as u64).div_ceil(align) * align * cores
     }
 

@@ -408,14 +408,20 @@ impl Sim {
         Ok(report)
     }
 
-    fn program(
+    /// The program the calls of `op` on `types` with `attrs` run (cached): the one given to
+    /// [`Sim::use_program`], else the op's kernel traced for the profile
+    /// ([`OpDef::trace_kernel_for`], as the Ascend C lowering and the estimator trace it);
+    /// without a profile, for one core and no known buffers.
+    ///
+    /// # Errors
+    ///
+    /// The trace's error.
+    pub fn program(
         &self,
         op: &'static OpDef,
         types: &[TensorType],
         attrs: &Attributes,
     ) -> Result<Arc<ValidProgram>, OpError> {
-        // Traced for the profile's cores and buffers (`Kernel::core_count`,
-        // `Kernel::buffer_capacity`); without a profile, for one core and no known buffers.
         self.programs
             .get_or_try_insert_with(op, types, attrs, || match &self.simulator {
                 Ok(s) => op.trace_kernel_for(types, attrs, &s.profile),

@@ -166,6 +166,8 @@ pub struct Kernel {
     cores: usize,
     buffers: Option<crate::device::PerBuffer>,
     vector_cores: usize,
+    /// Whether the kernel asked [`Kernel::vector_cores`]: its program may then depend on it.
+    vector_cores_read: core::cell::Cell<bool>,
 }
 
 /// What [`Kernel::core_count`] returns when the kernel is traced without a device
@@ -193,6 +195,7 @@ impl Kernel {
             cores: UNKNOWN_DEVICE_CORES,
             buffers: None,
             vector_cores: 1,
+            vector_cores_read: core::cell::Cell::new(false),
         }
     }
 
@@ -205,8 +208,9 @@ impl Kernel {
     }
 
     /// The capacity in bytes of `level` on the device the kernel is traced for, to size
-    /// its tiles; `None` when traced without a device (exports, the Ascend C lowering),
-    /// where a kernel should pick tiles that fit every built-in profile, and for GM.
+    /// its tiles; `None` when traced without a device (exports), where a kernel should pick
+    /// tiles that fit every built-in profile, and for GM. UB is one vector core's: on a
+    /// split core see [`Kernel::vector_cores`].
     ///
     /// ```
     /// use pto_op::kernel::ir::MemLevel;
@@ -232,7 +236,11 @@ impl Kernel {
     /// The vector cores that share one block program's vector work, each with its own UB
     /// of [`Kernel::buffer_capacity`]`(Ub)` bytes: 2 on a split Ascend 910B core (a cube
     /// core and two vector cores), 1 on a coupled core and without a device. A kernel
-    /// whose rows split evenly between them may size its UB tiles for all of them.
+    /// whose rows split between them (a mix program of cube and vector work,
+    /// [`vector_split::row_split`](crate::kernel::vector_split::row_split)) may size its UB
+    /// tiles for all of them. One whose program does not split is traced again by
+    /// `OpDef::trace_kernel_for`, for one vector core (this returns 1), since one vector core
+    /// then holds its whole tiles.
     ///
     /// ```
     /// use pto_op::Kernel;
@@ -240,7 +248,13 @@ impl Kernel {
     /// assert_eq!(Kernel::new("doc.vec").with_vector_cores(2).vector_cores(), 2);
     /// ```
     pub fn vector_cores(&self) -> usize {
+        self.vector_cores_read.set(true);
         self.vector_cores
+    }
+
+    /// Whether the kernel asked [`Kernel::vector_cores`] so far.
+    pub(crate) fn read_vector_cores(&self) -> bool {
+        self.vector_cores_read.get()
     }
 
     /// The builder, traced for a device of `cores` AI cores (at least 1): what

@@ -772,6 +772,19 @@ impl Inst {
             .sum()
     }
 
+    /// Calls `f` with the number of each instruction of `body` in [`Inst::count`]'s order
+    /// (depth first, a loop before its body), starting at `*at`, and the instruction;
+    /// leaves `*at` past the last.
+    pub fn visit(body: &[Inst], at: &mut usize, f: &mut dyn FnMut(usize, &Inst)) {
+        for inst in body {
+            f(*at, inst);
+            *at += 1;
+            if let Inst::Loop { body, .. } = inst {
+                Inst::visit(body, at, f);
+            }
+        }
+    }
+
     /// The pipe this instruction runs on, given the program's tile types.
     pub fn pipe(&self, program: &Program) -> Pipe {
         let level = |t: &TileId| program.tile(*t).map(|ty| ty.level);

@@ -17,6 +17,7 @@ pub mod test_support;
 pub mod text;
 mod tile;
 pub mod validate;
+pub mod vector_split;
 
 #[cfg(test)]
 mod tests;
