@@ -208,10 +208,11 @@ pub mod flash_attention {
         let l0 = |level| kernel.buffer_capacity(level).unwrap_or(PORTABLE_L0) as usize;
         let bq = tile_dim(vector_cores * BLOCK_Q.min(rows_per_core), s_q);
         // 128 keys per step when a K (or V) block fits L0B twice (double-buffered) and the
-        // f32 score block of one vector core's rows is no larger than the accumulator's
-        // share of its UB, else 64.
+        // f32 score block of one vector core's rows is smaller than the accumulator's share
+        // of its UB, else 64. (At the share exactly, 48 rows of d = 128 on kirinx90, the
+        // Ascend C lowering's queues and temporaries need 121,600 bytes of its 120,832.)
         let block_kv = if 2 * BLOCK_KV * d_tile * bytes <= l0(MemLevel::L0B)
-            && bq.div_ceil(vector_cores) * BLOCK_KV * DType::F32.size_bytes() <= acc_bytes
+            && bq.div_ceil(vector_cores) * BLOCK_KV * DType::F32.size_bytes() < acc_bytes
         {
             BLOCK_KV
         } else {

@@ -123,15 +123,24 @@ fn a_tile_over_the_unified_buffer_names_buffer_bytes_and_limit() {
         ),
         "{text}"
     );
-    // On the Ascend 910B the same tile fits: a block program's UB there is its two vector
-    // cores' 184 KiB each (`DeviceProfile::block_capacity`).
-    let y = huge_tile::run(
+    // On the Ascend 910B a program with vector work only runs on one vector core, whose UB
+    // (184 KiB) holds the whole tile, as the Ascend C lowering's AIV-only kernel does: only a
+    // program whose rows split between the two vector cores holds twice that
+    // (`pto_op::kernel::vector_split::block_capacity`).
+    let err = huge_tile::run(
         &Sim::new(DeviceProfile::builtin("ascend910b").unwrap()),
         &x,
         &huge_tile::Params {},
     )
-    .expect("fits two vector cores' UB");
-    assert_eq!(y.shape(), x.shape());
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "op `test.huge_tile`: inst 0 (load): UB working set 262144 bytes exceeds the \
+             ascend910b limit of 188416 bytes"
+        ),
+        "{text}"
+    );
 }
 
 /// Sample calls of the example ops that have kernels.
