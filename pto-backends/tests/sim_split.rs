@@ -398,11 +398,13 @@ fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
     );
 }
 
-/// What the split does change for a pure vector program: its block's UB tiles are shared
-/// by two vector cores, each with its own UB, so a loop whose doubled working set fits two
-/// UBs but not one double-buffers on the split profile only (and no more).
+/// A pure vector program holds one vector core's UB on the split profile, as on a coupled
+/// core: the Ascend C lowering runs it as an AIV-only kernel, one block program per vector
+/// core with whole tiles. Only a mix program whose rows split between the two vector cores
+/// holds both UBs (`pto_op::kernel::vector_split::block_capacity`; `tests/tests/vector_cores.rs`).
+/// So a loop whose doubled working set fits two UBs but not one double-buffers on neither.
 #[test]
-fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
+fn a_vector_loop_holds_one_vector_cores_ub_on_the_split_profile() {
     let (mut b, x, y) = Builder::one_ub("test.vector_big", 1, &[8 * 64, 512], DType::F16);
     let t = b.ub(&[64, 512], DType::F16);
     let e = b.ub(&[64, 512], DType::F16);
@@ -431,17 +433,13 @@ fn a_vector_loop_double_buffers_in_two_vector_cores_ub() {
         memory::plan(&program, &s, true).unwrap(),
         memory::plan(&program, &c, true).unwrap(),
     );
-    // 128 KiB single, 192 KiB with the loaded tile doubled: over one 184 KiB UB, within
-    // two.
-    assert_eq!(ps.peak_bytes[&MemLevel::Ub], 192 * 1024);
+    // 128 KiB single, 192 KiB with the loaded tile doubled: over one 184 KiB UB.
+    assert_eq!(ps.peak_bytes[&MemLevel::Ub], 128 * 1024);
     assert_eq!(pc.peak_bytes[&MemLevel::Ub], 128 * 1024);
     assert_eq!(
         (ps.double_buffered_loops(), pc.double_buffered_loops()),
-        (1, 0)
+        (0, 0)
     );
-    // Here the store of each result, not the load, sets the pace, so the second buffer
-    // saves nothing; it never costs time.
-    assert!(timeline(&program, &s).cycles <= timeline(&program, &c).cycles);
 }
 
 /// With the 910B pipe model a vector instruction occupies the vector pipe only for its
@@ -463,7 +461,11 @@ fn vector_latencies_delay_readers_not_the_pipe() {
     b.push(binary(s, BinaryOp::Add, tile(e1), tile(e3)));
     b.push(store(y, vec![c(0), c(0)], s));
     let program = b.finish();
-    let p = split();
+    // Five 64 KiB tiles, three live at once: more than one vector core's 184 KiB, which is
+    // all a vector-only program holds; the UB is widened, as the capacity is not what this
+    // test is about.
+    let mut p = split();
+    p.buffers.ub = 256 * 1024;
     let t = timeline(&program, &p);
     let v: Vec<&PipeEvent> = t.events.iter().filter(|e| e.pipe == Pipe::V).collect();
     assert_eq!(v.len(), 4);
