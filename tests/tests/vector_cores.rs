@@ -89,7 +89,7 @@ pub mod rows_split {
         let rows = block_rows(k);
         k.grid(n.div_ceil(rows))?;
         let r0 = k.program_id() * rows;
-        let yt = block(k, a, b, x, r0.clone(), rows)?;
+        let yt = block(k, a, b, x, r0, rows)?;
         k.store(y, (r0, 0), &yt)
     }
 }
@@ -225,7 +225,7 @@ fn a_program_sized_for_two_vector_cores_that_does_not_split_fits_neither_target(
     let globals: Vec<Global> = ["a", "b", "x"]
         .iter()
         .zip(&types)
-        .map(|(name, t)| k.input(*name, t.shape.clone(), t.dtype))
+        .map(|(name, t)| k.input(name, t.shape.clone(), t.dtype))
         .collect();
     let y = k.output("y", Shape::from([1, COLS]), DType::F32);
     let rows = block_rows(&k);
