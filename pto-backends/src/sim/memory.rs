@@ -25,10 +25,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use pto_op::kernel::row_reduce::RowReduce;
-use pto_op::DeviceProfile;
 use pto_op::kernel::vector_split::{block_capacity, vector_cores_sharing};
 use serde::{Deserialize, Serialize};
 
