@@ -234,16 +234,25 @@ pub mod flash_attention {
         // kernel's 256-key `TILE_S1` of two 128-key `CUBE_S1` sub-tiles: the online softmax
         // rescales once per logical tile, and the sub-tiles' P @ V accumulate in L0C, so
         // one partial output leaves the cube per logical tile. Two sub-tiles when the
-        // device gives 128-key sub-tiles and UB holds the peak of a logical tile (the
-        // second sub-tile's scores, the first's difference and probabilities, the
-        // accumulator and one more tile of its size); else one, as before.
+        // device gives 128-key sub-tiles and UB holds the peak of a logical tile, both as
+        // live tiles (the second sub-tile's scores, the first's difference and
+        // probabilities, the accumulator and one more tile of its size) and as the Ascend
+        // C kernel reserves it ([`two_sub_tiles_reserve`]); else one, as before.
         let f32_bytes = DType::F32.size_bytes();
+        let masked_if_two = p.causal || s_kv % (2 * bk) != 0;
         let subs = match kernel.buffer_capacity(MemLevel::Ub) {
             Some(ub)
                 if bk == BLOCK_KV
                     && s_kv > bk
                     && 3 * bq * bk * f32_bytes + 2 * bq * d_tile * f32_bytes
-                        <= vector_cores * ub as usize =>
+                        <= vector_cores * ub as usize
+                    && two_sub_tiles_reserve(
+                        bq.div_ceil(vector_cores),
+                        bk,
+                        d_tile,
+                        y.dtype(),
+                        masked_if_two,
+                    ) <= ub as usize =>
             {
                 2
             }
@@ -318,6 +327,34 @@ pub mod flash_attention {
         };
         kernel.store(y, (q0, 0), &(acc / sum).cast(y.dtype()))
     }
+}
+
+/// UB bytes one vector core's Ascend C kernel reserves at the peak of a logical tile of two
+/// `bk`-key sub-tiles, for `rows` query rows of a `d_tile`-wide head: what the lowering
+/// holds there beyond the live tiles the simulator counts. When the second sub-tile is
+/// masked (`masked`), its compare takes the key row and the limit column broadcast to two
+/// f32 `[rows, bk]` temporaries, next to the bit mask and both sub-tiles' scores; the
+/// accumulator, `y`'s store queue, the running maximum, the running sum and the limit
+/// (columns padded to 32-byte rows, `UB_ROW_ALIGN_ELEMS` f32 each) and the row
+/// reductions' work buffer, which the kernel reserves for its whole run
+/// (`RowReduce::tmp_bytes`), are held throughout.
+fn two_sub_tiles_reserve(rows: usize, bk: usize, d_tile: usize, y: DType, masked: bool) -> usize {
+    use pto_op::kernel::row_reduce::RowReduce;
+    use pto_op::kernel::vector_split::UB_ROW_ALIGN_ELEMS;
+    let f32_bytes = DType::F32.size_bytes();
+    let block = rows * bk * f32_bytes;
+    let mask = if masked { 2 * block + rows * bk / 8 } else { 0 };
+    let columns = 3 * rows * UB_ROW_ALIGN_ELEMS * f32_bytes;
+    let reduce = RowReduce::plan(
+        pto_op::kernel::ir::ReduceOp::Max,
+        DType::F32,
+        rows,
+        bk,
+        256,
+        false,
+    )
+    .tmp_bytes;
+    2 * block + mask + rows * d_tile * (f32_bytes + y.size_bytes()) + columns + reduce
 }
 
 /// `s_q, s_kv, d` of the sweep of single-head attention: decode against a cache, prefill,

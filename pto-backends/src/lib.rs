@@ -22,6 +22,10 @@ mod instances;
 pub mod kirin;
 pub mod parity;
 pub mod sim;
+// The Ascend C lowering's UB plan, and with it the UB one vector core reserves for a
+// program: the lowering's capacity check and the simulator's.
+#[cfg_attr(not(feature = "device"), allow(dead_code))]
+mod ub_plan;
 
 /// Items that macros of this crate name. Not a public API.
 #[doc(hidden)]

@@ -14,10 +14,10 @@ use pto_op::kernel::ir::{
     TileType, UnaryOp,
 };
 use pto_op::kernel::row_reduce::{GROUP_PACKED_AT, RowReduce, StepKind};
-use pto_op::kernel::vector_split::{mixes_cube_and_vector, row_split};
+use pto_op::kernel::vector_split::mixes_cube_and_vector;
 use pto_op::{Attributes, DType, DeviceProfile, OpDef, TensorType};
 
-use super::plan::{self, Geom, Plan, Storage};
+use super::plan::{self, Geom, Plan, Queue, Storage, UbReservation};
 use super::{
     CANN_VERSION, KernelTensor, KernelType, LowerError, LoweredKernel, Soc, TilingField,
     UNSUPPORTED_DTYPE,
@@ -86,17 +86,13 @@ pub fn lower_program(
     // A mix kernel on split cores shares each block program's vector work between the two
     // AIVs by rows where its rows are independent: the vector side is lowered from the
     // program with half the rows in every such tile.
-    let aiv = if soc.split_cores() && mixes_cube_and_vector(program) {
-        Some(match row_split(program) {
-            Ok(rows) => AivWork::Rows {
-                program: halve_rows(program, rows),
-                rows,
-            },
-            Err(reason) => AivWork::TakeTurns(reason),
-        })
-    } else {
-        None
-    };
+    let aiv = plan::aiv_rows(program, soc.split_cores()).map(|split| match split {
+        Ok(rows) => AivWork::Rows {
+            program: plan::halve_rows(program, rows),
+            rows,
+        },
+        Err(reason) => AivWork::TakeTurns(reason),
+    });
     // Loads inside loops are double-buffered (queue depth 2) where both buffers fit.
     let lowering = match lower_block(program, aiv.as_ref(), soc, profile, true) {
         Err(LowerError::Capacity { buffer: "UB", .. }) => {
@@ -188,6 +184,11 @@ fn lower_block<'p>(
         plan: plan::plan(program, profile),
         code: Code::default(),
         queues: Vec::new(),
+        reservation: UbReservation {
+            queues: Vec::new(),
+            calc: 0,
+            reduce_work: 0,
+        },
         position: 0,
         freed: vec![false; program.tiles.len()],
         scopes: Vec::new(),
@@ -201,6 +202,10 @@ fn lower_block<'p>(
     };
     lowering.check_dtypes()?;
     lowering.block()?;
+    // The UB the kernel reserves is `plan::reserved_ub`'s accounting, which the simulator
+    // checks too: the queues the code declares are the ones it counts.
+    lowering.reservation = UbReservation::of(program, &lowering.plan, double_buffer);
+    debug_assert_eq!(lowering.reservation.queues, lowering.queues);
     let buffer_bytes = lowering.buffer_bytes();
     for (buffer, level) in [
         ("UB", MemLevel::Ub),
@@ -466,14 +471,6 @@ const POOLS: [(&str, &str); 5] = [
     ("l0cBuf", "CO1"),
 ];
 
-/// A `TQue` member of the kernel class.
-struct Queue {
-    name: String,
-    position: &'static str,
-    depth: u32,
-    bytes: u64,
-}
-
 struct Lowering<'p> {
     /// The program lowered: the traced one, or for a mix kernel whose vector work the two
     /// AIVs share by rows, the traced one with half the rows in each such UB tile (one
@@ -490,6 +487,9 @@ struct Lowering<'p> {
     plan: Plan,
     code: Code,
     queues: Vec<Queue>,
+    /// The UB the kernel reserves ([`plan::reserved_ub`]'s accounting), set once the
+    /// block is lowered.
+    reservation: UbReservation,
     /// The position of the instruction being lowered in the plan's numbering (a loop takes
     /// two: its start and the end of its iteration).
     position: usize,
@@ -555,18 +555,6 @@ enum AivWork {
     },
     /// The AIVs take turns, block program by block program, for this reason.
     TakeTurns(String),
-}
-
-/// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
-fn halve_rows(program: &Program, rows: usize) -> Program {
-    let mut halved = program.clone();
-    for ty in &mut halved.tiles {
-        let rank = ty.shape.len();
-        if ty.level == MemLevel::Ub && rank >= 2 && ty.shape[rank - 2] == rows {
-            ty.shape[rank - 2] = rows / 2;
-        }
-    }
-    halved
 }
 
 /// A tile operand after broadcasting: the C++ expression of a full-shape tile, or a scalar.
@@ -661,10 +649,9 @@ impl Lowering<'_> {
     }
 
     fn buffer_bytes(&self) -> PerBuffer {
-        let queues: u64 = self.queues.iter().map(|q| q.bytes * q.depth as u64).sum();
         let pools = &self.plan.pool_bytes;
         PerBuffer {
-            ub: queues + pools[0] + self.plan.reduce_work_bytes,
+            ub: self.reservation.total(),
             l1: pools[1],
             l0a: pools[2],
             l0b: pools[3],
@@ -673,16 +660,7 @@ impl Lowering<'_> {
     }
 
     fn ub_detail(&self) -> String {
-        let mut parts: Vec<String> = self
-            .queues
-            .iter()
-            .map(|q| format!("{} {}x{}", q.name, q.depth, q.bytes))
-            .collect();
-        parts.push(format!("calcBuf {}", self.plan.pool_bytes[0]));
-        if self.plan.reduce_work_bytes > 0 {
-            parts.push(format!("reduceWorkBuf {}", self.plan.reduce_work_bytes));
-        }
-        parts.join(", ")
+        self.reservation.detail()
     }
 
     /// The C++ name of a tile.

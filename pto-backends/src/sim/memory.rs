@@ -11,6 +11,11 @@
 //! per row, or the group reduces' 4 KiB, on each vector core) is live at the reduction's
 //! point only.
 //!
+//! UB is checked a second time as the Ascend C lowering reserves it on one vector core (the
+//! crate's `ub_plan`: rows padded to 32 bytes, bit masks, the instructions' temporaries,
+//! the load and store queues, the reductions' work buffer for the whole kernel), so a
+//! program whose kernel would not fit is refused here too ([`SimError::KernelUb`]).
+//!
 //! A matmul that accumulates (`acc`) writes its result into the accumulator's buffer, as
 //! the cube accumulates in L0C in place, when nothing reads the accumulator afterwards and
 //! it belongs to the same loop body (or is that loop's carried tile); likewise a loop's
@@ -25,11 +30,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{Inst, MemLevel, Program, TileId};
 use pto_op::kernel::row_reduce::RowReduce;
 use pto_op::kernel::vector_split::{block_capacity, vector_cores_sharing};
+use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
 
 use super::{BufferOverflow, SimError};
@@ -87,6 +92,22 @@ pub fn plan(
         let limit = block_capacity(profile, program, level).unwrap_or(u64::MAX);
         if peak > limit {
             return Err(ranges.overflow(program, profile, level, at, peak, limit));
+        }
+    }
+    // The kernel the program lowers to reserves UB by the lowering's plan (row-padded
+    // tiles, instruction temporaries, queues, a work buffer for the whole kernel), which
+    // can exceed the live tiles' peak: the simulator runs no program the lowering refuses.
+    if let Some(limit) = profile.capacity(MemLevel::Ub) {
+        let split = profile.cube_vector == CubeVector::Split;
+        let reserved = crate::ub_plan::reserved_ub(program, profile, split);
+        if reserved.total() > limit {
+            return Err(SimError::KernelUb {
+                op: program.op.clone(),
+                needed: reserved.total(),
+                device: profile.name.clone(),
+                limit,
+                detail: reserved.detail(),
+            });
         }
     }
     let mut chosen = BTreeSet::new();

@@ -38,6 +38,25 @@ pub enum SimError {
     /// An on-core buffer's working set exceeds its capacity.
     #[error("{0}")]
     BufferOverflow(Box<BufferOverflow>),
+    /// The UB the program's Ascend C kernel reserves on one vector core (its queues, its
+    /// `VECCALC` pool with the instructions' temporaries, the reductions' work buffer: what
+    /// the lowering checks) exceeds the profile's UB, though the live tiles fit.
+    #[error(
+        "op `{op}`: its kernel reserves {needed} bytes of UB on each vector core ({detail}), \
+         over the {device} limit of {limit} bytes"
+    )]
+    KernelUb {
+        /// The op.
+        op: String,
+        /// The bytes reserved.
+        needed: u64,
+        /// The device profile's name.
+        device: String,
+        /// UB's capacity.
+        limit: u64,
+        /// The buffers reserved.
+        detail: String,
+    },
     /// The number of inputs differs from the program's input globals.
     #[error("op `{op}`: the program reads {expected} input(s), got {actual}")]
     InputCount {
@@ -142,7 +161,9 @@ impl SimError {
             op: op.to_owned(),
             unsupported: matches!(
                 self,
-                SimError::BufferOverflow(_) | SimError::Unsupported { .. }
+                SimError::BufferOverflow(_)
+                    | SimError::KernelUb { .. }
+                    | SimError::Unsupported { .. }
             ),
             source: BackendError::new(self),
         }

@@ -11,11 +11,16 @@
 //! - Every other UB tile, and the temporaries an instruction needs, gets a fixed offset in
 //!   one `VECCALC` buffer, shared first-fit by tiles whose live ranges do not overlap.
 //! - Loop results are the storage of their loop's carried tiles.
+//!
+//! [`reserved_ub`] is the UB one vector core reserves for a program (queues, the `VECCALC`
+//! pool, the reductions' work buffer): the lowering's capacity check, and the simulator's
+//! (`sim::memory`), so the simulator refuses every program whose kernel would not fit.
 
 use std::collections::HashMap;
 
 use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
 use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
+use pto_op::kernel::vector_split::{mixes_cube_and_vector, row_split};
 use pto_op::{DType, DeviceProfile};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
@@ -856,6 +861,171 @@ fn classify(
                 }
             }
         }
+    }
+}
+
+/// A `TQue` of the lowered kernel: `depth` buffers of `bytes` each at `position`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Queue {
+    pub name: String,
+    pub position: &'static str,
+    pub depth: u32,
+    pub bytes: u64,
+}
+
+/// The queues the lowering of `program` with `plan` declares, in program order: a `VECIN`
+/// queue per load into UB (two deep inside a loop when `double_buffer`), a `VECOUT` queue
+/// per tile computed into its store's queue, and one per store of any other tile.
+pub(crate) fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
+    fn walk(
+        program: &Program,
+        plan: &Plan,
+        body: &[Inst],
+        mut at: usize,
+        in_loop: bool,
+        double_buffer: bool,
+        out: &mut Vec<Queue>,
+    ) -> usize {
+        let in_ub = |t: TileId| program.tile(t).filter(|ty| ty.level == MemLevel::Ub);
+        for inst in body {
+            match inst {
+                Inst::Loop { body, .. } => {
+                    walk(program, plan, body, at + 1, true, double_buffer, out);
+                    at += 2 + span(body);
+                    continue;
+                }
+                Inst::Load { dst, .. } => {
+                    if let Some(ty) = in_ub(*dst) {
+                        out.push(Queue {
+                            name: format!("inQueue_t{}", dst.0),
+                            position: "VECIN",
+                            depth: if double_buffer && in_loop { 2 } else { 1 },
+                            bytes: Geom::of(ty).bytes,
+                        });
+                    }
+                }
+                Inst::Store { src, .. } => {
+                    if let Some(ty) = in_ub(*src)
+                        && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
+                    {
+                        out.push(Queue {
+                            name: format!("outQueue_store{at}"),
+                            position: "VECOUT",
+                            depth: 1,
+                            bytes: Geom::of(ty).bytes,
+                        });
+                    }
+                }
+                _ => {
+                    if let Some(d) = def(inst)
+                        && let Some(ty) = in_ub(d)
+                        && plan.storage[d.0 as usize] == Storage::OutQueue
+                    {
+                        out.push(Queue {
+                            name: format!("outQueue_t{}", d.0),
+                            position: "VECOUT",
+                            depth: 1,
+                            bytes: Geom::of(ty).bytes,
+                        });
+                    }
+                }
+            }
+            at += 1;
+        }
+        at
+    }
+    let mut out = Vec::new();
+    walk(
+        program,
+        plan,
+        &program.body,
+        0,
+        false,
+        double_buffer,
+        &mut out,
+    );
+    out
+}
+
+/// The UB one vector core reserves for a program: its queues, the `VECCALC` pool and the
+/// reductions' work buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UbReservation {
+    pub queues: Vec<Queue>,
+    pub calc: u64,
+    pub reduce_work: u64,
+}
+
+impl UbReservation {
+    /// The reservation of `program` planned as `plan`.
+    pub(crate) fn of(program: &Program, plan: &Plan, double_buffer: bool) -> UbReservation {
+        UbReservation {
+            queues: queues(program, plan, double_buffer),
+            calc: plan.pool_bytes[0],
+            reduce_work: plan.reduce_work_bytes,
+        }
+    }
+
+    /// Bytes of UB in all.
+    pub(crate) fn total(&self) -> u64 {
+        let queues: u64 = self
+            .queues
+            .iter()
+            .map(|q| q.bytes * u64::from(q.depth))
+            .sum();
+        queues + self.calc + self.reduce_work
+    }
+
+    /// `inQueue_t0 2x4096, calcBuf 8192, reduceWorkBuf 1024`.
+    pub(crate) fn detail(&self) -> String {
+        let mut parts: Vec<String> = self
+            .queues
+            .iter()
+            .map(|q| format!("{} {}x{}", q.name, q.depth, q.bytes))
+            .collect();
+        parts.push(format!("calcBuf {}", self.calc));
+        if self.reduce_work > 0 {
+            parts.push(format!("reduceWorkBuf {}", self.reduce_work));
+        }
+        parts.join(", ")
+    }
+}
+
+/// How the vector cores of a split core's mix kernel share a block program: by rows
+/// (`Ok(rows)`: each of the two takes half the rows of every UB tile of `rows` rows), or
+/// taking turns with whole tiles (`Err(reason)`); `None` for a coupled core or a program
+/// without both cube and vector work.
+pub(crate) fn aiv_rows(program: &Program, split_cores: bool) -> Option<Result<usize, String>> {
+    (split_cores && mixes_cube_and_vector(program)).then(|| row_split(program))
+}
+
+/// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
+pub(crate) fn halve_rows(program: &Program, rows: usize) -> Program {
+    let mut halved = program.clone();
+    for ty in &mut halved.tiles {
+        let rank = ty.shape.len();
+        if ty.level == MemLevel::Ub && rank >= 2 && ty.shape[rank - 2] == rows {
+            ty.shape[rank - 2] = rows / 2;
+        }
+    }
+    halved
+}
+
+/// The UB one vector core reserves for `program` in the Ascend C lowering when its loads
+/// are not double-buffered (the lowering's fallback, its least), on a SoC whose cube and
+/// vector cores are split (`split_cores`: each vector core holds its half of the rows of a
+/// mix program's row-split tiles) or coupled.
+pub(crate) fn reserved_ub(
+    program: &Program,
+    profile: &DeviceProfile,
+    split_cores: bool,
+) -> UbReservation {
+    match aiv_rows(program, split_cores) {
+        Some(Ok(rows)) => {
+            let half = halve_rows(program, rows);
+            UbReservation::of(&half, &plan(&half, profile), false)
+        }
+        _ => UbReservation::of(program, &plan(program, profile), false),
     }
 }
 
