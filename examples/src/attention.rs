@@ -333,17 +333,24 @@ pub mod flash_attention {
 /// `bk`-key sub-tiles, for `rows` query rows of a `d_tile`-wide head: what the lowering
 /// holds there beyond the live tiles the simulator counts. When the second sub-tile is
 /// masked (`masked`), its compare takes the key row and the limit column broadcast to two
-/// f32 `[rows, bk]` temporaries, next to the bit mask and both sub-tiles' scores; the
-/// accumulator, `y`'s store queue, the running maximum, the running sum and the limit
-/// (columns padded to 32-byte rows, `UB_ROW_ALIGN_ELEMS` f32 each) and the row
+/// f32 `[rows, bk]` temporaries, next to the key row, the bit mask and both sub-tiles'
+/// scores; the accumulator, `y`'s store queue, the running maximum, the running sum and the
+/// limit (columns padded to 32-byte rows, `UB_ROW_ALIGN_ELEMS` f32 each) and the row
 /// reductions' work buffer, which the kernel reserves for its whole run
-/// (`RowReduce::tmp_bytes`), are held throughout.
+/// (`RowReduce::tmp_bytes` of the fold path; a profile whose reductions take the group
+/// path reserves less, so this errs on the safe side there). It was exact for the causal
+/// f32 `[130, 64]` and f16 `[2048, 128]` cases on ascend910b before the lowering took the
+/// group path (194,048 and 210,432 bytes, over its 188,416).
 fn two_sub_tiles_reserve(rows: usize, bk: usize, d_tile: usize, y: DType, masked: bool) -> usize {
     use pto_op::kernel::row_reduce::RowReduce;
     use pto_op::kernel::vector_split::UB_ROW_ALIGN_ELEMS;
     let f32_bytes = DType::F32.size_bytes();
     let block = rows * bk * f32_bytes;
-    let mask = if masked { 2 * block + rows * bk / 8 } else { 0 };
+    let mask = if masked {
+        2 * block + bk * f32_bytes + rows * bk / 8
+    } else {
+        0
+    };
     let columns = 3 * rows * UB_ROW_ALIGN_ELEMS * f32_bytes;
     let reduce = RowReduce::plan(
         pto_op::kernel::ir::ReduceOp::Max,
