@@ -219,17 +219,17 @@ fn every_soc_runs_its_profile_and_bf16_runs_on_the_910b() {
 
 #[test]
 fn a_kernel_over_the_unified_buffer_is_a_lowering_error_naming_the_buffers() {
+    // Traced for kirin9030's UB (its row tiles sized for 118 KiB), lowered for 16 KiB: a
+    // kernel traced for the small profile would size its row tiles to fit it.
+    let x = ty(DType::F32, &[32, 256]);
+    let program = ops::softmax::def()
+        .trace_kernel_for(&[x], &Attributes::new(), &profile())
+        .expect("traces");
     let mut profile = profile();
     profile.buffers.ub = 16 * 1024;
-    let x = ty(DType::F32, &[32, 256]);
-    let error = lower_with_profile(
-        ops::softmax::def(),
-        &[x],
-        &Attributes::new(),
-        Soc::Kirin9030,
-        &profile,
-    )
-    .expect_err("over the UB");
+    let error =
+        pto_backends::ascendc::lower_program(&program, "x=f32[32, 256]", Soc::Kirin9030, &profile)
+            .expect_err("over the UB");
     let text = error.to_string();
     for part in [
         "op `std.softmax`: the kernel reserves ",
