@@ -17,9 +17,7 @@ use super::ir::{Inst, MemLevel, Program, TileId};
 use crate::DType;
 use crate::device::{CubeVector, DeviceProfile};
 
-/// Elements of one UB row are padded to a multiple of this in the Ascend C lowering (32
-/// bytes of f16, 64 of f32), so every row of every dtype starts 32-byte aligned.
-pub const UB_ROW_ALIGN_ELEMS: usize = 16;
+pub use super::row_reduce::UB_ROW_ALIGN_ELEMS;
 
 /// The vector cores that share a block program's vector work on `profile`, each holding its
 /// share of the program's UB tiles: the profile's `vector_cores` on a split core for a mix
