@@ -563,12 +563,16 @@ enum class ReduceOrder { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE,
 
 namespace host {
 
-template <typename T, typename F>
-inline void WholeReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
-                        int32_t repeatTimes, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F f)
+// The checks every whole-repeat reduction (WholeReduce*, BlockReduce*) makes of its arguments:
+// at most 255 repeats (`repeats` is named `repeatName` in the error, as the API calls it), a
+// mask within one repeat, no negative stride, both operands in the vector unit's buffers.
+template <typename T>
+inline void CheckReduce(const char* api, const char* repeatName, const LocalTensor<T>& dst,
+                        const LocalTensor<T>& src, int32_t repeats, int32_t mask, int32_t dstRepStride,
+                        int32_t srcBlkStride, int32_t srcRepStride)
 {
-    if (repeatTimes < 0 || repeatTimes > 255) {
-        Fail(api, "repeat limit", "repeatTimes " + std::to_string(repeatTimes) + " is not in 0..255");
+    if (repeats < 0 || repeats > 255) {
+        Fail(api, "repeat limit", std::string(repeatName) + " " + std::to_string(repeats) + " is not in 0..255");
     }
     const int64_t perRepeat = 256 / sizeof(T);
     if (mask <= 0 || mask > perRepeat) {
@@ -577,9 +581,16 @@ inline void WholeReduce(const char* api, const LocalTensor<T>& dst, const LocalT
     if (dstRepStride < 0 || srcBlkStride < 0 || srcRepStride < 0) {
         Fail(api, "stride", "a stride is negative");
     }
-    const int64_t perBlock = 32 / sizeof(T);
     CheckVector(api, dst, 0, "dst");
     CheckVector(api, src, 0, "src");
+}
+
+template <typename T, typename F>
+inline void WholeReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
+                        int32_t repeatTimes, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F f)
+{
+    CheckReduce(api, "repeatTimes", dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride);
+    const int64_t perBlock = 32 / sizeof(T);
     for (int64_t r = 0; r < repeatTimes; ++r) {
         Acc<T> acc = 0;
         for (int64_t e = 0; e < mask; ++e) {
@@ -645,19 +656,8 @@ template <typename T, typename F>
 inline void BlockReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t repeatTime,
                         int32_t mask, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F f)
 {
-    if (repeatTime < 0 || repeatTime > 255) {
-        Fail(api, "repeat limit", "repeatTime " + std::to_string(repeatTime) + " is not in 0..255");
-    }
-    const int64_t perRepeat = 256 / sizeof(T);
-    if (mask <= 0 || mask > perRepeat) {
-        Fail(api, "mask", "mask " + std::to_string(mask) + " is not in 1.." + std::to_string(perRepeat));
-    }
-    if (dstRepStride < 0 || srcBlkStride < 0 || srcRepStride < 0) {
-        Fail(api, "stride", "a stride is negative");
-    }
+    CheckReduce(api, "repeatTime", dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride);
     const int64_t perBlock = 32 / sizeof(T);
-    CheckVector(api, dst, 0, "dst");
-    CheckVector(api, src, 0, "src");
     for (int64_t r = 0; r < repeatTime; ++r) {
         Acc<T> acc[8] = {};
         bool any[8] = {};
