@@ -12,6 +12,10 @@
 //! - with the feature `device`, some case needs more than one tile fewer (the count does not
 //!   over-split, the waste that made `std.silu` slower in the 7B estimate).
 
+mod common;
+#[cfg(feature = "device")]
+use common::ascendc_ub;
+
 use pto_op::kernel::ir::MemLevel;
 use pto_op::kernel::{Kernel, rows::elementwise_tiles};
 use pto_op::{AttrValue, Attributes, DType, DeviceProfile, OpDef, Shape, TensorType, ops};
@@ -97,21 +101,6 @@ fn cases() -> Vec<Case> {
         gelu("none", ops::gelu::ERF_LIVE_TILES),
         gelu("tanh", ops::gelu::TANH_LIVE_TILES),
     ]
-}
-
-/// The UB bytes the Ascend C lowering of `program` reserves on `profile`'s SoC (every
-/// built-in profile is of one).
-#[cfg(feature = "device")]
-fn ascendc_ub(
-    program: &pto_op::kernel::ValidProgram,
-    profile: &DeviceProfile,
-) -> Result<u64, String> {
-    use pto_backends::ascendc::{Soc, lower_program};
-    let soc = Soc::from_profile_name(&profile.name)
-        .ok_or_else(|| format!("profile `{}` is of no SoC the lowering knows", profile.name))?;
-    lower_program(program, "test", soc, profile)
-        .map(|lowered| lowered.buffer_bytes.get(MemLevel::Ub).unwrap_or(0))
-        .map_err(|e| e.to_string())
 }
 
 #[test]

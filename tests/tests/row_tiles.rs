@@ -15,6 +15,10 @@
 //! And a long row's reduction is amortized: a `[2048, 4096]` std.rms_norm on the 910B holds
 //! more than one row per tile, so each fold of its row reductions serves several rows.
 
+mod common;
+#[cfg(feature = "device")]
+use common::ascendc_ub;
+
 use pto_op::kernel::Kernel;
 use pto_op::kernel::ir::MemLevel;
 use pto_op::kernel::rows::{RowLive, row_tiles};
@@ -58,20 +62,6 @@ const SHAPES: &[&[usize]] = &[
     &[3, 50, 1000],
     &[2048, 64],
 ];
-
-/// The UB bytes the Ascend C lowering of `program` reserves on `profile`'s SoC.
-#[cfg(feature = "device")]
-fn ascendc_ub(
-    program: &pto_op::kernel::ValidProgram,
-    profile: &DeviceProfile,
-) -> Result<u64, String> {
-    use pto_backends::ascendc::{Soc, lower_program};
-    let soc = Soc::from_profile_name(&profile.name)
-        .ok_or_else(|| format!("profile `{}` is of no SoC the lowering knows", profile.name))?;
-    lower_program(program, "test", soc, profile)
-        .map(|lowered| lowered.buffer_bytes.get(MemLevel::Ub).unwrap_or(0))
-        .map_err(|e| e.to_string())
-}
 
 /// The tiles `row_tiles` gives `dims` of `dtype` with `live` on `profile`: (grid, rows).
 fn expected_tiles(

@@ -17,3 +17,23 @@ pub fn temp_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("the target's temporary directory is writable");
     dir
 }
+
+/// The UB bytes the Ascend C lowering of `program` reserves on `profile`'s SoC (every
+/// built-in profile is of one).
+#[cfg(feature = "device")]
+pub fn ascendc_ub(
+    program: &pto_op::kernel::ValidProgram,
+    profile: &pto_op::DeviceProfile,
+) -> Result<u64, String> {
+    use pto_backends::ascendc::{Soc, lower_program};
+    let soc = Soc::from_profile_name(&profile.name)
+        .ok_or_else(|| format!("profile `{}` is of no SoC the lowering knows", profile.name))?;
+    lower_program(program, "test", soc, profile)
+        .map(|lowered| {
+            lowered
+                .buffer_bytes
+                .get(pto_op::kernel::ir::MemLevel::Ub)
+                .unwrap_or(0)
+        })
+        .map_err(|e| e.to_string())
+}
