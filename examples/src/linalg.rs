@@ -70,7 +70,7 @@ pub mod matmul {
         _p: &Params,
     ) -> Result<(), OpError> {
         // The tiled cube kernel of the tile language's library: read it in
-        // pto-op/src/kernel/cube.rs, a K-loop over L1 tiles with an L0C accumulator.
+        // pto-kernel/src/cube.rs, a K-loop over L1 tiles with an L0C accumulator.
         pto_op::kernel::cube::tiled_matmul(k, a, b, y)
     }
 }

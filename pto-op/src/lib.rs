@@ -49,15 +49,9 @@ pub mod attr;
 pub mod budget;
 pub mod chrome_trace;
 pub mod cpu;
-pub mod device;
-pub mod dtype;
-pub mod error;
 pub mod executor;
-pub mod fs;
 pub mod fusion;
 pub mod graph;
-pub mod kernel;
-pub mod lowp;
 pub mod model;
 pub mod models;
 pub mod onnx;
@@ -68,12 +62,14 @@ pub mod perf;
 pub mod registration;
 pub mod registry;
 pub mod schema;
-pub mod shape;
 pub mod sweep;
-pub mod table;
 pub mod target;
-pub mod tensor;
-pub mod tolerance;
+
+// The layers below, under the paths op crates and generated code have always named
+// (`pto_op::DType`, `pto_op::kernel::ir`, `pto_op::device::DeviceProfile`, ...).
+pub use pto_kernel as kernel;
+pub use pto_kernel::device;
+pub use pto_types::{dtype, error, fs, lowp, shape, table, tensor, tolerance};
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{

@@ -95,20 +95,7 @@ pub struct OpDef {
     pub parity_cases: fn() -> Vec<crate::parity::ParityCase>,
 }
 
-/// The shape and dtype of one tensor, without its data.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct TensorType {
-    /// The shape.
-    pub shape: Shape,
-    /// The element type.
-    pub dtype: DType,
-}
-
-impl core::fmt::Display for TensorType {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}{}", self.dtype, self.shape)
-    }
-}
+pub use pto_types::TensorType;
 
 impl OpDef {
     /// The serializable schema of this op.

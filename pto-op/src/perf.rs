@@ -15,14 +15,6 @@ use crate::attr::{Attributes, ParamValue};
 use crate::dtype::DType;
 use crate::op::{EstimatorFn, PropertiesFn, SourceLocation, TensorType};
 
-impl TensorType {
-    /// The bytes this tensor occupies.
-    pub fn bytes(&self) -> u64 {
-        // Saturating: a traced graph's values have checked sizes, so this is exact there.
-        (self.shape.numel() as u64).saturating_mul(self.dtype.size_bytes() as u64)
-    }
-}
-
 /// One call of an op, as an estimator sees it: op, input and output types, and params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpInvokeInfo {

@@ -54,6 +54,19 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// std.rms_norm's stated working set: five tiles of the rows and `gamma` (the figure
+/// `rows::row_tiles`'s example sizes for; pto-kernel's doctest cannot name the std op).
+#[test]
+fn rms_norm_keeps_five_row_tiles_and_gamma() {
+    assert_eq!(
+        ops::rms_norm::LIVE,
+        RowLive {
+            tiles: 5,
+            params: 1
+        }
+    );
+}
+
 /// Shapes from one row of 8,192 per tile to hundreds of short rows, one with a leading axis.
 const SHAPES: &[&[usize]] = &[
     &[2, 8192],

@@ -7,7 +7,7 @@ use super::{normalize_axis, param_error};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
 use crate::op::TensorType;
 use crate::prelude::*;
-use crate::tensor::{Element, TensorData, dispatch};
+use crate::tensor::{Element, dispatch};
 
 /// The permutation `perm` of an input of rank `rank`, checked: empty reverses the axes.
 fn permutation(op: &str, perm: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {

@@ -1,0 +1,275 @@
+//! The text form: printing, parsing back, and the errors of bad text.
+
+use super::super::ir::{Index, Inst, Program, VarId};
+use super::super::text::{ParseError, parse};
+use super::{causal_attention, generate, matmul_k_loop, rms_norm};
+
+fn round_trip(program: &Program) {
+    let text = program.to_string();
+    let parsed = match parse(&text) {
+        Ok(parsed) => parsed,
+        Err(e) => panic!("{e}\n{text}"),
+    };
+    assert_eq!(&parsed, program, "{text}");
+    assert_eq!(parsed.to_string(), text);
+}
+
+#[test]
+fn traced_kernels_round_trip() -> Result<(), crate::error::OpError> {
+    for program in [rms_norm()?, matmul_k_loop()?, causal_attention()?] {
+        round_trip(&program);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_batched_matmul_round_trips() -> Result<(), crate::error::OpError> {
+    use crate::{Kernel, dtype::DType, shape::Shape};
+    let mut k = Kernel::new("t.batch_matmul");
+    let a = k.input("a", Shape::from([2, 3, 40, 64]), DType::F16);
+    let b = k.input("b", Shape::from([3, 64, 24]), DType::F16);
+    let y = k.output("y", Shape::from([2, 3, 40, 24]), DType::F16);
+    super::super::cube::batched_matmul(&mut k, &a, &b, &y)?;
+    let program = k.finish()?;
+    round_trip(&program);
+    Ok(())
+}
+
+#[test]
+fn rms_norm_prints_as_documented() -> Result<(), crate::error::OpError> {
+    assert_eq!(
+        rms_norm()?.to_string(),
+        "kernel demo.rms_norm grid 4
+global @0 x: f16[32, 64] input
+global @1 gamma: f16[64] input
+global @2 y: f16[32, 64] output
+%0: f16[8, 64]@ub = load @0[pid * 8, 0] pad 0.0
+%1: f32[8, 64]@ub = cast %0
+%2: f32[8, 64]@ub = unary square %1
+%3: f32[8, 1]@ub = reduce mean %2 axis 1
+%4: f32[8, 1]@ub = binary add %3, 1e-6
+%5: f32[8, 1]@ub = unary rsqrt %4
+%6: f16[64]@ub = load @1[0] pad 0.0
+%7: f32[64]@ub = cast %6
+%8: f32[8, 64]@ub = binary mul %1, %5
+%9: f32[8, 64]@ub = binary mul %8, %7
+%10: f16[8, 64]@ub = cast %9
+store @2[pid * 8, 0], %10
+"
+    );
+    Ok(())
+}
+
+#[test]
+fn loops_print_their_carried_tiles_and_results() -> Result<(), crate::error::OpError> {
+    let text = matmul_k_loop()?.to_string();
+    assert!(
+        text.contains(
+            "loop i0 in 0..3 carry(%5: f32[32, 32]@l0c = %4) {\n  \
+             %6: f16[32, 32]@l1 = load @0[pid * 32, (i0 + 1) * 32] pad 0.0\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  yield %10\n} -> (%11: f32[32, 32]@l0c)\n"),
+        "{text}"
+    );
+    Ok(())
+}
+
+#[test]
+fn generated_programs_round_trip() {
+    let mut instructions = 0;
+    let mut loops = 0;
+    for seed in 0..600 {
+        let program = generate::program(seed);
+        instructions += count(&program.body, &mut loops);
+        round_trip(&program);
+    }
+    // The generator must reach deep enough to mean something.
+    assert!(
+        instructions > 600 * 10 && loops > 300,
+        "{instructions} {loops}"
+    );
+}
+
+fn count(body: &[Inst], loops: &mut usize) -> usize {
+    body.iter()
+        .map(|inst| match inst {
+            Inst::Loop { body, .. } => {
+                *loops += 1;
+                1 + count(body, loops)
+            }
+            _ => 1,
+        })
+        .sum()
+}
+
+#[test]
+fn index_expressions_keep_their_tree() {
+    let var = |v| Box::new(Index::Var(VarId(v)));
+    let c = |v| Box::new(Index::Const(v));
+    let cases = [
+        (
+            Index::Sub(var(0), Box::new(Index::Sub(var(0), c(-3)))),
+            "i0 - (i0 - -3)",
+        ),
+        (
+            // (i0 + 1) * i64::MIN would overflow for i0 = 1, which validation refuses.
+            Index::Mul(Box::new(Index::Add(var(0), c(1))), c(i64::MIN / 2)),
+            "(i0 + 1) * -4611686018427387904",
+        ),
+        (
+            Index::Max(var(0), c(i64::MIN)),
+            "max(i0, -9223372036854775808)",
+        ),
+        (
+            Index::Div(var(0), Box::new(Index::Rem(var(0), c(4)))),
+            "i0 / (i0 % 4)",
+        ),
+        (
+            Index::Min(
+                Box::new(Index::Add(Box::new(Index::ProgramId), c(2))),
+                Box::new(Index::Max(var(0), c(0))),
+            ),
+            "min(pid + 2, max(i0, 0))",
+        ),
+    ];
+    for (index, expected) in cases {
+        let text = format!(
+            "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+             %0: f32[1]@ub = full 1.0\n\
+             loop i0 in 0..2 {{\n  store @0[{expected}], %0\n}}\n"
+        );
+        let program = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let Inst::Loop { body, .. } = &program.body[1] else {
+            panic!("{text}");
+        };
+        assert_eq!(
+            body[0],
+            Inst::Store {
+                dst: super::super::ir::GlobalId(0),
+                offsets: vec![index],
+                src: super::super::ir::TileId(0),
+            }
+        );
+        assert_eq!(program.to_string(), text);
+    }
+}
+
+#[test]
+fn non_finite_scalars_read_back() {
+    let text = "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+                %0: f32[4]@ub = full NaN\n\
+                %1: f32[4]@ub = binary max %0, -inf\n\
+                %2: f32[4]@ub = binary min %1, inf\n\
+                store @0[0], %2\n";
+    let program = parse(text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(program.body[0], Inst::Full { value, .. } if value.is_nan()));
+    assert_eq!(program.to_string(), text);
+}
+
+fn syntax_error(text: &str) -> (usize, usize, String) {
+    match parse(text) {
+        Err(ParseError::Syntax {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+}
+
+const COPY: &str = "kernel t grid 1
+global @0 x: f32[4, 8] input
+global @1 y: f32[4, 8] output
+// one block, copied
+%0: f32[4, 8]@ub = load @0[0, 0] pad 0.0
+store @1[0, 0], %0
+";
+
+#[test]
+fn typos_are_reported_with_line_and_column() {
+    assert!(parse(COPY).is_ok());
+    let cases = [
+        (
+            COPY.replace("f32[4, 8]@ub", "f32[4, 8]@bu"),
+            (
+                5,
+                15,
+                "unknown memory level `bu`: expected one of ub, l1, l0a, l0b, l0c",
+            ),
+        ),
+        (
+            COPY.replace("pad 0.0", "pad zero"),
+            (5, 38, "expected a number, got `zero`"),
+        ),
+        (
+            COPY.replace("@1[0, 0]", "@1[0 0]"),
+            (6, 12, "expected `]`, got `0],`"),
+        ),
+        (
+            COPY.replace("f32[4, 8] input", "f23[4, 8] input"),
+            (
+                2,
+                14,
+                "unknown dtype `f23`: expected one of f32, f16, bf16, i32, i64, i8, u8, bool, i16, u16, \
+             u32, u64, f64, f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2, u2",
+            ),
+        ),
+        (
+            COPY.replace("store @1[0, 0], %0", "store @1[0, 0], %1"),
+            (6, 17, "tile %1 is used but never defined"),
+        ),
+        (
+            COPY.replace("[0, 0] pad", "[pid * q, 0] pad"),
+            (
+                5,
+                34,
+                "unknown index term `q`: expected an integer, pid, iN, min or max",
+            ),
+        ),
+        (format!("{COPY}}}\n"), (7, 1, "`}` without a loop to close")),
+    ];
+    for (text, (line, column, message)) in cases {
+        assert_eq!(
+            syntax_error(&text),
+            (line, column, message.to_owned()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn rule_violations_name_the_line_and_instruction() {
+    let text = COPY.replace(
+        "global @1 y: f32[4, 8] output",
+        "global @1 y: f16[4, 8] output",
+    );
+    assert_eq!(
+        parse(&text).unwrap_err().to_string(),
+        "line 6: op `t`: inst 1 (store): output `y` is f16, but the tile is f32[4, 8]@ub: \
+         cast the tile to f16 first"
+    );
+    let looped = "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+                  %0: f32[4]@ub = full 0.0\n\
+                  loop i0 in 0..2 carry(%1: f32[4]@ub = %0) {\n\
+                  %2: f32[4]@ub = binary add %1, 1.0\n\
+                  %3: f32[4]@ub = unary exp %9\n\
+                  yield %2\n\
+                  } -> (%4: f32[4]@ub)\n";
+    assert_eq!(
+        parse(looped).unwrap_err().to_string(),
+        "line 6, column 27: tile %9 is used but never defined"
+    );
+    let gap = looped.replace("%9", "%0").replace("%4: f32", "%5: f32");
+    assert_eq!(
+        parse(&gap).unwrap_err().to_string(),
+        "line 1, column 1: tile %4 is missing: tile ids run from %0 without gaps"
+    );
+    let scoped = looped.replace("unary exp %9\n", "unary exp %2\n") + "store @0[i0], %2\n";
+    assert_eq!(
+        parse(&scoped).unwrap_err().to_string(),
+        "line 9: op `t`: inst 2 (store): loop variable i0 is used outside its loop"
+    );
+}
