@@ -12,8 +12,15 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attr::{Attributes, ParamValue};
+use crate::device::DeviceProfile;
 use crate::dtype::DType;
-use crate::op::{EstimatorFn, PropertiesFn, SourceLocation, TensorType};
+use crate::registration::SourceLocation;
+use pto_types::TensorType;
+
+/// A direct time estimate (the first level of the estimator registry).
+pub type EstimatorFn = fn(&OpInvokeInfo, &DeviceProfile) -> Estimate;
+/// Compute and memory properties (the second level of the estimator registry).
+pub type PropertiesFn = fn(&OpInvokeInfo) -> PerformanceProperties;
 
 /// One call of an op, as an estimator sees it: op, input and output types, and params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,22 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::op::SourceLocation;
+/// Where a definition was written, for messages that must name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// `module_path!()` of the op module.
+    pub module_path: &'static str,
+    /// `file!()`.
+    pub file: &'static str,
+    /// `line!()`.
+    pub line: u32,
+}
+
+impl core::fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({}:{})", self.module_path, self.file, self.line)
+    }
+}
 
 /// A definition placed in a linkme registry.
 pub trait Registered {

@@ -147,6 +147,18 @@ pub struct OpSchema {
     pub fingerprint: Fingerprint,
 }
 
+impl OpDef {
+    /// The serializable schema of this op.
+    pub fn schema(&self) -> OpSchema {
+        OpSchema::of(self)
+    }
+
+    /// The fingerprint of this op's signature (see [`Fingerprint`]).
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(self)
+    }
+}
+
 impl OpSchema {
     /// The schema of `op`.
     pub fn of(op: &OpDef) -> OpSchema {
