@@ -60,7 +60,6 @@ pub mod kernel;
 pub mod lowp;
 pub mod model;
 pub mod models;
-pub mod onnx;
 pub mod op;
 pub mod ops;
 pub mod parity;
