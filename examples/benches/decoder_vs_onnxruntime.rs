@@ -34,6 +34,7 @@ use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::npy_bytes;
 use pto_examples::models::decoder_block::{StdBlockSize, build_mlp_std, build_std_sized};
+use pto_onnx::OnnxFile;
 use pto_op::Model;
 use pto_op::models::find_builtin;
 

@@ -12,7 +12,8 @@
 
 use prost::Message as _;
 use pto_examples::models::decoder_block::build_mlp_std;
-use pto_op::onnx::proto::{
+use pto_onnx::OnnxFile;
+use pto_onnx::proto::{
     AttributeProto, AttributeType, Dimension, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
 };
@@ -102,7 +103,7 @@ fn concat_model(n: usize, width: usize) -> ModelProto {
     let rows = i64::try_from(n).unwrap_or(i64::MAX);
     let width = i64::try_from(width).unwrap_or(i64::MAX);
     ModelProto {
-        ir_version: pto_op::onnx::IR_VERSION,
+        ir_version: pto_onnx::IR_VERSION,
         opset_import: vec![OperatorSetIdProto {
             domain: String::new(),
             version: 13,

@@ -45,7 +45,7 @@ fn a_saved_model_ships_its_kernels_and_runs_them() {
     );
     assert!(loaded.kernels.iter().all(|k| !k.edited()));
     let from_onnx =
-        pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&model).expect("exports")).expect("imports");
+        pto_onnx::from_onnx(&pto_onnx::to_onnx(&model).expect("exports")).expect("imports");
     assert_eq!(from_onnx.kernels, loaded.kernels);
 
     let compiled = compile(&loaded, "sim").expect("compiles");
@@ -90,8 +90,7 @@ fn an_edited_shipped_kernel_runs_as_edited_through_the_model_file_and_onnx() {
 
     for loaded in [
         Model::from_bytes(&shipped.to_bytes().expect("saves")).expect("loads"),
-        pto_op::onnx::from_onnx(&pto_op::onnx::to_onnx(&shipped).expect("exports"))
-            .expect("imports"),
+        pto_onnx::from_onnx(&pto_onnx::to_onnx(&shipped).expect("exports")).expect("imports"),
     ] {
         let compiled = compile(&loaded, "sim").expect("compiles");
         let report = compiled.report();

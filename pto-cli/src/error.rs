@@ -55,7 +55,7 @@ pub enum CliError {
     ModelFile(#[from] pto_op::model::ModelFileError),
     /// An ONNX file could not be read or written.
     #[error(transparent)]
-    Onnx(#[from] pto_op::onnx::OnnxError),
+    Onnx(#[from] pto_onnx::OnnxError),
     /// `pto import` of a file that is not ONNX.
     #[error("`{path}` is not an ONNX file (`.onnx`): `pto import` reads ONNX")]
     NotOnnx {
@@ -147,7 +147,7 @@ pub enum CliError {
 
 impl CliError {
     /// `verb` of the symbolic model `model` needs its dims bound.
-    pub(crate) fn unbound(model: &pto_op::model::SymbolicModel, verb: &str) -> CliError {
+    pub(crate) fn unbound(model: &pto_onnx::SymbolicModel, verb: &str) -> CliError {
         let dims = model.dims();
         CliError::Unbound {
             model: model.name.clone(),

@@ -2,9 +2,10 @@
 
 use std::path::Path;
 
-use pto_op::model::LoadedModel;
+use pto_onnx::ImportOptions;
+use pto_onnx::LoadedModel;
+use pto_onnx::OnnxFile;
 use pto_op::models::{builtin_models, find_builtin};
-use pto_op::onnx::ImportOptions;
 use pto_op::{GraphDef, Model};
 
 use crate::args::LoadArgs;
@@ -109,7 +110,7 @@ pub(crate) fn import_options(load: &LoadArgs) -> Result<ImportOptions, CliError>
         if let Some(first) = options.shapes.insert(name.clone(), shape.clone())
             && first != *shape
         {
-            return Err(CliError::Onnx(pto_op::onnx::OnnxError::Value {
+            return Err(CliError::Onnx(pto_onnx::OnnxError::Value {
                 value: name.clone(),
                 problem: format!("`--shape` gives it twice, {first} and {shape}"),
             }));

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use pto_backends::buffers::{BufferPlan, human_bytes};
 use pto_backends::compiler::ValueInfo;
-use pto_op::model::{LoadedModel, SymbolicModel, SymbolicValue};
+use pto_onnx::OnnxFile;
+use pto_onnx::{LoadedModel, SymbolicModel, SymbolicValue};
 use pto_op::table::column_width;
 use pto_op::{AttrValue, Model};
 use serde::Serialize;
@@ -128,9 +129,9 @@ pub(crate) fn import(
 }
 
 /// The warning of an ONNX file just written that ONNX Runtime cannot load (its opset is
-/// newer, see `pto_op::onnx::runtime_warning`).
+/// newer, see `pto_onnx::runtime_warning`).
 fn onnx_warning(path: &Path) -> Option<String> {
-    pto_op::onnx::file_runtime_warning(path)
+    pto_onnx::file_runtime_warning(path)
         .ok()
         .and_then(|(_, warning)| warning)
 }

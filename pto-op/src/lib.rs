@@ -54,7 +54,6 @@ pub mod fusion;
 pub mod graph;
 pub mod model;
 pub mod models;
-pub mod onnx;
 pub mod op;
 pub mod ops;
 pub mod parity;

@@ -12,7 +12,7 @@
 //! like every other, and the 4- and 2-bit types only exist packed at the boundaries. ONNX
 //! packs them (two 4-bit elements per byte, the first in the low nibble; four 2-bit elements
 //! per byte, the first in the lowest two bits, in `raw_data` and in `int32_data`), and
-//! The ONNX import and export (crate `pto-onnx`) pack and unpack them on import and export. The floats keep their bit
+//! the ONNX import and export (pto-onnx) pack and unpack them. The floats keep their bit
 //! pattern ([`F8E4M3FN::to_bits`] etc.), the integers their value.
 //!
 //! **Conversions** follow the ONNX `Cast` operator (opset 25):

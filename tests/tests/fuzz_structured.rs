@@ -36,12 +36,12 @@ use prost::Message;
 use pto_backends::compiler::{CompiledModel, compile};
 use pto_backends::sim::{SimOptions, Simulator};
 use pto_examples as _;
-use pto_op::kernel::ir::{Inst, Program};
-use pto_op::kernel::text::parse;
-use pto_op::onnx::proto::{
+use pto_onnx::proto::{
     AttributeProto, Dimension, ModelProto, NodeProto, TensorProto, ValueInfoProto,
 };
-use pto_op::onnx::{from_onnx, to_onnx};
+use pto_onnx::{from_onnx, to_onnx};
+use pto_op::kernel::ir::{Inst, Program};
+use pto_op::kernel::text::parse;
 use pto_op::ops;
 use pto_op::prelude::*;
 use pto_op::tensor::SplitMix64;

@@ -9,8 +9,8 @@ mod common;
 
 use prost::Message;
 use pto_backends::compiler::compile;
-use pto_op::onnx::proto::{AttributeProto, AttributeType, GraphProto, NodeProto};
-use pto_op::onnx::{from_onnx, to_onnx};
+use pto_onnx::proto::{AttributeProto, AttributeType, GraphProto, NodeProto};
+use pto_onnx::{from_onnx, to_onnx};
 use pto_op::ops::relu;
 use pto_op::prelude::*;
 

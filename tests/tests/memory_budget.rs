@@ -7,10 +7,10 @@ mod common;
 
 use prost::Message;
 use pto_backends::compiler::{CompileError, compile};
+use pto_onnx::from_onnx;
+use pto_onnx::proto::GraphProto;
 use pto_op::Model;
 use pto_op::budget::MemoryBudget;
-use pto_op::onnx::from_onnx;
-use pto_op::onnx::proto::GraphProto;
 use pto_op::ops::{add, matmul, relu};
 use pto_op::prelude::*;
 use pto_op::target::TargetConfig;

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use pto_examples::{gelu_affine, moments, rms_norm};
+use pto_onnx::OnnxFile;
+use pto_onnx::proto::{AttributeProto, GraphProto, ModelProto, TensorProto};
+use pto_onnx::{OnnxError, from_onnx, to_onnx};
 use pto_op::Model;
-use pto_op::onnx::proto::{AttributeProto, GraphProto, ModelProto, TensorProto};
-use pto_op::onnx::{OnnxError, from_onnx, to_onnx};
 use pto_op::prelude::*;
 use pto_op::tensor::SplitMix64;
 
@@ -381,7 +382,7 @@ fn values_too_large_to_address_are_refused_when_traced() {
 /// A one-node model of `op_type` whose inputs are f32 graph inputs of the given dims, with
 /// one output `y` of undeclared type.
 fn one_node_model(op_type: &str, inputs: &[(&str, &[i64])]) -> ModelProto {
-    use pto_op::onnx::proto::{
+    use pto_onnx::proto::{
         Dimension, NodeProto, OperatorSetIdProto, TensorShapeProto, TensorTypeProto, TypeProto,
         ValueInfoProto,
     };
@@ -489,7 +490,7 @@ fn matmul_of_1d_operands_imports_with_numpy_shapes_and_values() {
 
 #[test]
 fn optional_and_sequence_values_are_refused_by_name() {
-    use pto_op::onnx::proto::TypeProto;
+    use pto_onnx::proto::TypeProto;
     let mut proto = one_node_model("Identity", &[("xs", &[3])]);
     let graph = proto.graph.as_mut().expect("the model has a graph");
     // A sequence (or optional) type: a TypeProto without its tensor alternative.
@@ -502,7 +503,7 @@ fn optional_and_sequence_values_are_refused_by_name() {
         err.contains("`xs`") && err.contains("optional and sequence types are not supported"),
         "{err}"
     );
-    let err = pto_op::onnx::tensor_of_value(&[], &info)
+    let err = pto_onnx::tensor_of_value(&[], &info)
         .expect_err("its test data is refused")
         .to_string();
     assert!(
@@ -604,12 +605,12 @@ y.astype("<f4").tofile(out_path)
 "#;
 
 /// A Cast with `round_mode` (to f8e8m0) is written at opset 24: ONNX Runtime 1.23 refuses
-/// the file, as [`pto_op::onnx::runtime_warning`] and the exporter's docs say, and onnx's
+/// the file, as [`pto_onnx::runtime_warning`] and the exporter's docs say, and onnx's
 /// reference evaluator runs it with pto-op's results. With the default `round_mode` the
 /// opset stays below 24 and nothing is said.
 #[test]
 fn a_cast_with_round_mode_is_written_at_opset_24_which_onnx_runtime_refuses() {
-    use pto_op::onnx::{ONNX_RUNTIME_MAX_OPSET, runtime_warning};
+    use pto_onnx::{ONNX_RUNTIME_MAX_OPSET, runtime_warning};
     use pto_op::ops::cast;
     let dir = common::temp_dir("round-mode");
     // No ties between powers of two, in the linear or the log domain.

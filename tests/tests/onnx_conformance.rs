@@ -1,11 +1,11 @@
 //! The ONNX conformance suite: every ONNX backend node test (`onnx/backend/test/data/node/*`,
 //! shipped inside the `onnx` pip package) whose nodes are all operators that import reads
-//! ([`pto_op::onnx::imported_op_types`]) is imported, compiled and run on `cpu` and on `sim`
+//! ([`pto_onnx::imported_op_types`]) is imported, compiled and run on `cpu` and on `sim`
 //! with each of its test data sets, and compared with the expected outputs.
 //!
 //! Graph inputs that feed a param (Reshape's shape, Slice's starts, the axes of a
-//! reduction: [`pto_op::onnx::param_inputs`]) are bound to each data set's values at import
-//! ([`pto_op::onnx::ImportOptions::constants`]), as pto-op compiles static shapes; the other
+//! reduction: [`pto_onnx::param_inputs`]) are bound to each data set's values at import
+//! ([`pto_onnx::ImportOptions::constants`]), as pto-op compiles static shapes; the other
 //! inputs are given to the run.
 //!
 //! Prints the per-op counts (attempted / pass cpu / pass sim) and the totals. Fails when a
@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use pto_backends::compiler::compile;
-use pto_op::onnx::proto::{ModelProto, ValueInfoProto};
-use pto_op::onnx::{
+use pto_onnx::proto::{ModelProto, ValueInfoProto};
+use pto_onnx::{
     ImportOptions, from_onnx, from_onnx_with, imported_op_types, param_inputs, tensor_from_onnx,
     tensor_of_value,
 };
@@ -173,7 +173,7 @@ struct Outcome {
 }
 
 /// The positions (in the graph's input list, initializers left out) of the graph inputs
-/// that feed a param of a node ([`pto_op::onnx::param_inputs`]): import needs their values.
+/// that feed a param of a node ([`pto_onnx::param_inputs`]): import needs their values.
 fn bound_inputs(proto: &ModelProto) -> Vec<usize> {
     let Some(graph) = &proto.graph else {
         return Vec::new();

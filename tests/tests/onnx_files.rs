@@ -10,10 +10,11 @@ mod common;
 use std::collections::BTreeMap;
 
 use prost::Message;
+use pto_onnx::OnnxFile;
+use pto_onnx::from_onnx;
+use pto_onnx::proto::{GraphProto, ModelProto, StringStringEntryProto, TensorProto};
 use pto_op::Model;
 use pto_op::model::file::read_safetensors;
-use pto_op::onnx::from_onnx;
-use pto_op::onnx::proto::{GraphProto, ModelProto, StringStringEntryProto, TensorProto};
 use pto_op::prelude::*;
 
 use common::proto::{f32_value, model, node};
@@ -105,7 +106,7 @@ fn onnx_value_and_node_names_survive_import() {
         ["x", "w", "b", "/proj/MatMul_output_0", "biased", "logits"]
     );
     // They survive export too.
-    let again = from_onnx(&pto_op::onnx::to_onnx(&model).unwrap()).unwrap();
+    let again = from_onnx(&pto_onnx::to_onnx(&model).unwrap()).unwrap();
     assert_eq!(again, model.with_traced_kernels());
 
     // In `inspect`, and as the output of `run`.
@@ -420,7 +421,7 @@ fn every_error_of_a_bad_model_file_names_the_file() {
     for path in cases.iter().filter(|p| p.extension().unwrap() == "onnx") {
         let text = Model::load_onnx(path).unwrap_err().to_string();
         assert!(text.contains(&path.display().to_string()), "{text}");
-        let text = pto_op::model::LoadedModel::load_onnx(path)
+        let text = pto_onnx::LoadedModel::load_onnx(path)
             .unwrap_err()
             .to_string();
         assert!(text.contains(&path.display().to_string()), "{text}");

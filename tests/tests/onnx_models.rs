@@ -6,8 +6,9 @@ mod common;
 use common::python::python;
 use pto_backends::compiler::compile;
 use pto_examples as _;
+use pto_onnx::OnnxFile;
+use pto_onnx::{from_onnx, to_onnx};
 use pto_op::models::builtin_models;
-use pto_op::onnx::{from_onnx, to_onnx};
 use pto_op::{Model, Tolerance};
 
 const CHECK: &str = r#"import sys, onnx

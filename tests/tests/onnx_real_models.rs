@@ -12,7 +12,8 @@ use common::python::python;
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::read_safetensors;
 use pto_examples as _;
-use pto_op::onnx::{ImportOptions, OnnxError};
+use pto_onnx::OnnxFile;
+use pto_onnx::{ImportOptions, OnnxError};
 use pto_op::{Model, Shape, Tensor, Tolerance};
 
 /// The outputs of a float model exported in f32, against onnxruntime's: the sums are in

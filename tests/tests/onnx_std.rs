@@ -16,8 +16,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use pto_op::onnx::proto::{ModelProto, NodeProto};
-use pto_op::onnx::{from_onnx, to_onnx};
+use pto_onnx::OnnxFile;
+use pto_onnx::proto::{ModelProto, NodeProto};
+use pto_onnx::{from_onnx, to_onnx};
 use pto_op::ops;
 use pto_op::prelude::*;
 use pto_op::{Model, Tolerance, registry};
@@ -908,7 +909,7 @@ fn pow_of_a_float_base_and_an_integer_exponent_matches_onnx_runtime() {
 
 /// A Pow of an f32 input and an i64 initializer exponent `e` of `values`.
 fn pow_of_an_initializer(values: Vec<i64>) -> Vec<u8> {
-    use pto_op::onnx::proto::{GraphProto, TensorProto};
+    use pto_onnx::proto::{GraphProto, TensorProto};
     let n = values.len();
     common::proto::model(
         17,
@@ -1000,7 +1001,7 @@ fn an_integer_weight_exponent_not_exact_in_the_base_dtype_is_refused_at_compile_
 
 #[test]
 fn a_constant_integer_exponent_not_exact_in_the_base_dtype_is_refused() {
-    use pto_op::onnx::proto::{AttributeProto, AttributeType, GraphProto, TensorProto};
+    use pto_onnx::proto::{AttributeProto, AttributeType, GraphProto, TensorProto};
     // 2^24 + 1 has no f32: the power of the cast exponent is not the integer's.
     let constant = NodeProto {
         attribute: vec![AttributeProto {

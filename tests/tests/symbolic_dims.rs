@@ -13,12 +13,14 @@ use prost::Message;
 use pto_backends::compiler::compile;
 use pto_cli::tensor_file::read_safetensors;
 use pto_examples as _;
-use pto_op::model::{Dim, LoadedModel, ModelFileError, SymbolicModel};
-use pto_op::onnx::ImportOptions;
-use pto_op::onnx::proto::{
+use pto_onnx::ImportOptions;
+use pto_onnx::OnnxFile;
+use pto_onnx::proto::{
     Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
     TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
 };
+use pto_onnx::{Dim, LoadedModel, SymbolicModel};
+use pto_op::model::ModelFileError;
 use pto_op::{Model, Shape, Tensor, Tolerance};
 
 const TOLERANCE: Tolerance = Tolerance {
@@ -552,7 +554,7 @@ fn a_version_1_file_still_loads() {
         &[("y", &["2", "4"])],
         &[],
     );
-    let model = pto_op::onnx::from_onnx(&bytes).expect("imports");
+    let model = pto_onnx::from_onnx(&bytes).expect("imports");
     let saved = model.to_bytes().expect("saves");
     let header_len = u64::from_le_bytes(saved[..8].try_into().expect("8 bytes")) as usize;
     let header: BTreeMap<String, serde_json::Value> =

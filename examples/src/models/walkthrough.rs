@@ -6,6 +6,7 @@ use std::path::Path;
 
 use pto_backends::compiler::compile;
 use pto_backends::parity::compare_compiled;
+use pto_onnx::OnnxFile;
 use pto_op::Model;
 use pto_op::table::column_width;
 

@@ -226,7 +226,7 @@ impl Graph {
     /// # Errors
     ///
     /// When another value has that name, or there is no value `id`.
-    pub(crate) fn rename(&self, id: ValueId, name: &str) -> Result<(), OpError> {
+    pub fn rename(&self, id: ValueId, name: &str) -> Result<(), OpError> {
         let mut data = self.data.borrow_mut();
         match data.names.get(name) {
             Some(&other) if other == id => return Ok(()),
@@ -249,17 +249,17 @@ impl Graph {
     }
 
     /// The kind of value `id`.
-    pub(crate) fn kind(&self, id: ValueId) -> Option<ValueKind> {
+    pub fn kind(&self, id: ValueId) -> Option<ValueKind> {
         self.data.borrow().def.values.get(id).map(|v| v.kind)
     }
 
     /// The value named `name`, if any.
-    pub(crate) fn value_named(&self, name: &str) -> Option<ValueId> {
+    pub fn value_named(&self, name: &str) -> Option<ValueId> {
         self.data.borrow().names.get(name).copied()
     }
 
     /// `base`, or `base_1`, `base_2`, ... : the first no value has.
-    pub(crate) fn fresh_name(&self, base: &str) -> String {
+    pub fn fresh_name(&self, base: &str) -> String {
         let data = self.data.borrow();
         let mut name = base.to_owned();
         let mut suffix = 0;
@@ -271,14 +271,14 @@ impl Graph {
     }
 
     /// Names node `index` (an imported node's own name).
-    pub(crate) fn name_node(&self, index: usize, name: &str) {
+    pub fn name_node(&self, index: usize, name: &str) {
         if let Some(node) = self.data.borrow_mut().def.nodes.get_mut(index) {
             node.name = name.to_owned();
         }
     }
 
     /// The number of nodes recorded so far.
-    pub(crate) fn node_count(&self) -> usize {
+    pub fn node_count(&self) -> usize {
         self.data.borrow().def.nodes.len()
     }
 

@@ -1,7 +1,8 @@
 //! Models: a graph, its weights, and the schemas of the ops it uses.
 //!
-//! This is the in-memory form; the model file (save/load) and ONNX export and import read
-//! and write it.
+//! This is the in-memory form; the model file (save/load, [`mod@file`]) reads and writes it, and
+//! so do ONNX export and import (the crate pto-onnx, which also holds the models whose dims
+//! stay symbolic; their inputs' declared types are [`declared`]'s).
 
 use std::collections::BTreeMap;
 
@@ -11,13 +12,13 @@ use crate::registry;
 use crate::schema::OpSchema;
 use crate::tensor::Tensor;
 
+pub mod declared;
 pub mod file;
 pub mod kernels;
-pub mod symbolic;
 
+pub use declared::{Dim, SymbolicValue, named_dims};
 pub use file::ModelFileError;
 pub use kernels::{ShippedKernel, ShippedKernelError};
-pub use symbolic::{Dim, LoadedModel, SymbolicModel, SymbolicValue};
 
 /// A traced or loaded model.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,11 +206,16 @@ impl Model {
 
 /// The first element of the integer tensor `integer` that `dtype` cannot hold exactly: its
 /// index, its value and the value it would become (compared as i128: exact for every i64 and
-/// u64).
-pub(crate) fn first_inexact(
-    integer: &Tensor,
-    dtype: crate::DType,
-) -> Option<(usize, i128, String)> {
+/// u64). What [`Model::check_pow_exponents`] checks, and the ONNX import of a Pow whose
+/// exponent is an integer constant.
+///
+/// ```
+/// use pto_op::{DType, Tensor};
+/// let exponents = Tensor::from_vec([3], vec![2i64, 3, 2049]).unwrap();
+/// let (index, value, becomes) = pto_op::model::first_inexact(&exponents, DType::F16).unwrap();
+/// assert_eq!((index, value, becomes.as_str()), (2, 2049, "2048"));
+/// ```
+pub fn first_inexact(integer: &Tensor, dtype: crate::DType) -> Option<(usize, i128, String)> {
     let cast = integer.cast(dtype);
     let wanted = integer_values(integer);
     let back = integer_values(&cast.cast(integer.dtype()));

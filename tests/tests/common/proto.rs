@@ -1,6 +1,6 @@
 //! Small builders of ONNX protos for the tests that write model files by hand.
 
-use pto_op::onnx::proto::{
+use pto_onnx::proto::{
     Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto,
     TensorTypeProto, TypeProto, ValueInfoProto,
 };

@@ -17,7 +17,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::PathBuf;
 
-use pto_op::model::LoadedModel;
+use pto_onnx::LoadedModel;
 use pto_op::ops::matmul;
 use pto_op::{DType, Graph, Model, Shape, Tensor};
 
@@ -167,10 +167,10 @@ fn loading_a_model_file_holds_its_weights_once() {
 #[test]
 fn loading_a_symbolic_model_file_holds_its_weights_once() {
     use prost::Message;
-    use pto_op::onnx::proto::ModelProto;
+    use pto_onnx::proto::ModelProto;
     // The two-weight model with its batch dim symbolic.
     let mut proto =
-        ModelProto::decode(pto_op::onnx::to_onnx(&two_weights()).unwrap().as_slice()).unwrap();
+        ModelProto::decode(pto_onnx::to_onnx(&two_weights()).unwrap().as_slice()).unwrap();
     let graph = proto.graph.as_mut().unwrap();
     for value in [&mut graph.input[0], &mut graph.output[0]] {
         let dim = &mut value

@@ -162,7 +162,7 @@ pub struct AttributeProto {
 }
 
 /// `TensorProto.DataType` codes that are not pto-op dtypes but appear in files it writes or
-/// reads (the others are [`DType::onnx_code`](crate::DType::onnx_code)).
+/// reads (the others are [`DType::onnx_code`](pto_op::DType::onnx_code)).
 pub mod data_type {
     /// `DOUBLE`: how an `f64` param travels (a scalar tensor attribute).
     pub const DOUBLE: i32 = 11;

@@ -4,27 +4,28 @@ use std::collections::{BTreeMap, HashSet};
 
 use prost::Message;
 
-use super::proto::{
+use crate::error::OnnxError;
+use crate::format::{FINGERPRINT_KEY, IR_VERSION, KERNELS_KEY, PRODUCER, VERSION_KEY};
+use crate::proto::{
     AttributeProto, AttributeType, Dimension, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto,
     TypeProto, ValueInfoProto, data_type,
 };
-use super::standard::{self, Lowering, ParamForm, SIGMOID_MUL_OPSET, StandardOp};
-use super::{FINGERPRINT_KEY, IR_VERSION, KERNELS_KEY, OnnxError, PRODUCER, VERSION_KEY};
-use crate::attr::{AttrValue, Attributes};
-use crate::dtype::DType;
-use crate::graph::{NodeDef, ValueId};
-use crate::model::Model;
-use crate::op::{OpDef, TensorType};
-use crate::registry;
-use crate::tensor::Tensor;
+use crate::standard::{self, Lowering, ParamForm, SIGMOID_MUL_OPSET, StandardOp};
+use pto_op::attr::{AttrValue, Attributes};
+use pto_op::dtype::DType;
+use pto_op::graph::{NodeDef, ValueId};
+use pto_op::model::Model;
+use pto_op::op::{OpDef, TensorType};
+use pto_op::registry;
+use pto_op::tensor::Tensor;
 
 /// The newest default-domain (`ai.onnx`) opset ONNX Runtime loads, as of its release 1.23:
 /// it refuses a model that imports a later one ("Opset 24 is under development ... Current
 /// official support for domain ai.onnx is till opset 23").
 pub const ONNX_RUNTIME_MAX_OPSET: i64 = 23;
 
-/// The model as ONNX protobuf bytes. See the [module docs](super) for the mapping.
+/// The model as ONNX protobuf bytes. See the [crate docs](crate) for the mapping.
 ///
 /// The default-domain opset written is the newest that any node's form needs. A `std.cast`
 /// with a `round_mode` other than `up` (to f8e8m0) needs Cast's attribute of opset 24:
@@ -44,7 +45,7 @@ pub fn to_onnx(model: &Model) -> Result<Vec<u8>, OnnxError> {
 /// warning that says which runtimes can load it.
 ///
 /// ```
-/// use pto_op::onnx::{runtime_warning, to_onnx};
+/// use pto_onnx::{runtime_warning, to_onnx};
 /// use pto_op::ops::cast;
 /// use pto_op::prelude::*;
 /// let graph = Graph::new();
@@ -65,7 +66,7 @@ pub fn to_onnx(model: &Model) -> Result<Vec<u8>, OnnxError> {
 ///
 /// Bytes that are not an ONNX model.
 pub fn runtime_warning(bytes: &[u8]) -> Result<(Option<i64>, Option<String>), OnnxError> {
-    let skeleton = super::read::skeleton(&mut std::io::Cursor::new(bytes), bytes.len() as u64)?;
+    let skeleton = crate::read::skeleton(&mut std::io::Cursor::new(bytes), bytes.len() as u64)?;
     Ok(opset_warning(&skeleton.model))
 }
 
@@ -84,7 +85,7 @@ pub fn file_runtime_warning(
         .metadata()
         .map_err(|e| OnnxError::Model(format!("cannot read `{}`: {e}", path.display())))?
         .len();
-    let skeleton = super::read::skeleton(&mut std::io::BufReader::new(file), len)?;
+    let skeleton = crate::read::skeleton(&mut std::io::BufReader::new(file), len)?;
     Ok(opset_warning(&skeleton.model))
 }
 

@@ -5,7 +5,8 @@
 //! import. Instead, [`skeleton`] walks the protobuf wire format of the model, graph and
 //! initializers by hand, copying every field except the initializers' `raw_data` (whose
 //! place in the file it records) into small buffers that `prost` then decodes; each
-//! tensor is then read from its place straight into its own array ([`read_tensor`]), in
+//! tensor is then read from its place straight into its own array
+//! ([`read_tensor`](pto_op::model::file::read_tensor)), in
 //! chunks. A protobuf message is the concatenation of its fields, and repeated or
 //! repeated-message fields concatenate, so the skeleton decodes to the message the file
 //! holds, without the bytes of the weights. Weights in ONNX external-data files are read
@@ -21,12 +22,12 @@ use std::path::{Component, Path};
 
 use prost::Message;
 
-use super::OnnxError;
-use super::proto::{GraphProto, ModelProto, TensorProto};
-use crate::dtype::DType;
-use crate::shape::Shape;
-use crate::tensor::sealed::Sealed as _;
-use crate::tensor::{Tensor, with_dtype};
+use crate::error::OnnxError;
+use crate::proto::{GraphProto, ModelProto, TensorProto};
+use pto_op::dtype::DType;
+use pto_op::model::file::read_tensor;
+use pto_op::shape::Shape;
+use pto_op::tensor::Tensor;
 
 /// `ModelProto.graph`.
 const MODEL_GRAPH: u64 = 7;
@@ -41,19 +42,16 @@ const FIXED64: u64 = 1;
 const LEN: u64 = 2;
 const FIXED32: u64 = 5;
 
-/// Bytes read at a time when a tensor is read from its place.
-const CHUNK_BYTES: usize = 1 << 20;
-
 /// Where an initializer's `raw_data` is in the file: `len` bytes from `offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Extent {
+pub(crate) struct Extent {
     pub offset: u64,
     pub len: u64,
 }
 
 /// A model without its initializers' `raw_data`, and where each initializer's is.
 #[derive(Debug)]
-pub(super) struct Skeleton {
+pub(crate) struct Skeleton {
     pub model: ModelProto,
     /// Per initializer of `model.graph`, in order: where its `raw_data` is (`None`: it has
     /// none).
@@ -182,7 +180,7 @@ fn encode_varint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// The model in the `len` bytes of `reader`, without its initializers' `raw_data`.
-pub(super) fn skeleton<R: Read + Seek>(reader: &mut R, len: u64) -> Result<Skeleton, OnnxError> {
+pub(crate) fn skeleton<R: Read + Seek>(reader: &mut R, len: u64) -> Result<Skeleton, OnnxError> {
     let not_onnx =
         |problem: String| OnnxError::Model(format!("the bytes are not an ONNX model: {problem}"));
     let mut walker = Walker {
@@ -243,69 +241,10 @@ pub(super) fn skeleton<R: Read + Seek>(reader: &mut R, len: u64) -> Result<Skele
     })
 }
 
-/// A `dtype` tensor of `shape` from the `len` bytes at `reader`'s position (little-endian,
-/// row-major), read in chunks straight into the tensor's array.
-pub(crate) fn read_tensor<R: Read>(
-    reader: &mut R,
-    dtype: DType,
-    shape: Shape,
-    len: u64,
-) -> Result<Tensor, String> {
-    if dtype.bits() < 8 {
-        // The 4- and 2-bit dtypes are packed in ONNX: read whole, then unpacked to a byte
-        // per element.
-        let expected = shape.numel().div_ceil(8 / dtype.bits());
-        if u64::try_from(expected).ok() != Some(len) {
-            return Err(format!(
-                "a {dtype} tensor of shape {shape} takes {expected} packed bytes, the data has \
-                 {len}"
-            ));
-        }
-        let mut bytes = vec![0u8; expected];
-        reader
-            .read_exact(&mut bytes)
-            .map_err(|e| format!("reading its data: {e}"))?;
-        return Tensor::from_packed_le_bytes(dtype, shape, &bytes).map_err(|e| e.to_string());
-    }
-    let size = dtype.size_bytes();
-    let expected = shape.numel().checked_mul(size);
-    if expected.and_then(|e| u64::try_from(e).ok()) != Some(len) {
-        return Err(format!(
-            "a {dtype} tensor of shape {shape} takes {} bytes, the data has {len}",
-            expected.map_or_else(|| "more".to_owned(), |e| e.to_string())
-        ));
-    }
-    let numel = shape.numel();
-    let chunk = CHUNK_BYTES / size * size;
-    with_dtype!(dtype, T => {
-        let mut values: Vec<T> = Vec::with_capacity(numel);
-        let mut buffer = vec![0u8; chunk.min(numel * size)];
-        let mut left = numel * size;
-        while left > 0 {
-            let part = &mut buffer[..chunk.min(left)];
-            reader
-                .read_exact(part)
-                .map_err(|e| format!("reading its data: {e}"))?;
-            for bytes in part.chunks_exact(size) {
-                let Some(value) = T::read_le(bytes) else {
-                    return Err(format!(
-                        "element {} is the byte {}, but bool elements must be 0 or 1",
-                        values.len(),
-                        bytes[0]
-                    ));
-                };
-                values.push(value);
-            }
-            left -= part.len();
-        }
-        Tensor::from_vec(shape, values).map_err(|e| e.to_string())
-    })
-}
-
 /// The tensor of an initializer whose data is in an ONNX external-data file, named by its
 /// `external_data` entries (`location` relative to `dir`, the model's directory; `offset`
 /// and `length` in bytes).
-pub(super) fn read_external(
+pub(crate) fn read_external(
     proto: &TensorProto,
     dtype: DType,
     shape: Shape,

@@ -3,7 +3,7 @@
 //!
 //! Every op not in this table is a custom op: it travels as a node of its own domain.
 
-use crate::ops;
+use pto_op::ops;
 
 /// How one param of a standard op is written in ONNX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +65,10 @@ pub(crate) enum Lowering {
         /// The op takes any number (>= 2) of data inputs in ONNX; import chains the binary
         /// pto-op op over them.
         variadic: bool,
+        /// The earliest opset whose form of the operator means what this form means (the
+        /// later versions only added element types or attributes with a default that keeps
+        /// the meaning): import accepts a model of that opset or later. `None`: `opset`.
+        since: Option<i64>,
     },
     /// `x * sigmoid(x)`, written as Sigmoid then Mul; import reads those back as two ops.
     SigmoidTimesInput,
@@ -77,6 +81,34 @@ pub(crate) struct StandardOp {
     pub op: &'static str,
     /// Its ONNX form.
     pub lowering: Lowering,
+}
+
+impl StandardOp {
+    /// The entry, its form read by import from opset `opset` on (see
+    /// [`Lowering::Node::since`]).
+    const fn since(self, opset: i64) -> StandardOp {
+        match self.lowering {
+            Lowering::Node {
+                op_type,
+                opset: written,
+                params,
+                fixed,
+                variadic,
+                ..
+            } => StandardOp {
+                op: self.op,
+                lowering: Lowering::Node {
+                    op_type,
+                    opset: written,
+                    params,
+                    fixed,
+                    variadic,
+                    since: Some(opset),
+                },
+            },
+            Lowering::SigmoidTimesInput => self,
+        }
+    }
 }
 
 /// The opset of `Sigmoid` and `Mul`, written for [`Lowering::SigmoidTimesInput`].
@@ -101,6 +133,7 @@ const fn with(
             params,
             fixed,
             variadic: false,
+            since: None,
         },
     }
 }
@@ -115,6 +148,7 @@ const fn variadic(op: &'static str, op_type: &'static str, opset: i64) -> Standa
             params: &[],
             fixed: &[],
             variadic: true,
+            since: None,
         },
     }
 }
@@ -134,22 +168,25 @@ const fn input(param: &'static str, index: usize, omit_empty: bool) -> ParamMap 
 }
 
 /// The table. Opsets are the version of each operator's form as written (inputs vs
-/// attributes); ONNX Runtime runs all of them (see `tests/tests/onnx.rs`).
+/// attributes); ONNX Runtime runs all of them (see `tests/tests/onnx.rs`). `.since(v)`: import
+/// reads the form from opset `v` on (else from the opset written).
 pub(crate) static STANDARD_OPS: &[StandardOp] = &[
-    node(ops::matmul::NAME, "MatMul", 13),
+    node(ops::matmul::NAME, "MatMul", 13).since(9),
     // Exported as MatMul too; import reads MatMul as std.matmul and picks std.batch_matmul
     // when `b` has a batch (`by_op_type` finds the first entry).
-    node(ops::batch_matmul::NAME, "MatMul", 13),
-    node(ops::add::NAME, "Add", 14),
-    node(ops::sub::NAME, "Sub", 14),
-    node(ops::mul::NAME, "Mul", 14),
-    node(ops::div::NAME, "Div", 14),
-    node(ops::relu::NAME, "Relu", 14),
-    node(ops::neg::NAME, "Neg", 13),
-    node(ops::sqrt::NAME, "Sqrt", 13),
-    node(ops::tanh::NAME, "Tanh", 13),
-    node(ops::pow::NAME, "Pow", 15),
-    node(ops::sigmoid::NAME, "Sigmoid", 13),
+    node(ops::batch_matmul::NAME, "MatMul", 13).since(9),
+    // numpy broadcasting since 7.
+    node(ops::add::NAME, "Add", 14).since(7),
+    node(ops::sub::NAME, "Sub", 14).since(7),
+    node(ops::mul::NAME, "Mul", 14).since(7),
+    node(ops::div::NAME, "Div", 14).since(7),
+    node(ops::relu::NAME, "Relu", 14).since(6),
+    node(ops::neg::NAME, "Neg", 13).since(6),
+    node(ops::sqrt::NAME, "Sqrt", 13).since(6),
+    node(ops::tanh::NAME, "Tanh", 13).since(6),
+    // Integer exponents since 12.
+    node(ops::pow::NAME, "Pow", 15).since(12),
+    node(ops::sigmoid::NAME, "Sigmoid", 13).since(6),
     StandardOp {
         op: ops::silu::NAME,
         lowering: Lowering::SigmoidTimesInput,
@@ -191,14 +228,17 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             form: ParamForm::IntsOrAbsent("perm"),
         }],
         &[],
-    ),
+    )
+    .since(1),
+    // Reshape's allowzero (14) defaults to the earlier meaning.
     with(
         ops::reshape::NAME,
         "Reshape",
         14,
         &[input("shape", 1, false), attr("allowzero", "allowzero")],
         &[],
-    ),
+    )
+    .since(5),
     StandardOp {
         op: ops::concat::NAME,
         lowering: Lowering::Node {
@@ -207,8 +247,10 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             params: &[attr("axis", "axis")],
             fixed: &[],
             variadic: true,
+            since: None,
         },
-    },
+    }
+    .since(4),
     with(
         ops::slice::NAME,
         "Slice",
@@ -221,13 +263,15 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         ],
         &[],
     ),
+    // Negative indices since 11.
     with(
         ops::gather::NAME,
         "Gather",
         13,
         &[attr("axis", "axis")],
         &[],
-    ),
+    )
+    .since(11),
     with(
         ops::cast::NAME,
         "Cast",
@@ -253,7 +297,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             },
         ],
         &[],
-    ),
+    )
+    .since(6),
     with(
         ops::reduce_mean::NAME,
         "ReduceMean",
@@ -268,13 +313,13 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[input("axes", 1, true), attr("keepdims", "keepdims")],
         &[("noop_with_empty_axes", 0)],
     ),
-    node(ops::exp::NAME, "Exp", 13),
-    node(ops::erf::NAME, "Erf", 13),
-    node(ops::reciprocal::NAME, "Reciprocal", 13),
-    variadic(ops::max::NAME, "Max", 13),
-    variadic(ops::min::NAME, "Min", 13),
-    node(ops::equal::NAME, "Equal", 13),
-    node(ops::select::NAME, "Where", 16),
+    node(ops::exp::NAME, "Exp", 13).since(6),
+    node(ops::erf::NAME, "Erf", 13).since(9),
+    node(ops::reciprocal::NAME, "Reciprocal", 13).since(6),
+    variadic(ops::max::NAME, "Max", 13).since(8),
+    variadic(ops::min::NAME, "Min", 13).since(8),
+    node(ops::equal::NAME, "Equal", 13).since(7),
+    node(ops::select::NAME, "Where", 16).since(9),
     with(
         ops::reduce_max::NAME,
         "ReduceMax",
@@ -288,7 +333,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         13,
         &[input("shape", 1, false)],
         &[],
-    ),
+    )
+    .since(8),
     with(
         ops::trilu::NAME,
         "Trilu",
@@ -297,32 +343,6 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[],
     ),
 ];
-
-/// The earliest opset whose form of ONNX operator `op_type` means what the table's form
-/// means (the later versions only added element types or attributes with a default that
-/// keeps the meaning): import accepts a model of that opset or later. Operators not
-/// listed are accepted from the opset of their table entry.
-pub(crate) fn import_opset(op_type: &str) -> Option<i64> {
-    Some(match op_type {
-        // numpy broadcasting since 7.
-        "Add" | "Sub" | "Mul" | "Div" => 7,
-        "Relu" | "Sigmoid" | "Neg" | "Sqrt" | "Tanh" | "Exp" | "Reciprocal" | "Cast" => 6,
-        // Reshape's allowzero (14) defaults to the earlier meaning.
-        "Reshape" => 5,
-        "Transpose" => 1,
-        "Concat" => 4,
-        // Negative indices since 11.
-        "Gather" => 11,
-        "MatMul" => 9,
-        "Erf" => 9,
-        "Equal" => 7,
-        "Where" => 9,
-        "Max" | "Min" | "Expand" => 8,
-        // Integer exponents since 12.
-        "Pow" => 12,
-        _ => return None,
-    })
-}
 
 /// The table entry of pto-op op `op`, if it is a standard op.
 pub(crate) fn by_op(op: &str) -> Option<&'static StandardOp> {
