@@ -143,10 +143,11 @@ macro_rules! broadcast_binary_op {
     };
 }
 
+mod assemble;
+mod comparison;
 #[cfg(test)]
 mod cpu_kernel_tests;
 mod elementwise;
-mod exported;
 #[cfg(test)]
 mod fast_path_tests;
 mod linalg;
@@ -156,14 +157,14 @@ mod reduce;
 mod shape_ops;
 mod unary_math;
 
+pub use comparison::{equal, max, min, select};
 pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
-pub use exported::{equal, erf, exp, expand, max, min, reciprocal, reduce_max, select, trilu};
 pub use linalg::{batch_matmul, matmul};
 pub(crate) use linalg::{matmul_f32, matmul_f32_on};
 pub use normalization::{layer_norm, rms_norm};
-pub use reduce::{reduce_mean, reduce_sum, softmax};
-pub use shape_ops::{cast, concat, gather, reshape, slice, transpose};
-pub use unary_math::{neg, pow, sqrt, tanh};
+pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
+pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
+pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
 
 use crate::dtype::DType;
 use crate::error::OpError;

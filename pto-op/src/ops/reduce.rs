@@ -1,7 +1,8 @@
-//! Reductions: softmax along an axis, sums and means over axes.
+//! Reductions: softmax along an axis, sums, means and maxima over axes.
 
 use ndarray::{ArrayD, Axis};
 
+use super::elementwise::{from_i128, integer_range, integers_i128};
 use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
 use crate::kernel::rows::{RowLive, row_tiles};
@@ -231,6 +232,106 @@ crate::register_sweep!(
         location: crate::source_location!(),
     }
 );
+
+/// y = the max of `x` over `axes` (negative count from the end; empty = every axis), as
+/// ONNX ReduceMax. With `keepdims` the reduced axes stay with size 1, else they are
+/// dropped. Any float, integer or bool dtype, which `y` keeps; exact. The max over no
+/// elements is the dtype's lowest value (-inf for floats).
+#[custom_op(name = "std.reduce_max", params(axes: Vec<i64> = [], keepdims: bool = true))]
+pub mod reduce_max {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let rank = x.rank();
+        let mut dims = x.dims().to_vec();
+        let axes = axes_of(&p.axes, rank)?;
+        for &axis in &axes {
+            dims[axis] = 1;
+        }
+        if !p.keepdims {
+            dims = dims
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !axes.contains(i))
+                .map(|(_, d)| d)
+                .collect();
+        }
+        Ok(Shape::from(dims))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axes = axes_of(&p.axes, x.dims().len())?;
+        let fold = |array: ArrayD<f64>, low: f64| -> ArrayD<f64> {
+            let mut array = array;
+            for &axis in &axes {
+                array = array
+                    .fold_axis(Axis(axis), low, |acc, &v| {
+                        if acc.is_nan() || v.is_nan() {
+                            f64::NAN
+                        } else {
+                            acc.max(v)
+                        }
+                    })
+                    .insert_axis(Axis(axis));
+            }
+            array
+        };
+        let dtype = x.dtype();
+        let shape = infer_shape(&x.shape(), p)?;
+        if dtype.is_integer() {
+            let mut array = integers_i128(x)?;
+            for &axis in &axes {
+                array = array
+                    .fold_axis(Axis(axis), i128::MIN, |acc, &v| (*acc).max(v))
+                    .insert_axis(Axis(axis));
+            }
+            let (low, _) = integer_range(dtype);
+            let values = array.mapv(|v| v.max(low));
+            let values = ArrayD::from_shape_vec(
+                ndarray::IxDyn(shape.dims()),
+                values.iter().copied().collect(),
+            )
+            .map_err(|e| OpError::invalid(e.to_string()))?;
+            return Ok(from_i128(values, dtype));
+        }
+        let array = ArrayD::from_shape_vec(ndarray::IxDyn(x.dims()), x.to_f64_vec())
+            .map_err(|e| OpError::invalid(e.to_string()))?;
+        let low = match dtype {
+            DType::Bool => 0.0,
+            _ => f64::NEG_INFINITY,
+        };
+        let values: Vec<f64> = fold(array, low).iter().copied().collect();
+        Ok(Tensor::from_vec(shape, values)
+            .map_err(|e| OpError::invalid(e.to_string()))?
+            .cast(dtype))
+    }
+
+    fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
+        let mut out: Vec<usize> = match axes.is_empty() {
+            true => (0..rank).collect(),
+            false => axes
+                .iter()
+                .map(|&a| normalize_axis(NAME, "axes", a, rank))
+                .collect::<Result<_, _>>()?,
+        };
+        out.sort_unstable();
+        if out.windows(2).any(|w| w[0] == w[1]) {
+            return Err(param_error(
+                NAME,
+                "axes",
+                format!("repeated axes in {axes:?}"),
+            ));
+        }
+        Ok(out)
+    }
+}
 
 /// The fast path of an f32 `std.softmax` over the last axis: one pass per row
 /// ([`crate::cpu::rows::softmax`]), rows in pieces over threads. Other axes and dtypes

@@ -1,8 +1,9 @@
 //! Ops that move elements without computing on them (transpose, reshape, concat, slice,
-//! gather), and dtype conversion. All of them take every dtype.
+//! gather, expand, trilu), and dtype conversion. All of them take every dtype.
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
+use super::assemble::{assemble, source_indices};
 use super::{normalize_axis, param_error};
 use crate::cpu::{CpuKernel, PreparedCpuKernel};
 use crate::op::TensorType;
@@ -501,6 +502,80 @@ pub mod cast {
                 "round_mode",
                 format!("expected `up`, `down` or `nearest`, got `{name}`"),
             )
+        })
+    }
+}
+
+/// y = `x` broadcast with `shape`, as ONNX Expand: the numpy broadcast of `x`'s shape and
+/// `shape` (so a 1 in `shape` keeps `x`'s dim). Any dtype, which `y` keeps.
+#[custom_op(name = "std.expand", params(shape: Vec<i64>))]
+pub mod expand {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let dims = p
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<usize>, _>>()
+            .map_err(|_| param_error(NAME, "shape", format!("negative dims in {:?}", p.shape)))?;
+        x.broadcast(&Shape::from(dims)).map_err(|_| {
+            param_error(
+                NAME,
+                "shape",
+                format!("{:?} does not broadcast with x of shape {x}", p.shape),
+            )
+        })
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let shape = infer_shape(&x.shape(), p)?;
+        let ix = source_indices(shape.dims(), x.dims());
+        assemble(&[x], &shape, |i| (0, ix[i]))
+    }
+}
+
+/// y = the upper (`upper`) or lower triangle of the last two axes of `x`, from diagonal `k`
+/// (positive above the main diagonal), the rest 0, as ONNX Trilu. Rank >= 2; any dtype,
+/// which `y` keeps.
+#[custom_op(name = "std.trilu", params(upper: bool = true, k: i64 = 0))]
+pub mod trilu {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        x.expect_min_rank("x", 2)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let dims = x.dims();
+        let (rows, cols) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        let zero = Tensor::zeros([1], x.dtype());
+        assemble(&[x, &zero], &x.shape(), |i| {
+            let (row, col) = ((i / cols.max(1)) % rows.max(1), i % cols.max(1));
+            let diagonal = col as i64 - row as i64;
+            let keep = match p.upper {
+                true => diagonal >= p.k,
+                false => diagonal <= p.k,
+            };
+            match keep {
+                true => (0, i),
+                false => (1, 0),
+            }
         })
     }
 }
