@@ -144,27 +144,27 @@ macro_rules! broadcast_binary_op {
 }
 
 mod assemble;
+pub mod axes;
 mod comparison;
-#[cfg(test)]
-mod cpu_kernel_tests;
 mod elementwise;
-#[cfg(test)]
-mod fast_path_tests;
 mod linalg;
 pub mod math;
 mod normalization;
 mod reduce;
+#[cfg(test)]
+mod reference_tests;
 mod shape_ops;
 mod unary_math;
 
 pub use comparison::{equal, max, min, select};
-pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
+pub use elementwise::{GeluForm, add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use linalg::{batch_matmul, matmul};
-pub(crate) use linalg::{matmul_f32, matmul_f32_on};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
 pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
+
+use axes::normalize_axis;
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -211,25 +211,5 @@ fn param_error(op: &str, param: &str, problem: impl Into<String>) -> OpError {
         op: op.to_owned(),
         param: param.to_owned(),
         problem: problem.into(),
-    }
-}
-
-/// The axis `axis` (negative counts from the end) of an input of rank `rank`, or an error
-/// naming param `param` of op `op`.
-fn normalize_axis(op: &str, param: &str, axis: i64, rank: usize) -> Result<usize, OpError> {
-    let signed_rank = rank as i64;
-    let normalized = if axis < 0 { axis + signed_rank } else { axis };
-    if (0..signed_rank).contains(&normalized) {
-        Ok(normalized as usize)
-    } else {
-        Err(param_error(
-            op,
-            param,
-            format!(
-                "axis {axis} is out of range for rank {rank} (expected {} ..= {})",
-                -signed_rank,
-                signed_rank - 1
-            ),
-        ))
     }
 }

@@ -4,9 +4,7 @@ use ndarray::{ArrayD, Axis};
 
 use super::elementwise::{from_i128, integer_range, integers_i128};
 use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
-use crate::cpu::{CpuKernel, PreparedCpuKernel};
 use crate::kernel::rows::{RowLive, row_tiles};
-use crate::op::TensorType;
 use crate::prelude::*;
 
 /// y = exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (negative counts from the end).
@@ -332,44 +330,3 @@ pub mod reduce_max {
         Ok(out)
     }
 }
-
-/// The fast path of an f32 `std.softmax` over the last axis: one pass per row
-/// ([`crate::cpu::rows::softmax`]), rows in pieces over threads. Other axes and dtypes
-/// decline.
-#[derive(Debug)]
-struct SoftmaxCpu {
-    row: usize,
-}
-
-fn prepare_softmax(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
-    let p = softmax::Params::from_attributes(attrs)?;
-    let [x] = inputs else {
-        return Ok(None);
-    };
-    let rank = x.shape.rank();
-    if x.dtype != DType::F32
-        || rank == 0
-        || normalize_axis(softmax::NAME, "axis", p.axis, rank)? + 1 != rank
-    {
-        return Ok(None);
-    }
-    let row = x.shape.dims()[rank - 1];
-    Ok((row > 0).then(|| Box::new(SoftmaxCpu { row }) as Box<dyn CpuKernel>))
-}
-
-impl CpuKernel for SoftmaxCpu {
-    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
-        let (x, y) = crate::cpu::unary_f32(inputs, outputs)?;
-        let row = self.row;
-        let chunk = crate::cpu::rows_per_piece(row) * row;
-        let work = y.len() * 8;
-        crate::cpu::for_each_chunk(y, chunk, work, |i, y| {
-            let x = &x[i * chunk..i * chunk + y.len()];
-            y.copy_from_slice(x);
-            y.chunks_mut(row).for_each(crate::cpu::rows::softmax);
-        });
-        Ok(())
-    }
-}
-
-crate::register_cpu_kernel!(SOFTMAX_CPU, softmax::NAME, prepare_softmax);
