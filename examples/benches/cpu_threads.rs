@@ -1,4 +1,4 @@
-//! What handing one op's work to the CPU fast paths' threads costs: `pto_op::cpu::
+//! What handing one op's work to the CPU fast paths' threads costs: `pto_backends::cpu::
 //! for_each_piece` on its kept worker threads against the same job on threads started for
 //! the call (`std::thread::scope`, as every call did before the pool), and on one thread,
 //! side by side in one run.
@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use pto_op::cpu::{self, PARALLEL_MIN_WORK};
+use pto_backends::cpu::{self, PARALLEL_MIN_WORK};
 
 const PIECES: usize = 8;
 const PIECE_LEN: usize = 2048;

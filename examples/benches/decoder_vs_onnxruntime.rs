@@ -21,7 +21,7 @@
 //! are always wall time.
 //!
 //! Our side is the compiled model on the `cpu` target (the ops' fast CPU paths, with
-//! `pto_op::cpu::set_threads`); ONNX Runtime's side is timed by `scripts/ort_bench.py`
+//! `pto_backends::cpu::set_threads`); ONNX Runtime's side is timed by `scripts/ort_bench.py`
 //! inside its own process (the sum of `iters` runs after a warm-up, `intra_op_num_threads`
 //! 1 or the core count), so process start-up is not counted.
 
@@ -136,7 +136,7 @@ fn side_by_side(c: &mut Criterion, group: &str, model: &Model, samples: usize) {
             label.to_owned()
         };
         group.bench_function(format!("pto_cpu_{label}"), |b| {
-            pto_op::cpu::set_threads(threads);
+            pto_backends::cpu::set_threads(threads);
             if cpu {
                 b.iter_custom(|iters| {
                     let start = thread_cpu_time();

@@ -47,7 +47,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let name = args.next().unwrap_or_else(|| "block".to_owned());
     let runs: usize = args.next().map_or(Ok(1), |r| r.parse())?;
     if let Ok(threads) = std::env::var("PTO_CPU_THREADS") {
-        pto_op::cpu::set_threads(threads.parse()?);
+        pto_backends::cpu::set_threads(threads.parse()?);
     }
     let compiled = compile_owned(model(&name)?, "cpu")?;
     let plan = compiled.plan();

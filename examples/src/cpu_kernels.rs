@@ -1,11 +1,14 @@
 //! Fast CPU paths of the example ops that dominate the example decoders (attention,
 //! softmax, RMS norm, GELU), registered with [`pto_op::register_cpu_kernel!`] beside the
 //! ops: f32 only (other dtypes run the reference), each within its op's tolerance of the
-//! reference (`tests/cpu_fast_paths.rs`).
+//! reference (`tests/cpu_fast_paths.rs`). The kernel trait is pto-op's ([`pto_op::cpu`]);
+//! what they are written with (threads, row kernels, the matrix product) is the cpu
+//! target's ([`pto_backends::cpu`]).
 
 use std::sync::Mutex;
 
-use pto_op::cpu::{self, CpuKernel, PreparedCpuKernel, rows};
+use pto_backends::cpu::{self, rows};
+use pto_op::cpu::{CpuKernel, PreparedCpuKernel};
 use pto_op::{Attributes, DType, OpError, OpParams, Tensor, TensorType};
 
 use crate::{flash_attention as attention, gelu_affine, rms_norm, softmax};

@@ -1,8 +1,8 @@
 //! The example ops' fast CPU paths stay within their ops' tolerance of the references, and
 //! decline what they do not cover.
 
+use pto_backends::cpu::compare_with_reference;
 use pto_examples::{flash_attention, gelu_affine, rms_norm, softmax};
-use pto_op::cpu::compare_with_reference;
 use pto_op::{AttrValue, Attributes, DType, OpDef, Tensor};
 
 fn attrs(pairs: &[(&str, AttrValue)]) -> Attributes {

@@ -3,7 +3,7 @@
 //! buffers of the liveness plan, kept from run to run. The one exception is the `gemm`
 //! crate, which allocates its packing buffer inside each matrix product it runs: on a CPU
 //! with AVX-512 the small products of a row-major `b` (all of them here) run on
-//! `pto_op::cpu::MatmulKernel::Avx512` instead, which allocates nothing. Counted with a
+//! `pto_backends::cpu::MatmulKernel::Avx512` instead, which allocates nothing. Counted with a
 //! global allocator that counts the allocations of the test's own thread (this file holds
 //! one test, so no other test runs beside it).
 
@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use pto_backends::compiler::compile;
-use pto_op::cpu::{self, MatmulKernel};
+use pto_backends::cpu::{self, MatmulKernel};
 use pto_op::ops::{add, matmul, mul, rms_norm, silu, softmax, transpose};
 use pto_op::{DType, Graph, Model, Shape, Tensor};
 
@@ -119,7 +119,7 @@ fn blocks(layers: usize) -> Model {
 fn runs_after_the_first_allocate_the_same_few_times_whatever_the_number_of_nodes() {
     // One thread: spawning threads allocates (their stacks, their names), which is not
     // what this test counts.
-    pto_op::cpu::set_threads(1);
+    cpu::set_threads(1);
     let mut per_run = Vec::new();
     for layers in [1, 4] {
         let compiled = compile(&blocks(layers), "cpu").expect("compiles");

@@ -1,7 +1,7 @@
 //! The command line's edge: the one place that reads the environment. `PTO_TARGET` and
 //! `PTO_DEVICE` stand in for `--target` and `--device`, `PTO_CPU_THREADS` sets the CPU
 //! fast paths' threads; the libraries below take a [`TargetConfig`], a [`DeviceProfile`]
-//! and `pto_op::cpu::set_threads`, and read no environment.
+//! and `pto_backends::cpu::set_threads`, and read no environment.
 
 use pto_op::DeviceProfile;
 use pto_op::target::TargetConfig;
@@ -14,7 +14,7 @@ pub const TARGET_ENV: &str = "PTO_TARGET";
 pub const DEVICE_ENV: &str = "PTO_DEVICE";
 
 /// The environment variable that sets the number of threads of the CPU fast paths
-/// (`pto_op::cpu::set_threads`); unset: every core.
+/// (`pto_backends::cpu::set_threads`); unset: every core.
 pub const CPU_THREADS_ENV: &str = "PTO_CPU_THREADS";
 
 /// Sets the CPU fast paths' threads from [`CPU_THREADS_ENV`], when it is set.
@@ -28,7 +28,7 @@ pub fn apply_cpu_threads() -> Result<(), crate::CliError> {
     };
     match value.trim().parse::<usize>() {
         Ok(threads) if threads >= 1 => {
-            pto_op::cpu::set_threads(threads);
+            pto_backends::cpu::set_threads(threads);
             Ok(())
         }
         _ => Err(crate::CliError::CpuThreads { value }),

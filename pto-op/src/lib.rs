@@ -45,23 +45,43 @@
 // The standard ops in `ops` use `#[custom_op]`, whose expansion names `::pto_op`.
 extern crate self as pto_op;
 
+// No unsafe code in any module but `ops`, where registering the standard ops needs the
+// lint lifted (see Cargo.toml and `ops/mod.rs`): forbidden module by module, since a
+// crate-wide forbid could not be lifted there.
+#[forbid(unsafe_code)]
 pub mod attr;
+#[forbid(unsafe_code)]
 pub mod budget;
+#[forbid(unsafe_code)]
 pub mod chrome_trace;
+#[forbid(unsafe_code)]
 pub mod cpu;
+#[forbid(unsafe_code)]
 pub mod executor;
+#[forbid(unsafe_code)]
 pub mod fusion;
+#[forbid(unsafe_code)]
 pub mod graph;
+#[forbid(unsafe_code)]
 pub mod model;
+#[forbid(unsafe_code)]
 pub mod models;
+#[forbid(unsafe_code)]
 pub mod op;
 pub mod ops;
+#[forbid(unsafe_code)]
 pub mod parity;
+#[forbid(unsafe_code)]
 pub mod perf;
+#[forbid(unsafe_code)]
 pub mod registration;
+#[forbid(unsafe_code)]
 pub mod registry;
+#[forbid(unsafe_code)]
 pub mod schema;
+#[forbid(unsafe_code)]
 pub mod sweep;
+#[forbid(unsafe_code)]
 pub mod target;
 
 // The layers below, under the paths op crates and generated code have always named
@@ -94,6 +114,7 @@ pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, 
 pub use tolerance::Tolerance;
 
 /// What an operator module needs: `use pto_op::prelude::*;`.
+#[forbid(unsafe_code)]
 pub mod prelude {
     pub use crate::{
         AttrValue, Attributes, ComputeOps, DType, DeviceProfile, Estimate, Executor, Global, Graph,
@@ -108,6 +129,7 @@ pub mod prelude {
 
 /// Items that generated code names. Not a public API: it changes without notice.
 #[doc(hidden)]
+#[forbid(unsafe_code)]
 pub mod __private {
     pub use crate::attr::{read_param, reject_unknown_params};
     pub use crate::cpu::CPU_KERNELS;

@@ -1,10 +1,8 @@
 //! Linear algebra: the matrix product on the cube unit.
 
-use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
+use ndarray::{ArrayD, ArrayView2, IxDyn};
 
 use super::{expect_dtype_of, kernel_unsupported};
-use crate::cpu::{CpuKernel, Layout, MatmulKernel, PreparedCpuKernel};
-use crate::op::TensorType;
 use crate::prelude::*;
 
 /// `y [.., m, n] = a [.., m, k] @ b [k, n]`, a matrix product; the leading dims of `a`
@@ -67,7 +65,11 @@ pub mod matmul {
         let a2 = matrix("a", a, a_wide.as_ref(), (rows, depth))?;
         let b2 = matrix("b", b, b_wide.as_ref(), (depth, *n))?;
         let out = a.shape().with_dim(-1, *n)?;
-        let product = gemm_f32(a2, b2)
+        // ndarray's product (matrixmultiply): safe code, equal to the fast path's within
+        // f32 rounding (another order of the sums); the cpu target's fast path runs the
+        // faster kernels (AVX-512, the gemm crate) in pto-backends.
+        let product = a2
+            .dot(&b2)
             .into_dyn()
             .into_shape_with_order(IxDyn(out.dims()))
             .map_err(|e| OpError::invalid(format!("matmul result of shape {out}: {e}")))?;
@@ -90,288 +92,6 @@ pub mod matmul {
         crate::kernel::cube::tiled_matmul(k, a, b, y)
     }
 }
-
-/// `a @ b` in f32 with the `gemm` crate on one thread: the same sum of products as
-/// `a.dot(&b)`, in another order (its blocking), so equal within f32 rounding.
-#[allow(unsafe_code)]
-fn gemm_f32(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
-    let ((m, depth), n) = (a.dim(), b.ncols());
-    let mut y = Array2::<f32>::zeros((m, n));
-    if m == 0 || n == 0 || depth == 0 || b.nrows() != depth {
-        // Nothing to sum (or a shape the caller never passes; its inputs are checked).
-        return y;
-    }
-    if let Some(out) = y.as_slice_mut() {
-        let (a_rows, a_cols) = (a.strides()[0], a.strides()[1]);
-        let (b_rows, b_cols) = (b.strides()[0], b.strides()[1]);
-        let a_operand = Operand {
-            ptr: a.as_ptr(),
-            rows: a_rows,
-            cols: a_cols,
-        };
-        let b_operand = Operand {
-            ptr: b.as_ptr(),
-            rows: b_rows,
-            cols: b_cols,
-        };
-        let out = Output(out.as_mut_ptr());
-        // SAFETY: `out` is the m x n slice of `y`, borrowed mutably for this call; the
-        // operands describe the live views `a` and `b`.
-        unsafe {
-            gemm_columns(m, depth, n, a_operand, b_operand, out, 0..n);
-        }
-    }
-    y
-}
-
-/// An f32 matrix operand of [`gemm_columns`]: its first element and element strides.
-#[derive(Clone, Copy)]
-struct Operand {
-    ptr: *const f32,
-    rows: isize,
-    cols: isize,
-}
-
-/// `y[:, columns] = a @ b[:, columns]` for `a` m x depth, `b` depth x n, `y` the m x n
-/// row-major output, with the `gemm` crate on this thread.
-///
-/// # Safety
-///
-/// `a` and `b` describe live m x depth and depth x n views; `y` points to m * n writable
-/// f32 that nothing else reads or writes in `columns` during the call; `columns` lies
-/// within `0..n` and all of m, depth, n are non-zero.
-#[allow(unsafe_code)]
-unsafe fn gemm_columns(
-    m: usize,
-    depth: usize,
-    n: usize,
-    a: Operand,
-    b: Operand,
-    y: Output,
-    columns: core::ops::Range<usize>,
-) {
-    let width = columns.end.saturating_sub(columns.start);
-    if width == 0 {
-        return;
-    }
-    let start = columns.start;
-    // gemm's kernels run down contiguous columns of its output and left operand, so the
-    // product is passed transposed, y^T = b^T a^T: the rows of a row-major `y` and `b` are
-    // then its contiguous columns (measured: the 32 x 4096 @ 4096 x 11008 products of the
-    // 7B MLP block run about 10% faster than passed as is; smaller ones the same).
-    // SAFETY: the caller's contract: `y` (row stride n, column stride 1) has columns
-    // `start..start + width` to itself, and gemm writes only those; offsetting `b` by
-    // `start` columns stays inside it. `read_dst = false` with alpha 0 and beta 1
-    // computes y = a @ b without reading `y`; no conjugation (real numbers); one thread.
-    unsafe {
-        gemm::gemm(
-            width,
-            m,
-            depth,
-            y.0.add(start),
-            n as isize,
-            1,
-            false,
-            b.ptr.offset(start as isize * b.cols),
-            b.rows,
-            b.cols,
-            a.ptr,
-            a.rows,
-            a.cols,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
-
-/// Output columns per piece of the fast path's product: the pieces are fixed by `n`
-/// alone, so the result does not depend on the number of threads.
-const MATMUL_COLUMNS: usize = 256;
-
-/// The fast path of an f32 `std.matmul`: the product written straight into the output
-/// buffer, in pieces of [`MATMUL_COLUMNS`] output columns over threads (each piece reads
-/// its own columns of `b`, so threads share the reading of the weights).
-#[derive(Debug)]
-struct MatmulCpu {
-    rows: usize,
-    depth: usize,
-    n: usize,
-}
-
-fn prepare_matmul(inputs: &[TensorType], _: &Attributes) -> PreparedCpuKernel {
-    let [a, b] = inputs else {
-        return Ok(None);
-    };
-    if a.dtype != DType::F32 || b.dtype != DType::F32 || b.shape.rank() != 2 {
-        return Ok(None);
-    }
-    let Some((&depth, leading)) = a.shape.dims().split_last() else {
-        return Ok(None);
-    };
-    Ok(Some(Box::new(MatmulCpu {
-        rows: leading.iter().product(),
-        depth,
-        n: b.shape.dims()[1],
-    })))
-}
-
-impl CpuKernel for MatmulCpu {
-    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
-        let (a, b, y) = crate::cpu::binary_f32(inputs, outputs)?;
-        matmul_f32(a, b, false, (self.rows, self.depth, self.n), y)
-    }
-}
-
-/// `y = a @ b` (`b_transposed`: `a @ b^T` of a stored `b^T`) on f32 slices, in pieces of
-/// [`MATMUL_COLUMNS`] output columns over threads, on the faster kernel this CPU has for
-/// the product: [`crate::cpu::matmul`].
-pub(crate) fn matmul_f32(
-    a: &[f32],
-    b: &[f32],
-    b_transposed: bool,
-    dims: (usize, usize, usize),
-    y: &mut [f32],
-) -> Result<(), OpError> {
-    let layout = if b_transposed {
-        Layout::Transposed
-    } else {
-        Layout::RowMajor
-    };
-    matmul_f32_on(
-        MatmulKernel::for_product(layout, dims),
-        a,
-        b,
-        b_transposed,
-        dims,
-        y,
-    )
-}
-
-/// [`matmul_f32`] on `kernel`: [`crate::cpu::matmul_on`].
-///
-/// # Errors
-///
-/// Slices of other lengths than the dims say, or a kernel this CPU cannot run or that
-/// does not take the layout.
-#[allow(unsafe_code)]
-pub(crate) fn matmul_f32_on(
-    kernel: MatmulKernel,
-    a: &[f32],
-    b: &[f32],
-    b_transposed: bool,
-    (m, depth, n): (usize, usize, usize),
-    y: &mut [f32],
-) -> Result<(), OpError> {
-    if a.len() != m * depth || b.len() != depth * n || y.len() != m * n {
-        return Err(OpError::invalid(format!(
-            "a matrix product of [{m}, {depth}] @ [{depth}, {n}] was given {}, {} and {} \
-             elements",
-            a.len(),
-            b.len(),
-            y.len()
-        )));
-    }
-    let refused = if !kernel.available() {
-        Some("this CPU cannot run it")
-    } else if kernel == MatmulKernel::Avx512 && b_transposed {
-        Some("it takes a row-major b, got a transposed one")
-    } else {
-        None
-    };
-    if let Some(why) = refused {
-        return Err(OpError::Unsupported {
-            op: matmul::NAME.to_owned(),
-            message: format!(
-                "the {kernel:?} matrix product kernel was asked for, but {why}: \
-                 `MatmulKernel::for_product` picks one that runs ({:?} here)",
-                MatmulKernel::for_product(
-                    if b_transposed {
-                        Layout::Transposed
-                    } else {
-                        Layout::RowMajor
-                    },
-                    (m, depth, n)
-                )
-            ),
-        });
-    }
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if depth == 0 {
-        y.fill(0.0);
-        return Ok(());
-    }
-    let pieces = n.div_ceil(MATMUL_COLUMNS);
-    let columns = |piece: usize| {
-        let start = piece * MATMUL_COLUMNS;
-        start..(start + MATMUL_COLUMNS).min(n)
-    };
-    #[cfg(target_arch = "x86_64")]
-    if kernel == MatmulKernel::Avx512 {
-        use crate::cpu::matmul_avx512::{Output, matmul_columns};
-        let out = Output {
-            ptr: y.as_mut_ptr(),
-            len: y.len(),
-        };
-        crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
-            // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the
-            // threads are scoped), and each piece writes only its own columns.
-            unsafe { matmul_columns(a, b, out, (m, depth, n), columns(piece)) }
-        });
-        return Ok(());
-    }
-    let a = Operand {
-        ptr: a.as_ptr(),
-        rows: depth as isize,
-        cols: 1,
-    };
-    let b = if b_transposed {
-        Operand {
-            ptr: b.as_ptr(),
-            rows: 1,
-            cols: depth as isize,
-        }
-    } else {
-        Operand {
-            ptr: b.as_ptr(),
-            rows: n as isize,
-            cols: 1,
-        }
-    };
-    let out = Output(y.as_mut_ptr());
-    crate::cpu::for_each_piece(pieces, m * depth * n, |piece| {
-        // SAFETY: `out` is `y`, borrowed mutably until every piece has run (the threads
-        // are scoped); each piece writes only its own columns; the operands are the
-        // checked slices `a` and `b`; m, depth, n are non-zero here.
-        unsafe {
-            gemm_columns(m, depth, n, a, b, out, columns(piece));
-        }
-    });
-    Ok(())
-}
-
-/// The output of [`gemm_columns`]: threads write disjoint columns of it.
-#[derive(Clone, Copy)]
-struct Output(*mut f32);
-
-// SAFETY: the pointers are plain addresses of the operands and the output of one product,
-// which outlive the scoped threads that use them; the output's columns are split
-// between threads (see `gemm_columns`), and the operands are only read.
-#[allow(unsafe_code)]
-unsafe impl Send for Output {}
-#[allow(unsafe_code)]
-unsafe impl Sync for Output {}
-#[allow(unsafe_code)]
-unsafe impl Send for Operand {}
-#[allow(unsafe_code)]
-unsafe impl Sync for Operand {}
-
-crate::register_cpu_kernel!(MATMUL_CPU, matmul::NAME, prepare_matmul);
 
 /// `t` converted to f32 unless it already is f32 (then it is read in place).
 fn widened(t: &Tensor) -> Option<ArrayD<f32>> {
@@ -465,10 +185,9 @@ pub mod batch_matmul {
             .map_err(|e| OpError::invalid(format!("batch of b: {e}")))?;
         let mut values = Vec::with_capacity(count * m * n);
         for i in 0..count {
-            let product = gemm_f32(
-                a3.index_axis(ndarray::Axis(0), i),
-                b3.index_axis(ndarray::Axis(0), i),
-            );
+            let product = a3
+                .index_axis(ndarray::Axis(0), i)
+                .dot(&b3.index_axis(ndarray::Axis(0), i));
             values.extend(product.iter().copied());
         }
         let y = ArrayD::from_shape_vec(IxDyn(out.dims()), values)

@@ -42,10 +42,6 @@
 //! assert!(pto_op::registry::find("std.add").is_ok());
 //! ```
 
-// Registration puts each op in a linkme slice: a `#[link_section]` static, which the
-// `unsafe_code` lint reports when the expansion is local to the crate (see Cargo.toml).
-#![allow(unsafe_code)]
-
 /// A float element-wise op of one input `x` and one output `y` of the shape and dtype of `x`:
 /// the `#[custom_op]` module `$module` named `$name`, whose reference applies `reference`
 /// (an `f32 -> f32` function) to each element and whose kernel applies `kernel` (a
@@ -143,27 +139,43 @@ macro_rules! broadcast_binary_op {
     };
 }
 
-#[cfg(test)]
-mod cpu_kernel_tests;
+// Registering an op puts it in a linkme slice: a `#[link_section]` static, which the
+// `unsafe_code` lint reports here because the slices' macros are this crate's own (see
+// Cargo.toml). The op families hold those registrations and allow the lint; the other
+// files forbid it. No file here has an `unsafe` block.
+#[forbid(unsafe_code)]
+mod assemble;
+#[forbid(unsafe_code)]
+pub mod axes;
+#[allow(unsafe_code)]
+mod comparison;
+#[allow(unsafe_code)]
 mod elementwise;
-mod exported;
-#[cfg(test)]
-mod fast_path_tests;
+#[allow(unsafe_code)]
 mod linalg;
+#[forbid(unsafe_code)]
 pub mod math;
+#[allow(unsafe_code)]
 mod normalization;
+#[allow(unsafe_code)]
 mod reduce;
+#[cfg(test)]
+#[forbid(unsafe_code)]
+mod reference_tests;
+#[allow(unsafe_code)]
 mod shape_ops;
+#[allow(unsafe_code)]
 mod unary_math;
 
-pub use elementwise::{add, div, gelu, mul, relu, sigmoid, silu, sub};
-pub use exported::{equal, erf, exp, expand, max, min, reciprocal, reduce_max, select, trilu};
+pub use comparison::{equal, max, min, select};
+pub use elementwise::{GeluForm, add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use linalg::{batch_matmul, matmul};
-pub(crate) use linalg::{matmul_f32, matmul_f32_on};
 pub use normalization::{layer_norm, rms_norm};
-pub use reduce::{reduce_mean, reduce_sum, softmax};
-pub use shape_ops::{cast, concat, gather, reshape, slice, transpose};
-pub use unary_math::{neg, pow, sqrt, tanh};
+pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
+pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
+pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
+
+use axes::normalize_axis;
 
 use crate::dtype::DType;
 use crate::error::OpError;
@@ -210,25 +222,5 @@ fn param_error(op: &str, param: &str, problem: impl Into<String>) -> OpError {
         op: op.to_owned(),
         param: param.to_owned(),
         problem: problem.into(),
-    }
-}
-
-/// The axis `axis` (negative counts from the end) of an input of rank `rank`, or an error
-/// naming param `param` of op `op`.
-fn normalize_axis(op: &str, param: &str, axis: i64, rank: usize) -> Result<usize, OpError> {
-    let signed_rank = rank as i64;
-    let normalized = if axis < 0 { axis + signed_rank } else { axis };
-    if (0..signed_rank).contains(&normalized) {
-        Ok(normalized as usize)
-    } else {
-        Err(param_error(
-            op,
-            param,
-            format!(
-                "axis {axis} is out of range for rank {rank} (expected {} ..= {})",
-                -signed_rank,
-                signed_rank - 1
-            ),
-        ))
     }
 }

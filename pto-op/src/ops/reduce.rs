@@ -1,11 +1,10 @@
-//! Reductions: softmax along an axis, sums and means over axes.
+//! Reductions: softmax along an axis, sums, means and maxima over axes.
 
 use ndarray::{ArrayD, Axis};
 
+use super::elementwise::{from_i128, integer_range, integers_i128};
 use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
-use crate::cpu::{CpuKernel, PreparedCpuKernel};
 use crate::kernel::rows::{RowLive, row_tiles};
-use crate::op::TensorType;
 use crate::prelude::*;
 
 /// y = exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (negative counts from the end).
@@ -232,43 +231,102 @@ crate::register_sweep!(
     }
 );
 
-/// The fast path of an f32 `std.softmax` over the last axis: one pass per row
-/// ([`crate::cpu::rows::softmax`]), rows in pieces over threads. Other axes and dtypes
-/// decline.
-#[derive(Debug)]
-struct SoftmaxCpu {
-    row: usize,
-}
+/// y = the max of `x` over `axes` (negative count from the end; empty = every axis), as
+/// ONNX ReduceMax. With `keepdims` the reduced axes stay with size 1, else they are
+/// dropped. Any float, integer or bool dtype, which `y` keeps; exact. The max over no
+/// elements is the dtype's lowest value (-inf for floats).
+#[custom_op(name = "std.reduce_max", params(axes: Vec<i64> = [], keepdims: bool = true))]
+pub mod reduce_max {
+    use super::*;
 
-fn prepare_softmax(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
-    let p = softmax::Params::from_attributes(attrs)?;
-    let [x] = inputs else {
-        return Ok(None);
-    };
-    let rank = x.shape.rank();
-    if x.dtype != DType::F32
-        || rank == 0
-        || normalize_axis(softmax::NAME, "axis", p.axis, rank)? + 1 != rank
-    {
-        return Ok(None);
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let rank = x.rank();
+        let mut dims = x.dims().to_vec();
+        let axes = axes_of(&p.axes, rank)?;
+        for &axis in &axes {
+            dims[axis] = 1;
+        }
+        if !p.keepdims {
+            dims = dims
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !axes.contains(i))
+                .map(|(_, d)| d)
+                .collect();
+        }
+        Ok(Shape::from(dims))
     }
-    let row = x.shape.dims()[rank - 1];
-    Ok((row > 0).then(|| Box::new(SoftmaxCpu { row }) as Box<dyn CpuKernel>))
-}
 
-impl CpuKernel for SoftmaxCpu {
-    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
-        let (x, y) = crate::cpu::unary_f32(inputs, outputs)?;
-        let row = self.row;
-        let chunk = crate::cpu::rows_per_piece(row) * row;
-        let work = y.len() * 8;
-        crate::cpu::for_each_chunk(y, chunk, work, |i, y| {
-            let x = &x[i * chunk..i * chunk + y.len()];
-            y.copy_from_slice(x);
-            y.chunks_mut(row).for_each(crate::cpu::rows::softmax);
-        });
-        Ok(())
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let axes = axes_of(&p.axes, x.dims().len())?;
+        let fold = |array: ArrayD<f64>, low: f64| -> ArrayD<f64> {
+            let mut array = array;
+            for &axis in &axes {
+                array = array
+                    .fold_axis(Axis(axis), low, |acc, &v| {
+                        if acc.is_nan() || v.is_nan() {
+                            f64::NAN
+                        } else {
+                            acc.max(v)
+                        }
+                    })
+                    .insert_axis(Axis(axis));
+            }
+            array
+        };
+        let dtype = x.dtype();
+        let shape = infer_shape(&x.shape(), p)?;
+        if dtype.is_integer() {
+            let mut array = integers_i128(x)?;
+            for &axis in &axes {
+                array = array
+                    .fold_axis(Axis(axis), i128::MIN, |acc, &v| (*acc).max(v))
+                    .insert_axis(Axis(axis));
+            }
+            let (low, _) = integer_range(dtype);
+            let values = array.mapv(|v| v.max(low));
+            let values = ArrayD::from_shape_vec(
+                ndarray::IxDyn(shape.dims()),
+                values.iter().copied().collect(),
+            )
+            .map_err(|e| OpError::invalid(e.to_string()))?;
+            return Ok(from_i128(values, dtype));
+        }
+        let array = ArrayD::from_shape_vec(ndarray::IxDyn(x.dims()), x.to_f64_vec())
+            .map_err(|e| OpError::invalid(e.to_string()))?;
+        let low = match dtype {
+            DType::Bool => 0.0,
+            _ => f64::NEG_INFINITY,
+        };
+        let values: Vec<f64> = fold(array, low).iter().copied().collect();
+        Ok(Tensor::from_vec(shape, values)
+            .map_err(|e| OpError::invalid(e.to_string()))?
+            .cast(dtype))
+    }
+
+    fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
+        let mut out: Vec<usize> = match axes.is_empty() {
+            true => (0..rank).collect(),
+            false => axes
+                .iter()
+                .map(|&a| normalize_axis(NAME, "axes", a, rank))
+                .collect::<Result<_, _>>()?,
+        };
+        out.sort_unstable();
+        if out.windows(2).any(|w| w[0] == w[1]) {
+            return Err(param_error(
+                NAME,
+                "axes",
+                format!("repeated axes in {axes:?}"),
+            ));
+        }
+        Ok(out)
     }
 }
-
-crate::register_cpu_kernel!(SOFTMAX_CPU, softmax::NAME, prepare_softmax);

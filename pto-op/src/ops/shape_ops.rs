@@ -1,33 +1,13 @@
 //! Ops that move elements without computing on them (transpose, reshape, concat, slice,
-//! gather), and dtype conversion. All of them take every dtype.
+//! gather, expand, trilu), and dtype conversion. All of them take every dtype.
 
-use ndarray::{ArrayD, Axis, IxDyn, Slice};
+use ndarray::{ArrayD, Axis};
 
+use super::assemble::{assemble, source_indices};
+use super::axes::{SliceAxis, permutation, slice_ranges};
 use super::{normalize_axis, param_error};
-use crate::cpu::{CpuKernel, PreparedCpuKernel};
-use crate::op::TensorType;
 use crate::prelude::*;
 use crate::tensor::{Element, dispatch};
-
-/// The permutation `perm` of an input of rank `rank`, checked: empty reverses the axes.
-fn permutation(op: &str, perm: &[i64], rank: usize) -> Result<Vec<usize>, OpError> {
-    if perm.is_empty() {
-        return Ok((0..rank).rev().collect());
-    }
-    let mut sorted: Vec<i64> = perm.to_vec();
-    sorted.sort_unstable();
-    if !sorted.iter().copied().eq(0..rank as i64) {
-        return Err(param_error(
-            op,
-            "perm",
-            format!(
-                "expected a permutation of 0..{rank} (the axes of x), got {perm:?}; an empty \
-                 perm reverses the axes"
-            ),
-        ));
-    }
-    Ok(perm.iter().map(|&axis| axis as usize).collect())
-}
 
 fn transpose_array<T: Element>(a: &ArrayD<T>, perm: &[usize]) -> Tensor {
     Tensor::from_array(a.clone().permuted_axes(perm.to_vec()))
@@ -198,139 +178,10 @@ pub mod concat {
     }
 }
 
-/// One axis of a slice: the elements `start..end` of `axis` taken every `step`, as
-/// ndarray's [`Slice`] reads them (a negative step walks the range from its last element).
-#[derive(Debug)]
-struct SliceAxis {
-    axis: usize,
-    start: usize,
-    end: usize,
-    step: isize,
-}
-
-impl SliceAxis {
-    /// The number of elements taken.
-    fn len(&self) -> usize {
-        (self.end - self.start).div_ceil(self.step.unsigned_abs())
-    }
-
-    fn ndarray(&self) -> Slice {
-        Slice::new(self.start as isize, Some(self.end as isize), self.step)
-    }
-}
-
-/// The axes and ranges of an ONNX Slice of `x`, checked. Empty `steps` means steps of 1.
-fn slice_ranges(
-    op: &str,
-    x: &Shape,
-    starts: &[i64],
-    ends: &[i64],
-    axes: &[i64],
-    steps: &[i64],
-) -> Result<Vec<SliceAxis>, OpError> {
-    if ends.len() != starts.len() {
-        return Err(param_error(
-            op,
-            "ends",
-            format!(
-                "has {} values, but starts has {}: one start and one end per sliced axis",
-                ends.len(),
-                starts.len()
-            ),
-        ));
-    }
-    if !steps.is_empty() && steps.len() != starts.len() {
-        return Err(param_error(
-            op,
-            "steps",
-            format!(
-                "has {} values, but starts has {}: one step per start, or none for steps of 1",
-                steps.len(),
-                starts.len()
-            ),
-        ));
-    }
-    let axes: Vec<usize> = if axes.is_empty() {
-        (0..starts.len())
-            .map(|axis| axis as i64)
-            .collect::<Vec<_>>()
-    } else if axes.len() != starts.len() {
-        return Err(param_error(
-            op,
-            "axes",
-            format!(
-                "has {} values, but starts has {}: one axis per start, or none for 0..{}",
-                axes.len(),
-                starts.len(),
-                starts.len()
-            ),
-        ));
-    } else {
-        axes.to_vec()
-    }
-    .into_iter()
-    .map(|axis| normalize_axis(op, "axes", axis, x.rank()))
-    .collect::<Result<_, _>>()?;
-    let mut seen = vec![false; x.rank()];
-    let mut ranges = Vec::with_capacity(axes.len());
-    for (k, ((&axis, &start), &end)) in axes.iter().zip(starts).zip(ends).enumerate() {
-        if core::mem::replace(&mut seen[axis], true) {
-            return Err(param_error(
-                op,
-                "axes",
-                format!("axis {axis} is sliced twice"),
-            ));
-        }
-        let step = steps.get(k).copied().unwrap_or(1);
-        if step == 0 {
-            return Err(param_error(
-                op,
-                "steps",
-                format!("step {k} (of axis {axis}) is 0; steps are non-zero"),
-            ));
-        }
-        let dim = x.dims()[axis] as i64;
-        // ONNX: negative indices count from the end, then starts and ends are clamped to
-        // [0, dim] for a positive step, and to [0, dim - 1] and [-1, dim - 1] for a
-        // negative one.
-        let from_end = |index: i64| {
-            if index < 0 {
-                index.saturating_add(dim)
-            } else {
-                index
-            }
-        };
-        let (start, end) = (from_end(start), from_end(end));
-        let range = if dim == 0 {
-            (0, 0)
-        } else if step > 0 {
-            let (start, end) = (start.clamp(0, dim), end.clamp(0, dim));
-            (start, end.max(start))
-        } else {
-            // Elements start, start + step, ... down to (not including) end: in ndarray's
-            // terms the range end + 1 .. start + 1, walked backwards from its last element.
-            let (start, end) = (start.clamp(0, dim - 1), end.clamp(-1, dim - 1));
-            let (low, high) = (end + 1, start + 1);
-            (low.min(high), high)
-        };
-        // A step longer than the axis takes one element, as one of the axis' length does:
-        // clamped so (`i64::MIN` has no absolute value in i64).
-        let magnitude = step.unsigned_abs().min(dim.max(1) as u64) as isize;
-        let step = if step < 0 { -magnitude } else { magnitude };
-        ranges.push(SliceAxis {
-            axis,
-            start: range.0 as usize,
-            end: range.1.max(range.0) as usize,
-            step,
-        });
-    }
-    Ok(ranges)
-}
-
 fn slice_array<T: Element>(a: &ArrayD<T>, ranges: &[SliceAxis]) -> Tensor {
     let mut view = a.view();
     for r in ranges {
-        view.slice_axis_inplace(Axis(r.axis), r.ndarray());
+        view.slice_axis_inplace(Axis(r.axis()), r.ndarray());
     }
     Tensor::from_array(view.to_owned())
 }
@@ -353,7 +204,7 @@ pub mod slice {
     fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
         let mut dims = x.dims().to_vec();
         for r in slice_ranges(NAME, x, &p.starts, &p.ends, &p.axes, &p.steps)? {
-            dims[r.axis] = r.len();
+            dims[r.axis()] = r.len();
         }
         Ok(Shape::new(dims))
     }
@@ -505,135 +356,76 @@ pub mod cast {
     }
 }
 
-/// How a fast path of a shape op moves f32 elements into its output buffer.
-#[derive(Debug)]
-enum Move {
-    /// `y = x` with axes permuted.
-    Transpose(Vec<usize>),
-    /// `y = x` in another shape: the same elements in the same order.
-    Reshape,
-    /// `y = [a, b]` along an axis.
-    Concat(usize),
-    /// `y = x[ranges]`.
-    Slice(Vec<SliceAxis>),
-}
+/// y = `x` broadcast with `shape`, as ONNX Expand: the numpy broadcast of `x`'s shape and
+/// `shape` (so a 1 in `shape` keeps `x`'s dim). Any dtype, which `y` keeps.
+#[custom_op(name = "std.expand", params(shape: Vec<i64>))]
+pub mod expand {
+    use super::*;
 
-/// The fast path of the f32 shape ops: the elements copied (with ndarray's strided
-/// assignment) into the output buffer, which the reference allocates instead. Exact.
-#[derive(Debug)]
-struct MoveCpu(Move);
+    #[infer_shape]
+    fn infer_shape(x: &Shape, p: &Params) -> Result<Shape, OpError> {
+        let dims = p
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<usize>, _>>()
+            .map_err(|_| param_error(NAME, "shape", format!("negative dims in {:?}", p.shape)))?;
+        x.broadcast(&Shape::from(dims)).map_err(|_| {
+            param_error(
+                NAME,
+                "shape",
+                format!("{:?} does not broadcast with x of shape {x}", p.shape),
+            )
+        })
+    }
 
-impl CpuKernel for MoveCpu {
-    fn run(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), OpError> {
-        let [y] = outputs else {
-            return Err(OpError::invalid(
-                "a shape op fast path run without one output",
-            ));
-        };
-        let mut y = y.view_mut::<f32>()?;
-        match (&self.0, inputs) {
-            (Move::Transpose(perm), [x]) if perm == &[1, 0] && y.is_standard_layout() => {
-                if let ([rows, cols], Some(y)) = (x.dims(), y.as_slice_mut()) {
-                    transpose_2d(x.as_slice::<f32>()?, *rows, *cols, y);
-                }
-            }
-            (Move::Transpose(perm), [x]) => {
-                y.assign(&x.view::<f32>()?.permuted_axes(IxDyn(perm)));
-            }
-            (Move::Reshape, [x]) => match y.as_slice_mut() {
-                Some(y) => y.copy_from_slice(x.as_slice::<f32>()?),
-                None => return Err(OpError::invalid("reshape into a non-contiguous buffer")),
-            },
-            (Move::Concat(axis), [a, b]) => {
-                let split = a.dims()[*axis];
-                let (mut first, mut second) = y.view_mut().split_at(Axis(*axis), split);
-                first.assign(&a.view::<f32>()?);
-                second.assign(&b.view::<f32>()?);
-            }
-            (Move::Slice(ranges), [x]) => {
-                let mut view = x.view::<f32>()?;
-                for r in ranges {
-                    view.slice_axis_inplace(Axis(r.axis), r.ndarray());
-                }
-                y.assign(&view);
-            }
-            _ => {
-                return Err(OpError::invalid(
-                    "a shape op fast path run with other inputs",
-                ));
-            }
-        }
-        Ok(())
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let shape = infer_shape(&x.shape(), p)?;
+        let ix = source_indices(shape.dims(), x.dims());
+        assemble(&[x], &shape, |i| (0, ix[i]))
     }
 }
 
-/// `y = x^T` for a row-major `rows` x `cols` matrix `x`, in 16 x 16 blocks (both sides
-/// stay in cache).
-fn transpose_2d(x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {
-    const BLOCK: usize = 16;
-    for r0 in (0..rows).step_by(BLOCK) {
-        for c0 in (0..cols).step_by(BLOCK) {
-            for r in r0..(r0 + BLOCK).min(rows) {
-                for c in c0..(c0 + BLOCK).min(cols) {
-                    y[c * rows + r] = x[r * cols + c];
-                }
+/// y = the upper (`upper`) or lower triangle of the last two axes of `x`, from diagonal `k`
+/// (positive above the main diagonal), the rest 0, as ONNX Trilu. Rank >= 2; any dtype,
+/// which `y` keeps.
+#[custom_op(name = "std.trilu", params(upper: bool = true, k: i64 = 0))]
+pub mod trilu {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        x.expect_min_rank("x", 2)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _p: &Params) -> Result<DType, OpError> {
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let dims = x.dims();
+        let (rows, cols) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        let zero = Tensor::zeros([1], x.dtype());
+        assemble(&[x, &zero], &x.shape(), |i| {
+            let (row, col) = ((i / cols.max(1)) % rows.max(1), i % cols.max(1));
+            let diagonal = col as i64 - row as i64;
+            let keep = match p.upper {
+                true => diagonal >= p.k,
+                false => diagonal <= p.k,
+            };
+            match keep {
+                true => (0, i),
+                false => (1, 0),
             }
-        }
+        })
     }
 }
-
-fn prepare_move(
-    inputs: &[TensorType],
-    how: impl FnOnce() -> Result<Move, OpError>,
-) -> PreparedCpuKernel {
-    if inputs.is_empty() || inputs.iter().any(|t| t.dtype != DType::F32) {
-        return Ok(None);
-    }
-    Ok(Some(Box::new(MoveCpu(how()?))))
-}
-
-fn prepare_transpose(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
-    let p = transpose::Params::from_attributes(attrs)?;
-    prepare_move(inputs, || {
-        Ok(Move::Transpose(permutation(
-            transpose::NAME,
-            &p.perm,
-            inputs[0].shape.rank(),
-        )?))
-    })
-}
-
-fn prepare_reshape(inputs: &[TensorType], _: &Attributes) -> PreparedCpuKernel {
-    prepare_move(inputs, || Ok(Move::Reshape))
-}
-
-fn prepare_concat(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
-    let p = concat::Params::from_attributes(attrs)?;
-    prepare_move(inputs, || {
-        Ok(Move::Concat(normalize_axis(
-            concat::NAME,
-            "axis",
-            p.axis,
-            inputs[0].shape.rank(),
-        )?))
-    })
-}
-
-fn prepare_slice(inputs: &[TensorType], attrs: &Attributes) -> PreparedCpuKernel {
-    let p = slice::Params::from_attributes(attrs)?;
-    prepare_move(inputs, || {
-        Ok(Move::Slice(slice_ranges(
-            slice::NAME,
-            &inputs[0].shape,
-            &p.starts,
-            &p.ends,
-            &p.axes,
-            &p.steps,
-        )?))
-    })
-}
-
-crate::register_cpu_kernel!(TRANSPOSE_CPU, transpose::NAME, prepare_transpose);
-crate::register_cpu_kernel!(RESHAPE_CPU, reshape::NAME, prepare_reshape);
-crate::register_cpu_kernel!(CONCAT_CPU, concat::NAME, prepare_concat);
-crate::register_cpu_kernel!(SLICE_CPU, slice::NAME, prepare_slice);

@@ -1,4 +1,5 @@
-//! Element-wise math that exported transformers use: negation, square root, tanh and powers.
+//! Element-wise math that exported transformers use: negation, square root, tanh, powers,
+//! exp, erf and reciprocal.
 
 use super::elementwise::{
     activation_kernel, activation_reference, broadcast_shapes, cast_to, load_broadcast,
@@ -184,3 +185,40 @@ fn integer_power(a: &Tensor, b: &Tensor, shape: &Shape) -> Result<Tensor, OpErro
     y.zip_mut_with(&exponent, |x, &e| *x = integer_power_of(*x, e));
     Ok(Tensor::from_array(y).cast(a.dtype()))
 }
+
+float_unary_op! {
+    /// y = exp(x), element-wise. Float dtypes, which `y` keeps; computed in f32.
+    "std.exp",
+    exp,
+    reference: f32::exp,
+    kernel: Tile::exp,
+    live_tiles: 2,
+}
+
+float_unary_op! {
+    /// y = erf(x), element-wise (the error function). Float dtypes, which `y` keeps; computed
+    /// in f64 and rounded.
+    "std.erf",
+    erf,
+    reference: |v| super::super::math::erf(f64::from(v)) as f32,
+    kernel: Tile::erf,
+    live_tiles: 3,
+}
+
+float_unary_op! {
+    /// y = 1 / x, element-wise (infinite for 0). Float dtypes, which `y` keeps; computed in f32.
+    "std.reciprocal",
+    reciprocal,
+    reference: |v| 1.0 / v,
+    kernel: Tile::recip,
+    live_tiles: 2,
+}
+
+crate::register_sweep!(
+    EXP_SWEEP,
+    crate::sweep::SweepDef {
+        op: exp::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c]]),
+        location: crate::source_location!(),
+    }
+);

@@ -2,13 +2,15 @@
 //! op's f32 tolerance (exactly, for ops that only move elements), every output element
 //! written, other dtypes declined, and the same bits on any number of threads.
 
-use super::{
+use pto_op::OpDef;
+use pto_op::cpu::CpuKernel;
+use pto_op::ops::{
     add, concat, div, gelu, layer_norm, matmul, mul, relu, reshape, rms_norm, sigmoid, silu, slice,
     softmax, sub, transpose,
 };
-use crate::OpDef;
-use crate::cpu::{self, CpuKernel};
-use crate::prelude::*;
+use pto_op::prelude::*;
+
+use crate::cpu;
 
 fn attrs(pairs: &[(&str, AttrValue)]) -> Attributes {
     pairs
@@ -19,7 +21,7 @@ fn attrs(pairs: &[(&str, AttrValue)]) -> Attributes {
 
 fn kernel(def: &OpDef, inputs: &[&Tensor], attrs: &Attributes) -> Option<Box<dyn CpuKernel>> {
     let types: Vec<_> = inputs.iter().map(|t| t.tensor_type()).collect();
-    cpu::prepare(def.name, &types, attrs).expect("the fast path reads the params")
+    pto_op::cpu::prepare(def.name, &types, attrs).expect("the fast path reads the params")
 }
 
 /// The fast path's output, written over a buffer of NaNs (so an element it leaves out

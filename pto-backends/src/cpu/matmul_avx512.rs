@@ -46,17 +46,17 @@ const ROW_BLOCK: usize = 128;
 const PREFETCH_AHEAD: usize = 2;
 
 /// Whether this CPU has the instructions of [`matmul_columns`].
-pub(crate) fn available() -> bool {
+pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// The shared output of [`matmul_columns`]: threads write disjoint columns of it.
 #[derive(Clone, Copy)]
-pub(crate) struct Output {
+pub(super) struct Output {
     /// The first element of the m x n row-major output.
-    pub(crate) ptr: *mut f32,
+    pub(super) ptr: *mut f32,
     /// Its elements: m * n.
-    pub(crate) len: usize,
+    pub(super) len: usize,
 }
 
 // SAFETY: the address of one product's output, which outlives the scoped threads that use
@@ -78,7 +78,7 @@ unsafe impl Sync for Output {}
 ///
 /// `y` points to `y.len` writable f32 that nothing else reads or writes in `columns` of
 /// each row during the call.
-pub(crate) unsafe fn matmul_columns(
+pub(super) unsafe fn matmul_columns(
     a: &[f32],
     b: &[f32],
     y: Output,

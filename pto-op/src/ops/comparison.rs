@@ -1,0 +1,207 @@
+//! Comparison and selection: element-wise max and min, equal, where.
+//!
+//! Max, min and where move elements as their bytes, so every dtype is exact; equal compares
+//! integers as integers.
+
+use super::assemble::{assemble, source_indices};
+use super::elementwise::{broadcast_shapes, cast_to, integers_i128, load_broadcast};
+use super::{expect_dtype_of, kernel_unsupported};
+use crate::kernel::rows::elementwise_tiles;
+use crate::prelude::*;
+
+/// Values that order the elements of a tensor exactly: integers as i128, floats and bool
+/// as f64.
+enum Keys {
+    Int(Vec<i128>),
+    Float(Vec<f64>),
+}
+
+impl Keys {
+    fn of(t: &Tensor) -> Result<Keys, OpError> {
+        Ok(match t.dtype().is_integer() {
+            true => Keys::Int(integers_i128(t)?.iter().copied().collect()),
+            false => Keys::Float(t.to_f64_vec()),
+        })
+    }
+
+    /// Whether element `j` of `other` is greater than (`greater`) or less than element `i`
+    /// of `self`, or is NaN: the element max (min) takes instead.
+    fn other_wins(&self, i: usize, other: &Keys, j: usize, greater: bool) -> bool {
+        match (self, other) {
+            (Keys::Int(a), Keys::Int(b)) => match greater {
+                true => b[j] > a[i],
+                false => b[j] < a[i],
+            },
+            (Keys::Float(a), Keys::Float(b)) => {
+                !a[i].is_nan()
+                    && (b[j].is_nan()
+                        || match greater {
+                            true => b[j] > a[i],
+                            false => b[j] < a[i],
+                        })
+            }
+            _ => false,
+        }
+    }
+
+    fn equal(&self, i: usize, other: &Keys, j: usize) -> bool {
+        match (self, other) {
+            (Keys::Int(a), Keys::Int(b)) => a[i] == b[j],
+            (Keys::Float(a), Keys::Float(b)) => a[i] == b[j],
+            _ => false,
+        }
+    }
+}
+
+/// The dtypes of max, min and equal: any but bool for max and min.
+fn numeric(a: DType, b: DType) -> Result<DType, OpError> {
+    if !(a.is_float() || a.is_integer()) {
+        return Err(OpError::input(
+            "a",
+            format!("expected a float or an integer dtype, got {a}"),
+        ));
+    }
+    expect_dtype_of("b", b, "a", a)?;
+    Ok(a)
+}
+
+/// Element-wise max (`greater`) or min of `a` and `b`, broadcast.
+fn extremum(a: &Tensor, b: &Tensor, greater: bool) -> Result<Tensor, OpError> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let (ia, ib) = (
+        source_indices(shape.dims(), a.dims()),
+        source_indices(shape.dims(), b.dims()),
+    );
+    let (ka, kb) = (Keys::of(a)?, Keys::of(b)?);
+    assemble(&[a, b], &shape, |i| {
+        match ka.other_wins(ia[i], &kb, ib[i], greater) {
+            true => (1, ib[i]),
+            false => (0, ia[i]),
+        }
+    })
+}
+
+/// The kernel of max and min: float dtypes, row tiles with both inputs broadcast.
+fn extremum_kernel(
+    k: &mut Kernel,
+    name: &str,
+    live_tiles: usize,
+    a: &Global,
+    b: &Global,
+    y: &Global,
+    greater: bool,
+) -> Result<(), OpError> {
+    if !matches!(y.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+        return Err(kernel_unsupported(
+            name,
+            "input `a`",
+            format!("the kernel takes f32, f16 or bf16, got {}", y.dtype()),
+        ));
+    }
+    let tiles = elementwise_tiles(k, y, live_tiles)?;
+    let at = cast_to(load_broadcast(k, a, &tiles)?, DType::F32);
+    let bt = cast_to(load_broadcast(k, b, &tiles)?, DType::F32);
+    let result = match greater {
+        true => at.max(&bt),
+        false => at.min(&bt),
+    };
+    k.store(y, tiles.offsets, &cast_to(result, y.dtype()))
+}
+
+broadcast_binary_op! {
+    /// y = max(a, b), element-wise with numpy broadcasting, as ONNX Max of two inputs (chain it
+    /// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
+    /// wins. The kernel takes f32, f16 and bf16.
+    "std.max",
+    max,
+    dtype: numeric,
+    reference: |a, b| extremum(a, b, true),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, LIVE_TILES, a, b, y, true),
+    live_tiles: 4,
+}
+
+broadcast_binary_op! {
+    /// y = min(a, b), element-wise with numpy broadcasting, as ONNX Min of two inputs (chain it
+    /// for more): `a` and `b` share one float or integer dtype, which `y` keeps; exact; NaN
+    /// wins. The kernel takes f32, f16 and bf16.
+    "std.min",
+    min,
+    dtype: numeric,
+    reference: |a, b| extremum(a, b, false),
+    kernel: |k, a, b, y| extremum_kernel(k, NAME, LIVE_TILES, a, b, y, false),
+    live_tiles: 4,
+}
+
+/// y = (a == b), element-wise with numpy broadcasting, as ONNX Equal: `a` and `b` share one
+/// dtype (any); `y` is bool. Exact (integers compared as integers).
+#[custom_op(name = "std.equal")]
+pub mod equal {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(a, b)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+        expect_dtype_of("b", b, "a", a)?;
+        Ok(DType::Bool)
+    }
+
+    #[reference]
+    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+        let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+        let (ia, ib) = (
+            source_indices(shape.dims(), a.dims()),
+            source_indices(shape.dims(), b.dims()),
+        );
+        let (ka, kb) = (Keys::of(a)?, Keys::of(b)?);
+        let values: Vec<bool> = (0..shape.numel())
+            .map(|i| ka.equal(ia[i], &kb, ib[i]))
+            .collect();
+        Tensor::from_vec(shape, values).map_err(|e| OpError::invalid(e.to_string()))
+    }
+}
+
+/// y = cond ? x : y (module `select`), element-wise with numpy broadcasting of all three,
+/// as ONNX Where:
+/// `cond` is bool, `x` and `y` share one dtype (any), which the output keeps.
+#[custom_op(name = "std.where")]
+pub mod select {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(cond: &Shape, x: &Shape, y: &Shape) -> Result<Shape, OpError> {
+        broadcast_shapes(&broadcast_shapes(cond, x)?, y)
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(cond: DType, x: DType, y: DType) -> Result<DType, OpError> {
+        if cond != DType::Bool {
+            return Err(OpError::input("cond", format!("expected bool, got {cond}")));
+        }
+        expect_dtype_of("y", y, "x", x)?;
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor, OpError> {
+        let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &x.shape())?, &y.shape())?;
+        let flags = cond.to_vec::<bool>()?;
+        let [ic, ix, iy] = [cond, x, y].map(|t| source_indices(shape.dims(), t.dims()));
+        assemble(&[x, y], &shape, |i| match flags[ic[i]] {
+            true => (0, ix[i]),
+            false => (1, iy[i]),
+        })
+    }
+}
+
+crate::register_sweep!(
+    MAX_SWEEP,
+    crate::sweep::SweepDef {
+        op: max::NAME,
+        sizes: || crate::sweep::rows_cols(|r, c| vec![vec![r, c], vec![r, c]]),
+        location: crate::source_location!(),
+    }
+);
