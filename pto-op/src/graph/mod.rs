@@ -1,7 +1,7 @@
 //! Graphs of op calls, built by tracing: each op's generated `apply(...)` records a node.
 //!
 //! A [`Graph`] is the tracing handle; [`GraphDef`] is what it records, plain serializable
-//! data (the graph part of a model file); [`Model`] adds the weights
+//! data (the graph part of a model file); [`Model`](crate::model::Model) adds the weights
 //! and the schemas of the ops used.
 
 use std::cell::RefCell;
@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use crate::attr::Attributes;
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::model::Model;
 use crate::op::{OpDef, TensorType};
 use crate::schema::Fingerprint;
 use crate::shape::Shape;
@@ -202,22 +201,21 @@ impl Graph {
         self.data.borrow().def.clone()
     }
 
-    /// The recorded graph as a model: graph, weights, and the schemas of every op used.
-    pub fn to_model(&self, name: impl Into<String>) -> Result<Model, OpError> {
+    /// The recorded graph and its weights, copied (for [`Graph::to_model`]).
+    pub(crate) fn parts(&self) -> (GraphDef, BTreeMap<String, Tensor>) {
         let data = self.data.borrow();
-        Model::new(name.into(), data.def.clone(), data.weights.clone())
+        (data.def.clone(), data.weights.clone())
     }
 
-    /// [`to_model`](Graph::to_model), moving the weights into the model instead of copying
-    /// them when this is the graph's last handle (no [`Value`] of it is left): how an
-    /// importer hands over gigabytes of weights without holding them twice.
-    pub fn into_model(self, name: impl Into<String>) -> Result<Model, OpError> {
+    /// The recorded graph and its weights, moved out when this is the graph's last handle
+    /// (no [`Value`] of it is left), else copied (for [`Graph::into_model`]).
+    pub(crate) fn into_parts(self) -> (GraphDef, BTreeMap<String, Tensor>) {
         match Rc::try_unwrap(self.data) {
             Ok(cell) => {
                 let data = cell.into_inner();
-                Model::new(name.into(), data.def, data.weights)
+                (data.def, data.weights)
             }
-            Err(data) => Graph { data }.to_model(name),
+            Err(data) => Graph { data }.parts(),
         }
     }
 

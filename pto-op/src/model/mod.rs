@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::OpError;
-use crate::graph::{GraphDef, ValueKind};
+use crate::graph::{Graph, GraphDef, ValueKind};
 use crate::registry;
 use crate::schema::OpSchema;
 use crate::tensor::Tensor;
@@ -36,6 +36,22 @@ pub struct Model {
     /// a freshly traced model, whose exports trace them ([`Model::with_traced_kernels`]);
     /// a loaded model runs these where they match a node.
     pub kernels: Vec<ShippedKernel>,
+}
+
+impl Graph {
+    /// The recorded graph as a model: graph, weights, and the schemas of every op used.
+    pub fn to_model(&self, name: impl Into<String>) -> Result<Model, OpError> {
+        let (def, weights) = self.parts();
+        Model::new(name.into(), def, weights)
+    }
+
+    /// [`to_model`](Graph::to_model), moving the weights into the model instead of copying
+    /// them when this is the graph's last handle (no [`Value`](crate::graph::Value) of it is
+    /// left): how an importer hands over gigabytes of weights without holding them twice.
+    pub fn into_model(self, name: impl Into<String>) -> Result<Model, OpError> {
+        let (def, weights) = self.into_parts();
+        Model::new(name.into(), def, weights)
+    }
 }
 
 impl Model {

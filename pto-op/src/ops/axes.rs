@@ -5,7 +5,7 @@
 
 use ndarray::Slice;
 
-use super::param_error;
+use super::checks::param_error;
 use crate::error::OpError;
 use crate::shape::Shape;
 

@@ -4,8 +4,8 @@
 //! integers as integers.
 
 use super::assemble::{assemble, source_indices};
+use super::checks::{expect_dtype_of, kernel_unsupported};
 use super::elementwise::{broadcast_shapes, cast_to, integers_i128, load_broadcast};
-use super::{expect_dtype_of, kernel_unsupported};
 use crate::kernel::rows::elementwise_tiles;
 use crate::prelude::*;
 

@@ -2,8 +2,8 @@
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
+use super::checks::{expect_dtype_of, expect_float, kernel_unsupported, param_error};
 use super::math::{ERFC_COEFFICIENTS, gelu_erf, gelu_tanh};
-use super::{expect_dtype_of, expect_float, kernel_unsupported, param_error};
 use crate::kernel::rows::{RowTiles, elementwise_tiles};
 use crate::prelude::*;
 

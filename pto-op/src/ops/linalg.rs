@@ -2,7 +2,7 @@
 
 use ndarray::{ArrayD, ArrayView2, IxDyn};
 
-use super::{expect_dtype_of, kernel_unsupported};
+use super::checks::{expect_dtype_of, kernel_unsupported};
 use crate::prelude::*;
 
 /// `y [.., m, n] = a [.., m, k] @ b [k, n]`, a matrix product; the leading dims of `a`

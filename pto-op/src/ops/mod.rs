@@ -147,6 +147,7 @@ macro_rules! broadcast_binary_op {
 mod assemble;
 #[forbid(unsafe_code)]
 pub mod axes;
+mod checks;
 #[allow(unsafe_code)]
 mod comparison;
 #[allow(unsafe_code)]
@@ -174,53 +175,3 @@ pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
 pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
-
-use axes::normalize_axis;
-
-use crate::dtype::DType;
-use crate::error::OpError;
-
-/// `dtype` if it is a float dtype, else an error naming `input`.
-fn expect_float(input: &str, dtype: DType) -> Result<DType, OpError> {
-    if dtype.is_float() {
-        Ok(dtype)
-    } else {
-        Err(OpError::input(
-            input,
-            format!("expected f32, f16 or bf16, got {dtype}"),
-        ))
-    }
-}
-
-/// Checks that `input` has the dtype `expected` of the input `like`.
-fn expect_dtype_of(input: &str, actual: DType, like: &str, expected: DType) -> Result<(), OpError> {
-    if actual == expected {
-        Ok(())
-    } else {
-        Err(OpError::input(
-            input,
-            format!(
-                "expected dtype {expected} (that of {like}), got {actual}: convert it with std.cast"
-            ),
-        ))
-    }
-}
-
-/// The error of a kernel that does not cover its inputs or params (`what`: ``param `axis` ``,
-/// ``input `a` ``): [`OpError::Unsupported`], on which a kernel target runs the op on its
-/// fallback (the CPU reference) instead.
-fn kernel_unsupported(op: &str, what: &str, problem: impl Into<String>) -> OpError {
-    OpError::Unsupported {
-        op: op.to_owned(),
-        message: format!("{what}: {}", problem.into()),
-    }
-}
-
-/// A param error of op `op`.
-fn param_error(op: &str, param: &str, problem: impl Into<String>) -> OpError {
-    OpError::Param {
-        op: op.to_owned(),
-        param: param.to_owned(),
-        problem: problem.into(),
-    }
-}

@@ -2,7 +2,7 @@
 
 use ndarray::Axis;
 
-use super::{expect_dtype_of, expect_float};
+use super::checks::{expect_dtype_of, expect_float};
 use crate::kernel::rows::{RowLive, row_tiles};
 use crate::prelude::*;
 

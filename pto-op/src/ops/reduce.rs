@@ -2,8 +2,9 @@
 
 use ndarray::{ArrayD, Axis};
 
+use super::axes::normalize_axis;
+use super::checks::{expect_float, kernel_unsupported, param_error};
 use super::elementwise::{from_i128, integer_range, integers_i128};
-use super::{expect_float, kernel_unsupported, normalize_axis, param_error};
 use crate::kernel::rows::{RowLive, row_tiles};
 use crate::prelude::*;
 

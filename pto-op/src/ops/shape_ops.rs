@@ -4,8 +4,9 @@
 use ndarray::{ArrayD, Axis};
 
 use super::assemble::{assemble, source_indices};
+use super::axes::normalize_axis;
 use super::axes::{SliceAxis, permutation, slice_ranges};
-use super::{normalize_axis, param_error};
+use super::checks::param_error;
 use crate::prelude::*;
 use crate::tensor::{Element, dispatch};
 
@@ -167,7 +168,7 @@ pub mod concat {
 
     #[infer_dtype]
     fn infer_dtype(a: DType, b: DType, _p: &Params) -> Result<DType, OpError> {
-        super::super::expect_dtype_of("b", b, "a", a)?;
+        super::super::checks::expect_dtype_of("b", b, "a", a)?;
         Ok(a)
     }
 

@@ -1,10 +1,10 @@
 //! Element-wise math that exported transformers use: negation, square root, tanh, powers,
 //! exp, erf and reciprocal.
 
+use super::checks::{expect_dtype_of, expect_float, kernel_unsupported};
 use super::elementwise::{
     activation_kernel, activation_reference, broadcast_shapes, cast_to, load_broadcast,
 };
-use super::{expect_dtype_of, expect_float, kernel_unsupported};
 use crate::kernel::rows::elementwise_tiles;
 use crate::prelude::*;
 

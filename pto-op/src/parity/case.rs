@@ -32,7 +32,7 @@ pub struct ParityCase {
     pub inputs: Vec<TensorType>,
     /// The params the case sets; the others take their defaults.
     pub attrs: Attributes,
-    /// The seed of the inputs' values (see [`check_parity`]). A `#[parity]` case that does
+    /// The seed of the inputs' values (see [`check_parity`](super::check_parity)). A `#[parity]` case that does
     /// not set `seed` gets [`case_seed`] of its own text, so adding, removing or reordering
     /// cases leaves the inputs of every other case as they were.
     pub seed: u64,

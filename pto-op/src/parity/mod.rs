@@ -4,7 +4,7 @@
 //! and `#[custom_op]` turns each into a `#[test]` that calls [`assert_parity`]: the
 //! reference runs on the `cpu` target, the kernel on `sim`, on the same random inputs, and
 //! every output must agree within the tolerance (the case's, else the op's declared one for
-//! the output dtype, else the default of `DEVICES.md`, [`Tolerance::for_dtype`]).
+//! the output dtype, else the default of `DEVICES.md`, [`Tolerance::for_dtype`](crate::tolerance::Tolerance::for_dtype)).
 //!
 //! [`check_parity`] does the same on any two executors and returns a [`ParityReport`].
 
