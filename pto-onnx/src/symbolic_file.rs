@@ -13,7 +13,7 @@ use pto_op::dtype::DType;
 use pto_op::model::SymbolicValue;
 use pto_op::model::file::{
     BytesTensors, FORMAT, Header, Layout, METADATA_KEY, ModelFileError, SYMBOLIC_FORMAT_VERSION,
-    Streamed, TensorSource, describe_tensor, list_names, open_streamed,
+    Streamed, TensorSource, describe_tensor, entry_json, list_names, open_streamed,
 };
 use pto_op::shape::Shape;
 
@@ -43,25 +43,12 @@ impl SymbolicModel {
                  metadata; rename it"
             )));
         }
-        let json = |entry, result: serde_json::Result<String>| {
-            result.map_err(|e| ModelFileError::BadJson {
-                file: None,
-                entry,
-                message: format!("cannot be written: {e}"),
-            })
-        };
         let metadata = BTreeMap::from([
             ("format", FORMAT.to_owned()),
             ("format_version", SYMBOLIC_FORMAT_VERSION.to_string()),
             ("name", self.name.clone()),
-            (
-                "inputs",
-                json("inputs", serde_json::to_string(&self.inputs))?,
-            ),
-            (
-                "outputs",
-                json("outputs", serde_json::to_string(&self.outputs))?,
-            ),
+            ("inputs", entry_json("inputs", &self.inputs)?),
+            ("outputs", entry_json("outputs", &self.outputs)?),
             ("onnx", hex(&self.onnx)),
         ]);
         Layout::new(&metadata, &self.weights)

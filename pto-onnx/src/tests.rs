@@ -63,6 +63,30 @@ fn initializer(name: &str, tensor: &Tensor) -> TensorProto {
     }
 }
 
+/// A node of `op` reading `inputs`, writing `output`.
+fn node(op: &str, inputs: &[&str], output: &str) -> NodeProto {
+    NodeProto {
+        op_type: op.to_owned(),
+        input: inputs.iter().map(|&n| n.to_owned()).collect(),
+        output: vec![output.to_owned()],
+        ..Default::default()
+    }
+}
+
+/// The bytes of a model of `graph` importing opset 17 of the default domain.
+fn opset_17(graph: GraphProto) -> Vec<u8> {
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
 #[test]
 fn a_symbolic_model_is_read_once_and_keeps_every_initializer() {
     // `x: f32[batch, 64] @ w: f32[64, 4096]` (1 MiB), then a Reshape whose target is an
@@ -70,36 +94,21 @@ fn a_symbolic_model_is_read_once_and_keeps_every_initializer() {
     let w = Tensor::random([64, 4096], DType::F32, 3);
     let target = Tensor::from_vec([2], vec![-1i64, 4096]).unwrap();
     let spare = Tensor::random([3, 5], DType::F16, 4);
-    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
-        op_type: op.to_owned(),
-        input: inputs.iter().map(|&n| n.to_owned()).collect(),
-        output: vec![output.to_owned()],
+    let bytes = opset_17(GraphProto {
+        name: "read_once".to_owned(),
+        node: vec![
+            node("MatMul", &["x", "w"], "p"),
+            node("Reshape", &["p", "target"], "y"),
+        ],
+        initializer: vec![
+            initializer("w", &w),
+            initializer("target", &target),
+            initializer("spare", &spare),
+        ],
+        input: vec![value("x", &[None, Some(64)])],
+        output: vec![value("y", &[None, Some(4096)])],
         ..Default::default()
-    };
-    let bytes = ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(GraphProto {
-            name: "read_once".to_owned(),
-            node: vec![
-                node("MatMul", &["x", "w"], "p"),
-                node("Reshape", &["p", "target"], "y"),
-            ],
-            initializer: vec![
-                initializer("w", &w),
-                initializer("target", &target),
-                initializer("spare", &spare),
-            ],
-            input: vec![value("x", &[None, Some(64)])],
-            output: vec![value("y", &[None, Some(4096)])],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-    .encode_to_vec();
+    });
     let mut reader = Counting {
         inner: Cursor::new(bytes.as_slice()),
         read: 0,
@@ -128,44 +137,29 @@ fn a_constant_never_replaces_an_initializer() {
     // initializer's tensor.
     let square = Tensor::from_vec([2], vec![2i64, 2]).unwrap();
     let flat = Tensor::from_vec([1], vec![4i64]).unwrap();
-    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
-        op_type: op.to_owned(),
-        input: inputs.iter().map(|&n| n.to_owned()).collect(),
-        output: vec![output.to_owned()],
-        ..Default::default()
-    };
-    let bytes = ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
+    let bytes = opset_17(GraphProto {
+        name: "twice".to_owned(),
+        node: vec![
+            NodeProto {
+                attribute: vec![AttributeProto {
+                    name: "value".to_owned(),
+                    r#type: AttributeType::Tensor as i32,
+                    t: Some(initializer("", &square)),
+                    ..Default::default()
+                }],
+                ..node("Constant", &[], "square")
+            },
+            node("Identity", &["square"], "flat"),
+            node("Reshape", &["x", "flat"], "y"),
+        ],
+        initializer: vec![initializer("flat", &flat)],
+        input: vec![value("x", &[Some(4)])],
+        output: vec![ValueInfoProto {
+            name: "y".to_owned(),
+            r#type: None,
         }],
-        graph: Some(GraphProto {
-            name: "twice".to_owned(),
-            node: vec![
-                NodeProto {
-                    attribute: vec![AttributeProto {
-                        name: "value".to_owned(),
-                        r#type: AttributeType::Tensor as i32,
-                        t: Some(initializer("", &square)),
-                        ..Default::default()
-                    }],
-                    ..node("Constant", &[], "square")
-                },
-                node("Identity", &["square"], "flat"),
-                node("Reshape", &["x", "flat"], "y"),
-            ],
-            initializer: vec![initializer("flat", &flat)],
-            input: vec![value("x", &[Some(4)])],
-            output: vec![ValueInfoProto {
-                name: "y".to_owned(),
-                r#type: None,
-            }],
-            ..Default::default()
-        }),
         ..Default::default()
-    }
-    .encode_to_vec();
+    });
     let err = from_onnx(&bytes).unwrap_err().to_string();
     assert!(
         err.contains("`flat`") && err.contains("defined twice"),

@@ -59,14 +59,7 @@ impl Importer {
             attribute: attr.name.clone(),
             problem,
         })?;
-        if self.values.contains_key(output) || self.constants.contains_key(output) {
-            return Err(OnnxError::Value {
-                value: output.clone(),
-                problem: "defined twice; ONNX values are assigned once".to_owned(),
-            });
-        }
-        self.constants.insert(output.clone(), tensor);
-        Ok(())
+        self.new_constant(output, tensor)
     }
 
     /// Shape: the dims of its input (a constant's, or a value's static shape) from `start`

@@ -274,14 +274,7 @@ impl Importer {
                 ),
             ));
         };
-        if self.values.contains_key(output) || self.constants.contains_key(output) {
-            return Err(OnnxError::Value {
-                value: output.clone(),
-                problem: "defined twice; ONNX values are assigned once".to_owned(),
-            });
-        }
-        self.constants.insert(output.clone(), folded);
-        Ok(())
+        self.new_constant(output, folded)
     }
 }
 

@@ -15,6 +15,22 @@ pub const FORMAT_VERSION: u32 = 1;
 /// pto-op that predates them refuses the file by its version.
 pub const SYMBOLIC_FORMAT_VERSION: u32 = 2;
 
+/// `value` as the JSON of the `__metadata__` entry `entry`, for a file being written.
+///
+/// # Errors
+///
+/// [`ModelFileError::BadJson`] of entry `entry` when `value` cannot be written as JSON.
+pub fn entry_json(
+    entry: &'static str,
+    value: &impl serde::Serialize,
+) -> Result<String, ModelFileError> {
+    serde_json::to_string(value).map_err(|e| ModelFileError::BadJson {
+        file: None,
+        entry,
+        message: format!("cannot be written: {e}"),
+    })
+}
+
 impl Header {
     /// The model file's format version, 1 or 2, after its format.
     ///

@@ -55,7 +55,7 @@ pub mod version1;
 
 pub use checks::{describe_tensor, list_names};
 pub use error::ModelFileError;
-pub use format::{FORMAT, FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION};
+pub use format::{FORMAT, FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION, entry_json};
 pub use safetensors::{
     Header, Layout, METADATA_KEY, SafetensorsError, TensorEntry, read_safetensors,
     safetensors_bytes,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::checks::{check_graph, check_no_missing_weight, check_weight, weight_values};
 use super::error::ModelFileError;
-use super::format::{FORMAT, FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION};
+use super::format::{FORMAT, FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION, entry_json};
 use super::safetensors::{Header, Layout};
 use super::source::{BytesTensors, TensorSource, open_streamed, read_error};
 use crate::graph::GraphDef;
@@ -45,26 +45,13 @@ impl Model {
         }
         check_no_missing_weight(&weight_values, |name| self.weights.contains_key(name))?;
 
-        let json = |entry, result: serde_json::Result<String>| {
-            result.map_err(|e| ModelFileError::BadJson {
-                file: None,
-                entry,
-                message: format!("cannot be written: {e}"),
-            })
-        };
         let metadata = BTreeMap::from([
             ("format", FORMAT.to_owned()),
             ("format_version", FORMAT_VERSION.to_string()),
             ("name", self.name.clone()),
-            ("graph", json("graph", serde_json::to_string(&self.graph))?),
-            (
-                "schemas",
-                json("schemas", serde_json::to_string(&self.schemas))?,
-            ),
-            (
-                "kernels",
-                json("kernels", serde_json::to_string(&self.traced_kernels()))?,
-            ),
+            ("graph", entry_json("graph", &self.graph)?),
+            ("schemas", entry_json("schemas", &self.schemas)?),
+            ("kernels", entry_json("kernels", &self.traced_kernels())?),
         ]);
         Layout::new(&metadata, &self.weights)
     }
