@@ -13,7 +13,8 @@ use super::ir::{
     GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Program, TileId, TileType, VarId,
 };
 use super::tile::Tile;
-use super::validate::{self, ValidProgram};
+use super::validate::ValidProgram;
+use super::validate::{index, typing};
 
 /// A tensor in global memory (GM), as a kernel sees its inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +133,7 @@ impl State {
 
     /// Why `index` cannot be used here, if it cannot.
     fn check_index(&self, index: &Index) -> Result<(), String> {
-        Ok(validate::check_index(index, &self.live_vars)?)
+        Ok(index::check_index(index, &self.live_vars)?)
     }
 }
 
@@ -402,7 +403,7 @@ impl Kernel {
         ty: TileType,
         make: &dyn Fn(TileId) -> Inst,
     ) -> Result<Tile, OpError> {
-        validate::check_tile(&ty).map_err(|message| self.fail(what, message))?;
+        typing::check_tile(&ty).map_err(|message| self.fail(what, message))?;
         let id = self.state.borrow_mut().define(ty, Some(make));
         Ok(self.tile(id))
     }
@@ -442,7 +443,7 @@ impl Kernel {
         self.recorded()?;
         let decl = self.decl(WHAT, global)?;
         let offsets = self.offsets(WHAT, offsets)?;
-        let ty = validate::load(&decl, offsets.len(), shape.as_ref(), level)
+        let ty = typing::load(&decl, offsets.len(), shape.as_ref(), level)
             .map_err(|message| self.fail(WHAT, message))?;
         let src = global.id;
         self.define(WHAT, ty, &|dst| Inst::Load {
@@ -467,7 +468,7 @@ impl Kernel {
         let decl = self.decl(WHAT, global)?;
         let offsets = self.offsets(WHAT, offsets)?;
         self.check_tile(WHAT, tile)?;
-        validate::store(&decl, offsets.len(), tile.ty())
+        typing::store(&decl, offsets.len(), tile.ty())
             .map_err(|message| self.fail(WHAT, message))?;
         let mut state = self.state.borrow_mut();
         state.emit(Inst::Store {
@@ -486,7 +487,7 @@ impl Kernel {
         value: impl Into<f64>,
     ) -> Tile {
         let value = value.into();
-        let ty = validate::full(shape.as_ref(), dtype);
+        let ty = typing::full(shape.as_ref(), dtype);
         self.define_or_record("full", ty.clone(), Ok(ty), &|dst| Inst::Full { dst, value })
     }
 
@@ -501,10 +502,10 @@ impl Kernel {
     ) -> Tile {
         let shape = shape.as_ref();
         let start = start.into().into_index();
-        let fallback = validate::full(shape, dtype);
+        let fallback = typing::full(shape, dtype);
         let checked = normalize_axis(axis, shape.len()).and_then(|axis| {
             self.state.borrow().check_index(&start)?;
-            Ok((axis, validate::iota(shape, axis, dtype)?))
+            Ok((axis, typing::iota(shape, axis, dtype)?))
         });
         let axis = checked.as_ref().map_or(0, |(axis, _)| *axis);
         self.define_or_record("iota", fallback, checked.map(|(_, ty)| ty), &|dst| {
@@ -523,7 +524,7 @@ impl Kernel {
         ty: Result<TileType, String>,
         make: &dyn Fn(TileId) -> Inst,
     ) -> Tile {
-        let ty = ty.and_then(|ty| Ok(validate::check_tile(&ty).map(|()| ty)?));
+        let ty = ty.and_then(|ty| Ok(typing::check_tile(&ty).map(|()| ty)?));
         let id = {
             let mut state = self.state.borrow_mut();
             match ty {
@@ -591,7 +592,7 @@ impl Kernel {
             ..tile.ty().clone()
         };
         let (a0, b0) = (in_l0(a, MemLevel::L0A), in_l0(b, MemLevel::L0B));
-        let ty = validate::matmul(&a0, &b0, acc.map(Tile::ty), transpose_b)
+        let ty = typing::matmul(&a0, &b0, acc.map(Tile::ty), transpose_b)
             .map_err(|message| self.fail(WHAT, message))?;
         let (a_id, b_id) = (a.id(), b.id());
         let a0 = if a.level() == MemLevel::L0A {
