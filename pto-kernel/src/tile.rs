@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use crate::dtype::DType;
 
-use super::builder::{State, normalize_axis};
 use super::ir::{BinaryOp, CmpOp, Inst, MemLevel, Operand, ReduceOp, TileId, TileType, UnaryOp};
+use super::trace::{State, normalize_axis};
 use super::validate::typing::{self, Arg};
 
 /// A tile of a kernel being traced: an SSA value with a shape, a dtype and a memory level.
