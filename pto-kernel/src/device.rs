@@ -253,9 +253,10 @@ impl PipeModel {
     }
 }
 
-/// The names of row-reduction steps ([`RowReduce::step_name`](crate::row_reduce::RowReduce::step_name))
-/// a pipe model's table may price beyond the vector instructions of the IR
-/// ([`Inst::vector_op_names`]); also `pto_kernel::row_reduce::STEP_NAMES`.
+/// The names of row-reduction steps
+/// ([`RowReduce::step_name`](crate::row_reduce::RowReduce::step_name)) a pipe model's table
+/// may price beyond the vector instructions of the IR ([`Inst::vector_op_names`]); also
+/// `pto_kernel::row_reduce::STEP_NAMES`.
 pub const ROW_REDUCE_STEP_NAMES: [&str; 5] = [
     "ub_copy",
     "brcb",

@@ -1,7 +1,7 @@
 //! Validation of kernel programs: the typing rules of the tile language.
 //!
 //! [`validate`] checks a whole [`Program`](crate::ir::Program); the builder applies the same
-//! per-instruction rules ([`typing`]) while it traces, so a kernel author sees an error at
+//! per-instruction rules (`typing.rs`) while it traces, so a kernel author sees an error at
 //! the call that broke a rule, and a hand-edited text kernel is held to exactly the same
 //! rules when it is parsed.
 //!

@@ -58,7 +58,7 @@ pub enum Rule {
     /// The grid is empty.
     #[error("grid 0: a kernel needs at least one block program")]
     EmptyGrid,
-    /// A tile in [`Program::tiles`] that no instruction defines.
+    /// A tile in [`Program::tiles`](crate::ir::Program::tiles) that no instruction defines.
     #[error("tile %{tile} has a type but no instruction defines it")]
     TileNeverDefined {
         /// The tile's id.
@@ -176,7 +176,7 @@ pub enum Rule {
     DeclaredTypeDiffers {
         /// The tile.
         tile: TileId,
-        /// Its type in [`Program::tiles`].
+        /// Its type in [`Program::tiles`](crate::ir::Program::tiles).
         declared: TileType,
         /// The type the instruction gives.
         expected: TileType,
