@@ -15,9 +15,11 @@
 //! no FLOPs and are counted in the legend, not plotted.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use pto_op::DType;
 
+use crate::EstimateError;
 use crate::report::{ModelReport, OpRow};
 use crate::roofline::{Bound, Peaks, Unit};
 
@@ -235,6 +237,21 @@ pub fn roofline_svg(report: &ModelReport, peaks: &Peaks) -> String {
     );
     line(&mut svg, None, "direct estimates (no FLOPs)");
     svg + "</svg>\n"
+}
+
+// Writing the plot is the plot's job: the report holds the figures, this file draws them.
+impl ModelReport {
+    /// Writes the roofline plot ([`roofline_svg`]) to `path`, atomically.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn write_plot(&self, path: &Path, peaks: &Peaks) -> Result<(), EstimateError> {
+        Ok(pto_op::fs::write_atomic(
+            path,
+            roofline_svg(self, peaks).as_bytes(),
+        )?)
+    }
 }
 
 /// A circle for cube work, a square for vector work.

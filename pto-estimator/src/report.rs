@@ -1,5 +1,5 @@
 //! A whole model's estimate: the per-op table, totals, memory, a Chrome-trace timeline and a
-//! roofline plot.
+//! roofline plot (drawn and written, [`ModelReport::write_plot`], by [`crate::plot`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +10,7 @@ use pto_op::{DType, GraphDef, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
 use crate::chain::Source;
-use crate::roofline::{Bound, Peaks, Unit};
+use crate::roofline::{Bound, Unit};
 use crate::{EstimateError, Estimator};
 
 /// One op call of a model's estimate.
@@ -251,18 +251,6 @@ impl ModelReport {
     /// The file cannot be written.
     pub fn write_trace(&self, path: &Path) -> Result<(), EstimateError> {
         Ok(self.chrome_trace().write(path)?)
-    }
-
-    /// Writes the roofline plot ([`crate::plot::roofline_svg`]) to `path`, atomically.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be written.
-    pub fn write_plot(&self, path: &Path, peaks: &Peaks) -> Result<(), EstimateError> {
-        Ok(pto_op::fs::write_atomic(
-            path,
-            crate::plot::roofline_svg(self, peaks).as_bytes(),
-        )?)
     }
 }
 

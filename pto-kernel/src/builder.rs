@@ -9,11 +9,10 @@ use crate::error::OpError;
 use crate::shape::Shape;
 
 use super::idx::{Idx, IntoOffsets};
-use super::ir::{
-    GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Program, TileId, TileType, VarId,
-};
+use super::ir::{GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, TileId, TileType, VarId};
 use super::tile::Tile;
-use super::validate::{self, ValidProgram};
+use super::trace::{State, normalize_axis};
+use super::validate::{ValidProgram, typing};
 
 /// A tensor in global memory (GM), as a kernel sees its inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,72 +69,6 @@ impl Global {
     }
 }
 
-/// What a kernel has traced so far, shared by the [`Kernel`] and its [`Tile`] handles (the
-/// operator overloads of tiles emit instructions too).
-#[derive(Debug)]
-pub(crate) struct State {
-    pub(crate) op: String,
-    grid: Option<usize>,
-    pub(crate) globals: Vec<GlobalDecl>,
-    pub(crate) tiles: Vec<TileType>,
-    /// The scope (fold body, or 0 for the program) each tile was defined in.
-    tile_scope: Vec<usize>,
-    /// The scopes open now, innermost last, parallel to `blocks`.
-    open_scopes: Vec<usize>,
-    next_scope: usize,
-    /// Whether each loop variable's fold is running.
-    live_vars: Vec<bool>,
-    /// The instructions of each open scope.
-    blocks: Vec<Vec<Inst>>,
-    /// The first error of an instruction that could not return it (operator overloads).
-    pub(crate) error: Option<OpError>,
-}
-
-impl State {
-    /// Records the first error; later ones are usually its consequences.
-    pub(crate) fn record(&mut self, message: String) {
-        if self.error.is_none() {
-            self.error = Some(OpError::invalid(message).with_op(&self.op));
-        }
-    }
-
-    /// Adds a tile of type `ty` to the current scope, defined by `make(id)` (or by nothing,
-    /// for the stand-in result of an instruction that failed).
-    pub(crate) fn define(&mut self, ty: TileType, make: Option<&dyn Fn(TileId) -> Inst>) -> TileId {
-        let id = TileId(self.tiles.len() as u32);
-        self.tiles.push(ty);
-        self.tile_scope
-            .push(self.open_scopes.last().copied().unwrap_or(0));
-        if let Some(make) = make {
-            self.emit(make(id));
-        }
-        id
-    }
-
-    fn emit(&mut self, inst: Inst) {
-        if let Some(block) = self.blocks.last_mut() {
-            block.push(inst);
-        }
-    }
-
-    /// Why `id` cannot be used here, if it cannot.
-    pub(crate) fn check_visible(&self, id: TileId) -> Result<(), String> {
-        let scope = self.tile_scope.get(id.0 as usize).copied();
-        match scope {
-            Some(scope) if self.open_scopes.contains(&scope) => Ok(()),
-            Some(_) => Err(format!(
-                "{id} was defined in a fold body that has ended: use the fold's results"
-            )),
-            None => Err(format!("{id} does not belong to this kernel")),
-        }
-    }
-
-    /// Why `index` cannot be used here, if it cannot.
-    fn check_index(&self, index: &Index) -> Result<(), String> {
-        Ok(validate::check_index(index, &self.live_vars)?)
-    }
-}
-
 /// The builder a `#[kernel]` function is traced with: a Triton-style description of what
 /// one block program does, recorded as an [`ir::Program`](super::ir::Program).
 ///
@@ -179,18 +112,7 @@ impl Kernel {
     pub fn new(op: impl Into<String>) -> Kernel {
         let op = op.into();
         Kernel {
-            state: Rc::new(RefCell::new(State {
-                op: op.clone(),
-                grid: None,
-                globals: Vec::new(),
-                tiles: Vec::new(),
-                tile_scope: Vec::new(),
-                open_scopes: vec![0],
-                next_scope: 1,
-                live_vars: Vec::new(),
-                blocks: vec![Vec::new()],
-                error: None,
-            })),
+            state: Rc::new(RefCell::new(State::new(op.clone()))),
             op,
             cores: UNKNOWN_DEVICE_CORES,
             buffers: None,
@@ -321,13 +243,13 @@ impl Kernel {
                     .with_op(&self.op),
             );
         }
-        self.state.borrow_mut().grid = Some(programs);
+        self.state.borrow_mut().set_grid(programs);
         Ok(())
     }
 
     /// The number of block programs; 1 until [`Kernel::grid`] is called.
     pub fn grid_size(&self) -> usize {
-        self.state.borrow().grid.unwrap_or(1)
+        self.state.borrow().grid()
     }
 
     /// The index of the running block program, `0..grid`.
@@ -402,7 +324,7 @@ impl Kernel {
         ty: TileType,
         make: &dyn Fn(TileId) -> Inst,
     ) -> Result<Tile, OpError> {
-        validate::check_tile(&ty).map_err(|message| self.fail(what, message))?;
+        typing::check_tile(&ty).map_err(|message| self.fail(what, message))?;
         let id = self.state.borrow_mut().define(ty, Some(make));
         Ok(self.tile(id))
     }
@@ -442,7 +364,7 @@ impl Kernel {
         self.recorded()?;
         let decl = self.decl(WHAT, global)?;
         let offsets = self.offsets(WHAT, offsets)?;
-        let ty = validate::load(&decl, offsets.len(), shape.as_ref(), level)
+        let ty = typing::load(&decl, offsets.len(), shape.as_ref(), level)
             .map_err(|message| self.fail(WHAT, message))?;
         let src = global.id;
         self.define(WHAT, ty, &|dst| Inst::Load {
@@ -467,7 +389,7 @@ impl Kernel {
         let decl = self.decl(WHAT, global)?;
         let offsets = self.offsets(WHAT, offsets)?;
         self.check_tile(WHAT, tile)?;
-        validate::store(&decl, offsets.len(), tile.ty())
+        typing::store(&decl, offsets.len(), tile.ty())
             .map_err(|message| self.fail(WHAT, message))?;
         let mut state = self.state.borrow_mut();
         state.emit(Inst::Store {
@@ -486,7 +408,7 @@ impl Kernel {
         value: impl Into<f64>,
     ) -> Tile {
         let value = value.into();
-        let ty = validate::full(shape.as_ref(), dtype);
+        let ty = typing::full(shape.as_ref(), dtype);
         self.define_or_record("full", ty.clone(), Ok(ty), &|dst| Inst::Full { dst, value })
     }
 
@@ -501,10 +423,10 @@ impl Kernel {
     ) -> Tile {
         let shape = shape.as_ref();
         let start = start.into().into_index();
-        let fallback = validate::full(shape, dtype);
+        let fallback = typing::full(shape, dtype);
         let checked = normalize_axis(axis, shape.len()).and_then(|axis| {
             self.state.borrow().check_index(&start)?;
-            Ok((axis, validate::iota(shape, axis, dtype)?))
+            Ok((axis, typing::iota(shape, axis, dtype)?))
         });
         let axis = checked.as_ref().map_or(0, |(axis, _)| *axis);
         self.define_or_record("iota", fallback, checked.map(|(_, ty)| ty), &|dst| {
@@ -523,7 +445,7 @@ impl Kernel {
         ty: Result<TileType, String>,
         make: &dyn Fn(TileId) -> Inst,
     ) -> Tile {
-        let ty = ty.and_then(|ty| Ok(validate::check_tile(&ty).map(|()| ty)?));
+        let ty = ty.and_then(|ty| Ok(typing::check_tile(&ty).map(|()| ty)?));
         let id = {
             let mut state = self.state.borrow_mut();
             match ty {
@@ -591,7 +513,7 @@ impl Kernel {
             ..tile.ty().clone()
         };
         let (a0, b0) = (in_l0(a, MemLevel::L0A), in_l0(b, MemLevel::L0B));
-        let ty = validate::matmul(&a0, &b0, acc.map(Tile::ty), transpose_b)
+        let ty = typing::matmul(&a0, &b0, acc.map(Tile::ty), transpose_b)
             .map_err(|message| self.fail(WHAT, message))?;
         let (a_id, b_id) = (a.id(), b.id());
         let a0 = if a.level() == MemLevel::L0A {
@@ -653,12 +575,7 @@ impl Kernel {
         }
         let (var, params) = {
             let mut state = self.state.borrow_mut();
-            let var = VarId(state.live_vars.len() as u32);
-            state.live_vars.push(true);
-            let scope = state.next_scope;
-            state.next_scope += 1;
-            state.open_scopes.push(scope);
-            state.blocks.push(Vec::new());
+            let var = state.open_fold();
             let params: Vec<TileId> = init
                 .iter()
                 .map(|tile| state.define(tile.ty().clone(), None))
@@ -699,9 +616,7 @@ impl Kernel {
                     .filter(|y| y.belongs_to(&self.state))
                     .find_map(|y| state.check_visible(y.id()).err())
             });
-            state.live_vars[var.0 as usize] = false;
-            state.open_scopes.pop();
-            (state.blocks.pop().unwrap_or_default(), hidden_yield)
+            (state.close_fold(var), hidden_yield)
         };
         let yields = traced?;
         self.recorded()?;
@@ -760,26 +675,7 @@ impl Kernel {
     /// Ends tracing: the validated program, or the first error an instruction recorded.
     pub fn finish(self) -> Result<ValidProgram, OpError> {
         self.recorded()?;
-        let mut state = self.state.borrow_mut();
-        let program = Program {
-            op: self.op.clone(),
-            grid: state.grid.unwrap_or(1),
-            globals: std::mem::take(&mut state.globals),
-            tiles: std::mem::take(&mut state.tiles),
-            vars: state.live_vars.len() as u32,
-            body: state.blocks.pop().unwrap_or_default(),
-        };
+        let program = self.state.borrow_mut().take_program();
         Ok(program.validate()?)
-    }
-}
-
-/// The index of `axis` in a rank-`rank` shape; negative axes count from the end.
-pub(crate) fn normalize_axis(axis: isize, rank: usize) -> Result<usize, String> {
-    let signed_rank = rank as isize;
-    let normalized = if axis < 0 { axis + signed_rank } else { axis };
-    if (0..signed_rank).contains(&normalized) {
-        Ok(normalized as usize)
-    } else {
-        Err(format!("axis {axis} is out of range for rank {rank}"))
     }
 }

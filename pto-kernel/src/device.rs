@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
-use crate::ir::MemLevel;
+use crate::ir::{BinaryOp, Inst, MemLevel, UnaryOp};
 
 /// Bytes (or an alignment) per on-core buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,6 +157,47 @@ pub struct VectorCosts {
     pub reduce: f64,
 }
 
+// Which of the three costs an instruction pays is the meaning of `VectorCosts`' fields, so
+// it is written beside them; the IR below knows nothing of what a device costs.
+impl Inst {
+    /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
+    /// cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
+    /// and division, pow, rem and mod `transcendental`; the rest (floor and ceil among
+    /// them) `simple`. The simulator and the estimator share it.
+    pub fn cycles_per_repeat(&self, costs: &VectorCosts) -> f64 {
+        match self {
+            Inst::Reduce { .. } => costs.reduce,
+            Inst::Unary { op, .. } => match op {
+                UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Square
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::Ceil => costs.simple,
+                UnaryOp::Exp
+                | UnaryOp::Ln
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Recip
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Gelu
+                | UnaryOp::Silu
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Erf
+                | UnaryOp::Exp2
+                | UnaryOp::Log2 => costs.transcendental,
+            },
+            Inst::Binary {
+                op: BinaryOp::Div | BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod,
+                ..
+            } => costs.transcendental,
+            _ => costs.simple,
+        }
+    }
+}
+
 /// The cost of one vector instruction on one dtype in a [`PipeModel`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -199,7 +240,7 @@ pub struct PipeModel {
     /// Cycles from a matmul's last fractal to its result in L0C being usable.
     pub cube_latency_cycles: f64,
     /// Per vector instruction (by name, or a row reduction's step:
-    /// [`crate::row_reduce::STEP_NAMES`]) and dtype: its cost. The dtype is the result's,
+    /// [`ROW_REDUCE_STEP_NAMES`]) and dtype: its cost. The dtype is the result's,
     /// except for `cast`, whose key is the source dtype.
     #[serde(default)]
     pub vector_ops: BTreeMap<String, BTreeMap<DType, VectorOpCost>>,
@@ -211,6 +252,18 @@ impl PipeModel {
         self.vector_ops.get(op)?.get(&dtype).copied()
     }
 }
+
+/// The names of row-reduction steps
+/// ([`RowReduce::step_name`](crate::row_reduce::RowReduce::step_name)) a pipe model's table
+/// may price beyond the vector instructions of the IR ([`Inst::vector_op_names`]); also
+/// `pto_kernel::row_reduce::STEP_NAMES`.
+pub const ROW_REDUCE_STEP_NAMES: [&str; 5] = [
+    "ub_copy",
+    "brcb",
+    "group_reduce_sum",
+    "group_reduce_max",
+    "group_reduce_min",
+];
 
 /// Parameters of the default roofline estimator: how close typical ops come to the peaks.
 ///
@@ -672,8 +725,8 @@ impl DeviceProfile {
                 at_least_zero(field, value)?;
                 at_most(field, value, MAX_CYCLES, "cycles")?;
             }
-            let mut known = crate::ir::Inst::vector_op_names();
-            known.extend(crate::row_reduce::STEP_NAMES);
+            let mut known = Inst::vector_op_names();
+            known.extend(ROW_REDUCE_STEP_NAMES);
             for (op, by_dtype) in &model.vector_ops {
                 if !known.contains(&op.as_str()) {
                     return Err(format!(

@@ -861,43 +861,6 @@ impl Inst {
         ]);
         names
     }
-
-    /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
-    /// cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
-    /// and division, pow, rem and mod `transcendental`; the rest (floor and ceil among
-    /// them) `simple`. The simulator and the estimator share it.
-    pub fn cycles_per_repeat(&self, costs: &crate::device::VectorCosts) -> f64 {
-        match self {
-            Inst::Reduce { .. } => costs.reduce,
-            Inst::Unary { op, .. } => match op {
-                UnaryOp::Neg
-                | UnaryOp::Abs
-                | UnaryOp::Square
-                | UnaryOp::Relu
-                | UnaryOp::Floor
-                | UnaryOp::Ceil => costs.simple,
-                UnaryOp::Exp
-                | UnaryOp::Ln
-                | UnaryOp::Sqrt
-                | UnaryOp::Rsqrt
-                | UnaryOp::Recip
-                | UnaryOp::Tanh
-                | UnaryOp::Sigmoid
-                | UnaryOp::Gelu
-                | UnaryOp::Silu
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-                | UnaryOp::Erf
-                | UnaryOp::Exp2
-                | UnaryOp::Log2 => costs.transcendental,
-            },
-            Inst::Binary {
-                op: BinaryOp::Div | BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod,
-                ..
-            } => costs.transcendental,
-            _ => costs.simple,
-        }
-    }
 }
 
 /// One traced block program of an op's kernel.

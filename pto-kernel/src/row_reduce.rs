@@ -307,15 +307,9 @@ fn group_reduce_name(op: ReduceOp) -> &'static str {
     }
 }
 
-/// The names of row-reduction steps a pipe model's table may price beyond the vector
-/// instructions of the IR ([`Inst::vector_op_names`]).
-pub const STEP_NAMES: [&str; 5] = [
-    "ub_copy",
-    "brcb",
-    "group_reduce_sum",
-    "group_reduce_max",
-    "group_reduce_min",
-];
+// The step names a pipe model's table may price are part of the table's vocabulary, which
+// the device profile checks a profile's `vector_ops` against: defined there, named here too.
+pub use crate::device::ROW_REDUCE_STEP_NAMES as STEP_NAMES;
 
 #[cfg(test)]
 mod tests {

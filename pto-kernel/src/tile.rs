@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use crate::dtype::DType;
 
-use super::builder::{State, normalize_axis};
 use super::ir::{BinaryOp, CmpOp, Inst, MemLevel, Operand, ReduceOp, TileId, TileType, UnaryOp};
-use super::validate::{self, Arg};
+use super::trace::{State, normalize_axis};
+use super::validate::typing::{self, Arg};
 
 /// A tile of a kernel being traced: an SSA value with a shape, a dtype and a memory level.
 /// Cloning is cheap (two reference counts); every operation records an instruction.
@@ -204,7 +204,7 @@ impl Tile {
                 }
             })
             .and(ty)
-            .and_then(|ty| Ok(validate::check_tile(&ty).map(|()| ty)?));
+            .and_then(|ty| Ok(typing::check_tile(&ty).map(|()| ty)?));
         let (id, ty) = match checked {
             Ok(ty) => (state.define(ty.clone(), Some(make)), ty),
             Err(message) => {
@@ -221,7 +221,7 @@ impl Tile {
             &|| format!("unary {}", op.name()),
             &[self],
             &self.ty,
-            validate::unary(op, &self.ty).map_err(String::from),
+            typing::unary(op, &self.ty).map_err(String::from),
             &|dst| Inst::Unary { dst, op, src },
         )
     }
@@ -235,7 +235,7 @@ impl Tile {
             &|| format!("binary {}", op.name()),
             &tiles,
             &fallback,
-            validate::binary(op, lhs.arg(), rhs.arg()).map_err(String::from),
+            typing::binary(op, lhs.arg(), rhs.arg()).map_err(String::from),
             &|dst| Inst::Binary {
                 dst,
                 op,
@@ -264,7 +264,7 @@ impl Tile {
             &|| format!("compare {}", op.name()),
             &tiles,
             &fallback,
-            validate::compare(op, Arg::Tile(&self.ty), rhs.arg()).map_err(String::from),
+            typing::compare(op, Arg::Tile(&self.ty), rhs.arg()).map_err(String::from),
             &|dst| Inst::Compare {
                 dst,
                 op,
@@ -277,7 +277,7 @@ impl Tile {
     fn reduce(&self, op: ReduceOp, axis: isize) -> Tile {
         let src = self.id;
         let checked = normalize_axis(axis, self.ty.shape.len())
-            .and_then(|axis| Ok((axis, validate::reduce(op, &self.ty, axis)?)));
+            .and_then(|axis| Ok((axis, typing::reduce(op, &self.ty, axis)?)));
         let reduced_axis = checked.as_ref().map_or(0, |(axis, _)| *axis);
         self.derive(
             &|| format!("reduce {}", op.name()),
@@ -304,7 +304,7 @@ impl Tile {
             &|| what.to_owned(),
             &[self],
             &fallback,
-            validate::move_to(&self.ty, level, dtype).map_err(String::from),
+            typing::move_to(&self.ty, level, dtype).map_err(String::from),
             &|dst| Inst::Move { dst, src },
         )
     }
@@ -451,7 +451,7 @@ impl Tile {
             &|| "cast".to_owned(),
             &[self],
             &fallback,
-            validate::cast(&self.ty, dtype).map_err(String::from),
+            typing::cast(&self.ty, dtype).map_err(String::from),
             &|dst| Inst::Cast { dst, src },
         )
     }
@@ -501,7 +501,7 @@ impl Tile {
     pub fn select(cond: &Tile, on_true: impl IntoOperand, on_false: impl IntoOperand) -> Tile {
         let (on_true, on_false) = (on_true.into_operand(), on_false.into_operand());
         let mut fallback = fallback_of(&on_true, &on_false, cond);
-        fallback.shape = validate::broadcast(&cond.ty.shape, &fallback.shape)
+        fallback.shape = typing::broadcast(&cond.ty.shape, &fallback.shape)
             .unwrap_or_else(|| cond.ty.shape.clone());
         let tiles: Vec<&Tile> = [Some(cond), on_true.tile(), on_false.tile()]
             .into_iter()
@@ -512,7 +512,7 @@ impl Tile {
             &|| "select".to_owned(),
             &tiles,
             &fallback,
-            validate::select(&cond.ty, on_true.arg(), on_false.arg()).map_err(String::from),
+            typing::select(&cond.ty, on_true.arg(), on_false.arg()).map_err(String::from),
             &|dst| Inst::Select {
                 dst,
                 cond: c,
@@ -588,7 +588,7 @@ impl Tile {
             &|| format!("extract to {level}"),
             &[self],
             &ty,
-            validate::extract(&self.ty, &ty, &offsets).map_err(|e| e.to_string()),
+            typing::extract(&self.ty, &ty, &offsets).map_err(|e| e.to_string()),
             &|dst| Inst::Extract {
                 dst,
                 src,

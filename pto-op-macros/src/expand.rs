@@ -4,8 +4,7 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
-use crate::model::{DefaultValue, FnModel, Model, ParamKind};
-use crate::valid::parity::{CaseSeed, ParityCase};
+use crate::model::{CaseSeed, DefaultValue, FnModel, Model, ParamKind, ParityCase};
 
 /// The expanded op module.
 pub fn expand(model: &Model) -> TokenStream {

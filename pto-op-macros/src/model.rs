@@ -4,8 +4,6 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{Ident, ItemMod, Type};
 
-use crate::valid::parity::{DeclaredTolerance, ParityCase};
-
 /// The type of a param.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
@@ -137,4 +135,47 @@ pub struct Model {
     pub tolerances: Vec<DeclaredTolerance>,
     /// The kernel's `#[parity]` cases, checked.
     pub parity: Vec<ParityCase>,
+}
+
+/// A checked `dtype = (rtol, atol)` of `tolerance(...)`.
+pub struct DeclaredTolerance {
+    /// The `pto_op::DType` variant.
+    pub dtype: &'static str,
+    pub rtol: f64,
+    pub atol: f64,
+}
+
+/// One input of a parity case: its dtype variant and its dims.
+pub struct CaseInput {
+    pub dtype: &'static str,
+    pub dims: Vec<usize>,
+}
+
+/// One param a parity case sets.
+pub struct CaseParam {
+    pub name: String,
+    pub kind: ParamKind,
+    pub value: DefaultValue,
+}
+
+/// The seed of a case's inputs.
+pub enum CaseSeed {
+    /// `seed = N`, as written.
+    Given(u64),
+    /// None written: `pto_op::parity::case_seed` of this text, the case's inputs and params
+    /// as `name=value` without whitespace, sorted by name, joined by `,`.
+    OfText(String),
+}
+
+/// A checked `#[parity(...)]` case.
+pub struct ParityCase {
+    /// The generated test's name, e.g. `case_0_x_f16_4x64`.
+    pub test_name: Ident,
+    /// One per op input, in order.
+    pub inputs: Vec<CaseInput>,
+    /// The params the case sets; the others take their defaults.
+    pub params: Vec<CaseParam>,
+    pub seed: CaseSeed,
+    /// `(rtol, atol)`, when the case sets them.
+    pub tolerance: Option<(f64, f64)>,
 }

@@ -8,7 +8,7 @@ use crate::tensor::SplitMix64;
 
 use super::super::ValidProgram;
 use super::super::ir::MemLevel;
-use super::super::validate::broadcast;
+use super::super::validate::typing::broadcast;
 use super::super::{Global, Idx, Kernel, Tile};
 
 /// Test-case picking over pto-op's one seeded generator.

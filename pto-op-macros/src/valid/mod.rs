@@ -9,7 +9,7 @@
 //! types an author writes.
 
 mod literal;
-pub mod parity;
+mod parity;
 mod signature;
 mod types;
 

@@ -12,7 +12,9 @@ use super::types::code;
 use crate::ast::{OpModule, Role};
 use crate::attr::{ParamDecl, ParityAttr, ParityValue, ToleranceDecl};
 use crate::ctxt::Ctxt;
-use crate::model::{DefaultValue, Param, ParamKind};
+use crate::model::{
+    CaseInput, CaseParam, CaseSeed, DeclaredTolerance, DefaultValue, Param, ParityCase,
+};
 
 /// The dtypes an author may name, with their `pto_op::DType` variants.
 const DTYPES: [(&str, &str); 8] = [
@@ -35,49 +37,6 @@ fn dtype_variant(dtype: &Ident) -> Option<&'static str> {
         .iter()
         .find(|(name, _)| dtype == name)
         .map(|(_, variant)| *variant)
-}
-
-/// A checked `dtype = (rtol, atol)` of `tolerance(...)`.
-pub struct DeclaredTolerance {
-    /// The `pto_op::DType` variant.
-    pub dtype: &'static str,
-    pub rtol: f64,
-    pub atol: f64,
-}
-
-/// One input of a parity case: its dtype variant and its dims.
-pub struct CaseInput {
-    pub dtype: &'static str,
-    pub dims: Vec<usize>,
-}
-
-/// One param a parity case sets.
-pub struct CaseParam {
-    pub name: String,
-    pub kind: ParamKind,
-    pub value: DefaultValue,
-}
-
-/// The seed of a case's inputs.
-pub enum CaseSeed {
-    /// `seed = N`, as written.
-    Given(u64),
-    /// None written: `pto_op::parity::case_seed` of this text, the case's inputs and params
-    /// as `name=value` without whitespace, sorted by name, joined by `,`.
-    OfText(String),
-}
-
-/// A checked `#[parity(...)]` case.
-pub struct ParityCase {
-    /// The generated test's name, e.g. `case_0_x_f16_4x64`.
-    pub test_name: Ident,
-    /// One per op input, in order.
-    pub inputs: Vec<CaseInput>,
-    /// The params the case sets; the others take their defaults.
-    pub params: Vec<CaseParam>,
-    pub seed: CaseSeed,
-    /// `(rtol, atol)`, when the case sets them.
-    pub tolerance: Option<(f64, f64)>,
 }
 
 /// A non-negative finite number, possibly written as an integer.
