@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use pto_op::{AttrType, AttrValue, DType, OpDef};
 
-use super::{Instance, InstanceTiling};
+use super::manifest::{Instance, InstanceTiling};
 use crate::ascendc::{LoweredKernel, Soc};
 
 /// `pto_capi.h`, the C ABI's header, shipped in `op_host/`.
@@ -402,7 +402,7 @@ impl OpSources<'_> {
         let known = self
             .instances
             .iter()
-            .map(super::Instance::inputs_text)
+            .map(Instance::inputs_text)
             .collect::<Vec<_>>()
             .join("; ");
         let _ = writeln!(
