@@ -2,53 +2,11 @@
 //! (`build.sh` and `CMakeLists.txt` are [`build`](super::build)'s.) Neither has run on a CANN
 //! toolkit here (none is installed); the presets say so.
 
-use pto_op::{AttrType, AttrValue, DType, OpDef};
+use pto_op::{AttrValue, DType, OpDef};
 use serde_json::{Value, json};
 
+use super::cann_types::{attr_type_name, dtype_name};
 use crate::ascendc::Soc;
-
-/// msopgen's name of a dtype in `op_desc.json`.
-fn msopgen_dtype(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float",
-        DType::F16 => "float16",
-        DType::BF16 => "bfloat16",
-        DType::I32 => "int32",
-        DType::I64 => "int64",
-        DType::I8 => "int8",
-        DType::U8 => "uint8",
-        DType::Bool => "bool",
-        DType::I16 => "int16",
-        DType::U16 => "uint16",
-        DType::U32 => "uint32",
-        DType::U64 => "uint64",
-        DType::F64 => "double",
-        // No SoC lowers these (`Soc::supports`): no lowered kernel, so no package, has them.
-        dtype @ (DType::F8E4M3FN
-        | DType::F8E4M3FNUZ
-        | DType::F8E5M2
-        | DType::F8E5M2FNUZ
-        | DType::F8E8M0
-        | DType::F4E2M1
-        | DType::I4
-        | DType::U4
-        | DType::I2
-        | DType::U2) => {
-            unreachable!("{dtype} is refused by lowering before packaging")
-        }
-    }
-}
-
-fn msopgen_attr_type(ty: AttrType) -> &'static str {
-    match ty {
-        AttrType::F32 => "float",
-        AttrType::I32 | AttrType::I64 => "int",
-        AttrType::Bool => "bool",
-        AttrType::F64 | AttrType::String => "str",
-        AttrType::I64s => "listInt",
-        AttrType::F32s => "listFloat",
-    }
-}
 
 fn default_text(value: &AttrValue) -> String {
     match value {
@@ -65,7 +23,7 @@ pub(super) fn op_desc_entry(def: &OpDef, op_type: &str, columns: &[Vec<DType>]) 
             "name": name,
             "param_type": "required",
             "format": vec!["ND"; columns.len()],
-            "type": columns.iter().map(|c| msopgen_dtype(c[slot])).collect::<Vec<_>>(),
+            "type": columns.iter().map(|c| dtype_name(c[slot]).msopgen).collect::<Vec<_>>(),
         })
     };
     json!({
@@ -84,13 +42,13 @@ pub(super) fn op_desc_entry(def: &OpDef, op_type: &str, columns: &[Vec<DType>]) 
                 Some(d) => json!({
                     "name": p.name,
                     "param_type": "optional",
-                    "type": msopgen_attr_type(p.ty),
+                    "type": attr_type_name(p.ty).msopgen,
                     "default_value": default_text(&d()),
                 }),
                 None => json!({
                     "name": p.name,
                     "param_type": "required",
-                    "type": msopgen_attr_type(p.ty),
+                    "type": attr_type_name(p.ty).msopgen,
                 }),
             })
             .collect::<Vec<_>>(),
