@@ -14,9 +14,12 @@
 //! ```
 //!
 //! Shape and dtype inference of the deployed op are the Rust description's own: op_host
-//! calls the C ABI of `pto-capi` (`libpto_capi.so`), which runs the op's `#[infer_shape]`
-//! and `#[infer_dtype]`. Standard ops (`std.*`) are exported as ONNX standard operators and
-//! served by CANN's built-in kernels, so they are not part of the package.
+//! calls the C ABI of `pto-capi` (`pto_capi.h`), which runs the op's `#[infer_shape]` and
+//! `#[infer_dtype]`, in the deployment's C ABI library: a `cdylib` crate of its own that
+//! links the operator crates and expands `pto_capi::export_c_abi!()` (`build.sh` builds
+//! `PTO_CAPI_CRATE`, by default the examples' `pto-examples-capi`). Standard ops (`std.*`)
+//! are exported as ONNX standard operators and served by CANN's built-in kernels, so they are
+//! not part of the package.
 //!
 //! Each op's kernel ships in the tile language's text form beside its lowering, and the
 //! manifest holds the deployed kernels: an edit of either form is checked and swapped in by
@@ -30,9 +33,9 @@
 //!
 //! Nothing here has run through a CANN toolkit on this machine (none is installed): the
 //! generated kernels compile against the host implementation of the Ascend C API (see
-//! [`super::host`]), the op_host inference headers compile and run against `libpto_capi.so`;
-//! the graph-engine glue (OpDef, REG_OP, the ONNX plug-in, the CMake files) follows the
-//! documented API and is marked unverified in its comments.
+//! [`super::host`]), the op_host inference headers compile and run against the examples' C
+//! ABI library; the graph-engine glue (OpDef, REG_OP, the ONNX plug-in, the CMake files)
+//! follows the documented API and is marked unverified in its comments.
 //!
 //! The files, one job each: `manifest.rs` (`pto_package.json`: its types, reading it),
 //! `custom_ops.rs` (a model's custom ops and their instances), `generate.rs` (which files a
