@@ -295,6 +295,11 @@ impl CValue for i32 {
     }
 }
 
+/// An op's rules over Rust values: [`infer`](crate::infer), [`infer_shapes`](crate::infer_shapes)
+/// or [`infer_dtypes`](crate::infer_dtypes), given the op's name, the inputs and the
+/// attributes JSON.
+pub type Rules<V> = fn(&str, &[V], &str) -> Result<Vec<V>, CapiError>;
+
 /// The body of the three inference functions (`pto_infer`, `pto_infer_shapes`,
 /// `pto_infer_dtypes`): reads the op name, the attributes and the `num_inputs` input values,
 /// lets `rules` ([`infer`](crate::infer), [`infer_shapes`](crate::infer_shapes),
@@ -318,7 +323,7 @@ pub unsafe fn infer_entry<C: CValue>(
     num_outputs: *mut usize,
     error: *mut c_char,
     error_capacity: usize,
-    rules: fn(&str, &[C::Value], &str) -> Result<Vec<C::Value>, CapiError>,
+    rules: Rules<C::Value>,
 ) -> i32 {
     let body = || {
         // SAFETY: NUL-terminated by the contract.

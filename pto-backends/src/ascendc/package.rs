@@ -42,7 +42,7 @@
 //! package holds and their text, from `cpp.rs` for the C++ sources and `project.rs` for the
 //! msopgen project), `write.rs` (placing the directory atomically), `check.rs` (a package
 //! against a model), `build.rs` (`build.sh`, `CMakeLists.txt`, running the build),
-//! `cann_types.rs` (CANN's names of the types), `error.rs`, `toolkit.rs`, and [`redeploy`].
+//! `cann_types.rs` (CANN's names of the types), `error.rs`, `toolkit.rs`, and [`redeploy`](mod@redeploy).
 
 mod build;
 mod cann_types;

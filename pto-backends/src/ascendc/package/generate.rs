@@ -1,6 +1,5 @@
 //! Generating a package in memory: which files it holds for each op and for all of them,
-//! their text (from [`cpp`](super::cpp), [`project`](super::project) and
-//! [`build`](super::build)), and the manifest that records them.
+//! their text (from [`cpp`], [`project`] and [`build`]), and the manifest that records them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
