@@ -1,17 +1,18 @@
-//! The `extern "C"` functions of `include/pto_capi.h`: each converts its C arguments to Rust
-//! values, calls the safe function of the crate root, and writes the results back. The only
-//! `unsafe` code of the crate is here, in the few pointer reads and writes a C ABI cannot avoid.
+//! The bodies of the `extern "C"` functions of `include/pto_capi.h`: each converts its C
+//! arguments to Rust values, calls the safe function of the crate root, and writes the
+//! results back. The functions themselves, `#[unsafe(no_mangle)]`, are defined by
+//! [`export_c_abi!`](crate::export_c_abi) in the deployment's own `cdylib` crate, and each is a
+//! call of one function here. The only `unsafe` code of the crate is here and in that macro,
+//! in the few pointer reads and writes a C ABI cannot avoid.
 
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use pto_op::TensorType;
+use pto_op::{DType, Shape, TensorType};
 
-use crate::{
-    CapiError, MAX_RANK, Status, dtype, infer, infer_dtypes, infer_shapes, shape, tensor_type,
-};
+use crate::{CapiError, MAX_RANK, Status, dtype, shape, tensor_type};
 
 /// One tensor's type, as C sees it (`PtoTensorDesc`).
 #[repr(C)]
@@ -236,25 +237,93 @@ unsafe fn guarded(
     status as i32
 }
 
-/// The body the three inference entry points share: reads the op name, the attributes and
-/// the `num_inputs` input values, lets `rules` turn them into output values, and writes
-/// those back; errors and panics become the status and message.
+/// A C value of an inference call's inputs and outputs ([`PtoTensorDesc`], [`PtoShape`], an
+/// ONNX dtype code as `i32`) and the Rust value it stands for.
+pub trait CValue: Copy {
+    /// The Rust value ([`TensorType`], [`Shape`], [`DType`]).
+    type Value;
+
+    /// The Rust value of this C value; `what` names it in an error (`op `demo.x` input 0`).
+    ///
+    /// # Errors
+    ///
+    /// [`CapiError::BadArgument`] for a C value that stands for none.
+    fn read(&self, what: &str) -> Result<Self::Value, CapiError>;
+
+    /// The C value of `value`; `what` names it in an error (`op `demo.x` output 0`).
+    ///
+    /// # Errors
+    ///
+    /// [`CapiError::BadArgument`] for a value the C type cannot hold.
+    fn write(what: &str, value: &Self::Value) -> Result<Self, CapiError>;
+}
+
+impl CValue for PtoTensorDesc {
+    type Value = TensorType;
+
+    fn read(&self, what: &str) -> Result<TensorType, CapiError> {
+        self.tensor_type(what)
+    }
+
+    fn write(what: &str, value: &TensorType) -> Result<PtoTensorDesc, CapiError> {
+        PtoTensorDesc::of(what, value)
+    }
+}
+
+impl CValue for PtoShape {
+    type Value = Shape;
+
+    fn read(&self, what: &str) -> Result<Shape, CapiError> {
+        self.shape(what)
+    }
+
+    fn write(what: &str, value: &Shape) -> Result<PtoShape, CapiError> {
+        PtoShape::of(what, value)
+    }
+}
+
+/// An ONNX `TensorProto.DataType` code.
+impl CValue for i32 {
+    type Value = DType;
+
+    fn read(&self, what: &str) -> Result<DType, CapiError> {
+        dtype(what, *self)
+    }
+
+    fn write(_what: &str, value: &DType) -> Result<i32, CapiError> {
+        Ok(value.onnx_code())
+    }
+}
+
+/// An op's rules over Rust values: [`infer`](crate::infer), [`infer_shapes`](crate::infer_shapes)
+/// or [`infer_dtypes`](crate::infer_dtypes), given the op's name, the inputs and the
+/// attributes JSON.
+pub type Rules<V> = fn(&str, &[V], &str) -> Result<Vec<V>, CapiError>;
+
+/// The body of the three inference functions (`pto_infer`, `pto_infer_shapes`,
+/// `pto_infer_dtypes`): reads the op name, the attributes and the `num_inputs` input values,
+/// lets `rules` ([`infer`](crate::infer), [`infer_shapes`](crate::infer_shapes),
+/// [`infer_dtypes`](crate::infer_dtypes)) turn them into output values, and writes those
+/// back; errors and panics become the status and message.
 ///
 /// # Safety
 ///
-/// The contract of [`pto_infer`], with `I` and `O` for the input and output descriptors.
+/// `op_name` and `attrs_json` (which may be null) are NUL-terminated; `inputs` points to
+/// `num_inputs` values (or is null when `num_inputs` is 0); `outputs` is valid for writes of
+/// `output_capacity` values; `num_outputs` is valid for one write; `error` is null or valid
+/// for `error_capacity` bytes. None of them is written by another thread during the call.
 #[allow(clippy::too_many_arguments)]
-unsafe fn infer_entry<I, O: Copy>(
+pub unsafe fn infer_entry<C: CValue>(
     op_name: *const c_char,
-    inputs: *const I,
+    inputs: *const C,
     num_inputs: usize,
     attrs_json: *const c_char,
-    outputs: *mut O,
+    outputs: *mut C,
     output_capacity: usize,
     num_outputs: *mut usize,
     error: *mut c_char,
     error_capacity: usize,
-    rules: impl FnOnce(&str, &[I], &str) -> Result<Vec<O>, CapiError>,
+    rules: Rules<C::Value>,
 ) -> i32 {
     let body = || {
         // SAFETY: NUL-terminated by the contract.
@@ -263,7 +332,16 @@ unsafe fn infer_entry<I, O: Copy>(
         let attrs = unsafe { optional_c_str("attrs_json", attrs_json) }?;
         // SAFETY: `inputs` holds `num_inputs` values by the contract.
         let given = unsafe { input_slice("inputs", inputs, num_inputs) }?;
-        let inferred = rules(op, given, attrs)?;
+        let values = given
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c.read(&format!("op `{op}` input {i}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let inferred = rules(op, &values, attrs)?
+            .iter()
+            .enumerate()
+            .map(|(i, value)| C::write(&format!("op `{op}` output {i}"), value))
+            .collect::<Result<Vec<_>, _>>()?;
         // SAFETY: `outputs` and `num_outputs` as the contract says.
         unsafe { write_outputs(op, &inferred, outputs, output_capacity, num_outputs) }
     };
@@ -271,154 +349,13 @@ unsafe fn infer_entry<I, O: Copy>(
     unsafe { guarded(error, error_capacity, body) }
 }
 
-/// `pto_infer` of `pto_capi.h`: the output types of an op, by its own rules.
-///
-/// # Safety
-///
-/// `op_name` and `attrs_json` (which may be null) are NUL-terminated; `inputs` points to
-/// `num_inputs` descriptors (or is null when `num_inputs` is 0); `outputs` is valid for
-/// writes of `output_capacity` descriptors; `num_outputs` is valid for one write; `error` is
-/// null or valid for `error_capacity` bytes. None of them is written by another thread
-/// during the call.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pto_infer(
-    op_name: *const c_char,
-    inputs: *const PtoTensorDesc,
-    num_inputs: usize,
-    attrs_json: *const c_char,
-    outputs: *mut PtoTensorDesc,
-    output_capacity: usize,
-    num_outputs: *mut usize,
-    error: *mut c_char,
-    error_capacity: usize,
-) -> i32 {
-    // SAFETY: the contract above is `infer_entry`'s.
-    unsafe {
-        infer_entry(
-            op_name,
-            inputs,
-            num_inputs,
-            attrs_json,
-            outputs,
-            output_capacity,
-            num_outputs,
-            error,
-            error_capacity,
-            |op, descs: &[PtoTensorDesc], attrs| {
-                let types = descs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| d.tensor_type(&format!("op `{op}` input {i}")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                infer(op, &types, attrs)?
-                    .iter()
-                    .enumerate()
-                    .map(|(i, ty)| PtoTensorDesc::of(&format!("op `{op}` output {i}"), ty))
-                    .collect()
-            },
-        )
-    }
-}
-
-/// `pto_infer_shapes` of `pto_capi.h`: the output shapes of an op, by its own
-/// `#[infer_shape]` (a graph engine's InferShape hook).
-///
-/// # Safety
-///
-/// As [`pto_infer`], with shapes for descriptors.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pto_infer_shapes(
-    op_name: *const c_char,
-    inputs: *const PtoShape,
-    num_inputs: usize,
-    attrs_json: *const c_char,
-    outputs: *mut PtoShape,
-    output_capacity: usize,
-    num_outputs: *mut usize,
-    error: *mut c_char,
-    error_capacity: usize,
-) -> i32 {
-    // SAFETY: the contract above is `infer_entry`'s.
-    unsafe {
-        infer_entry(
-            op_name,
-            inputs,
-            num_inputs,
-            attrs_json,
-            outputs,
-            output_capacity,
-            num_outputs,
-            error,
-            error_capacity,
-            |op, given: &[PtoShape], attrs| {
-                let shapes = given
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| s.shape(&format!("op `{op}` input {i}")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                infer_shapes(op, &shapes, attrs)?
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| PtoShape::of(&format!("op `{op}` output {i}"), s))
-                    .collect()
-            },
-        )
-    }
-}
-
-/// `pto_infer_dtypes` of `pto_capi.h`: the output dtypes (ONNX codes) of an op, by its own
-/// `#[infer_dtype]` (a graph engine's InferDataType hook).
-///
-/// # Safety
-///
-/// As [`pto_infer`], with ONNX dtype codes for descriptors.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pto_infer_dtypes(
-    op_name: *const c_char,
-    inputs: *const i32,
-    num_inputs: usize,
-    attrs_json: *const c_char,
-    outputs: *mut i32,
-    output_capacity: usize,
-    num_outputs: *mut usize,
-    error: *mut c_char,
-    error_capacity: usize,
-) -> i32 {
-    // SAFETY: the contract above is `infer_entry`'s.
-    unsafe {
-        infer_entry(
-            op_name,
-            inputs,
-            num_inputs,
-            attrs_json,
-            outputs,
-            output_capacity,
-            num_outputs,
-            error,
-            error_capacity,
-            |op, codes: &[i32], attrs| {
-                let dtypes = codes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| dtype(&format!("op `{op}` input {i}"), c))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(infer_dtypes(op, &dtypes, attrs)?
-                    .iter()
-                    .map(|d| d.onnx_code())
-                    .collect())
-            },
-        )
-    }
-}
-
-/// `pto_op_fingerprint` of `pto_capi.h`: an op's signature fingerprint.
+/// The body of `pto_op_fingerprint`: an op's signature fingerprint.
 ///
 /// # Safety
 ///
 /// `op_name` is NUL-terminated; `fingerprint` is valid for one write; `error` is null or
 /// valid for `error_capacity` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pto_op_fingerprint(
+pub unsafe fn op_fingerprint(
     op_name: *const c_char,
     fingerprint: *mut u64,
     error: *mut c_char,
@@ -441,9 +378,9 @@ pub unsafe extern "C" fn pto_op_fingerprint(
     unsafe { guarded(error, error_capacity, body) }
 }
 
-/// `pto_capi_version` of `pto_capi.h`: the version this library was built from.
-#[unsafe(no_mangle)]
-pub extern "C" fn pto_capi_version() -> *const c_char {
+/// The body of `pto_capi_version`: the version of pto-capi the library was built from,
+/// NUL-terminated and static.
+pub fn version() -> *const c_char {
     const VERSION: &CStr =
         match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
             Ok(v) => v,
@@ -455,6 +392,9 @@ pub extern "C" fn pto_capi_version() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The functions a deployment's library exports, here in the test binary.
+    crate::export_c_abi!();
 
     fn call(op: &str, inputs: &[PtoTensorDesc], attrs: &str) -> (i32, Vec<PtoTensorDesc>, String) {
         let op = std::ffi::CString::new(op).expect("no NUL");

@@ -2,21 +2,30 @@
 //!
 //! A custom-op package's `op_host` code (see `pto_backends::ascendc::package`) does not
 //! retype an op's `#[infer_shape]`/`#[infer_dtype]` in C++: its InferShape and InferDataType
-//! call [`pto_infer`](ffi::pto_infer) of this library, which runs the op's own Rust rules
-//! ([`pto_op::OpDef::infer`]). The library links the operator crates of this workspace
-//! (`pto-examples`, `pto-team-b`) and the standard ops of `pto-op`.
+//! call `pto_infer_shapes` and `pto_infer_dtypes` of a C ABI library, which run the op's own
+//! Rust rules ([`pto_op::OpDef::infer`]).
+//!
+//! This crate is a plain library that links no operator crate. A deployment's C ABI library
+//! is its own `cdylib` crate, which depends on this one and on its operator crates, and
+//! whose `src/lib.rs` is
+//!
+//! ```ignore
+//! use my_ops as _;
+//! pto_capi::export_c_abi!();
+//! ```
+//!
+//! [`export_c_abi!`] defines the `extern "C"` functions there; the library answers for the
+//! standard ops of `pto-op` and the ops of the crates it names. The examples' library is
+//! `examples/capi` (`libpto_examples_capi.so`), and `docs/deploying.md` shows the whole crate.
 //!
 //! The C declarations are in `include/pto_capi.h` ([`HEADER`]). The safe Rust side of each
 //! call is [`infer`]; [`ffi`] only converts between C and Rust values.
 
 #![deny(missing_docs)]
 
-use pto_op::{Attributes, DType, OpError, RegistryError, Shape, TensorType};
+use pto_op::{Attributes, DType, OpDef, OpError, RegistryError, Shape, TensorType};
 
-// Links the operator crates, so that their ops are registered in this library.
-use pto_examples as _;
-use pto_team_b as _;
-
+mod export;
 pub mod ffi;
 
 /// The C header of the ABI, as shipped in a package's `op_host/pto_capi.h`.
@@ -110,6 +119,16 @@ pub fn parse_attributes(op: &str, json: &str) -> Result<Attributes, CapiError> {
     })
 }
 
+/// The linked op named `op_name` and the attributes of a call of it from their JSON form.
+fn op_and_attributes(
+    op_name: &str,
+    attrs_json: &str,
+) -> Result<(&'static OpDef, Attributes), CapiError> {
+    let op = pto_op::registry::find(op_name).map_err(CapiError::UnknownOp)?;
+    let attrs = parse_attributes(op_name, attrs_json)?;
+    Ok((op, attrs))
+}
+
 /// The output types of `op_name` for inputs `inputs` and attributes `attrs_json` (see
 /// [`parse_attributes`]): the op's own rules, through [`pto_op::OpDef::infer`].
 ///
@@ -121,8 +140,7 @@ pub fn infer(
     inputs: &[TensorType],
     attrs_json: &str,
 ) -> Result<Vec<TensorType>, CapiError> {
-    let op = pto_op::registry::find(op_name).map_err(CapiError::UnknownOp)?;
-    let attrs = parse_attributes(op_name, attrs_json)?;
+    let (op, attrs) = op_and_attributes(op_name, attrs_json)?;
     op.infer(inputs, &attrs).map_err(CapiError::Rejected)
 }
 
@@ -137,8 +155,7 @@ pub fn infer_shapes(
     inputs: &[Shape],
     attrs_json: &str,
 ) -> Result<Vec<Shape>, CapiError> {
-    let op = pto_op::registry::find(op_name).map_err(CapiError::UnknownOp)?;
-    let attrs = parse_attributes(op_name, attrs_json)?;
+    let (op, attrs) = op_and_attributes(op_name, attrs_json)?;
     op.check_input_count(inputs.len())
         .map_err(CapiError::Rejected)?;
     let shapes: Vec<&Shape> = inputs.iter().collect();
@@ -156,8 +173,7 @@ pub fn infer_dtypes(
     inputs: &[DType],
     attrs_json: &str,
 ) -> Result<Vec<DType>, CapiError> {
-    let op = pto_op::registry::find(op_name).map_err(CapiError::UnknownOp)?;
-    let attrs = parse_attributes(op_name, attrs_json)?;
+    let (op, attrs) = op_and_attributes(op_name, attrs_json)?;
     op.check_input_count(inputs.len())
         .map_err(CapiError::Rejected)?;
     (op.infer_dtypes)(inputs, &attrs).map_err(|e| CapiError::Rejected(e.with_op(op.name)))
@@ -227,37 +243,6 @@ mod tests {
         assert_eq!(err.status(), Status::Rejected);
         let message = err.to_string();
         assert!(message.contains("std.matmul"), "{message}");
-    }
-
-    #[test]
-    fn unknown_ops_and_bad_json_are_named() {
-        let err = infer("demo.nope", &[], "").expect_err("no such op");
-        assert_eq!(err.status(), Status::UnknownOp);
-        assert!(err.to_string().contains("demo.nope"), "{err}");
-        let err =
-            infer("demo.rms_norm", &[f32s(&[2, 4]), f32s(&[4])], "{eps: 1}").expect_err("not JSON");
-        assert_eq!(err.status(), Status::BadAttributes);
-        assert!(err.to_string().contains("demo.rms_norm"), "{err}");
-    }
-
-    #[test]
-    fn shapes_and_dtypes_apart_agree_with_infer() -> Result<(), CapiError> {
-        let attrs = r#"{"eps":{"f32":1e-5}}"#;
-        let both = infer("demo.rms_norm", &[f32s(&[2, 4]), f32s(&[4])], attrs)?;
-        let shapes = infer_shapes(
-            "demo.rms_norm",
-            &[Shape::new(vec![2, 4]), Shape::new(vec![4])],
-            attrs,
-        )?;
-        let dtypes = infer_dtypes("demo.rms_norm", &[DType::F32, DType::F32], attrs)?;
-        assert_eq!(
-            both.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(),
-            shapes
-        );
-        assert_eq!(both.iter().map(|t| t.dtype).collect::<Vec<_>>(), dtypes);
-        let err = infer_dtypes("demo.rms_norm", &[DType::F32], attrs).expect_err("one input short");
-        assert_eq!(err.status(), Status::Rejected);
-        Ok(())
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use pto_op::{AttrType, AttrValue, DType, OpDef};
 
-use super::{Instance, InstanceTiling};
+use super::cann_types::{attr_type_name, dtype_name};
+use super::manifest::{Instance, InstanceTiling};
 use crate::ascendc::{LoweredKernel, Soc};
 
 /// `pto_capi.h`, the C ABI's header, shipped in `op_host/`.
@@ -29,38 +30,6 @@ pub(super) struct OpSources<'a> {
     pub origin_op_type: String,
 }
 
-/// The graph engine's name of a dtype (`DT_FLOAT`).
-fn ge_dtype(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "DT_FLOAT",
-        DType::F16 => "DT_FLOAT16",
-        DType::BF16 => "DT_BF16",
-        DType::I32 => "DT_INT32",
-        DType::I64 => "DT_INT64",
-        DType::I8 => "DT_INT8",
-        DType::U8 => "DT_UINT8",
-        DType::Bool => "DT_BOOL",
-        DType::I16 => "DT_INT16",
-        DType::U16 => "DT_UINT16",
-        DType::U32 => "DT_UINT32",
-        DType::U64 => "DT_UINT64",
-        DType::F64 => "DT_DOUBLE",
-        // No SoC lowers these (`Soc::supports`): no lowered kernel, so no package, has them.
-        dtype @ (DType::F8E4M3FN
-        | DType::F8E4M3FNUZ
-        | DType::F8E5M2
-        | DType::F8E5M2FNUZ
-        | DType::F8E8M0
-        | DType::F4E2M1
-        | DType::I4
-        | DType::U4
-        | DType::I2
-        | DType::U2) => {
-            unreachable!("{dtype} is refused by lowering before packaging")
-        }
-    }
-}
-
 /// The C++ type a param is held in by the op_host code.
 fn cpp_type(ty: AttrType) -> &'static str {
     match ty {
@@ -75,42 +44,33 @@ fn cpp_type(ty: AttrType) -> &'static str {
     }
 }
 
-/// The graph engine's attribute type of a param (`Float`); an f64 travels as a String with
-/// all 17 digits, since the graph engine's Float is single precision.
-fn ge_attr_type(ty: AttrType) -> &'static str {
-    match ty {
-        AttrType::F32 => "Float",
-        AttrType::I32 | AttrType::I64 => "Int",
-        AttrType::Bool => "Bool",
-        AttrType::F64 | AttrType::String => "String",
-        AttrType::I64s => "ListInt",
-        AttrType::F32s => "ListFloat",
-    }
-}
-
+/// The C++ literal of an f32 (`1e-6f`), of the NaN or infinity through `std::numeric_limits`.
 fn float_literal(v: f32) -> String {
+    floating_literal(f64::from(v), "float", || format!("{v:?}f"))
+}
+
+/// The C++ literal of an f64 (`1e-6`), of the NaN or infinity through `std::numeric_limits`.
+fn double_literal(v: f64) -> String {
+    floating_literal(v, "double", || format!("{v:?}"))
+}
+
+/// `finite()` for a finite `v`; else NaN or the infinity of C++ type `ty` (`float`, `double`)
+/// through `std::numeric_limits`. An f32 widened to f64 keeps its class and sign.
+fn floating_literal(v: f64, ty: &str, finite: impl FnOnce() -> String) -> String {
     if v.is_finite() {
-        let text = format!("{v:?}");
-        format!("{text}f")
+        finite()
     } else if v.is_nan() {
-        "std::numeric_limits<float>::quiet_NaN()".to_owned()
+        format!("std::numeric_limits<{ty}>::quiet_NaN()")
     } else if v > 0.0 {
-        "std::numeric_limits<float>::infinity()".to_owned()
+        format!("std::numeric_limits<{ty}>::infinity()")
     } else {
-        "-std::numeric_limits<float>::infinity()".to_owned()
+        format!("-std::numeric_limits<{ty}>::infinity()")
     }
 }
 
-fn double_literal(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:?}")
-    } else if v.is_nan() {
-        "std::numeric_limits<double>::quiet_NaN()".to_owned()
-    } else if v > 0.0 {
-        "std::numeric_limits<double>::infinity()".to_owned()
-    } else {
-        "-std::numeric_limits<double>::infinity()".to_owned()
-    }
+/// `values`, each spelt by `item`, separated by `, `.
+fn comma_list<T>(values: &[T], item: impl Fn(&T) -> String) -> String {
+    values.iter().map(item).collect::<Vec<_>>().join(", ")
 }
 
 fn string_literal(s: &str) -> String {
@@ -141,17 +101,11 @@ pub(super) fn literal(value: &AttrValue) -> String {
         AttrValue::String(v) => format!("std::string({})", string_literal(v)),
         AttrValue::I64s(v) => format!(
             "std::vector<int64_t>{{{}}}",
-            v.iter()
-                .map(|x| format!("INT64_C({x})"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            comma_list(v, |x| format!("INT64_C({x})"))
         ),
         AttrValue::F32s(v) => format!(
             "std::vector<float>{{{}}}",
-            v.iter()
-                .map(|x| float_literal(*x))
-                .collect::<Vec<_>>()
-                .join(", ")
+            comma_list(v, |x| float_literal(*x))
         ),
     }
 }
@@ -163,20 +117,8 @@ fn ge_literal(value: &AttrValue) -> String {
         AttrValue::String(v) => string_literal(v),
         AttrValue::I32(v) => format!("{v}"),
         AttrValue::I64(v) => format!("{v}"),
-        AttrValue::I64s(v) => format!(
-            "{{{}}}",
-            v.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        AttrValue::F32s(v) => format!(
-            "{{{}}}",
-            v.iter()
-                .map(|x| float_literal(*x))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        AttrValue::I64s(v) => format!("{{{}}}", comma_list(v, ToString::to_string)),
+        AttrValue::F32s(v) => format!("{{{}}}", comma_list(v, |x| float_literal(*x))),
         AttrValue::F32(_) | AttrValue::Bool(_) => literal(value),
     }
 }
@@ -223,6 +165,31 @@ impl OpSources<'_> {
         columns
     }
 
+    /// Writes the op's schema as the graph engine declares it, one line per input, output and
+    /// param, in that order (the order OpDef and REG_OP both take): `tensor(kind, name,
+    /// dtypes)` for a tensor (`kind` is `Input` or `Output`, `dtypes` its graph-engine dtype
+    /// in each dtype column), `attr(name, type, default)` for a param (its graph-engine type,
+    /// and its default as the graph engine's attribute holds it, if it has one).
+    fn write_schema(
+        &self,
+        out: &mut String,
+        tensor: impl Fn(&str, &str, &[&'static str]) -> String,
+        attr: impl Fn(&str, &str, Option<String>) -> String,
+    ) {
+        let columns = self.dtype_columns();
+        let inputs = self.def.inputs.iter().map(|name| ("Input", name));
+        let outputs = self.def.outputs.iter().map(|name| ("Output", name));
+        for (slot, (kind, name)) in inputs.chain(outputs).enumerate() {
+            let dtypes: Vec<&'static str> =
+                columns.iter().map(|c| dtype_name(c[slot]).ge).collect();
+            let _ = writeln!(out, "{}", tensor(kind, name, &dtypes));
+        }
+        for p in self.def.params {
+            let default = p.default.map(|default| ge_literal(&default()));
+            let _ = writeln!(out, "{}", attr(p.name, attr_type_name(p.ty).ge, default));
+        }
+    }
+
     /// `op_host/<stem>_infer.h` of this op.
     pub(super) fn infer_header(&self) -> String {
         infer_header(self.def, self.stem)
@@ -248,41 +215,66 @@ impl OpSources<'_> {
                 "{{\n        std::fprintf(stderr, \"{}: attribute `{}` is missing\\n\");\n        return {failure};\n    }}",
                 self.op_type, p.name
             );
-            let read = match p.ty {
-                AttrType::F32 => format!(
-                    "    const float *{n} = attrs->GetAttrPointer<float>({index});\n    if ({n} == nullptr) {missing}\n    {field} = *{n};",
-                    n = ident(p.name)
+            let n = ident(p.name);
+            let list = format!("{field}.assign({n}->GetData(), {n}->GetData() + {n}->GetSize());");
+            // The pointee the getter returns, the getter, and the assignment to the field.
+            let (pointee, getter, set) = match p.ty {
+                AttrType::F32 => ("float", "GetAttrPointer<float>", format!("{field} = *{n};")),
+                AttrType::Bool => ("bool", "GetAttrPointer<bool>", format!("{field} = *{n};")),
+                AttrType::I32 | AttrType::I64 => (
+                    "int64_t",
+                    "GetAttrPointer<int64_t>",
+                    format!("{field} = static_cast<{}>(*{n});", cpp_type(p.ty)),
                 ),
-                AttrType::Bool => format!(
-                    "    const bool *{n} = attrs->GetAttrPointer<bool>({index});\n    if ({n} == nullptr) {missing}\n    {field} = *{n};",
-                    n = ident(p.name)
+                AttrType::String => ("char", "GetStr", format!("{field} = {n};")),
+                AttrType::F64 => (
+                    "char",
+                    "GetStr",
+                    format!("{field} = std::strtod({n}, nullptr);"),
                 ),
-                AttrType::I32 | AttrType::I64 => format!(
-                    "    const int64_t *{n} = attrs->GetAttrPointer<int64_t>({index});\n    if ({n} == nullptr) {missing}\n    {field} = static_cast<{ty}>(*{n});",
-                    n = ident(p.name),
-                    ty = cpp_type(p.ty)
-                ),
-                AttrType::String => format!(
-                    "    const char *{n} = attrs->GetStr({index});\n    if ({n} == nullptr) {missing}\n    {field} = {n};",
-                    n = ident(p.name)
-                ),
-                AttrType::F64 => format!(
-                    "    const char *{n} = attrs->GetStr({index});\n    if ({n} == nullptr) {missing}\n    {field} = std::strtod({n}, nullptr);",
-                    n = ident(p.name)
-                ),
-                AttrType::I64s => format!(
-                    "    const gert::TypedContinuousVector<int64_t> *{n} = attrs->GetListInt({index});\n    if ({n} == nullptr) {missing}\n    {field}.assign({n}->GetData(), {n}->GetData() + {n}->GetSize());",
-                    n = ident(p.name)
-                ),
-                AttrType::F32s => format!(
-                    "    const gert::TypedContinuousVector<float> *{n} = attrs->GetListFloat({index});\n    if ({n} == nullptr) {missing}\n    {field}.assign({n}->GetData(), {n}->GetData() + {n}->GetSize());",
-                    n = ident(p.name)
-                ),
+                AttrType::I64s => ("gert::TypedContinuousVector<int64_t>", "GetListInt", list),
+                AttrType::F32s => ("gert::TypedContinuousVector<float>", "GetListFloat", list),
             };
-            out.push_str(&read);
-            out.push('\n');
+            let _ = writeln!(
+                out,
+                "    const {pointee} *{n} = attrs->{getter}({index});\n    if ({n} == nullptr) {missing}\n    {set}"
+            );
         }
         out
+    }
+
+    /// Writes one of op_host's inference hooks, `static graphStatus <hook><OpType>(gert::
+    /// <hook>Context *context)` under its comment `doc`: it reads the params, converts each
+    /// input `i` into `inputs[i]` of C type `value` (`read_input`), calls `call` of
+    /// `<stem>_infer.h` (the op's own rules, through the C ABI), and hands each output `o`
+    /// back to the graph engine (`write_output`).
+    #[allow(clippy::too_many_arguments)]
+    fn write_infer_hook(
+        &self,
+        out: &mut String,
+        doc: &str,
+        hook: &str,
+        value: &str,
+        read_input: &str,
+        call: &str,
+        write_output: &str,
+    ) {
+        let (ns, op_type) = (self.namespace(), self.op_type);
+        let _ = writeln!(
+            out,
+            "{doc}\nstatic graphStatus {hook}{op_type}(gert::{hook}Context *context)\n{{"
+        );
+        out.push_str(&self.read_params("GRAPH_FAILED"));
+        let _ = writeln!(
+            out,
+            "    {value} inputs[{ns}::kNumInputs];\n    for (size_t i = 0; i < {ns}::kNumInputs; ++i) {{\n\
+             {read_input}    }}\n    \
+             {value} outputs[{ns}::kNumOutputs];\n    std::string error;\n    \
+             if ({ns}::{call}(inputs, params, outputs, &error) != PTO_OK) {{\n        \
+             std::fprintf(stderr, \"%s\\n\", error.c_str());\n        return GRAPH_FAILED;\n    }}\n    \
+             for (size_t o = 0; o < {ns}::kNumOutputs; ++o) {{\n\
+             {write_output}    }}\n    return GRAPH_SUCCESS;\n}}\n"
+        );
     }
 
     /// `op_host/<stem>.cpp`: OpDef, InferShape/InferDataType (the C ABI) and TilingFunc
@@ -304,44 +296,32 @@ impl OpSources<'_> {
 
         // InferShape / InferDataType.
         out.push_str("namespace ge {\n\n");
-        let _ = writeln!(
-            out,
-            "// The output shapes by the op's own #[infer_shape], through libpto_capi.so.\n\
-             static graphStatus InferShape{op_type}(gert::InferShapeContext *context)\n{{"
+        self.write_infer_hook(
+            &mut out,
+            "// The output shapes by the op's own #[infer_shape], through the C ABI library.",
+            "InferShape",
+            "PtoShape",
+            &format!(
+                "        const gert::Shape *shape = context->GetInputShape(i);\n        \
+                 if (shape == nullptr || !pto_package::ToPtoShape(*shape, &inputs[i])) {{\n            \
+                 std::fprintf(stderr, \"{op_type}: input %zu has no shape of rank <= %d\\n\", i, PTO_MAX_RANK);\n            \
+                 return GRAPH_FAILED;\n        }}\n"
+            ),
+            "InferShapes",
+            "        gert::Shape *shape = context->GetOutputShape(o);\n        \
+             if (shape == nullptr) {\n            return GRAPH_FAILED;\n        }\n        \
+             pto_package::FromPtoShape(outputs[o], shape);\n",
         );
-        out.push_str(&self.read_params("GRAPH_FAILED"));
-        let _ = writeln!(
-            out,
-            "    PtoShape inputs[{ns}::kNumInputs];\n    for (size_t i = 0; i < {ns}::kNumInputs; ++i) {{\n        \
-             const gert::Shape *shape = context->GetInputShape(i);\n        \
-             if (shape == nullptr || !pto_package::ToPtoShape(*shape, &inputs[i])) {{\n            \
-             std::fprintf(stderr, \"{op_type}: input %zu has no shape of rank <= %d\\n\", i, PTO_MAX_RANK);\n            \
-             return GRAPH_FAILED;\n        }}\n    }}\n    \
-             PtoShape outputs[{ns}::kNumOutputs];\n    std::string error;\n    \
-             if ({ns}::InferShapes(inputs, params, outputs, &error) != PTO_OK) {{\n        \
-             std::fprintf(stderr, \"%s\\n\", error.c_str());\n        return GRAPH_FAILED;\n    }}\n    \
-             for (size_t o = 0; o < {ns}::kNumOutputs; ++o) {{\n        \
-             gert::Shape *shape = context->GetOutputShape(o);\n        \
-             if (shape == nullptr) {{\n            return GRAPH_FAILED;\n        }}\n        \
-             pto_package::FromPtoShape(outputs[o], shape);\n    }}\n    return GRAPH_SUCCESS;\n}}\n"
+        self.write_infer_hook(
+            &mut out,
+            "// The output dtypes by the op's own #[infer_dtype], through the C ABI library.",
+            "InferDataType",
+            "int32_t",
+            "        inputs[i] = pto_package::OnnxCode(context->GetInputDataType(i));\n",
+            "InferDtypes",
+            "        context->SetOutputDataType(o, pto_package::GeDataType(outputs[o]));\n",
         );
-        let _ = writeln!(
-            out,
-            "// The output dtypes by the op's own #[infer_dtype], through libpto_capi.so.\n\
-             static graphStatus InferDataType{op_type}(gert::InferDataTypeContext *context)\n{{"
-        );
-        out.push_str(&self.read_params("GRAPH_FAILED"));
-        let _ = writeln!(
-            out,
-            "    int32_t inputs[{ns}::kNumInputs];\n    for (size_t i = 0; i < {ns}::kNumInputs; ++i) {{\n        \
-             inputs[i] = pto_package::OnnxCode(context->GetInputDataType(i));\n    }}\n    \
-             int32_t outputs[{ns}::kNumOutputs];\n    std::string error;\n    \
-             if ({ns}::InferDtypes(inputs, params, outputs, &error) != PTO_OK) {{\n        \
-             std::fprintf(stderr, \"%s\\n\", error.c_str());\n        return GRAPH_FAILED;\n    }}\n    \
-             for (size_t o = 0; o < {ns}::kNumOutputs; ++o) {{\n        \
-             context->SetOutputDataType(o, pto_package::GeDataType(outputs[o]));\n    }}\n    \
-             return GRAPH_SUCCESS;\n}}\n\n}}  // namespace ge\n"
-        );
+        out.push_str("}  // namespace ge\n\n");
 
         // TilingFunc.
         out.push_str("namespace optiling {\n\n");
@@ -370,10 +350,7 @@ impl OpSources<'_> {
                     if dims.is_empty() {
                         "0".to_owned()
                     } else {
-                        dims.iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        comma_list(dims, ToString::to_string)
                     }
                 );
                 conditions.push(format!(
@@ -402,7 +379,7 @@ impl OpSources<'_> {
         let known = self
             .instances
             .iter()
-            .map(super::Instance::inputs_text)
+            .map(Instance::inputs_text)
             .collect::<Vec<_>>()
             .join("; ");
         let _ = writeln!(
@@ -414,54 +391,27 @@ impl OpSources<'_> {
 
         // OpDef.
         out.push_str("namespace ops {\n\n");
-        let columns = self.dtype_columns();
-        let formats = vec!["ge::FORMAT_ND"; columns.len()].join(", ");
+        let formats = vec!["ge::FORMAT_ND"; self.dtype_columns().len()].join(", ");
         let _ = writeln!(
             out,
             "class {op_type} : public OpDef {{\npublic:\n    explicit {op_type}(const char *name) : OpDef(name)\n    {{"
         );
-        let column_list = |slot: usize| {
-            columns
-                .iter()
-                .map(|c| format!("ge::{}", ge_dtype(c[slot])))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        for (slot, name) in self.def.inputs.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "        this->Input(\"{name}\").ParamType(REQUIRED).DataType({{{}}}).Format({{{formats}}});",
-                column_list(slot)
-            );
-        }
-        for (slot, name) in self.def.outputs.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "        this->Output(\"{name}\").ParamType(REQUIRED).DataType({{{}}}).Format({{{formats}}});",
-                column_list(self.def.inputs.len() + slot)
-            );
-        }
-        for p in self.def.params {
-            match p.default {
+        self.write_schema(
+            &mut out,
+            |kind, name, dtypes| {
+                let dtypes: Vec<String> = dtypes.iter().map(|d| format!("ge::{d}")).collect();
+                format!(
+                    "        this->{kind}(\"{name}\").ParamType(REQUIRED).DataType({{{}}}).Format({{{formats}}});",
+                    dtypes.join(", ")
+                )
+            },
+            |name, ty, default| match default {
                 Some(default) => {
-                    let _ = writeln!(
-                        out,
-                        "        this->Attr(\"{}\").AttrType(OPTIONAL).{}({});",
-                        p.name,
-                        ge_attr_type(p.ty),
-                        ge_literal(&default())
-                    );
+                    format!("        this->Attr(\"{name}\").AttrType(OPTIONAL).{ty}({default});")
                 }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "        this->Attr(\"{}\").AttrType(REQUIRED).{}();",
-                        p.name,
-                        ge_attr_type(p.ty)
-                    );
-                }
-            }
-        }
+                None => format!("        this->Attr(\"{name}\").AttrType(REQUIRED).{ty}();"),
+            },
+        );
         let _ = writeln!(
             out,
             "        this->SetInferShape(ge::InferShape{op_type}).SetInferDataType(ge::InferDataType{op_type});\n        \
@@ -482,52 +432,26 @@ impl OpSources<'_> {
             out,
             "// NOT VERIFIED on a CANN toolkit.\n#ifndef {guard}\n#define {guard}\n\n#include \"graph/operator_reg.h\"\n\nnamespace ge {{\n\nREG_OP({op_type})"
         );
-        let columns = self.dtype_columns();
-        let type_list = |slot: usize| {
-            let mut seen: Vec<&str> = Vec::new();
-            for c in &columns {
-                let name = ge_dtype(c[slot]);
-                if !seen.contains(&name) {
-                    seen.push(name);
+        self.write_schema(
+            &mut out,
+            |kind, name, dtypes| {
+                let mut distinct: Vec<&str> = Vec::new();
+                for &dtype in dtypes {
+                    if !distinct.contains(&dtype) {
+                        distinct.push(dtype);
+                    }
                 }
-            }
-            seen.join(", ")
-        };
-        for (slot, name) in self.def.inputs.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "    .INPUT({name}, TensorType({{{}}}))",
-                type_list(slot)
-            );
-        }
-        for (slot, name) in self.def.outputs.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "    .OUTPUT({name}, TensorType({{{}}}))",
-                type_list(self.def.inputs.len() + slot)
-            );
-        }
-        for p in self.def.params {
-            match p.default {
-                Some(default) => {
-                    let _ = writeln!(
-                        out,
-                        "    .ATTR({}, {}, {})",
-                        p.name,
-                        ge_attr_type(p.ty),
-                        ge_literal(&default())
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "    .REQUIRED_ATTR({}, {})",
-                        p.name,
-                        ge_attr_type(p.ty)
-                    );
-                }
-            }
-        }
+                format!(
+                    "    .{}({name}, TensorType({{{}}}))",
+                    kind.to_ascii_uppercase(),
+                    distinct.join(", ")
+                )
+            },
+            |name, ty, default| match default {
+                Some(default) => format!("    .ATTR({name}, {ty}, {default})"),
+                None => format!("    .REQUIRED_ATTR({name}, {ty})"),
+            },
+        );
         let _ = writeln!(
             out,
             "    .OP_END_FACTORY_REG({op_type})\n\n}}  // namespace ge\n\n#endif  // {guard}"
@@ -622,7 +546,7 @@ pub(super) fn infer_header(def: &OpDef, stem: &str) -> String {
     let guard = format!("PTO_{}_INFER_H", stem.to_ascii_uppercase());
     let mut out = format!(
         "// The shape and dtype inference of op `{}`: its own Rust rules, through \
-         libpto_capi.so.\n// Generated by pto-op {} (op version {}, fingerprint {}). Do not \
+         the C ABI library.\n// Generated by pto-op {} (op version {}, fingerprint {}). Do not \
          edit: re-run `pto package`.\n",
         def.name,
         env!("CARGO_PKG_VERSION"),

@@ -1,5 +1,5 @@
 // Shared by the op_host inference headers of a pto-op package: the attributes JSON the C ABI
-// of libpto_capi.so takes, and the calls of pto_infer_shapes / pto_infer_dtypes with their
+// of the C ABI library takes, and the calls of pto_infer_shapes / pto_infer_dtypes with their
 // error messages. Plain C++17 and pto_capi.h: no CANN header, so a host test compiles it.
 #ifndef PTO_INFER_COMMON_H
 #define PTO_INFER_COMMON_H
@@ -83,7 +83,7 @@ inline int32_t Checked(int32_t status, const char *message, const char *op, size
     if (status == PTO_OK && count != expected) {
         char text[256];
         std::snprintf(text, sizeof text,
-                      "op `%s`: libpto_capi inferred %zu outputs, the package has %zu; the "
+                      "op `%s`: the C ABI library inferred %zu outputs, the package has %zu; the "
                       "library and the package come from different builds",
                       op, count, expected);
         if (error != nullptr) {

@@ -35,10 +35,12 @@ use pto_op::model::{ShippedKernel, ShippedKernelError};
 use pto_op::parity::{ParityCase, check_parity};
 use pto_op::{DeviceProfile, Model, OpDef, OpError};
 
-use super::{
-    InstanceKernel, KernelOrigin, MANIFEST_FILE, Manifest, OpUse, PackageError, PackagedOp,
-    instance_text, kernel_file, op_package, read_manifest, replace_dir, sibling, write_file,
-};
+use super::check::check_package;
+use super::custom_ops::OpUse;
+use super::error::PackageError;
+use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
+use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
+use super::write::{replace_dir, sibling, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
 use crate::sim::{Sim, SimError, SimOptions, Simulator};
@@ -344,7 +346,7 @@ pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
 ///
 /// The errors of [`super::check_package`].
 pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
-    super::check_package(model, dir)?;
+    check_package(model, dir)?;
     let packaged = package_kernels(dir)?;
     let mut model = model.clone();
     model.kernels.retain(|k| {
@@ -391,7 +393,7 @@ fn split_kernels(text: &str, expected: usize) -> Result<Vec<String>, usize> {
 /// The parity cases an instance's kernel is held to: the op's `#[parity]` cases of the
 /// instance's input types and params, then `random` cases of its own types (seeds 0, 1, ...).
 /// Every case carries the instance's full params, so that it runs the instance's kernel.
-fn instance_cases(def: &OpDef, instance: &super::Instance, random: u64) -> Vec<ParityCase> {
+fn instance_cases(def: &OpDef, instance: &Instance, random: u64) -> Vec<ParityCase> {
     let declared = (def.parity_cases)().into_iter().filter_map(|case| {
         let params = def.full_params(&case.attrs).ok()?;
         let fits = case.inputs == instance.inputs && params == instance.attrs;
@@ -620,7 +622,7 @@ fn redeploy_op(
     soc: Soc,
     profile: &DeviceProfile,
     options: &RedeployOptions,
-) -> Result<(OpRedeploy, PackagedOp, Vec<super::GeneratedFile>), RedeployError> {
+) -> Result<(OpRedeploy, PackagedOp, Vec<GeneratedFile>), RedeployError> {
     let def = pto_op::registry::find(&packaged.op).map_err(|source| RedeployError::NotLinked {
         op: packaged.op.clone(),
         source: Box::new(source),
@@ -741,7 +743,7 @@ fn redeploy_op(
         .unwrap_or(def.version);
     let (mut new_op, op_files, _) = op_package(&u, opset, soc, &kernels, cpp.as_deref())?;
     // The editable text stays as the user wrote it (comments included).
-    let op_files: Vec<super::GeneratedFile> = op_files
+    let op_files: Vec<GeneratedFile> = op_files
         .into_iter()
         .filter(|f| f.path != text_path)
         .collect();
@@ -785,7 +787,7 @@ fn redeploy_op(
 fn write_redeployed(
     dir: &Path,
     manifest: &Manifest,
-    files: &[super::GeneratedFile],
+    files: &[GeneratedFile],
 ) -> Result<(), PackageError> {
     let manifest_text =
         serde_json::to_string_pretty(manifest).map_err(|e| PackageError::Manifest {

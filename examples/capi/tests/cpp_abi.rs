@@ -1,19 +1,22 @@
-//! The C ABI called from C++ exactly as a package's op_host calls it (through the generated
-//! `<stem>_infer.h` headers), for every op of the decoder block, against the Rust `infer`;
-//! and a refused input whose message comes back across the ABI. Needs a C++ compiler (`CXX`,
-//! else `g++`), hence the feature `device`.
+//! The examples' C ABI library, `libpto_examples_capi.so`, called from C++ exactly as a
+//! package's op_host calls it (through the generated `<stem>_infer.h` headers), for every op
+//! of the decoder block, against the Rust `infer`; and a refused input whose message comes
+//! back across the ABI. Needs a C++ compiler (`CXX`, else `g++`), hence the feature `device`.
 
 #![cfg(feature = "device")]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pto_backends::ascendc::package::{cpp_literal, inference_sources, stem_name};
 use pto_op::{Attributes, TensorType};
 
-/// `libpto_capi.so` as cargo built it for this test (beside the test binary, or one up).
+/// The library's file name.
+const LIBRARY: &str = "libpto_examples_capi.so";
+
+/// [`LIBRARY`] as cargo built it for this test (beside the test binary, or one up).
 fn capi_library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let deps = exe.parent().expect("in a directory").to_path_buf();
@@ -22,8 +25,44 @@ fn capi_library_dir() -> PathBuf {
         deps.parent().map(PathBuf::from).unwrap_or(deps),
     ]
     .into_iter()
-    .find(|d| d.join("libpto_capi.so").is_file())
-    .expect("cargo builds libpto_capi.so (crate-type cdylib) next to the test")
+    .find(|d| d.join(LIBRARY).is_file())
+    .unwrap_or_else(|| panic!("cargo builds {LIBRARY} (crate-type cdylib) next to the test"))
+}
+
+/// Compiles `dir/main.cpp` (headers in `dir/op_host`) against the library and runs it;
+/// returns its output.
+fn compile_and_run(dir: &Path) -> String {
+    let lib = capi_library_dir();
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+    let built = Command::new(&compiler)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "main.cpp",
+            "-Iop_host",
+            "-o",
+            "main",
+        ])
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lpto_examples_capi")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler}: {e} (scripts/test installs g++)"));
+    assert!(
+        built.status.success(),
+        "main.cpp does not build:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = Command::new(dir.join("main")).output().expect("main runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    String::from_utf8_lossy(&run.stdout).into_owned()
 }
 
 fn shape_init(types: &[TensorType]) -> String {
@@ -156,37 +195,7 @@ fn cpp_infers_like_rust_for_every_op_of_the_decoder_block() {
     );
     std::fs::write(dir.join("main.cpp"), &main).expect("main.cpp written");
 
-    let lib = capi_library_dir();
-    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
-    let built = Command::new(&compiler)
-        .args([
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "main.cpp",
-            "-Iop_host",
-            "-o",
-            "main",
-        ])
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lpto_capi")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .current_dir(&dir)
-        .output()
-        .unwrap_or_else(|e| panic!("running {compiler}: {e} (scripts/test installs g++)"));
-    assert!(
-        built.status.success(),
-        "main.cpp does not build:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let run = Command::new(dir.join("main")).output().expect("main runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = compile_and_run(&dir);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), expected.len() + 1, "{stdout}");
     for (line, want) in lines.iter().zip(&expected) {
@@ -204,4 +213,58 @@ fn cpp_infers_like_rust_for_every_op_of_the_decoder_block() {
         expected.len(),
         headers.len() - 2
     );
+}
+
+/// Every function of `pto_capi.h` is exported by the library: the version, an op's
+/// fingerprint (the Rust one), and the whole-type `pto_infer`, which op_host does not call.
+#[test]
+fn every_function_of_the_header_is_exported() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("capi-header");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("op_host")).expect("scratch dir");
+    std::fs::write(dir.join("op_host/pto_capi.h"), pto_capi::HEADER).expect("header written");
+    std::fs::write(
+        dir.join("main.cpp"),
+        r#"#include <cinttypes>
+#include <cstdio>
+
+#include "pto_capi.h"
+
+int main()
+{
+    std::printf("version %s\n", pto_capi_version());
+    uint64_t fingerprint = 0;
+    char error[256] = {0};
+    int32_t s = pto_op_fingerprint("demo.rms_norm", &fingerprint, error, sizeof error);
+    std::printf("fingerprint %d %016" PRIx64 "\n", s, fingerprint);
+    s = pto_op_fingerprint("demo.nope", &fingerprint, error, sizeof error);
+    std::printf("unknown %d %s\n", s, error);
+    PtoTensorDesc in[2] = {{1, 2, {64, 32}}, {1, 1, {32}}};
+    PtoTensorDesc out[1];
+    size_t n = 0;
+    s = pto_infer("demo.rms_norm", in, 2, "{\"eps\":{\"f32\":1e-6}}", out, 1, &n, error,
+                  sizeof error);
+    std::printf("infer %d %zu %d %u %lld %lld\n", s, n, out[0].dtype, out[0].rank,
+                static_cast<long long>(out[0].dims[0]), static_cast<long long>(out[0].dims[1]));
+    return 0;
+}
+"#,
+    )
+    .expect("main.cpp written");
+    let stdout = compile_and_run(&dir);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // pto-capi is of the workspace's version, as this crate.
+    assert_eq!(lines[0], format!("version {}", env!("CARGO_PKG_VERSION")));
+    let rms_norm = pto_op::registry::find("demo.rms_norm").expect("linked");
+    assert_eq!(
+        lines[1],
+        format!("fingerprint 0 {}", rms_norm.fingerprint())
+    );
+    assert!(
+        lines[2].starts_with("unknown 2 "),
+        "PTO_UNKNOWN_OP: {}",
+        lines[2]
+    );
+    assert!(lines[2].contains("demo.nope"), "{}", lines[2]);
+    assert_eq!(lines[3], "infer 0 1 1 2 64 32");
 }

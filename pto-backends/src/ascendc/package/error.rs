@@ -1,0 +1,198 @@
+//! The error of writing, checking or building a package ([`PackageError`]).
+
+use std::path::PathBuf;
+
+use pto_op::Fingerprint;
+
+use super::toolkit::TOOLKIT_ENV;
+use crate::ascendc::{LowerError, Soc};
+
+/// An error of writing, checking or building a package. Messages name the op, the file or
+/// the directory, and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackageError {
+    /// An op of the model is not linked into this binary.
+    #[error("op `{op}` of the model is not linked: {source}")]
+    UnknownOp {
+        /// The op.
+        op: String,
+        /// The registry's error.
+        #[source]
+        source: Box<pto_op::RegistryError>,
+    },
+    /// A custom op's name has no domain (`domain.op`), so it has no ONNX op type.
+    #[error("op `{op}` has no domain: a packaged op is named `domain.op`")]
+    NoDomain {
+        /// The op.
+        op: String,
+    },
+    /// A node's call is missing a param that has no default.
+    #[error("node #{node} ({op}): param `{param}` is missing and has no default")]
+    MissingParam {
+        /// The node's index.
+        node: usize,
+        /// The op.
+        op: String,
+        /// The param.
+        param: String,
+    },
+    /// The graph refers to a value it does not have.
+    #[error("node #{node} ({op}): the graph has no value {value}")]
+    Graph {
+        /// The node's index.
+        node: usize,
+        /// The op.
+        op: String,
+        /// The value id.
+        value: usize,
+    },
+    /// The model has no custom op: nothing to package.
+    #[error(
+        "model `{model}` has no custom op (its ops are all standard `std.*` ops, which CANN \
+         runs with its built-in kernels): nothing to package"
+    )]
+    NothingToPackage {
+        /// The model.
+        model: String,
+    },
+    /// An instance of an op could not be lowered to Ascend C for the SoC.
+    #[error("op `{op}`, instance {instance}: lowering for {soc} failed: {source}")]
+    Lower {
+        /// The op.
+        op: String,
+        /// The instance (input types), as text.
+        instance: String,
+        /// The SoC.
+        soc: Soc,
+        /// The lowering's error.
+        #[source]
+        source: Box<LowerError>,
+    },
+    /// Two instances of one op lower to different kernels; a package holds one per op.
+    #[error(
+        "op `{op}`: instances {first} and {second} lower to different kernel sources, and a \
+         package holds one kernel per op; package the model's uses of `{op}` with one shape \
+         class (or split the model)"
+    )]
+    InstancesDiffer {
+        /// The op.
+        op: String,
+        /// One instance.
+        first: String,
+        /// Another, with a different kernel.
+        second: String,
+    },
+    /// A file or directory could not be written, read, renamed or removed.
+    #[error("{action} `{}`: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output path holds something that is not a package: a file, or a directory with
+    /// other files and no manifest. Writing the package would replace it, so nothing is
+    /// written.
+    #[error(
+        "`{}` is {found}, not a package directory: writing the package there would replace \
+         it; give a new or empty directory, or one `pto package` wrote",
+        dir.display()
+    )]
+    NotAPackage {
+        /// The output path.
+        dir: PathBuf,
+        /// What is there, e.g. `a file`.
+        found: String,
+    },
+    /// The manifest does not parse, or is of another format.
+    #[error("the package manifest `{}` is unreadable: {message}", path.display())]
+    Manifest {
+        /// The manifest's path.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The model uses an op the package does not hold.
+    #[error(
+        "the package in `{}` has no op `{op}`, which the model uses; re-run `pto package`",
+        dir.display()
+    )]
+    MissingOp {
+        /// The package directory.
+        dir: PathBuf,
+        /// The op.
+        op: String,
+    },
+    /// The model's op and the packaged op have different signatures.
+    #[error(
+        "op `{op}`: the model was built with fingerprint {model}, the package in `{}` holds \
+         fingerprint {package}; the op's signature changed, so re-run `pto package`",
+        dir.display()
+    )]
+    FingerprintMismatch {
+        /// The package directory.
+        dir: PathBuf,
+        /// The op.
+        op: String,
+        /// The fingerprint in the model.
+        model: Fingerprint,
+        /// The fingerprint in the package.
+        package: Fingerprint,
+    },
+    /// The model calls an op with input types or params the package has no tiling for.
+    #[error(
+        "op `{op}`: the package in `{}` has no instance for inputs {inputs} with params \
+         {attrs}; its instances: {known}; re-run `pto package` with this model",
+        dir.display()
+    )]
+    MissingInstance {
+        /// The package directory.
+        dir: PathBuf,
+        /// The op.
+        op: String,
+        /// The call's input types.
+        inputs: String,
+        /// The call's params.
+        attrs: String,
+        /// The packaged instances.
+        known: String,
+    },
+    /// The package is for another SoC than asked.
+    #[error("the package in `{}` is for {package}, not {asked}", dir.display())]
+    SocMismatch {
+        /// The package directory.
+        dir: PathBuf,
+        /// The SoC asked for.
+        asked: String,
+        /// The SoC of the package.
+        package: String,
+    },
+    /// No CANN toolkit: the package's sources are written, but cannot be built here.
+    #[error(
+        "no CANN toolkit: `{TOOLKIT_ENV}` is {state}; the package sources are in `{}`; \
+         install the CANN toolkit (the Kirin mobile-station toolkit for Kirin), `source \
+         <toolkit>/set_env.sh`, then run `{}/build.sh`",
+        dir.display(),
+        dir.display()
+    )]
+    ToolkitAbsent {
+        /// The package directory.
+        dir: PathBuf,
+        /// Why the toolkit is taken as absent (unset, or a directory that does not exist).
+        state: String,
+    },
+    /// The package's `build.sh` failed.
+    #[error("`{}/build.sh` failed ({status}); its output:\n{output}", dir.display())]
+    BuildFailed {
+        /// The package directory.
+        dir: PathBuf,
+        /// The exit status.
+        status: String,
+        /// The end of its output.
+        output: String,
+    },
+}

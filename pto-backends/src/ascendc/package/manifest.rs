@@ -1,0 +1,233 @@
+//! The manifest `pto_package.json`: what a package holds (its ops, their instances, tilings
+//! and deployed kernels, the SoC), and reading it back.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::path::Path;
+
+use pto_op::{Attributes, Fingerprint, TensorType};
+use serde::{Deserialize, Serialize};
+
+use super::error::PackageError;
+
+/// The manifest's file name in a package directory.
+pub const MANIFEST_FILE: &str = "pto_package.json";
+
+/// The manifest format written (and the only one read).
+pub const MANIFEST_FORMAT: u32 = 1;
+
+/// One use of an op: input types, inferred output types and the full params (defaults
+/// filled in, as the ONNX export writes them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// Input types, in the op's input order.
+    pub inputs: Vec<TensorType>,
+    /// Output types, by the op's rules.
+    pub outputs: Vec<TensorType>,
+    /// Every param of the op.
+    pub attrs: Attributes,
+}
+
+impl Instance {
+    /// The input types as text (`[f32[64, 64], f32[64]]`).
+    pub fn inputs_text(&self) -> String {
+        types_text(&self.inputs)
+    }
+}
+
+/// The tiling of one instance: its struct's field values and launch size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceTiling {
+    /// Field name to value, in declaration order.
+    pub fields: Vec<(String, u32)>,
+    /// Cores launched (on the 910B: AI cores, each one AIC and two AIVs for a mix kernel).
+    pub block_dim: u32,
+    /// Bytes of user workspace the kernel needs (the hand-off slots of a mix kernel); the
+    /// TilingFunc asks for them plus the system workspace.
+    #[serde(default)]
+    pub workspace_bytes: u64,
+    /// The kernel type the kernel declares (`KERNEL_TYPE_MIX_AIC_1_2`), empty on a coupled
+    /// SoC.
+    #[serde(default)]
+    pub kernel_type: String,
+}
+
+/// One packaged op in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackagedOp {
+    /// The pto-op name (`demo.rms_norm`).
+    pub op: String,
+    /// The graph-engine op type (`DemoRmsNorm`).
+    pub op_type: String,
+    /// The file stem (`demo_rms_norm`).
+    pub stem: String,
+    /// The op description's version.
+    pub version: u32,
+    /// The op's signature fingerprint when packaged.
+    pub fingerprint: Fingerprint,
+    /// The ONNX op type the plug-in maps (`demo::1::rms_norm`).
+    pub origin_op_type: String,
+    /// The instances the model uses.
+    pub instances: Vec<Instance>,
+    /// Their tilings, in the same order.
+    pub tilings: Vec<InstanceTiling>,
+    /// The op's generated files (relative to the package) and their line counts.
+    pub files: BTreeMap<String, usize>,
+    /// The kernel of each instance as deployed, in the order of `instances` (empty in a
+    /// package written before kernels were shipped).
+    #[serde(default)]
+    pub kernels: Vec<DeployedKernel>,
+    /// What `op_kernel/<stem>.cpp` is: the lowering of the text form, or Ascend C edited
+    /// by hand.
+    #[serde(default)]
+    pub kernel_origin: KernelOrigin,
+    /// The digest of `op_kernel/<stem>.cpp` as deployed, to tell a hand edit.
+    #[serde(default)]
+    pub cpp_digest: String,
+}
+
+impl PackagedOp {
+    /// Generated lines of this op's own files.
+    pub fn lines(&self) -> usize {
+        self.files.values().sum()
+    }
+}
+
+/// The manifest `pto_package.json`: what was packaged, from what, for which SoC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: u32,
+    /// The model packaged.
+    pub model: String,
+    /// The SoC's profile name (`kirin9030`).
+    pub soc: String,
+    /// Its `--soc_version` (`Kirin9030`).
+    pub soc_version: String,
+    /// The CANN version whose API the sources use.
+    pub cann_version: String,
+    /// The pto-op version that wrote the package.
+    pub pto_op_version: String,
+    /// The ops, by name.
+    pub ops: Vec<PackagedOp>,
+    /// Files shared by every op, with their line counts.
+    pub shared_files: BTreeMap<String, usize>,
+}
+
+impl Manifest {
+    /// The packaged op named `op`.
+    pub fn op(&self, op: &str) -> Option<&PackagedOp> {
+        self.ops.iter().find(|p| p.op == op)
+    }
+}
+
+impl fmt::Display for Manifest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "package of `{}` for {} ({}), CANN {} API, pto-op {}",
+            self.model, self.soc, self.soc_version, self.cann_version, self.pto_op_version
+        )?;
+        writeln!(
+            f,
+            "{:<24} {:<22} {:>9} {:>6}  fingerprint",
+            "op", "op type", "instances", "lines"
+        )?;
+        for op in &self.ops {
+            writeln!(
+                f,
+                "{:<24} {:<22} {:>9} {:>6}  {}",
+                op.op,
+                op.op_type,
+                op.instances.len(),
+                op.lines(),
+                op.fingerprint
+            )?;
+        }
+        write!(
+            f,
+            "shared files: {} lines; total {} lines",
+            self.shared_files.values().sum::<usize>(),
+            self.ops.iter().map(PackagedOp::lines).sum::<usize>()
+                + self.shared_files.values().sum::<usize>()
+        )
+    }
+}
+
+/// What `op_kernel/<stem>.cpp` of a packaged op is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelOrigin {
+    /// The lowering of the text-form kernels (`op_kernel/<stem>.pto`).
+    #[default]
+    Lowered,
+    /// Ascend C edited by hand and redeployed: the text form no longer describes it.
+    EditedAscendC,
+}
+
+/// The kernel of one instance as deployed, in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeployedKernel {
+    /// The text form that runs (on the simulator, and lowered into the package).
+    pub text: String,
+    /// The digest of the text as it was traced from the op: a text that no longer has it was
+    /// edited.
+    pub traced_digest: String,
+}
+
+/// Reads the manifest of the package in `dir`.
+///
+/// # Errors
+///
+/// [`PackageError::Io`] when it cannot be read, [`PackageError::Manifest`] when it does not
+/// parse or is of another format.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
+    let path = dir.join(MANIFEST_FILE);
+    let text = fs::read_to_string(&path).map_err(|source| PackageError::Io {
+        action: "reading the package manifest",
+        path: path.clone(),
+        source,
+    })?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| PackageError::Manifest {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    if manifest.format != MANIFEST_FORMAT {
+        return Err(PackageError::Manifest {
+            path,
+            message: format!(
+                "format {}, this pto-op reads format {MANIFEST_FORMAT}",
+                manifest.format
+            ),
+        });
+    }
+    Ok(manifest)
+}
+
+/// Tensor types as text: `[f32[64, 64], f32[64]]`.
+fn types_text(types: &[TensorType]) -> String {
+    format!(
+        "[{}]",
+        types
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Params as text: `{eps: 0.000001}`, `{}` for none.
+pub(super) fn attrs_text(attrs: &Attributes) -> String {
+    if attrs.is_empty() {
+        return "{}".to_owned();
+    }
+    format!(
+        "{{{}}}",
+        attrs
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
