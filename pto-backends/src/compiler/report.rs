@@ -1,0 +1,187 @@
+//! What compile prints: per node, what runs it; kernels traced and shipped; fallbacks;
+//! activation memory.
+
+use core::fmt;
+
+use pto_op::TensorType;
+use pto_op::table::column_width;
+use serde::Serialize;
+
+use crate::buffers::human_bytes;
+
+/// How a compiled node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeRuns {
+    /// The op's reference, on the CPU: what the target runs.
+    Reference,
+    /// The op's kernel on the target, traced into `grid` block programs, or a kernel
+    /// shipped with the model.
+    Kernel {
+        /// Block programs.
+        grid: usize,
+        /// Where the kernel comes from.
+        source: KernelSource,
+    },
+    /// The target runs kernels but the op has none, or its kernel does not cover these
+    /// inputs or params: the target's fallback (the CPU reference) runs it instead.
+    Fallback,
+}
+
+/// Where a node's kernel comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelSource {
+    /// The linked op's `#[kernel]`, traced at compile time.
+    Traced,
+    /// A kernel shipped with the model, as it was traced at export: on a target with a
+    /// device, traced again for it
+    /// ([`ShippedKernel::program_for`](pto_op::model::ShippedKernel::program_for)).
+    Shipped,
+    /// A kernel shipped with the model whose text was edited since.
+    ShippedEdited,
+}
+
+impl fmt::Display for NodeRuns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeRuns::Reference => f.write_str("reference"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::Traced,
+            } => write!(f, "kernel (grid {grid})"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::Shipped,
+            } => write!(f, "kernel: shipped (grid {grid})"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::ShippedEdited,
+            } => write!(f, "kernel: shipped, edited (grid {grid})"),
+            NodeRuns::Fallback => f.write_str("reference (fallback: no kernel)"),
+        }
+    }
+}
+
+/// One value in a report: its name and type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueInfo {
+    /// The value's name.
+    pub name: String,
+    /// Its shape and dtype.
+    #[serde(flatten)]
+    pub ty: TensorType,
+}
+
+impl fmt::Display for ValueInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, self.ty)
+    }
+}
+
+/// One node of a [`CompileReport`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// Its index in the graph.
+    pub node: usize,
+    /// The op.
+    pub op: String,
+    /// What runs it.
+    pub runs: NodeRuns,
+    /// Its inputs.
+    pub inputs: Vec<ValueInfo>,
+    /// Its outputs.
+    pub outputs: Vec<ValueInfo>,
+    /// Activation bytes alive while it runs.
+    pub live_bytes: u64,
+    /// Whether it runs on the op's fast CPU path ([`pto_op::cpu`]) rather than the
+    /// reference (for nodes that run on the CPU).
+    pub fast_path: bool,
+}
+
+/// What [`compile`](super::compile()) decided: per node, what runs it; kernels traced;
+/// fallbacks; memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompileReport {
+    /// The model's name.
+    pub model: String,
+    /// The target.
+    pub target: String,
+    /// Every node, in run order.
+    pub nodes: Vec<NodeReport>,
+    /// Distinct kernels traced: one per (op, input types, params).
+    pub kernels_traced: usize,
+    /// Distinct kernels shipped with the model that run, edited or not.
+    pub kernels_shipped: usize,
+    /// Of those, the ones whose text was edited since they were shipped.
+    pub kernels_edited: usize,
+    /// Ops that run on the target's fallback (the CPU reference) because the target needs a
+    /// kernel they lack.
+    pub fallbacks: Vec<String>,
+    /// The most activation bytes alive at once.
+    pub peak_activation_bytes: u64,
+    /// The node during which that peak is reached.
+    pub peak_node: Option<usize>,
+    /// Bytes of all weights.
+    pub weight_bytes: u64,
+}
+
+impl fmt::Display for CompileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "model `{}` compiled for target `{}`: {} node(s), {} kernel(s) traced, {}{}",
+            self.model,
+            self.target,
+            self.nodes.len(),
+            self.kernels_traced,
+            match (self.kernels_shipped, self.kernels_edited) {
+                (0, _) => String::new(),
+                (n, 0) => format!("{n} shipped, "),
+                (n, e) => format!("{n} shipped ({e} edited), "),
+            },
+            match self.fallbacks.len() {
+                0 => "no fallbacks".to_owned(),
+                n => format!(
+                    "{n} op(s) fall back to the CPU reference: {}",
+                    self.fallbacks.join(", ")
+                ),
+            }
+        )?;
+        let runs: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| match n.fast_path {
+                true => format!("{} (fast path)", n.runs),
+                false => n.runs.to_string(),
+            })
+            .collect();
+        let op_w = column_width("op", self.nodes.iter().map(|n| n.op.as_str()));
+        let runs_w = column_width("runs", runs.iter().map(String::as_str));
+        writeln!(
+            f,
+            "{:>4}  {:<op_w$} {:<runs_w$} {:>10}  outputs",
+            "node", "op", "runs", "live"
+        )?;
+        for (node, runs) in self.nodes.iter().zip(&runs) {
+            let outputs: Vec<String> = node.outputs.iter().map(ToString::to_string).collect();
+            writeln!(
+                f,
+                "{:>4}  {:<op_w$} {:<runs_w$} {:>10}  {}",
+                node.node,
+                node.op,
+                runs,
+                human_bytes(node.live_bytes),
+                outputs.join(", ")
+            )?;
+        }
+        write!(
+            f,
+            "peak activation memory {}{}, weights {}",
+            human_bytes(self.peak_activation_bytes),
+            self.peak_node
+                .map_or(String::new(), |n| format!(" (during node {n})")),
+            human_bytes(self.weight_bytes)
+        )
+    }
+}
