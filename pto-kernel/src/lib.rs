@@ -22,6 +22,7 @@ pub mod rows;
 pub mod test_support;
 pub mod text;
 mod tile;
+pub mod ub_plan;
 pub mod validate;
 pub mod vector_split;
 

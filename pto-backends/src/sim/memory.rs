@@ -99,7 +99,7 @@ pub fn plan(
     // can exceed the live tiles' peak: the simulator runs no program the lowering refuses.
     if let Some(limit) = profile.capacity(MemLevel::Ub) {
         let split = profile.cube_vector == CubeVector::Split;
-        let reserved = crate::ub_plan::reserved_ub(program, profile, split);
+        let reserved = pto_op::kernel::ub_plan::reserved_ub(program, profile, split);
         if reserved.total() > limit {
             return Err(SimError::KernelUb {
                 op: program.op.clone(),

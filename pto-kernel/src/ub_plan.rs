@@ -13,27 +13,29 @@
 //! - Loop results are the storage of their loop's carried tiles.
 //!
 //! [`reserved_ub`] is the UB one vector core reserves for a program (queues, the `VECCALC`
-//! pool, the reductions' work buffer): the lowering's capacity check, and the simulator's
-//! (`sim::memory`), so the simulator refuses every program whose kernel would not fit.
+//! pool, the reductions' work buffer): the lowering's capacity check, and the buffer check's
+//! ([`crate::buffers`]), so the simulator and the estimator refuse every program whose
+//! kernel would not fit.
 
 use std::collections::HashMap;
 
-use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
-use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
-use pto_op::kernel::vector_split::{mixes_cube_and_vector, row_split};
-use pto_op::{DType, DeviceProfile};
+use crate::device::DeviceProfile;
+use crate::dtype::DType;
+use crate::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
+use crate::row_reduce::{REPEAT_MAX, RowReduce};
+use crate::vector_split::{mixes_cube_and_vector, row_split};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
-pub(crate) const UB_ALIGN: u64 = 32;
+pub const UB_ALIGN: u64 = 32;
 
 /// Elements of one UB row are padded to a multiple of this (32 bytes of f16, 64 of f32), so
 /// every row of every dtype starts 32-byte aligned: the rule the simulator prices a row
-/// reduction's result by ([`pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS`]).
-pub(crate) const ROW_ALIGN_ELEMS: usize = pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS;
+/// reduction's result by ([`crate::row_reduce::UB_ROW_ALIGN_ELEMS`]).
+pub const ROW_ALIGN_ELEMS: usize = crate::row_reduce::UB_ROW_ALIGN_ELEMS;
 
 /// How a tile is laid out in UB: `rows` rows of `cols` elements, `pitch` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Geom {
+pub struct Geom {
     /// Product of every dimension but the last (1 for rank 0 and 1).
     pub rows: usize,
     /// The last dimension (1 for rank 0).
@@ -47,7 +49,7 @@ pub(crate) struct Geom {
 impl Geom {
     /// The layout of tiles of type `ty`. Bool tiles are bit masks (`Compare`'s output), one
     /// bit per element of the same padded layout.
-    pub(crate) fn of(ty: &TileType) -> Geom {
+    pub fn of(ty: &TileType) -> Geom {
         let (rows, cols) = match ty.shape.split_last() {
             None => (1, 1),
             Some((&cols, lead)) => (lead.iter().product(), cols),
@@ -78,14 +80,14 @@ impl Geom {
     }
 
     /// Elements of the padded tile, the count of whole-tile vector instructions.
-    pub(crate) fn elems(&self) -> usize {
+    pub fn elems(&self) -> usize {
         self.rows * self.pitch
     }
 }
 
 /// Where a tile lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Storage {
+pub enum Storage {
     /// Not in UB (L1, L0A/B/C), or never defined.
     None,
     /// At this byte offset of the shared `VECCALC` buffer.
@@ -100,7 +102,7 @@ pub(crate) enum Storage {
 
 /// The plan of a program.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// Where each tile lives, by `TileId`.
     pub storage: Vec<Storage>,
     /// The position of each tile's last use (its definition if unused).
@@ -117,7 +119,7 @@ pub(crate) struct Plan {
 }
 
 /// The index of a level's pool: UB, L1, L0A, L0B, L0C (GM: UB, unused).
-pub(crate) fn level_index(level: MemLevel) -> usize {
+pub fn level_index(level: MemLevel) -> usize {
     match level {
         MemLevel::Ub | MemLevel::Gm => 0,
         MemLevel::L1 => 1,
@@ -131,7 +133,7 @@ pub(crate) fn level_index(level: MemLevel) -> usize {
 const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
 
 /// The tile whose storage `t` uses, following aliases.
-pub(crate) fn root(storage: &[Storage], mut t: TileId) -> TileId {
+pub fn root(storage: &[Storage], mut t: TileId) -> TileId {
     while let Some(Storage::Alias(next)) = storage.get(t.0 as usize) {
         t = *next;
     }
@@ -139,7 +141,7 @@ pub(crate) fn root(storage: &[Storage], mut t: TileId) -> TileId {
 }
 
 /// The number of positions `body` takes (a loop: start, body, end).
-pub(crate) fn span(body: &[Inst]) -> usize {
+pub fn span(body: &[Inst]) -> usize {
     body.iter()
         .map(|inst| match inst {
             Inst::Loop { body, .. } => 2 + span(body),
@@ -149,7 +151,7 @@ pub(crate) fn span(body: &[Inst]) -> usize {
 }
 
 /// Whether tiles of shapes `a` and `b` have one UB layout (they differ by leading 1s).
-pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
+pub fn same_layout(a: &[usize], b: &[usize]) -> bool {
     let split = |s: &[usize]| match s.split_last() {
         None => (1, 1),
         Some((&cols, lead)) => (lead.iter().product::<usize>(), cols),
@@ -160,7 +162,7 @@ pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
 /// For `dst = lhs op rhs` where one operand is a statistic per row of the other (`[.., r, 1]`
 /// against `[.., r, c]`): whether the statistic is the left operand, the statistic and the
 /// full operand. Such ops run row by row with the statistic as a scalar.
-pub(crate) fn row_statistic(
+pub fn row_statistic(
     program: &Program,
     dst: TileId,
     lhs: &Operand,
@@ -202,8 +204,8 @@ fn def(inst: &Inst) -> Option<TileId> {
 
 /// Whether the lowering of unary `op` calls an Ascend C math function that takes a
 /// `sharedTmpBuffer` (`Sin`, `Cos`, `Erf`, `Floor`, `Ceil`).
-pub(crate) fn unary_takes_tmp(op: pto_op::kernel::ir::UnaryOp) -> bool {
-    use pto_op::kernel::ir::UnaryOp;
+pub fn unary_takes_tmp(op: crate::ir::UnaryOp) -> bool {
+    use crate::ir::UnaryOp;
     matches!(
         op,
         UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Floor | UnaryOp::Ceil
@@ -212,8 +214,8 @@ pub(crate) fn unary_takes_tmp(op: pto_op::kernel::ir::UnaryOp) -> bool {
 
 /// Whether binary `op` lowers to an Ascend C math function with a `sharedTmpBuffer`
 /// (`Power`, `Fmod`) rather than to a basic vector instruction.
-pub(crate) fn binary_is_math(op: pto_op::kernel::ir::BinaryOp) -> bool {
-    use pto_op::kernel::ir::BinaryOp;
+pub fn binary_is_math(op: crate::ir::BinaryOp) -> bool {
+    use crate::ir::BinaryOp;
     matches!(op, BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod)
 }
 
@@ -221,12 +223,12 @@ pub(crate) fn binary_is_math(op: pto_op::kernel::ir::BinaryOp) -> bool {
 /// elements: one f32 per element, what the host implementation requires
 /// (`ascendc_host/vector.h`, `host::CheckTmp`). A device build sizes it the same way; the
 /// vendor's `Get<Name>MaxMinTmpSize` is not consulted.
-pub(crate) fn math_tmp_bytes(elems: usize) -> u64 {
+pub fn math_tmp_bytes(elems: usize) -> u64 {
     ((elems * 4) as u64).next_multiple_of(UB_ALIGN)
 }
 
 /// Bytes of each temporary the lowering of `inst` needs in UB.
-pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
+pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     let ty = |t: TileId| program.tile(t);
     let geom = |t: TileId| ty(t).map(Geom::of);
     let broadcast = |o: &Operand, dst: TileId| -> Option<u64> {
@@ -272,7 +274,7 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                 }
             }
             temps.push(math_tmp_bytes(g.elems()));
-            if matches!(op, pto_op::kernel::ir::BinaryOp::Mod) {
+            if matches!(op, crate::ir::BinaryOp::Mod) {
                 let mask = ty(*dst).map(|t| {
                     Geom::of(&TileType {
                         shape: t.shape.clone(),
@@ -292,10 +294,10 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             // Row by row with the statistic as a scalar; a division needs it as a row.
             // (Integers subtract as tiles too.)
             match (op, geom(*dst), ty(*dst)) {
-                (pto_op::kernel::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
+                (crate::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
                     vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
                 }
-                (pto_op::kernel::ir::BinaryOp::Div, Some(g), Some(t)) => {
+                (crate::ir::BinaryOp::Div, Some(g), Some(t)) => {
                     vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
                 }
                 _ => Vec::new(),
@@ -310,8 +312,8 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             // only as a tile subtraction), go through a duplicated tile.
             let integer = ty(*dst).is_some_and(|t| !t.dtype.is_float());
             let duplicated = match op {
-                pto_op::kernel::ir::BinaryOp::Div => true,
-                pto_op::kernel::ir::BinaryOp::Sub => integer,
+                crate::ir::BinaryOp::Div => true,
+                crate::ir::BinaryOp::Sub => integer,
                 _ => false,
             };
             let scalar_operand =
@@ -514,7 +516,7 @@ impl Pool {
 /// is more than 255 blocks long, the repeat stride's limit), each batch reduced as
 /// [`RowReduce::plan`] decides, with the group path where the profile prices it
 /// ([`RowReduce::group_priced`]): the one rule the simulator applies too.
-pub(crate) fn row_reduce(
+pub fn row_reduce(
     profile: &DeviceProfile,
     op: ReduceOp,
     dtype: DType,
@@ -533,7 +535,7 @@ pub(crate) fn row_reduce(
 }
 
 /// Plans `program`'s UB tiles (a row reduction's work buffer as on `profile`).
-pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
+pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let live = liveness(program);
     let n = program.tiles.len();
     let mut storage = vec![Storage::None; n];
@@ -716,7 +718,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
                 continue;
             }
             Inst::Unary { dst, op, src } => match op {
-                pto_op::kernel::ir::UnaryOp::Silu | pto_op::kernel::ir::UnaryOp::Gelu => continue,
+                crate::ir::UnaryOp::Silu | crate::ir::UnaryOp::Gelu => continue,
                 _ => (*dst, vec![*src]),
             },
             Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
@@ -866,17 +868,21 @@ fn classify(
 
 /// A `TQue` of the lowered kernel: `depth` buffers of `bytes` each at `position`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Queue {
+pub struct Queue {
+    /// The queue's name in the kernel source (`inQueue_t0`, `outQueue_store7`).
     pub name: String,
+    /// Its `TPosition`: `VECIN` or `VECOUT`.
     pub position: &'static str,
+    /// Its number of buffers.
     pub depth: u32,
+    /// Bytes of each buffer.
     pub bytes: u64,
 }
 
 /// The queues the lowering of `program` with `plan` declares, in program order: a `VECIN`
 /// queue per load into UB (two deep inside a loop when `double_buffer`), a `VECOUT` queue
 /// per tile computed into its store's queue, and one per store of any other tile.
-pub(crate) fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
+pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
     fn walk(
         program: &Program,
         plan: &Plan,
@@ -950,15 +956,18 @@ pub(crate) fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec
 /// The UB one vector core reserves for a program: its queues, the `VECCALC` pool and the
 /// reductions' work buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UbReservation {
+pub struct UbReservation {
+    /// The queues, in program order.
     pub queues: Vec<Queue>,
+    /// Bytes of the `VECCALC` pool.
     pub calc: u64,
+    /// Bytes of the reductions' work buffer.
     pub reduce_work: u64,
 }
 
 impl UbReservation {
     /// The reservation of `program` planned as `plan`.
-    pub(crate) fn of(program: &Program, plan: &Plan, double_buffer: bool) -> UbReservation {
+    pub fn of(program: &Program, plan: &Plan, double_buffer: bool) -> UbReservation {
         UbReservation {
             queues: queues(program, plan, double_buffer),
             calc: plan.pool_bytes[0],
@@ -967,7 +976,7 @@ impl UbReservation {
     }
 
     /// Bytes of UB in all.
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         let queues: u64 = self
             .queues
             .iter()
@@ -977,7 +986,7 @@ impl UbReservation {
     }
 
     /// `inQueue_t0 2x4096, calcBuf 8192, reduceWorkBuf 1024`.
-    pub(crate) fn detail(&self) -> String {
+    pub fn detail(&self) -> String {
         let mut parts: Vec<String> = self
             .queues
             .iter()
@@ -995,12 +1004,12 @@ impl UbReservation {
 /// (`Ok(rows)`: each of the two takes half the rows of every UB tile of `rows` rows), or
 /// taking turns with whole tiles (`Err(reason)`); `None` for a coupled core or a program
 /// without both cube and vector work.
-pub(crate) fn aiv_rows(program: &Program, split_cores: bool) -> Option<Result<usize, String>> {
+pub fn aiv_rows(program: &Program, split_cores: bool) -> Option<Result<usize, String>> {
     (split_cores && mixes_cube_and_vector(program)).then(|| row_split(program))
 }
 
 /// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
-pub(crate) fn halve_rows(program: &Program, rows: usize) -> Program {
+pub fn halve_rows(program: &Program, rows: usize) -> Program {
     let mut halved = program.clone();
     for ty in &mut halved.tiles {
         let rank = ty.shape.len();
@@ -1015,11 +1024,7 @@ pub(crate) fn halve_rows(program: &Program, rows: usize) -> Program {
 /// are not double-buffered (the lowering's fallback, its least), on a SoC whose cube and
 /// vector cores are split (`split_cores`: each vector core holds its half of the rows of a
 /// mix program's row-split tiles) or coupled.
-pub(crate) fn reserved_ub(
-    program: &Program,
-    profile: &DeviceProfile,
-    split_cores: bool,
-) -> UbReservation {
+pub fn reserved_ub(program: &Program, profile: &DeviceProfile, split_cores: bool) -> UbReservation {
     match aiv_rows(program, split_cores) {
         Some(Ok(rows)) => {
             let half = halve_rows(program, rows);
@@ -1032,7 +1037,7 @@ pub(crate) fn reserved_ub(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pto_op::kernel::ir::{BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, UnaryOp};
+    use crate::ir::{BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, UnaryOp};
 
     fn ub(shape: &[usize], dtype: DType) -> TileType {
         TileType {
