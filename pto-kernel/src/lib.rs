@@ -16,6 +16,7 @@ pub mod cube;
 pub mod device;
 mod idx;
 pub mod ir;
+pub mod liveness;
 pub mod row_reduce;
 pub mod rows;
 #[cfg(any(test, feature = "test-support"))]

@@ -1,8 +1,9 @@
 //! The memory plan of a lowered kernel: where every tile lives in the unified buffer.
 //!
-//! Instructions are numbered in program order, a loop taking one number where it starts and
-//! one where its iteration ends (after its body), so that a tile's live range is an interval.
-//! A tile used inside a loop it was defined outside of stays live to that loop's end.
+//! Positions and live ranges are the kernel's [`Liveness`]: a loop takes one position where it
+//! starts and one where its iteration ends (after its body), so that a tile's live range is
+//! an interval; a tile used inside a loop it was defined outside of stays live to that
+//! loop's end.
 //!
 //! - Tiles loaded from GM live in a `VECIN` queue of their own load, allocated at the load
 //!   and freed after their last use.
@@ -22,6 +23,9 @@ use std::collections::HashMap;
 use crate::device::DeviceProfile;
 use crate::dtype::DType;
 use crate::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
+use crate::liveness::Liveness;
+// The one position numbering, which the lowering walks too.
+pub use crate::liveness::span;
 use crate::row_reduce::{REPEAT_MAX, RowReduce};
 use crate::vector_split::{mixes_cube_and_vector, row_split};
 
@@ -138,16 +142,6 @@ pub fn root(storage: &[Storage], mut t: TileId) -> TileId {
         t = *next;
     }
     t
-}
-
-/// The number of positions `body` takes (a loop: start, body, end).
-pub fn span(body: &[Inst]) -> usize {
-    body.iter()
-        .map(|inst| match inst {
-            Inst::Loop { body, .. } => 2 + span(body),
-            _ => 1,
-        })
-        .sum()
 }
 
 /// Whether tiles of shapes `a` and `b` have one UB layout (they differ by leading 1s).
@@ -369,118 +363,6 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     }
 }
 
-/// Liveness of every tile.
-struct Liveness {
-    def: Vec<Option<usize>>,
-    end: Vec<usize>,
-    /// The last instruction that reads the tile (`end` without a carried tile's storage
-    /// being kept to its loop's end).
-    read_end: Vec<usize>,
-    /// How many instructions read the tile.
-    uses: Vec<usize>,
-}
-
-fn liveness(program: &Program) -> Liveness {
-    let n = program.tiles.len();
-    let mut live = Liveness {
-        def: vec![None; n],
-        end: vec![0; n],
-        read_end: vec![0; n],
-        uses: vec![0; n],
-    };
-    let mut depth_of = vec![0usize; n];
-    // Ends of the loops open at each depth: loop_ends[d] is the end of the loop at depth d+1.
-    let mut loop_ends: Vec<usize> = Vec::new();
-    walk(&program.body, 0, &mut loop_ends, &mut depth_of, &mut live);
-    for t in 0..n {
-        if let Some(d) = live.def[t] {
-            live.end[t] = live.end[t].max(d);
-        }
-    }
-    live
-}
-
-fn define(live: &mut Liveness, depth_of: &mut [usize], t: TileId, at: usize, depth: usize) {
-    if let Some(slot) = live.def.get_mut(t.0 as usize) {
-        *slot = Some(at);
-        depth_of[t.0 as usize] = depth;
-    }
-}
-
-fn use_at(live: &mut Liveness, depth_of: &[usize], loop_ends: &[usize], t: TileId, at: usize) {
-    let i = t.0 as usize;
-    if i >= live.end.len() {
-        return;
-    }
-    let d = depth_of[i];
-    // Used inside loops opened after its definition: live to the outermost such loop's end.
-    let effective = if loop_ends.len() > d {
-        loop_ends[d]
-    } else {
-        at
-    };
-    live.end[i] = live.end[i].max(effective);
-    live.read_end[i] = live.read_end[i].max(effective);
-    live.uses[i] += 1;
-}
-
-fn walk(
-    body: &[Inst],
-    mut at: usize,
-    loop_ends: &mut Vec<usize>,
-    depth_of: &mut Vec<usize>,
-    live: &mut Liveness,
-) -> usize {
-    for inst in body {
-        let depth = loop_ends.len();
-        // A loop reads its inits where it starts; its yields are read at its end, below.
-        let read = match inst {
-            Inst::Loop { init, .. } => init.clone(),
-            _ => inst.uses(),
-        };
-        for t in read {
-            use_at(live, depth_of, loop_ends, t, at);
-        }
-        match inst {
-            Inst::Loop {
-                params,
-                body,
-                yields,
-                results,
-                ..
-            } => {
-                let end = at + 1 + span(body);
-                // Carried tiles are values of one iteration; their storage is kept to the
-                // iteration's end, where the yields are copied in.
-                for p in params {
-                    define(live, depth_of, *p, at, depth + 1);
-                    if let Some(e) = live.end.get_mut(p.0 as usize) {
-                        *e = (*e).max(end);
-                    }
-                }
-                loop_ends.push(end);
-                let after = walk(body, at + 1, loop_ends, depth_of, live);
-                debug_assert_eq!(after, end);
-                for y in yields {
-                    use_at(live, depth_of, loop_ends, *y, end);
-                }
-                loop_ends.pop();
-                for r in results {
-                    define(live, depth_of, *r, end, depth);
-                }
-                at = end + 1;
-            }
-            _ => {
-                if let Some(d) = def(inst) {
-                    define(live, depth_of, d, at, depth);
-                }
-                at += 1;
-            }
-        }
-    }
-    at
-}
-
 /// The first-fit allocator of the shared buffer.
 struct Pool {
     /// Allocated (offset, bytes), sorted by offset.
@@ -536,7 +418,7 @@ pub fn row_reduce(
 
 /// Plans `program`'s UB tiles (a row reduction's work buffer as on `profile`).
 pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
-    let live = liveness(program);
+    let live = Liveness::of(program);
     let n = program.tiles.len();
     let mut storage = vec![Storage::None; n];
     let mut reduce_work_bytes = 0;
@@ -557,15 +439,16 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         Temp(usize, usize),
     }
     let mut intervals: Vec<(usize, usize, u64, usize, Item)> = Vec::new();
-    let mut end = live.end.clone();
+    let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
+    let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
     for t in 0..n {
         let r = root(&storage, TileId(t as u32)).0 as usize;
-        end[r] = end[r].max(live.end[t]);
+        end[r] = end[r].max(last_use[t]);
     }
     for (t, kind) in storage.iter().enumerate() {
         if *kind == Storage::Pool(0)
-            && let Some(d) = live.def[t]
+            && let Some(d) = live.tiles()[t].def
         {
             let ty = &program.tiles[t];
             intervals.push((
@@ -577,8 +460,15 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             ));
         }
     }
-    let mut temps_at: Vec<(usize, Vec<u64>)> = Vec::new();
-    collect_temps(program, &program.body, 0, &mut temps_at);
+    // The temporaries of each instruction, at its position.
+    let temps_at: Vec<(usize, Vec<u64>)> = live
+        .positions()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !matches!(p.inst, Inst::Loop { .. }))
+        .map(|(at, p)| (at, temp_bytes(program, p.inst)))
+        .filter(|(_, temps)| !temps.is_empty())
+        .collect();
     for (at, temps) in &temps_at {
         for (k, bytes) in temps.iter().enumerate() {
             intervals.push((*at, *at, *bytes, 0, Item::Temp(*at, k)));
@@ -626,7 +516,9 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             Item::Tile(t) => in_place.get(&t).and_then(|operands| {
                 live_now.iter().position(|&(e, l, _, b, tile)| {
                     e >= start
-                        && tile.is_some_and(|u| live.read_end[u] == start && !shared(u))
+                        && tile.is_some_and(|u| {
+                            live.tiles()[u].read_end() == Some(start) && !shared(u)
+                        })
                         && l == level
                         && b >= bytes
                         && tile.is_some_and(|u| operands.contains(&TileId(u as u32)))
@@ -666,7 +558,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     Plan {
         storage,
         end,
-        last_use: live.end,
+        last_use,
         temps,
         pool_bytes,
         reduce_work_bytes,
@@ -741,33 +633,12 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
     }
 }
 
-fn collect_temps(
-    program: &Program,
-    body: &[Inst],
-    mut at: usize,
-    out: &mut Vec<(usize, Vec<u64>)>,
-) -> usize {
-    for inst in body {
-        if let Inst::Loop { body, .. } = inst {
-            collect_temps(program, body, at + 1, out);
-            at += 2 + span(body);
-        } else {
-            let temps = temp_bytes(program, inst);
-            if !temps.is_empty() {
-                out.push((at, temps));
-            }
-            at += 1;
-        }
-    }
-    at
-}
-
 /// Sets each UB tile's storage kind (`Pool(0)` stands for "in the pool, offset to come").
 fn classify(
     program: &Program,
     profile: &DeviceProfile,
     body: &[Inst],
-    live: &Liveness,
+    live: &Liveness<'_>,
     storage: &mut [Storage],
     reduce_work_bytes: &mut u64,
 ) {
@@ -845,13 +716,13 @@ fn classify(
                     }
                     let only_stored = |t: TileId| {
                         stored.get(&t) == Some(&1)
-                            && live.uses[t.0 as usize] == 1
+                            && live.tile(t).is_some_and(|l| l.uses == 1)
                             && program.tile(t).is_some_and(|t| t.dtype != DType::Bool)
                     };
                     // Computed straight into the store's queue, through an identity cast.
                     let cast_then_stored = identity
                         .get(&d)
-                        .filter(|y| live.uses[d.0 as usize] == 1 && only_stored(**y));
+                        .filter(|y| live.tile(d).is_some_and(|l| l.uses == 1) && only_stored(**y));
                     storage[d.0 as usize] = if only_stored(d) {
                         Storage::OutQueue
                     } else if let Some(y) = cast_then_stored {
@@ -883,73 +754,49 @@ pub struct Queue {
 /// queue per load into UB (two deep inside a loop when `double_buffer`), a `VECOUT` queue
 /// per tile computed into its store's queue, and one per store of any other tile.
 pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
-    fn walk(
-        program: &Program,
-        plan: &Plan,
-        body: &[Inst],
-        mut at: usize,
-        in_loop: bool,
-        double_buffer: bool,
-        out: &mut Vec<Queue>,
-    ) -> usize {
-        let in_ub = |t: TileId| program.tile(t).filter(|ty| ty.level == MemLevel::Ub);
-        for inst in body {
-            match inst {
-                Inst::Loop { body, .. } => {
-                    walk(program, plan, body, at + 1, true, double_buffer, out);
-                    at += 2 + span(body);
-                    continue;
-                }
-                Inst::Load { dst, .. } => {
-                    if let Some(ty) = in_ub(*dst) {
-                        out.push(Queue {
-                            name: format!("inQueue_t{}", dst.0),
-                            position: "VECIN",
-                            depth: if double_buffer && in_loop { 2 } else { 1 },
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
-                }
-                Inst::Store { src, .. } => {
-                    if let Some(ty) = in_ub(*src)
-                        && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
-                    {
-                        out.push(Queue {
-                            name: format!("outQueue_store{at}"),
-                            position: "VECOUT",
-                            depth: 1,
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
-                }
-                _ => {
-                    if let Some(d) = def(inst)
-                        && let Some(ty) = in_ub(d)
-                        && plan.storage[d.0 as usize] == Storage::OutQueue
-                    {
-                        out.push(Queue {
-                            name: format!("outQueue_t{}", d.0),
-                            position: "VECOUT",
-                            depth: 1,
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
+    let in_ub = |t: TileId| program.tile(t).filter(|ty| ty.level == MemLevel::Ub);
+    let mut out = Vec::new();
+    for (at, position) in Liveness::of(program).positions().iter().enumerate() {
+        let in_loop = position.scope.is_some();
+        match position.inst {
+            Inst::Loop { .. } => {}
+            Inst::Load { dst, .. } => {
+                if let Some(ty) = in_ub(*dst) {
+                    out.push(Queue {
+                        name: format!("inQueue_t{}", dst.0),
+                        position: "VECIN",
+                        depth: if double_buffer && in_loop { 2 } else { 1 },
+                        bytes: Geom::of(ty).bytes,
+                    });
                 }
             }
-            at += 1;
+            Inst::Store { src, .. } => {
+                if let Some(ty) = in_ub(*src)
+                    && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
+                {
+                    out.push(Queue {
+                        name: format!("outQueue_store{at}"),
+                        position: "VECOUT",
+                        depth: 1,
+                        bytes: Geom::of(ty).bytes,
+                    });
+                }
+            }
+            inst => {
+                if let Some(d) = def(inst)
+                    && let Some(ty) = in_ub(d)
+                    && plan.storage[d.0 as usize] == Storage::OutQueue
+                {
+                    out.push(Queue {
+                        name: format!("outQueue_t{}", d.0),
+                        position: "VECOUT",
+                        depth: 1,
+                        bytes: Geom::of(ty).bytes,
+                    });
+                }
+            }
         }
-        at
     }
-    let mut out = Vec::new();
-    walk(
-        program,
-        plan,
-        &program.body,
-        0,
-        false,
-        double_buffer,
-        &mut out,
-    );
     out
 }
 
