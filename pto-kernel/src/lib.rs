@@ -10,6 +10,7 @@
 //! Da Vinci memory levels; offsets are symbolic integers ([`Idx`]) over the program id and
 //! loop variables. [`validate`] holds the typing rules, [`text`] the kernel file format.
 
+pub mod buffers;
 mod builder;
 pub mod cost;
 pub mod cube;
