@@ -110,6 +110,8 @@ pub fn check(program: &ValidProgram, profile: &DeviceProfile) -> Result<(), Buff
 pub struct LiveRange {
     /// The tile whose buffer it is.
     pub tile: TileId,
+    /// Every tile held in the buffer: `tile`, then those that share it, by `TileId`.
+    pub tiles: Vec<TileId>,
     /// The first position where it is live.
     pub start: usize,
     /// The last.
@@ -201,7 +203,14 @@ impl<'p> BufferUse<'p> {
                 _ => {}
             }
         }
-        share_buffers(&liveness, &mut ranges, shares);
+        let root = share_buffers(&liveness, &mut ranges, shares);
+        // The tiles of each buffer, by the tile whose buffer it is.
+        let mut members: Vec<Vec<TileId>> = vec![Vec::new(); root.len()];
+        for (slot, r) in root.iter().enumerate() {
+            if *r != slot {
+                members[*r].push(TileId(slot as u32));
+            }
+        }
         let ranges = ranges
             .iter()
             .enumerate()
@@ -211,6 +220,9 @@ impl<'p> BufferUse<'p> {
                 // Results of a final loop are never live on core: nothing follows.
                 (start < positions.len()).then(|| LiveRange {
                     tile,
+                    tiles: std::iter::once(tile)
+                        .chain(members[slot].iter().copied())
+                        .collect(),
                     start,
                     end,
                     copied_in_by: copied_in_by(&liveness, tile),
@@ -431,12 +443,12 @@ fn copied_in_by(liveness: &Liveness<'_>, tile: TileId) -> Vec<usize> {
 /// Applies the valid sharings to `ranges`: the sharing tile's range joins the shared
 /// tile's (its root's, along chains) and the sharing tile is no longer counted on its own.
 /// A sharing is valid when the shared tile's last read is where the sharing tile is defined
-/// and both belong to the same loop body.
+/// and both belong to the same loop body. Returns the tile whose buffer each tile is in.
 fn share_buffers(
     liveness: &Liveness<'_>,
     ranges: &mut [Option<(usize, usize)>],
     shares: Vec<(TileId, TileId, usize, Option<usize>)>,
-) {
+) -> Vec<usize> {
     let mut root: Vec<usize> = (0..ranges.len()).collect();
     fn find(root: &mut [usize], mut t: usize) -> usize {
         while root[t] != t {
@@ -465,4 +477,5 @@ fn share_buffers(
         ranges[rt] = None;
         root[rt] = rg;
     }
+    (0..root.len()).map(|t| find(&mut root, t)).collect()
 }

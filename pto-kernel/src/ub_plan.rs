@@ -116,6 +116,9 @@ pub struct Plan {
     /// Bytes of the shared buffer of each level, by [`level_index`]: `VECCALC` (UB), then
     /// one `TBuf` of L1, L0A, L0B and L0C.
     pub pool_bytes: [u64; 5],
+    /// The position of each tile's definition (a loop result: the loop's end), by
+    /// `TileId`.
+    pub def: Vec<Option<usize>>,
     /// The position of each tile's last use before aliasing.
     pub last_use: Vec<usize>,
     /// Bytes of the reductions' shared work buffer.
@@ -558,6 +561,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     Plan {
         storage,
         end,
+        def: live.tiles().iter().map(|t| t.def).collect(),
         last_use,
         temps,
         pool_bytes,
