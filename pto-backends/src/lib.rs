@@ -22,10 +22,10 @@ mod instances;
 pub mod kirin;
 pub mod parity;
 pub mod sim;
-// The Ascend C lowering's UB plan, and with it the UB one vector core reserves for a
-// program: the lowering's capacity check and the simulator's.
-#[cfg_attr(not(feature = "device"), allow(dead_code))]
-mod ub_plan;
+// The Ascend C lowering's UB plan is the kernel layer's (`pto_op::kernel::ub_plan`), which the
+// simulator's buffer check reads too; the lowering names it `crate::ub_plan`.
+#[cfg(feature = "device")]
+pub(crate) use pto_op::kernel::ub_plan;
 
 /// Items that macros of this crate name. Not a public API.
 #[doc(hidden)]

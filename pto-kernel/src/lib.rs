@@ -10,12 +10,14 @@
 //! Da Vinci memory levels; offsets are symbolic integers ([`Idx`]) over the program id and
 //! loop variables. [`validate`] holds the typing rules, [`text`] the kernel file format.
 
+pub mod buffers;
 mod builder;
 pub mod cost;
 pub mod cube;
 pub mod device;
 mod idx;
 pub mod ir;
+pub mod liveness;
 pub mod row_reduce;
 pub mod rows;
 #[cfg(any(test, feature = "test-support"))]
@@ -23,6 +25,7 @@ pub mod test_support;
 pub mod text;
 mod tile;
 mod trace;
+pub mod ub_plan;
 pub mod validate;
 pub mod vector_split;
 

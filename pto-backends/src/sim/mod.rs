@@ -28,6 +28,8 @@ use crate::cpu::Cpu;
 use crate::instances::InstanceCache;
 
 pub use memory::{LoopBuffering, MemoryPlan};
+// The buffer check's overflow, which the simulator reports as its own.
+pub use pto_op::kernel::buffers::BufferOverflow;
 pub use schedule::{SimReport, Timeline};
 pub use trace::{ChromeTrace, PipeEventArgs};
 
@@ -123,33 +125,6 @@ pub enum SimError {
         /// The system's message.
         message: String,
     },
-}
-
-/// A working set over a buffer's capacity: where, which buffer, by how much, and the live
-/// tiles.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "op `{op}`: inst {inst} ({mnemonic}): {buffer} working set {needed} bytes exceeds \
-     the {device} limit of {limit} bytes (live: {live})"
-)]
-pub struct BufferOverflow {
-    /// The op.
-    pub op: String,
-    /// The instruction where the working set peaks, numbered in program order with loop
-    /// bodies after their loop.
-    pub inst: usize,
-    /// Its mnemonic.
-    pub mnemonic: String,
-    /// The buffer: UB, L1, L0A, L0B or L0C.
-    pub buffer: String,
-    /// The bytes the live tiles need there.
-    pub needed: u64,
-    /// The device profile's name.
-    pub device: String,
-    /// The buffer's capacity.
-    pub limit: u64,
-    /// The live tiles with their types and footprints, largest first.
-    pub live: String,
 }
 
 impl SimError {

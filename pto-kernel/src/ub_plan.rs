@@ -1,8 +1,9 @@
 //! The memory plan of a lowered kernel: where every tile lives in the unified buffer.
 //!
-//! Instructions are numbered in program order, a loop taking one number where it starts and
-//! one where its iteration ends (after its body), so that a tile's live range is an interval.
-//! A tile used inside a loop it was defined outside of stays live to that loop's end.
+//! Positions and live ranges are the kernel's [`Liveness`]: a loop takes one position where it
+//! starts and one where its iteration ends (after its body), so that a tile's live range is
+//! an interval; a tile used inside a loop it was defined outside of stays live to that
+//! loop's end.
 //!
 //! - Tiles loaded from GM live in a `VECIN` queue of their own load, allocated at the load
 //!   and freed after their last use.
@@ -13,27 +14,32 @@
 //! - Loop results are the storage of their loop's carried tiles.
 //!
 //! [`reserved_ub`] is the UB one vector core reserves for a program (queues, the `VECCALC`
-//! pool, the reductions' work buffer): the lowering's capacity check, and the simulator's
-//! (`sim::memory`), so the simulator refuses every program whose kernel would not fit.
+//! pool, the reductions' work buffer): the lowering's capacity check, and the buffer check's
+//! ([`crate::buffers`]), so the simulator and the estimator refuse every program whose
+//! kernel would not fit.
 
 use std::collections::HashMap;
 
-use pto_op::kernel::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
-use pto_op::kernel::row_reduce::{REPEAT_MAX, RowReduce};
-use pto_op::kernel::vector_split::{mixes_cube_and_vector, row_split};
-use pto_op::{DType, DeviceProfile};
+use crate::device::DeviceProfile;
+use crate::dtype::DType;
+use crate::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
+use crate::liveness::Liveness;
+// The one position numbering, which the lowering walks too.
+pub use crate::liveness::span;
+use crate::row_reduce::{REPEAT_MAX, RowReduce};
+use crate::vector_split::{mixes_cube_and_vector, row_split};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
-pub(crate) const UB_ALIGN: u64 = 32;
+pub const UB_ALIGN: u64 = 32;
 
 /// Elements of one UB row are padded to a multiple of this (32 bytes of f16, 64 of f32), so
 /// every row of every dtype starts 32-byte aligned: the rule the simulator prices a row
-/// reduction's result by ([`pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS`]).
-pub(crate) const ROW_ALIGN_ELEMS: usize = pto_op::kernel::row_reduce::UB_ROW_ALIGN_ELEMS;
+/// reduction's result by ([`crate::row_reduce::UB_ROW_ALIGN_ELEMS`]).
+pub const ROW_ALIGN_ELEMS: usize = crate::row_reduce::UB_ROW_ALIGN_ELEMS;
 
 /// How a tile is laid out in UB: `rows` rows of `cols` elements, `pitch` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Geom {
+pub struct Geom {
     /// Product of every dimension but the last (1 for rank 0 and 1).
     pub rows: usize,
     /// The last dimension (1 for rank 0).
@@ -47,7 +53,7 @@ pub(crate) struct Geom {
 impl Geom {
     /// The layout of tiles of type `ty`. Bool tiles are bit masks (`Compare`'s output), one
     /// bit per element of the same padded layout.
-    pub(crate) fn of(ty: &TileType) -> Geom {
+    pub fn of(ty: &TileType) -> Geom {
         let (rows, cols) = match ty.shape.split_last() {
             None => (1, 1),
             Some((&cols, lead)) => (lead.iter().product(), cols),
@@ -78,14 +84,14 @@ impl Geom {
     }
 
     /// Elements of the padded tile, the count of whole-tile vector instructions.
-    pub(crate) fn elems(&self) -> usize {
+    pub fn elems(&self) -> usize {
         self.rows * self.pitch
     }
 }
 
 /// Where a tile lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Storage {
+pub enum Storage {
     /// Not in UB (L1, L0A/B/C), or never defined.
     None,
     /// At this byte offset of the shared `VECCALC` buffer.
@@ -100,7 +106,7 @@ pub(crate) enum Storage {
 
 /// The plan of a program.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// Where each tile lives, by `TileId`.
     pub storage: Vec<Storage>,
     /// The position of each tile's last use (its definition if unused).
@@ -110,6 +116,9 @@ pub(crate) struct Plan {
     /// Bytes of the shared buffer of each level, by [`level_index`]: `VECCALC` (UB), then
     /// one `TBuf` of L1, L0A, L0B and L0C.
     pub pool_bytes: [u64; 5],
+    /// The position of each tile's definition (a loop result: the loop's end), by
+    /// `TileId`.
+    pub def: Vec<Option<usize>>,
     /// The position of each tile's last use before aliasing.
     pub last_use: Vec<usize>,
     /// Bytes of the reductions' shared work buffer.
@@ -117,7 +126,7 @@ pub(crate) struct Plan {
 }
 
 /// The index of a level's pool: UB, L1, L0A, L0B, L0C (GM: UB, unused).
-pub(crate) fn level_index(level: MemLevel) -> usize {
+pub fn level_index(level: MemLevel) -> usize {
     match level {
         MemLevel::Ub | MemLevel::Gm => 0,
         MemLevel::L1 => 1,
@@ -131,25 +140,15 @@ pub(crate) fn level_index(level: MemLevel) -> usize {
 const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
 
 /// The tile whose storage `t` uses, following aliases.
-pub(crate) fn root(storage: &[Storage], mut t: TileId) -> TileId {
+pub fn root(storage: &[Storage], mut t: TileId) -> TileId {
     while let Some(Storage::Alias(next)) = storage.get(t.0 as usize) {
         t = *next;
     }
     t
 }
 
-/// The number of positions `body` takes (a loop: start, body, end).
-pub(crate) fn span(body: &[Inst]) -> usize {
-    body.iter()
-        .map(|inst| match inst {
-            Inst::Loop { body, .. } => 2 + span(body),
-            _ => 1,
-        })
-        .sum()
-}
-
 /// Whether tiles of shapes `a` and `b` have one UB layout (they differ by leading 1s).
-pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
+pub fn same_layout(a: &[usize], b: &[usize]) -> bool {
     let split = |s: &[usize]| match s.split_last() {
         None => (1, 1),
         Some((&cols, lead)) => (lead.iter().product::<usize>(), cols),
@@ -160,7 +159,7 @@ pub(crate) fn same_layout(a: &[usize], b: &[usize]) -> bool {
 /// For `dst = lhs op rhs` where one operand is a statistic per row of the other (`[.., r, 1]`
 /// against `[.., r, c]`): whether the statistic is the left operand, the statistic and the
 /// full operand. Such ops run row by row with the statistic as a scalar.
-pub(crate) fn row_statistic(
+pub fn row_statistic(
     program: &Program,
     dst: TileId,
     lhs: &Operand,
@@ -202,8 +201,8 @@ fn def(inst: &Inst) -> Option<TileId> {
 
 /// Whether the lowering of unary `op` calls an Ascend C math function that takes a
 /// `sharedTmpBuffer` (`Sin`, `Cos`, `Erf`, `Floor`, `Ceil`).
-pub(crate) fn unary_takes_tmp(op: pto_op::kernel::ir::UnaryOp) -> bool {
-    use pto_op::kernel::ir::UnaryOp;
+pub fn unary_takes_tmp(op: crate::ir::UnaryOp) -> bool {
+    use crate::ir::UnaryOp;
     matches!(
         op,
         UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Floor | UnaryOp::Ceil
@@ -212,8 +211,8 @@ pub(crate) fn unary_takes_tmp(op: pto_op::kernel::ir::UnaryOp) -> bool {
 
 /// Whether binary `op` lowers to an Ascend C math function with a `sharedTmpBuffer`
 /// (`Power`, `Fmod`) rather than to a basic vector instruction.
-pub(crate) fn binary_is_math(op: pto_op::kernel::ir::BinaryOp) -> bool {
-    use pto_op::kernel::ir::BinaryOp;
+pub fn binary_is_math(op: crate::ir::BinaryOp) -> bool {
+    use crate::ir::BinaryOp;
     matches!(op, BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod)
 }
 
@@ -221,12 +220,12 @@ pub(crate) fn binary_is_math(op: pto_op::kernel::ir::BinaryOp) -> bool {
 /// elements: one f32 per element, what the host implementation requires
 /// (`ascendc_host/vector.h`, `host::CheckTmp`). A device build sizes it the same way; the
 /// vendor's `Get<Name>MaxMinTmpSize` is not consulted.
-pub(crate) fn math_tmp_bytes(elems: usize) -> u64 {
+pub fn math_tmp_bytes(elems: usize) -> u64 {
     ((elems * 4) as u64).next_multiple_of(UB_ALIGN)
 }
 
 /// Bytes of each temporary the lowering of `inst` needs in UB.
-pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
+pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     let ty = |t: TileId| program.tile(t);
     let geom = |t: TileId| ty(t).map(Geom::of);
     let broadcast = |o: &Operand, dst: TileId| -> Option<u64> {
@@ -272,7 +271,7 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                 }
             }
             temps.push(math_tmp_bytes(g.elems()));
-            if matches!(op, pto_op::kernel::ir::BinaryOp::Mod) {
+            if matches!(op, crate::ir::BinaryOp::Mod) {
                 let mask = ty(*dst).map(|t| {
                     Geom::of(&TileType {
                         shape: t.shape.clone(),
@@ -292,10 +291,10 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             // Row by row with the statistic as a scalar; a division needs it as a row.
             // (Integers subtract as tiles too.)
             match (op, geom(*dst), ty(*dst)) {
-                (pto_op::kernel::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
+                (crate::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
                     vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
                 }
-                (pto_op::kernel::ir::BinaryOp::Div, Some(g), Some(t)) => {
+                (crate::ir::BinaryOp::Div, Some(g), Some(t)) => {
                     vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
                 }
                 _ => Vec::new(),
@@ -310,8 +309,8 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             // only as a tile subtraction), go through a duplicated tile.
             let integer = ty(*dst).is_some_and(|t| !t.dtype.is_float());
             let duplicated = match op {
-                pto_op::kernel::ir::BinaryOp::Div => true,
-                pto_op::kernel::ir::BinaryOp::Sub => integer,
+                crate::ir::BinaryOp::Div => true,
+                crate::ir::BinaryOp::Sub => integer,
                 _ => false,
             };
             let scalar_operand =
@@ -367,118 +366,6 @@ pub(crate) fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
     }
 }
 
-/// Liveness of every tile.
-struct Liveness {
-    def: Vec<Option<usize>>,
-    end: Vec<usize>,
-    /// The last instruction that reads the tile (`end` without a carried tile's storage
-    /// being kept to its loop's end).
-    read_end: Vec<usize>,
-    /// How many instructions read the tile.
-    uses: Vec<usize>,
-}
-
-fn liveness(program: &Program) -> Liveness {
-    let n = program.tiles.len();
-    let mut live = Liveness {
-        def: vec![None; n],
-        end: vec![0; n],
-        read_end: vec![0; n],
-        uses: vec![0; n],
-    };
-    let mut depth_of = vec![0usize; n];
-    // Ends of the loops open at each depth: loop_ends[d] is the end of the loop at depth d+1.
-    let mut loop_ends: Vec<usize> = Vec::new();
-    walk(&program.body, 0, &mut loop_ends, &mut depth_of, &mut live);
-    for t in 0..n {
-        if let Some(d) = live.def[t] {
-            live.end[t] = live.end[t].max(d);
-        }
-    }
-    live
-}
-
-fn define(live: &mut Liveness, depth_of: &mut [usize], t: TileId, at: usize, depth: usize) {
-    if let Some(slot) = live.def.get_mut(t.0 as usize) {
-        *slot = Some(at);
-        depth_of[t.0 as usize] = depth;
-    }
-}
-
-fn use_at(live: &mut Liveness, depth_of: &[usize], loop_ends: &[usize], t: TileId, at: usize) {
-    let i = t.0 as usize;
-    if i >= live.end.len() {
-        return;
-    }
-    let d = depth_of[i];
-    // Used inside loops opened after its definition: live to the outermost such loop's end.
-    let effective = if loop_ends.len() > d {
-        loop_ends[d]
-    } else {
-        at
-    };
-    live.end[i] = live.end[i].max(effective);
-    live.read_end[i] = live.read_end[i].max(effective);
-    live.uses[i] += 1;
-}
-
-fn walk(
-    body: &[Inst],
-    mut at: usize,
-    loop_ends: &mut Vec<usize>,
-    depth_of: &mut Vec<usize>,
-    live: &mut Liveness,
-) -> usize {
-    for inst in body {
-        let depth = loop_ends.len();
-        // A loop reads its inits where it starts; its yields are read at its end, below.
-        let read = match inst {
-            Inst::Loop { init, .. } => init.clone(),
-            _ => inst.uses(),
-        };
-        for t in read {
-            use_at(live, depth_of, loop_ends, t, at);
-        }
-        match inst {
-            Inst::Loop {
-                params,
-                body,
-                yields,
-                results,
-                ..
-            } => {
-                let end = at + 1 + span(body);
-                // Carried tiles are values of one iteration; their storage is kept to the
-                // iteration's end, where the yields are copied in.
-                for p in params {
-                    define(live, depth_of, *p, at, depth + 1);
-                    if let Some(e) = live.end.get_mut(p.0 as usize) {
-                        *e = (*e).max(end);
-                    }
-                }
-                loop_ends.push(end);
-                let after = walk(body, at + 1, loop_ends, depth_of, live);
-                debug_assert_eq!(after, end);
-                for y in yields {
-                    use_at(live, depth_of, loop_ends, *y, end);
-                }
-                loop_ends.pop();
-                for r in results {
-                    define(live, depth_of, *r, end, depth);
-                }
-                at = end + 1;
-            }
-            _ => {
-                if let Some(d) = def(inst) {
-                    define(live, depth_of, d, at, depth);
-                }
-                at += 1;
-            }
-        }
-    }
-    at
-}
-
 /// The first-fit allocator of the shared buffer.
 struct Pool {
     /// Allocated (offset, bytes), sorted by offset.
@@ -514,7 +401,7 @@ impl Pool {
 /// is more than 255 blocks long, the repeat stride's limit), each batch reduced as
 /// [`RowReduce::plan`] decides, with the group path where the profile prices it
 /// ([`RowReduce::group_priced`]): the one rule the simulator applies too.
-pub(crate) fn row_reduce(
+pub fn row_reduce(
     profile: &DeviceProfile,
     op: ReduceOp,
     dtype: DType,
@@ -533,8 +420,8 @@ pub(crate) fn row_reduce(
 }
 
 /// Plans `program`'s UB tiles (a row reduction's work buffer as on `profile`).
-pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
-    let live = liveness(program);
+pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
+    let live = Liveness::of(program);
     let n = program.tiles.len();
     let mut storage = vec![Storage::None; n];
     let mut reduce_work_bytes = 0;
@@ -555,15 +442,16 @@ pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         Temp(usize, usize),
     }
     let mut intervals: Vec<(usize, usize, u64, usize, Item)> = Vec::new();
-    let mut end = live.end.clone();
+    let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
+    let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
     for t in 0..n {
         let r = root(&storage, TileId(t as u32)).0 as usize;
-        end[r] = end[r].max(live.end[t]);
+        end[r] = end[r].max(last_use[t]);
     }
     for (t, kind) in storage.iter().enumerate() {
         if *kind == Storage::Pool(0)
-            && let Some(d) = live.def[t]
+            && let Some(d) = live.tiles()[t].def
         {
             let ty = &program.tiles[t];
             intervals.push((
@@ -575,8 +463,15 @@ pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             ));
         }
     }
-    let mut temps_at: Vec<(usize, Vec<u64>)> = Vec::new();
-    collect_temps(program, &program.body, 0, &mut temps_at);
+    // The temporaries of each instruction, at its position.
+    let temps_at: Vec<(usize, Vec<u64>)> = live
+        .positions()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !matches!(p.inst, Inst::Loop { .. }))
+        .map(|(at, p)| (at, temp_bytes(program, p.inst)))
+        .filter(|(_, temps)| !temps.is_empty())
+        .collect();
     for (at, temps) in &temps_at {
         for (k, bytes) in temps.iter().enumerate() {
             intervals.push((*at, *at, *bytes, 0, Item::Temp(*at, k)));
@@ -624,7 +519,9 @@ pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             Item::Tile(t) => in_place.get(&t).and_then(|operands| {
                 live_now.iter().position(|&(e, l, _, b, tile)| {
                     e >= start
-                        && tile.is_some_and(|u| live.read_end[u] == start && !shared(u))
+                        && tile.is_some_and(|u| {
+                            live.tiles()[u].read_end() == Some(start) && !shared(u)
+                        })
                         && l == level
                         && b >= bytes
                         && tile.is_some_and(|u| operands.contains(&TileId(u as u32)))
@@ -664,7 +561,8 @@ pub(crate) fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     Plan {
         storage,
         end,
-        last_use: live.end,
+        def: live.tiles().iter().map(|t| t.def).collect(),
+        last_use,
         temps,
         pool_bytes,
         reduce_work_bytes,
@@ -716,7 +614,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
                 continue;
             }
             Inst::Unary { dst, op, src } => match op {
-                pto_op::kernel::ir::UnaryOp::Silu | pto_op::kernel::ir::UnaryOp::Gelu => continue,
+                crate::ir::UnaryOp::Silu | crate::ir::UnaryOp::Gelu => continue,
                 _ => (*dst, vec![*src]),
             },
             Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
@@ -739,33 +637,12 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
     }
 }
 
-fn collect_temps(
-    program: &Program,
-    body: &[Inst],
-    mut at: usize,
-    out: &mut Vec<(usize, Vec<u64>)>,
-) -> usize {
-    for inst in body {
-        if let Inst::Loop { body, .. } = inst {
-            collect_temps(program, body, at + 1, out);
-            at += 2 + span(body);
-        } else {
-            let temps = temp_bytes(program, inst);
-            if !temps.is_empty() {
-                out.push((at, temps));
-            }
-            at += 1;
-        }
-    }
-    at
-}
-
 /// Sets each UB tile's storage kind (`Pool(0)` stands for "in the pool, offset to come").
 fn classify(
     program: &Program,
     profile: &DeviceProfile,
     body: &[Inst],
-    live: &Liveness,
+    live: &Liveness<'_>,
     storage: &mut [Storage],
     reduce_work_bytes: &mut u64,
 ) {
@@ -843,13 +720,13 @@ fn classify(
                     }
                     let only_stored = |t: TileId| {
                         stored.get(&t) == Some(&1)
-                            && live.uses[t.0 as usize] == 1
+                            && live.tile(t).is_some_and(|l| l.uses == 1)
                             && program.tile(t).is_some_and(|t| t.dtype != DType::Bool)
                     };
                     // Computed straight into the store's queue, through an identity cast.
                     let cast_then_stored = identity
                         .get(&d)
-                        .filter(|y| live.uses[d.0 as usize] == 1 && only_stored(**y));
+                        .filter(|y| live.tile(d).is_some_and(|l| l.uses == 1) && only_stored(**y));
                     storage[d.0 as usize] = if only_stored(d) {
                         Storage::OutQueue
                     } else if let Some(y) = cast_then_stored {
@@ -866,99 +743,82 @@ fn classify(
 
 /// A `TQue` of the lowered kernel: `depth` buffers of `bytes` each at `position`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Queue {
+pub struct Queue {
+    /// The queue's name in the kernel source (`inQueue_t0`, `outQueue_store7`).
     pub name: String,
+    /// Its `TPosition`: `VECIN` or `VECOUT`.
     pub position: &'static str,
+    /// Its number of buffers.
     pub depth: u32,
+    /// Bytes of each buffer.
     pub bytes: u64,
 }
 
 /// The queues the lowering of `program` with `plan` declares, in program order: a `VECIN`
 /// queue per load into UB (two deep inside a loop when `double_buffer`), a `VECOUT` queue
 /// per tile computed into its store's queue, and one per store of any other tile.
-pub(crate) fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
-    fn walk(
-        program: &Program,
-        plan: &Plan,
-        body: &[Inst],
-        mut at: usize,
-        in_loop: bool,
-        double_buffer: bool,
-        out: &mut Vec<Queue>,
-    ) -> usize {
-        let in_ub = |t: TileId| program.tile(t).filter(|ty| ty.level == MemLevel::Ub);
-        for inst in body {
-            match inst {
-                Inst::Loop { body, .. } => {
-                    walk(program, plan, body, at + 1, true, double_buffer, out);
-                    at += 2 + span(body);
-                    continue;
-                }
-                Inst::Load { dst, .. } => {
-                    if let Some(ty) = in_ub(*dst) {
-                        out.push(Queue {
-                            name: format!("inQueue_t{}", dst.0),
-                            position: "VECIN",
-                            depth: if double_buffer && in_loop { 2 } else { 1 },
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
-                }
-                Inst::Store { src, .. } => {
-                    if let Some(ty) = in_ub(*src)
-                        && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
-                    {
-                        out.push(Queue {
-                            name: format!("outQueue_store{at}"),
-                            position: "VECOUT",
-                            depth: 1,
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
-                }
-                _ => {
-                    if let Some(d) = def(inst)
-                        && let Some(ty) = in_ub(d)
-                        && plan.storage[d.0 as usize] == Storage::OutQueue
-                    {
-                        out.push(Queue {
-                            name: format!("outQueue_t{}", d.0),
-                            position: "VECOUT",
-                            depth: 1,
-                            bytes: Geom::of(ty).bytes,
-                        });
-                    }
+pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue> {
+    let in_ub = |t: TileId| program.tile(t).filter(|ty| ty.level == MemLevel::Ub);
+    let mut out = Vec::new();
+    for (at, position) in Liveness::of(program).positions().iter().enumerate() {
+        let in_loop = position.scope.is_some();
+        match position.inst {
+            Inst::Loop { .. } => {}
+            Inst::Load { dst, .. } => {
+                if let Some(ty) = in_ub(*dst) {
+                    out.push(Queue {
+                        name: format!("inQueue_t{}", dst.0),
+                        position: "VECIN",
+                        depth: if double_buffer && in_loop { 2 } else { 1 },
+                        bytes: Geom::of(ty).bytes,
+                    });
                 }
             }
-            at += 1;
+            Inst::Store { src, .. } => {
+                if let Some(ty) = in_ub(*src)
+                    && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
+                {
+                    out.push(Queue {
+                        name: format!("outQueue_store{at}"),
+                        position: "VECOUT",
+                        depth: 1,
+                        bytes: Geom::of(ty).bytes,
+                    });
+                }
+            }
+            inst => {
+                if let Some(d) = def(inst)
+                    && let Some(ty) = in_ub(d)
+                    && plan.storage[d.0 as usize] == Storage::OutQueue
+                {
+                    out.push(Queue {
+                        name: format!("outQueue_t{}", d.0),
+                        position: "VECOUT",
+                        depth: 1,
+                        bytes: Geom::of(ty).bytes,
+                    });
+                }
+            }
         }
-        at
     }
-    let mut out = Vec::new();
-    walk(
-        program,
-        plan,
-        &program.body,
-        0,
-        false,
-        double_buffer,
-        &mut out,
-    );
     out
 }
 
 /// The UB one vector core reserves for a program: its queues, the `VECCALC` pool and the
 /// reductions' work buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UbReservation {
+pub struct UbReservation {
+    /// The queues, in program order.
     pub queues: Vec<Queue>,
+    /// Bytes of the `VECCALC` pool.
     pub calc: u64,
+    /// Bytes of the reductions' work buffer.
     pub reduce_work: u64,
 }
 
 impl UbReservation {
     /// The reservation of `program` planned as `plan`.
-    pub(crate) fn of(program: &Program, plan: &Plan, double_buffer: bool) -> UbReservation {
+    pub fn of(program: &Program, plan: &Plan, double_buffer: bool) -> UbReservation {
         UbReservation {
             queues: queues(program, plan, double_buffer),
             calc: plan.pool_bytes[0],
@@ -967,7 +827,7 @@ impl UbReservation {
     }
 
     /// Bytes of UB in all.
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         let queues: u64 = self
             .queues
             .iter()
@@ -977,7 +837,7 @@ impl UbReservation {
     }
 
     /// `inQueue_t0 2x4096, calcBuf 8192, reduceWorkBuf 1024`.
-    pub(crate) fn detail(&self) -> String {
+    pub fn detail(&self) -> String {
         let mut parts: Vec<String> = self
             .queues
             .iter()
@@ -995,12 +855,12 @@ impl UbReservation {
 /// (`Ok(rows)`: each of the two takes half the rows of every UB tile of `rows` rows), or
 /// taking turns with whole tiles (`Err(reason)`); `None` for a coupled core or a program
 /// without both cube and vector work.
-pub(crate) fn aiv_rows(program: &Program, split_cores: bool) -> Option<Result<usize, String>> {
+pub fn aiv_rows(program: &Program, split_cores: bool) -> Option<Result<usize, String>> {
     (split_cores && mixes_cube_and_vector(program)).then(|| row_split(program))
 }
 
 /// `program` with half the rows (the second last axis) in each UB tile of `rows` rows.
-pub(crate) fn halve_rows(program: &Program, rows: usize) -> Program {
+pub fn halve_rows(program: &Program, rows: usize) -> Program {
     let mut halved = program.clone();
     for ty in &mut halved.tiles {
         let rank = ty.shape.len();
@@ -1015,11 +875,7 @@ pub(crate) fn halve_rows(program: &Program, rows: usize) -> Program {
 /// are not double-buffered (the lowering's fallback, its least), on a SoC whose cube and
 /// vector cores are split (`split_cores`: each vector core holds its half of the rows of a
 /// mix program's row-split tiles) or coupled.
-pub(crate) fn reserved_ub(
-    program: &Program,
-    profile: &DeviceProfile,
-    split_cores: bool,
-) -> UbReservation {
+pub fn reserved_ub(program: &Program, profile: &DeviceProfile, split_cores: bool) -> UbReservation {
     match aiv_rows(program, split_cores) {
         Some(Ok(rows)) => {
             let half = halve_rows(program, rows);
@@ -1032,7 +888,7 @@ pub(crate) fn reserved_ub(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pto_op::kernel::ir::{BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, UnaryOp};
+    use crate::ir::{BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, UnaryOp};
 
     fn ub(shape: &[usize], dtype: DType) -> TileType {
         TileType {
