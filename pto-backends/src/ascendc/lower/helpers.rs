@@ -1,296 +1,109 @@
-//! The C++ helper code the generated kernels start with.
+//! The C++ helper code the generated kernels start with, kept as real headers beside this
+//! file (`cpp/*.h`) so that they read and compile as C++: each file's part below its
+//! [`KERNEL_SOURCE`] line is pasted into the kernel source; the lines above it (a comment,
+//! `#pragma once` and the includes) make the file a header that compiles on its own.
+
+/// The line of a helper header after which its part of the kernel source begins.
+const KERNEL_SOURCE: &str = "\n// ---- kernel source ----\n";
 
 /// The helpers every generated kernel starts with: index arithmetic of the IR and the
 /// masked tile copies between GM and UB.
-pub(super) const HELPERS: &str = r#"namespace {
-
-// Index arithmetic of the kernel IR: Euclidean division and remainder, min and max.
-__aicore__ inline int64_t EuclidMod(int64_t a, int64_t b)
-{
-    if (b == 0) {
-        return 0;
-    }
-    int64_t r = a % b;
-    return r < 0 ? r + (b < 0 ? -b : b) : r;
-}
-
-__aicore__ inline int64_t EuclidDiv(int64_t a, int64_t b)
-{
-    return b == 0 ? 0 : (a - EuclidMod(a, b)) / b;
-}
-
-__aicore__ inline int64_t MinIndex(int64_t a, int64_t b) { return a < b ? a : b; }
-__aicore__ inline int64_t MaxIndex(int64_t a, int64_t b) { return a > b ? a : b; }
-
-// The part of a tile at `offsets` inside a tensor of `dims`, for one (leading index, row
-// range, column range) slab: rows [row0, row1) and columns [0, cols) of the slab are valid.
-struct Slab {
-    int64_t gmOffset;   // element offset in GM of the first valid element
-    int64_t ubOffset;   // element offset in UB of the first valid row
-    int64_t rows;       // valid rows
-    int64_t cols;       // valid columns
-    int64_t tileRows;   // rows of the slab in the tile
-    int64_t slabOffset; // element offset in UB of the slab
-    bool whole;         // every element of the slab is valid
-};
-
-// Walks the slabs (the last two dims) of a rank-`rank` tile; calls `f` with each.
-template <typename F>
-__aicore__ inline void ForEachSlab(const int64_t* dims, const int64_t* offsets, const int64_t* shape,
-                                   int32_t rank, uint32_t pitch, F f)
-{
-    const int64_t tensorCols = rank >= 1 ? dims[rank - 1] : 1;
-    const int64_t tensorRows = rank >= 2 ? dims[rank - 2] : 1;
-    const int64_t tileCols = rank >= 1 ? shape[rank - 1] : 1;
-    const int64_t tileRows = rank >= 2 ? shape[rank - 2] : 1;
-    const int64_t colOffset = rank >= 1 ? offsets[rank - 1] : 0;
-    const int64_t rowOffset = rank >= 2 ? offsets[rank - 2] : 0;
-    int64_t slabs = 1;
-    for (int32_t a = 0; a + 2 < rank; ++a) {
-        slabs *= shape[a];
-    }
-    for (int64_t s = 0; s < slabs; ++s) {
-        // The GM offset of the slab's leading coordinates, and whether they are inside.
-        int64_t lead = s;
-        int64_t gm = 0;
-        int64_t stride = tensorRows * tensorCols;
-        bool inside = true;
-        for (int32_t a = rank - 3; a >= 0; --a) {
-            const int64_t coord = offsets[a] + lead % shape[a];
-            lead /= shape[a];
-            inside = inside && coord >= 0 && coord < dims[a];
-            gm += coord * stride;
-            stride *= dims[a];
-        }
-        const int64_t row0 = rowOffset < 0 ? -rowOffset : 0;
-        const int64_t row1 = MinIndex(tileRows, tensorRows - rowOffset);
-        const int64_t col1 = MinIndex(tileCols, tensorCols - colOffset);
-        Slab slab;
-        slab.tileRows = tileRows;
-        slab.slabOffset = s * tileRows * pitch;
-        slab.rows = inside && row1 > row0 && col1 > 0 && colOffset >= 0 ? row1 - row0 : 0;
-        slab.cols = slab.rows > 0 ? col1 : 0;
-        slab.gmOffset = gm + (rowOffset + row0) * tensorCols + colOffset;
-        slab.ubOffset = slab.slabOffset + row0 * pitch;
-        slab.whole = slab.rows == tileRows && slab.cols == tileCols;
-        f(slab, tensorCols);
-    }
-}
-
-// GM -> UB: the tile at `offsets`, `pad` where it leaves the tensor (a masked load).
-// Whole, 32-byte aligned slabs move with DataCopy; ragged ones with DataCopyPad.
-template <typename T>
-__aicore__ inline void CopyInTile(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
-                                  const int64_t* dims, const int64_t* offsets, const int64_t* shape,
-                                  int32_t rank, uint32_t pitch, T pad)
-{
-    ForEachSlab(dims, offsets, shape, rank, pitch, [&](const Slab& slab, int64_t tensorCols) {
-        const uint32_t size = sizeof(T);
-        if (!slab.whole) {
-            Duplicate(dst[slab.slabOffset], pad, static_cast<int32_t>(slab.tileRows * pitch));
-            SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
-            WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
-        }
-        if (slab.rows == 0) {
-            return;
-        }
-        const uint32_t rowBytes = static_cast<uint32_t>(slab.cols) * size;
-        const uint32_t gapBytes = static_cast<uint32_t>(tensorCols - slab.cols) * size;
-        if (rowBytes % 32 == 0 && gapBytes % 32 == 0) {
-            DataCopyParams params;
-            params.blockCount = static_cast<uint16_t>(slab.rows);
-            params.blockLen = static_cast<uint16_t>(rowBytes / 32);
-            params.srcStride = static_cast<uint16_t>(gapBytes / 32);
-            params.dstStride = static_cast<uint16_t>((pitch * size - rowBytes) / 32);
-            DataCopy(dst[slab.ubOffset], src[slab.gmOffset], params);
-        } else {
-            const uint32_t alignedBytes = (rowBytes + 31) / 32 * 32;
-            DataCopyExtParams params{static_cast<uint16_t>(slab.rows), rowBytes, gapBytes,
-                                     (pitch * size - alignedBytes) / 32, 0};
-            DataCopyPadExtParams<T> padParams{true, 0,
-                                              static_cast<uint8_t>((alignedBytes - rowBytes) / size), pad};
-            DataCopyPad(dst[slab.ubOffset], src[slab.gmOffset], params, padParams);
-        }
-    });
-}
-
-// UB -> GM: the part of the tile at `offsets` inside the tensor (a masked store).
-template <typename T>
-__aicore__ inline void CopyOutTile(const GlobalTensor<T>& dst, const int64_t* dims, const LocalTensor<T>& src,
-                                   const int64_t* offsets, const int64_t* shape, int32_t rank, uint32_t pitch)
-{
-    ForEachSlab(dims, offsets, shape, rank, pitch, [&](const Slab& slab, int64_t tensorCols) {
-        if (slab.rows == 0) {
-            return;
-        }
-        const uint32_t size = sizeof(T);
-        const uint32_t rowBytes = static_cast<uint32_t>(slab.cols) * size;
-        const uint32_t gapBytes = static_cast<uint32_t>(tensorCols - slab.cols) * size;
-        if (rowBytes % 32 == 0 && gapBytes % 32 == 0) {
-            DataCopyParams params;
-            params.blockCount = static_cast<uint16_t>(slab.rows);
-            params.blockLen = static_cast<uint16_t>(rowBytes / 32);
-            params.srcStride = static_cast<uint16_t>((pitch * size - rowBytes) / 32);
-            params.dstStride = static_cast<uint16_t>(gapBytes / 32);
-            DataCopy(dst[slab.gmOffset], src[slab.ubOffset], params);
-        } else {
-            const uint32_t alignedBytes = (rowBytes + 31) / 32 * 32;
-            DataCopyExtParams params{static_cast<uint16_t>(slab.rows), rowBytes,
-                                     (pitch * size - alignedBytes) / 32, gapBytes, 0};
-            DataCopyPad(dst[slab.gmOffset], src[slab.ubOffset], params);
-        }
-    });
-}
-
-}  // namespace
-
-"#;
+pub(super) const HELPERS: &str = kernel_part(include_str!("cpp/kernel_helpers.h"));
 
 /// The cube's copy helpers: GM -> L1 (Nz), L1 -> L0A / L0B (fractals).
-pub(super) const CUBE_HELPERS: &str = r#"namespace {
+pub(super) const CUBE_HELPERS: &str = kernel_part(include_str!("cpp/cube_helpers.h"));
 
-// GM -> L1: the [tileRows, tileCols] tile at `offsets` of a matrix, in the Nz fractal
-// layout (Nd2Nz), `pad` where it leaves the matrix (InitConstValue first).
-template <typename T>
-__aicore__ inline void CopyInTileNz(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const int64_t* dims,
-                                    const int64_t* offsets, int64_t tileRows, int64_t tileCols, T pad)
-{
-    const int64_t rows = MinIndex(tileRows, dims[0] - offsets[0]);
-    const int64_t cols = MinIndex(tileCols, dims[1] - offsets[1]);
-    if (rows < tileRows || cols < tileCols) {
-        InitConstValueParams<T> init;
-        init.repeatTimes = 1;
-        init.blockNum = static_cast<uint16_t>(tileRows * tileCols * sizeof(T) / 32);
-        init.dstGap = 0;
-        init.initValue = pad;
-        InitConstValue(dst, init);
-        PipeBarrier<PIPE_MTE2>();
+/// The part of `header` after its [`KERNEL_SOURCE`] line; evaluated at compile time, so a
+/// header without the line does not build.
+const fn kernel_part(header: &'static str) -> &'static str {
+    let (bytes, line) = (header.as_bytes(), KERNEL_SOURCE.as_bytes());
+    let mut at = 0;
+    while at + line.len() <= bytes.len() {
+        let mut i = 0;
+        while i < line.len() && bytes[at + i] == line[i] {
+            i += 1;
+        }
+        if i == line.len() {
+            let (_, part) = bytes.split_at(at + line.len());
+            return match core::str::from_utf8(part) {
+                Ok(part) => part,
+                Err(_) => panic!("a helper header is not UTF-8"),
+            };
+        }
+        at += 1;
     }
-    if (rows <= 0 || cols <= 0) {
-        return;
-    }
-    Nd2NzParams params;
-    params.ndNum = 1;
-    params.nValue = static_cast<uint16_t>(rows);
-    params.dValue = static_cast<uint16_t>(cols);
-    params.srcNdMatrixStride = 0;
-    params.srcDValue = static_cast<uint16_t>(dims[1]);
-    params.dstNzC0Stride = static_cast<uint16_t>(tileRows);
-    params.dstNzNStride = 1;
-    params.dstNzMatrixStride = 0;
-    DataCopy(dst, src[offsets[0] * dims[1] + offsets[1]], params);
+    panic!("a helper header has no `// ---- kernel source ----` line")
 }
 
-// GM -> L1 for a 32-bit operand the cube reads transposed: rows of fractals (zZ), one
-// Nd2Nz per 16 rows, so each 16 x 16 block is two adjacent fractals.
-template <typename T>
-__aicore__ inline void CopyInTileZz(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const int64_t* dims,
-                                    const int64_t* offsets, int64_t tileRows, int64_t tileCols, T pad)
-{
-    const int64_t rows = MinIndex(tileRows, dims[0] - offsets[0]);
-    const int64_t cols = MinIndex(tileCols, dims[1] - offsets[1]);
-    if (rows < tileRows || cols < tileCols) {
-        InitConstValueParams<T> init;
-        init.repeatTimes = 1;
-        init.blockNum = static_cast<uint16_t>(tileRows * tileCols * sizeof(T) / 32);
-        init.dstGap = 0;
-        init.initValue = pad;
-        InitConstValue(dst, init);
-        PipeBarrier<PIPE_MTE2>();
-    }
-    for (int64_t rb = 0; rb * 16 < rows && cols > 0; ++rb) {
-        Nd2NzParams params;
-        params.ndNum = 1;
-        params.nValue = static_cast<uint16_t>(MinIndex(16, rows - rb * 16));
-        params.dValue = static_cast<uint16_t>(cols);
-        params.srcNdMatrixStride = 0;
-        params.srcDValue = static_cast<uint16_t>(dims[1]);
-        params.dstNzC0Stride = 16;
-        params.dstNzNStride = 1;
-        params.dstNzMatrixStride = 0;
-        DataCopy(dst[rb * 16 * tileCols], src[(offsets[0] + rb * 16) * dims[1] + offsets[1]], params);
-    }
-}
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
 
-// L1 (zZ of the [n, k] operand, 32-bit) -> L0B as [k, n]: each 16 x 16 block of two
-// fractals transposed.
-template <typename T>
-__aicore__ inline void LoadTileL0BTransposed32(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
-                                               uint32_t k)
-{
-    for (uint32_t kb = 0; kb < k / 16; ++kb) {
-        LoadData2dTransposeParams params;
-        params.startIndex = static_cast<uint16_t>(2 * kb);
-        params.repeatTimes = static_cast<uint8_t>(n / 16);
-        params.srcStride = static_cast<uint16_t>(k / 8);
-        params.dstGap = 0;
-        params.dstFracGap = 0;
-        LoadDataWithTranspose(dst[kb * (n / 8) * 128], src, params);
-    }
-}
+    use super::{CUBE_HELPERS, HELPERS};
 
-// L1 (Nz) -> L0A: the [m, k] left operand as rows of fractals, one LoadData per 16 rows.
-template <typename T>
-__aicore__ inline void LoadTileL0A(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k)
-{
-    const uint32_t c0 = 32 / sizeof(T);
-    for (uint32_t rb = 0; rb < m / 16; ++rb) {
-        LoadData2DParams params;
-        params.startIndex = static_cast<uint16_t>(rb);
-        params.repeatTimes = static_cast<uint8_t>(k / c0);
-        params.srcStride = static_cast<uint16_t>(m / 16);
-        params.ifTranspose = false;
-        LoadData(dst[rb * (k / c0) * 16 * c0], src, params);
+    #[test]
+    fn the_kernel_parts_are_namespaces() {
+        for part in [HELPERS, CUBE_HELPERS] {
+            assert!(part.starts_with("namespace {\n"), "{part}");
+            assert!(part.ends_with("}  // namespace\n\n"), "{part}");
+        }
     }
-}
 
-// L1 (Nz) -> L0A / L0B: the [m, k] sub-tile at (row, col) of a [src_rows, *] L1 tile, one
-// LoadData per 16 rows, starting at the sub-tile's column block.
-template <typename T>
-__aicore__ inline void LoadSubTileL0(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k,
-    uint32_t srcRows, uint32_t row, uint32_t col)
-{
-    const uint32_t c0 = 32 / sizeof(T);
-    for (uint32_t rb = 0; rb < m / 16; ++rb) {
-        LoadData2DParams params;
-        params.startIndex = static_cast<uint16_t>((col / c0) * (srcRows / 16) + row / 16 + rb);
-        params.repeatTimes = static_cast<uint8_t>(k / c0);
-        params.srcStride = static_cast<uint16_t>(srcRows / 16);
-        params.ifTranspose = false;
-        LoadData(dst[rb * (k / c0) * 16 * c0], src, params);
+    /// Both headers compile as C++ on their own, against the host implementation of
+    /// `kernel_operator.h`, with every template instantiated for a 16- and a 32-bit type.
+    #[test]
+    fn the_helper_headers_compile_as_cpp() {
+        let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cpp = dir.join("src/ascendc/lower/cpp");
+        let tmp = std::env::temp_dir().join(format!("pto-lower-helpers-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).expect("a temporary directory");
+        let source = tmp.join("helpers.cpp");
+        std::fs::write(
+            &source,
+            "#include \"kernel_helpers.h\"\n\
+             #include \"cube_helpers.h\"\n\
+             #include \"kernel_helpers.h\"\n\
+             template void CopyInTile<half>(const LocalTensor<half>&, const GlobalTensor<half>&, \
+             const int64_t*, const int64_t*, const int64_t*, int32_t, uint32_t, half);\n\
+             template void CopyOutTile<float>(const GlobalTensor<float>&, const int64_t*, \
+             const LocalTensor<float>&, const int64_t*, const int64_t*, int32_t, uint32_t);\n\
+             template void CopyInTileNz<half>(const LocalTensor<half>&, const GlobalTensor<half>&, \
+             const int64_t*, const int64_t*, int64_t, int64_t, half);\n\
+             template void CopyInTileZz<float>(const LocalTensor<float>&, \
+             const GlobalTensor<float>&, const int64_t*, const int64_t*, int64_t, int64_t, float);\n\
+             template void LoadTileL0A<half>(const LocalTensor<half>&, const LocalTensor<half>&, \
+             uint32_t, uint32_t);\n\
+             template void LoadTileL0B<half>(const LocalTensor<half>&, const LocalTensor<half>&, \
+             uint32_t, uint32_t);\n\
+             template void LoadSubTileL0<half>(const LocalTensor<half>&, \
+             const LocalTensor<half>&, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);\n\
+             template void LoadTileL0BTransposed<half>(const LocalTensor<half>&, \
+             const LocalTensor<half>&, uint32_t, uint32_t);\n\
+             template void LoadTileL0BTransposed32<float>(const LocalTensor<float>&, \
+             const LocalTensor<float>&, uint32_t, uint32_t);\n",
+        )
+        .expect("writing the test source");
+        let output = Command::new(&compiler)
+            .args(["-std=c++17", "-fsyntax-only", "-Wall"])
+            .args([
+                "-DASCENDC_HOST_UB_BYTES=196608",
+                "-DASCENDC_HOST_L1_BYTES=524288",
+                "-DASCENDC_HOST_L0A_BYTES=65536",
+                "-DASCENDC_HOST_L0B_BYTES=65536",
+                "-DASCENDC_HOST_L0C_BYTES=131072",
+            ])
+            .arg(format!("-I{}", dir.join("ascendc/include").display()))
+            .arg(format!("-I{}", cpp.display()))
+            .arg(&source)
+            .output()
+            .expect("the C++ compiler runs");
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
-
-// L1 (Nz) -> L0B: the [k, n] right operand as rows of fractals, one LoadData per 16 rows.
-template <typename T>
-__aicore__ inline void LoadTileL0B(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t k, uint32_t n)
-{
-    const uint32_t c0 = 32 / sizeof(T);
-    for (uint32_t kb = 0; kb < k / 16; ++kb) {
-        LoadData2DParams params;
-        params.startIndex = static_cast<uint16_t>(kb);
-        params.repeatTimes = static_cast<uint8_t>(n / c0);
-        params.srcStride = static_cast<uint16_t>(k / 16);
-        params.ifTranspose = false;
-        LoadData(dst[kb * (n / c0) * 16 * c0], src, params);
-    }
-}
-
-// L1 (Nz of the [n, k] operand) -> L0B as [k, n]: each 16 x 16 fractal transposed.
-template <typename T>
-__aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
-                                             uint32_t k)
-{
-    for (uint32_t kb = 0; kb < k / 16; ++kb) {
-        LoadData2DParams params;
-        params.startIndex = static_cast<uint16_t>(kb * (n / 16));
-        params.repeatTimes = static_cast<uint8_t>(n / 16);
-        params.srcStride = 1;
-        params.ifTranspose = true;
-        LoadData(dst[kb * (n / 16) * 256], src, params);
-    }
-}
-
-}  // namespace
-
-"#;
