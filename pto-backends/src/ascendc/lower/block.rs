@@ -3,11 +3,11 @@
 
 use pto_op::DType;
 use pto_op::kernel::ir::{Inst, MemLevel};
+use pto_op::kernel::text::inst_line;
 
 use super::super::LowerError;
 use super::super::plan::{self, Geom};
 use super::cpp_expr::scalar;
-use super::describe::describe;
 use super::movement::copy_elems;
 use super::state::Lowering;
 use super::writer::{ALL, VEC};
@@ -47,8 +47,10 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// The instruction in the text form (a loop: its first line), as a comment and as the
+    /// host implementation's name of the instruction running.
     fn comment(&mut self, inst: &Inst) {
-        let text = describe(self.full, inst);
+        let text = inst_line(self.full, inst);
         self.code.line(format!("// {text}"));
         let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
         self.code
@@ -206,5 +208,56 @@ impl Lowering<'_> {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pto_op::DeviceProfile;
+
+    use super::super::super::Soc;
+    use super::super::lower_program;
+
+    /// Each instruction's comment, and the host implementation's name of it, is its line
+    /// of the kernel's text form (a loop: its first line), in program order.
+    #[test]
+    fn each_instruction_is_named_by_its_text_form_line() {
+        let text = "kernel t.loop grid 2\n\
+                    global @0 x: f32[16, 64] input\n\
+                    global @1 y: f32[16, 8] output\n\
+                    %0: f32[8, 8]@ub = full 0.0\n\
+                    loop i0 in 0..8 carry(%1: f32[8, 8]@ub = %0) {\n\
+                    %2: f32[8, 8]@ub = load @0[pid * 8, i0 * 8] pad -1.5\n\
+                    %3: f32[8, 8]@ub = binary add %1, %2\n\
+                    yield %3\n\
+                    } -> (%4: f32[8, 8]@ub)\n\
+                    %5: f32[8, 8]@ub = unary exp %4\n\
+                    store @1[pid * 8, 0], %5\n";
+        let program = pto_op::kernel::text::parse(text).expect("a valid text");
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                !["kernel ", "global ", "yield ", "}"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .collect();
+        let soc = Soc::Kirin9030;
+        let profile = DeviceProfile::builtin(soc.profile_name()).expect("the profile");
+        let kernel = lower_program(&program, "x", soc, &profile).expect("lowered");
+        let source = &kernel.kernel_source;
+        let mut named = Vec::new();
+        let mut commented = Vec::new();
+        let mut previous = "";
+        for line in source.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix(&format!("PTO_INST({}, \"", named.len())) {
+                let name = rest.strip_suffix("\");").expect("a PTO_INST line");
+                named.push(name.replace("\\\"", "\"").replace("\\\\", "\\"));
+                commented.push(previous.strip_prefix("// ").expect("a comment").to_owned());
+            }
+            previous = line;
+        }
+        assert_eq!(named, lines, "{source}");
+        assert_eq!(commented, lines, "{source}");
     }
 }

@@ -3,7 +3,8 @@
 //! One kernel class per instance: `Init` binds the GM tensors and reserves the buffers of
 //! the [`plan`](super::plan) in a `TPipe`, `Process` runs the block programs of this core
 //! (`GetBlockIdx()`, `+ GetBlockNum()`, ... below the grid), and `Block` is the traced
-//! program, one C++ statement group per IR instruction, commented with the instruction.
+//! program, one C++ statement group per IR instruction, commented with the instruction in the
+//! kernel text form ([`pto_op::kernel::text::inst_line`]).
 //!
 //! The files, by what they write:
 //!
@@ -22,12 +23,10 @@
 //! - `skeleton.rs`: the kernel around the block program: the class, `Init` (the `TPipe`,
 //!   queues and pools), `Process` (of a split mix kernel too), the entry, the tiling header.
 //! - `helpers.rs`: the C++ helper code every kernel starts with (`cpp/*.h`).
-//! - `describe.rs`: the comment on each instruction.
 
 mod block;
 mod cpp_expr;
 mod cube;
-mod describe;
 mod handoff;
 mod helpers;
 mod movement;
