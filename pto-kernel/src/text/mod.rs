@@ -75,6 +75,7 @@ pub(crate) use parse::CHARS_COUNTED_FOR_COLUMNS;
 mod print;
 
 pub use parse::{ParseError, parse};
+pub use print::inst_line;
 
 #[cfg(doc)]
 use super::ir::Program;

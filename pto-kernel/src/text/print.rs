@@ -179,6 +179,25 @@ impl<'a> Printer<'a, '_, '_> {
     }
 }
 
+/// One instruction of `program` in the text form, on one line without indentation: the
+/// line the program prints for it, and for a loop its first line (`loop i0 in 0..4 carry(%1:
+/// f32[8, 1]@ub = %0) {`). For messages and comments on one instruction (the Ascend C
+/// lowering comments the code of each instruction with it).
+pub fn inst_line(program: &Program, inst: &Inst) -> String {
+    struct Line<'a>(&'a Program, &'a Inst);
+    impl fmt::Display for Line<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            Printer {
+                program: self.0,
+                out: f,
+            }
+            .inst(self.1, 0)
+        }
+    }
+    let text = Line(program, inst).to_string();
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
 /// A tile's type, or a marker for an id without one (printing an invalid program).
 struct TypeOf<'a>(Option<&'a TileType>);
 

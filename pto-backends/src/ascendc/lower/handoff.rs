@@ -1,0 +1,175 @@
+//! Tiles handed between the cube core and the vector cores of a split (mix) kernel: a
+//! slot of the workspace each, and cross-core flags for the handshakes.
+
+use pto_op::kernel::ir::{Inst, MemLevel, TileId};
+
+use super::super::LowerError;
+use super::super::plan::Geom;
+use super::cpp_expr::c_type;
+use super::state::Lowering;
+use super::writer::{CUBE, SYNC, VEC};
+
+/// One tile handed between the cube core and the vector cores of a split kernel: a slot
+/// of the block's part of the workspace, and two cross-core flags (mode 2, AIC <-> both
+/// AIVs of the block): `ready` (the hand-off's even id), set by the writer when the slot
+/// holds the tile, and `free`.
+pub(super) struct Handoff {
+    /// The cube writes the slot (an L0C -> UB move); else the vector side does (UB -> L1).
+    pub(super) to_vector: bool,
+    /// Set by the reader when it has read the slot, waited for by the writer before it
+    /// writes the slot again (one credit is given at the start and taken back at the end).
+    pub(super) free: u16,
+    /// Byte offset of the slot in the block's part of the workspace.
+    pub(super) offset: u64,
+    /// Bytes of the slot.
+    pub(super) bytes: u64,
+    /// The element type of the slot.
+    pub(super) ctype: &'static str,
+    /// Elements of the slot.
+    pub(super) elems: usize,
+}
+
+/// The cross-core flag ids of the 910B (`CrossCoreSetFlag`: 0..=10): two per hand-off.
+pub(super) const CROSS_CORE_FLAGS: u16 = 11;
+
+/// Bytes of alignment of each workspace slot.
+pub(super) const SLOT_ALIGN: u64 = 512;
+
+impl Lowering<'_> {
+    /// A move between the cube core and the vector cores of a split kernel (L0C -> UB or
+    /// UB -> L1): the writer waits until the slot is free, writes the tile to its slot of
+    /// the workspace and sets the slot's ready flag; the reader waits for it, reads the
+    /// slot and sets its free flag. The other AIV takes part in every handshake (a mode-2
+    /// flag of the AIC reaches both AIVs; the AIC's wait for the AIVs passes when both have
+    /// set) but moves no data.
+    pub(super) fn hand_over(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+    ) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
+        let to_vector = from.level == MemLevel::L0C;
+        // The whole tiles (each AIV of a row-split kernel holds half the UB tile's rows).
+        let whole = |t: TileId| Geom::of(&self.full.tiles[t.0 as usize]);
+        let (wsg, wdg) = (whole(src), whole(dst));
+        // The slot holds the whole tile as rows of the UB tile's pitch.
+        let (ub_ty, elems) = if to_vector {
+            (&to, wsg.rows.max(wdg.rows) * wdg.pitch)
+        } else {
+            (&from, wsg.elems())
+        };
+        let ub_tile = if to_vector { dst } else { src };
+        let split = self.row_split(ub_tile);
+        let ctype = c_type(ub_ty.dtype);
+        let n = self.handoffs.len() as u16;
+        if 2 * n + 1 >= CROSS_CORE_FLAGS {
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "more than {} tiles handed between the cube core and the vector cores (two cross-core flags each, ids 0..={})",
+                    CROSS_CORE_FLAGS / 2,
+                    CROSS_CORE_FLAGS - 1
+                ),
+            ));
+        }
+        let offset = self
+            .handoffs
+            .iter()
+            .map(|h| h.bytes.next_multiple_of(SLOT_ALIGN))
+            .sum();
+        let (ready, free) = (2 * n, 2 * n + 1);
+        self.handoffs.push(Handoff {
+            to_vector,
+            free,
+            offset,
+            bytes: (elems * ub_ty.dtype.size_bytes()) as u64,
+            ctype,
+            elems,
+        });
+        let slot = format!("ws{n}");
+        // This AIV's rows of the slot.
+        let (part, pitch) = if to_vector {
+            (dg.rows, dg.pitch)
+        } else {
+            (sg.rows, sg.pitch)
+        };
+        let aiv_slot = if split {
+            format!("{slot}[aivRow * {pitch}]")
+        } else {
+            slot.clone()
+        };
+        if to_vector {
+            let quant = self.fixpipe_quant(inst, to.dtype)?;
+            self.side(CUBE);
+            self.code.line(format!(
+                "CrossCoreWaitFlag({free});  // the vector cores have read {slot}"
+            ));
+            self.fixpipe(&slot, &s, sg, wdg, quant, ctype, from.dtype);
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
+            ));
+            self.side(VEC | SYNC);
+            self.code.line(format!("CrossCoreWaitFlag({ready});"));
+            self.side(VEC);
+            self.declare(dst);
+            self.code.line("SetFlag<HardEvent::V_MTE2>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);");
+            if split {
+                self.code.line(format!(
+                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
+                ));
+            }
+            self.code
+                .line(format!("DataCopy({d}, {aiv_slot}, {});", dg.elems()));
+            self.code.line("SetFlag<HardEvent::MTE2_V>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);");
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
+            ));
+        } else {
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreWaitFlag({free});  // the cube core has read {slot}"
+            ));
+            self.side(VEC);
+            self.code.line("SetFlag<HardEvent::V_MTE3>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);");
+            if split {
+                self.code.line(format!(
+                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
+                ));
+            }
+            self.code
+                .line(format!("DataCopy({aiv_slot}, {s}, {});", sg.elems()));
+            self.code.line("SetFlag<HardEvent::MTE3_V>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);");
+            self.side(VEC | SYNC);
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE3>({ready});  // {slot} holds {s}"
+            ));
+            self.side(CUBE);
+            self.declare(dst);
+            self.code.line(format!("CrossCoreWaitFlag({ready});"));
+            self.nd2nz(&d, &slot, wsg, dg);
+            self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+            self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+            self.code.line(format!(
+                "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the workspace slots of one block of a split kernel.
+    pub(super) fn workspace_per_block(&self) -> u64 {
+        self.handoffs
+            .iter()
+            .map(|h| h.bytes.next_multiple_of(SLOT_ALIGN))
+            .sum()
+    }
+}

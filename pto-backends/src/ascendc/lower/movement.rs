@@ -1,0 +1,395 @@
+//! Data movement: GM -> UB through the input queues and GM -> L1 in the cube's Nz layout,
+//! UB -> GM through the output queues, L1 -> L0A / L0B, L0C -> UB (`Fixpipe`) and
+//! UB -> L1 (ND -> NZ) on a coupled core.
+
+use pto_op::DType;
+use pto_op::kernel::ir::{Index, Inst, MemLevel, TileId, TileType};
+
+use super::super::LowerError;
+use super::super::plan::{self, Geom, Queue, Storage};
+use super::cpp_expr::{c_identifier, c_type, index, offsets_list, scalar, shape_list};
+use super::state::Lowering;
+
+impl Lowering<'_> {
+    fn global_name(&self, g: usize) -> String {
+        c_identifier(&self.program.globals[g].name)
+    }
+
+    pub(super) fn load(
+        &mut self,
+        dst: TileId,
+        global: usize,
+        offsets: &[Index],
+        pad: f64,
+    ) -> Result<(), LowerError> {
+        let ty = self.ty(dst).clone();
+        let g = Geom::of(&ty);
+        let name = Lowering::name(dst);
+        let ctype = c_type(ty.dtype);
+        if ty.level != MemLevel::Ub {
+            return self.load_l1(dst, global, offsets, pad);
+        }
+        let queue = format!("inQueue_{name}");
+        let depth = if self.double_buffer && self.scopes.len() > 1 {
+            2
+        } else {
+            1
+        };
+        self.queues.push(Queue {
+            name: queue.clone(),
+            position: "VECIN",
+            depth,
+            bytes: g.bytes,
+        });
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(dst);
+        }
+        let gname = self.global_name(global);
+        // A tile of lower rank than the global covers one element of its leading dims.
+        let rank = offsets.len();
+        let shape = tile_in_global(&ty.shape, rank);
+        self.code.line(format!(
+            "LocalTensor<{ctype}> {name} = {queue}.AllocTensor<{ctype}>();"
+        ));
+        self.code.open("");
+        self.code.line(format!(
+            "const int64_t offsets[{}] = {{{}}};",
+            rank.max(1),
+            self.tile_offsets(dst, offsets)
+        ));
+        self.code.line(format!(
+            "const int64_t shape[{}] = {{{}}};",
+            rank.max(1),
+            shape_list(&shape)
+        ));
+        self.code.line(format!(
+            "CopyInTile<{ctype}>({name}, {gname}Gm, {gname}Dims, offsets, shape, {rank}, {}, {});",
+            g.pitch,
+            scalar(pad, ty.dtype)
+        ));
+        self.code.close();
+        self.code.line(format!("{queue}.EnQue({name});"));
+        self.code
+            .line(format!("{name} = {queue}.DeQue<{ctype}>();"));
+        Ok(())
+    }
+
+    /// GM -> L1 in the Nz fractal layout of the cube (`DataCopy` with `Nd2NzParams`).
+    fn load_l1(
+        &mut self,
+        dst: TileId,
+        global: usize,
+        offsets: &[Index],
+        pad: f64,
+    ) -> Result<(), LowerError> {
+        self.uses_cube = true;
+        self.declare(dst);
+        let ty = self.ty(dst).clone();
+        let g = Geom::of(&ty);
+        let name = Lowering::name(dst);
+        let gname = self.global_name(global);
+        self.code.open("");
+        // A matrix of a batch (a global of rank > 2): its leading offsets pick the matrix,
+        // whose dims are the global's last two; one outside the batch loads only `pad`.
+        let lead = offsets.len().saturating_sub(2);
+        let (batch, matrix) = offsets.split_at(lead);
+        let (base, dims) = if lead == 0 {
+            self.code.line(format!(
+                "const int64_t offsets[2] = {{{}}};",
+                offsets_list(offsets)
+            ));
+            (format!("{gname}Gm"), format!("{gname}Dims"))
+        } else {
+            let [row, col] = [&matrix[0], &matrix[1]].map(index);
+            self.code.line(format!(
+                "const int64_t batch[{lead}] = {{{}}};",
+                offsets_list(batch)
+            ));
+            self.code.line("int64_t matrix = 0;");
+            self.code.line("bool inBatch = true;");
+            self.code.line(format!(
+                "for (int32_t a = 0; a < {lead}; ++a) {{ inBatch = inBatch && batch[a] >= 0 && \
+                 batch[a] < {gname}Dims[a]; matrix = matrix * {gname}Dims[a] + batch[a]; }}"
+            ));
+            self.code.line(format!(
+                "const int64_t offsets[2] = {{inBatch ? static_cast<int64_t>({row}) : \
+                 {gname}Dims[{lead}], {col}}};"
+            ));
+            (
+                format!(
+                    "{gname}Gm[inBatch ? matrix * {gname}Dims[{lead}] * {gname}Dims[{}] : 0]",
+                    lead + 1
+                ),
+                format!("{gname}Dims + {lead}"),
+            )
+        };
+        // A 32-bit operand the cube reads transposed is laid out as rows of fractals (zZ),
+        // so that LoadDataWithTranspose finds each 16 x 16 block in two adjacent fractals.
+        let helper = if self.transposed_32bit(dst) {
+            "CopyInTileZz"
+        } else {
+            "CopyInTileNz"
+        };
+        self.code.line(format!(
+            "{helper}<{}>({name}, {base}, {dims}, offsets, {}, {}, {});",
+            c_type(ty.dtype),
+            g.rows,
+            g.pitch,
+            scalar(pad, ty.dtype)
+        ));
+        self.code.close();
+        self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+        Ok(())
+    }
+
+    pub(super) fn store(
+        &mut self,
+        inst: &Inst,
+        global: usize,
+        offsets: &[Index],
+        src: TileId,
+    ) -> Result<(), LowerError> {
+        let ty = self.ty(src).clone();
+        if ty.level != MemLevel::Ub {
+            return Err(self.unsupported(inst, "stores from the cube's L0C are not lowered"));
+        }
+        let g = Geom::of(&ty);
+        let ctype = c_type(ty.dtype);
+        let name = Lowering::name(src);
+        let gname = self.global_name(global);
+        // A tile of lower rank than the output covers one element of its leading dims.
+        let rank = offsets.len();
+        let shape = tile_in_global(&ty.shape, rank);
+        let root = plan::root(&self.plan.storage, src);
+        let (queue, out) = if self.plan.storage[root.0 as usize] == Storage::OutQueue {
+            (format!("outQueue_{}", Lowering::name(root)), name.clone())
+        } else {
+            let queue = format!("outQueue_store{}", self.position);
+            self.queues.push(Queue {
+                name: queue.clone(),
+                position: "VECOUT",
+                depth: 1,
+                bytes: g.bytes,
+            });
+            let out = format!("out{}", self.position);
+            self.code.line(format!(
+                "LocalTensor<{ctype}> {out} = {queue}.AllocTensor<{ctype}>();"
+            ));
+            self.code
+                .line(format!("DataCopy({out}, {name}, {});", g.elems()));
+            (queue, out)
+        };
+        self.code.line(format!("{queue}.EnQue({out});"));
+        self.code.open("");
+        self.code.line(format!(
+            "LocalTensor<{ctype}> staged = {queue}.DeQue<{ctype}>();"
+        ));
+        self.code.line(format!(
+            "const int64_t offsets[{}] = {{{}}};",
+            rank.max(1),
+            self.tile_offsets(src, offsets)
+        ));
+        self.code.line(format!(
+            "const int64_t shape[{}] = {{{}}};",
+            rank.max(1),
+            shape_list(&shape)
+        ));
+        self.code.line(format!(
+            "CopyOutTile<{ctype}>({gname}Gm, {gname}Dims, staged, offsets, shape, {rank}, {});",
+            g.pitch
+        ));
+        self.code.line(format!("{queue}.FreeTensor(staged);"));
+        self.code.close();
+        Ok(())
+    }
+
+    /// An L1 sub-tile to L0A / L0B: the fractal rows of the sub-tile, from its column
+    /// block on (the L1 tile is Nz: column blocks of 16-row fractals).
+    pub(super) fn extract(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+        offsets: &[usize],
+    ) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        if to.level == MemLevel::L0B && self.transposed(dst) {
+            return Err(self.unsupported(inst, "an extract to a transposed cube operand"));
+        }
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
+        let (row, col) = match offsets {
+            [row, col] => (*row, *col),
+            [col] => (0, *col),
+            _ => (0, 0),
+        };
+        self.declare(dst);
+        self.code.line(format!(
+            "LoadSubTileL0<{}>({d}, {s}, {}, {}, {}, {row}, {col});",
+            c_type(to.dtype),
+            dg.rows,
+            dg.pitch,
+            sg.rows
+        ));
+        self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+        self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+        Ok(())
+    }
+
+    /// The Fixpipe quantisation mode that writes an f32 L0C tile out as `dtype`.
+    pub(super) fn fixpipe_quant(
+        &self,
+        inst: &Inst,
+        dtype: DType,
+    ) -> Result<&'static str, LowerError> {
+        match dtype {
+            DType::F32 => Ok("NoQuant"),
+            DType::F16 => Ok("F322F16"),
+            DType::BF16 => Ok("F322BF16"),
+            other => Err(self.unsupported(inst, format!("L0C out to {other}"))),
+        }
+    }
+
+    /// `Fixpipe` of the L0C tile `src` (layout `sg`, elements `acc`) into `dst` (layout `dg`,
+    /// elements `ctype`): to UB on a coupled core, to a workspace slot on a split one.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fixpipe(
+        &mut self,
+        dst: &str,
+        src: &str,
+        sg: Geom,
+        dg: Geom,
+        quant: &str,
+        ctype: &str,
+        acc: DType,
+    ) {
+        self.code.open("");
+        self.code.line("FixpipeParamsV220 params;");
+        self.code.line(format!("params.mSize = {};", sg.rows));
+        self.code.line(format!("params.nSize = {};", sg.cols));
+        self.code.line(format!("params.srcStride = {};", sg.rows));
+        self.code.line(format!("params.dstStride = {};", dg.pitch));
+        self.code
+            .line(format!("params.quantPre = QuantMode_t::{quant};"));
+        self.code.line(format!(
+            "Fixpipe<{ctype}, {}>({dst}, {src}, params);",
+            c_type(acc)
+        ));
+        self.code.close();
+    }
+
+    /// The ND -> NZ `DataCopy` of the row-major tile `src` (layout `sg`, in UB on a coupled
+    /// core, in a workspace slot on a split one) into the L1 tile `dst` (layout `dg`).
+    pub(super) fn nd2nz(&mut self, dst: &str, src: &str, sg: Geom, dg: Geom) {
+        self.code.open("");
+        self.code.line("Nd2NzParams params;");
+        self.code.line("params.ndNum = 1;");
+        self.code.line(format!("params.nValue = {};", sg.rows));
+        self.code.line(format!("params.dValue = {};", sg.cols));
+        self.code.line("params.srcNdMatrixStride = 0;");
+        self.code.line(format!("params.srcDValue = {};", sg.pitch));
+        self.code
+            .line(format!("params.dstNzC0Stride = {};", dg.rows));
+        self.code.line("params.dstNzNStride = 1;");
+        self.code.line("params.dstNzMatrixStride = 0;");
+        self.code.line(format!("DataCopy({dst}, {src}, params);"));
+        self.code.close();
+    }
+
+    pub(super) fn move_tile(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+    ) -> Result<(), LowerError> {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let sg = Geom::of(&from);
+        let dg = Geom::of(&to);
+        let ctype = c_type(to.dtype);
+        if self.split
+            && matches!(
+                (from.level, to.level),
+                (MemLevel::L0C, MemLevel::Ub) | (MemLevel::Ub, MemLevel::L1)
+            )
+        {
+            return self.hand_over(inst, dst, src);
+        }
+        self.side(Lowering::side_of(to.level));
+        self.declare(dst);
+        match (from.level, to.level) {
+            (MemLevel::Ub, MemLevel::Ub) => {
+                self.code
+                    .line(format!("DataCopy({d}, {s}, {});", copy_elems(&to, &dg)));
+            }
+            (MemLevel::L1, MemLevel::L0A) => {
+                self.code.line(format!(
+                    "LoadTileL0A<{ctype}>({d}, {s}, {}, {});",
+                    sg.rows, sg.pitch
+                ));
+                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+            }
+            (MemLevel::L1, MemLevel::L0B) => {
+                if self.transposed(dst) && to.dtype.size_bytes() == 4 {
+                    self.code.line(format!(
+                        "LoadTileL0BTransposed32<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                } else if self.transposed(dst) {
+                    if to.dtype.size_bytes() != 2 {
+                        return Err(self.unsupported(
+                            inst,
+                            format!("a transposed {} operand of the cube", to.dtype),
+                        ));
+                    }
+                    self.code.line(format!(
+                        "LoadTileL0BTransposed<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                } else {
+                    self.code.line(format!(
+                        "LoadTileL0B<{ctype}>({d}, {s}, {}, {});",
+                        sg.rows, sg.pitch
+                    ));
+                }
+                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+            }
+            (MemLevel::L0C, MemLevel::Ub) => {
+                let quant = self.fixpipe_quant(inst, to.dtype)?;
+                self.fixpipe(&d, &s, sg, dg, quant, ctype, from.dtype);
+                self.code.line("SetFlag<HardEvent::FIX_V>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::FIX_V>(EVENT_ID0);");
+            }
+            (MemLevel::Ub, MemLevel::L1) => {
+                self.nd2nz(&d, &s, sg, dg);
+                self.code.line("SetFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
+                self.code.line("WaitFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
+            }
+            (a, b) => {
+                return Err(self.unsupported(inst, format!("a move from {a} to {b}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Elements a whole-tile `DataCopy` moves (bool masks: bytes).
+pub(super) fn copy_elems(ty: &TileType, g: &Geom) -> usize {
+    if ty.dtype == DType::Bool {
+        g.bytes as usize
+    } else {
+        g.elems()
+    }
+}
+
+/// `tile` with the leading dims of size 1 it drops of a global of rank `rank`.
+fn tile_in_global(tile: &[usize], rank: usize) -> Vec<usize> {
+    let mut dims = vec![1; rank.saturating_sub(tile.len())];
+    dims.extend_from_slice(tile);
+    dims
+}
