@@ -15,6 +15,7 @@ use crate::tensor::Tensor;
 pub mod declared;
 pub mod file;
 pub mod kernels;
+mod shipped;
 
 pub use declared::{Dim, SymbolicValue, named_dims};
 pub use file::ModelFileError;
