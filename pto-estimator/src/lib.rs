@@ -36,7 +36,6 @@ pub mod roofline;
 use std::collections::HashMap;
 
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::buffers;
 use pto_op::{DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
@@ -83,6 +82,10 @@ impl OpEstimate {
     }
 }
 
+/// A check that a traced kernel fits a device's on-core buffers: `Err` with a message
+/// naming the buffer when it does not (the simulator's memory plan is one).
+pub type BufferCheck = fn(&ValidProgram, &DeviceProfile) -> Result<(), String>;
+
 /// Estimates op calls on one device through the chain, remembering each distinct call.
 ///
 /// Whatever link of the chain gives an op's properties (user, default, or counted from its
@@ -91,17 +94,13 @@ impl OpEstimate {
 /// properties say how much work there is, the kernel what its instructions' latencies
 /// allow, and the estimate is the slower of the two. Only a direct estimator (a time, not
 /// properties) replaces the kernel's bound.
-///
-/// Every traced kernel is checked against the device's buffers with the simulator's
-/// check ([`pto_op::kernel::buffers::check`]): a kernel that fails it cannot run there, so
-/// the call is priced as memory traffic ([`Source::Overflow`]) with the check's message as
-/// its `note`, and reports list it.
 #[derive(Debug)]
 pub struct Estimator<'a> {
     chain: &'a Chain,
     device: &'a DeviceProfile,
     peaks: Peaks,
     cache: HashMap<String, OpEstimate>,
+    buffer_check: Option<BufferCheck>,
 }
 
 impl<'a> Estimator<'a> {
@@ -112,14 +111,25 @@ impl<'a> Estimator<'a> {
             device,
             peaks: Peaks::of(device),
             cache: HashMap::new(),
+            buffer_check: None,
         }
     }
 
-    /// The buffer check's message for a traced kernel that fails it on the device.
+    /// The estimator, checking every op call's traced kernel with `check` on the device: a
+    /// kernel that fails it cannot run there, so the call is priced as memory traffic
+    /// ([`Source::Overflow`]) with the check's message as its `note`, and reports list it.
+    /// `pto estimate` passes the simulator's memory plan.
+    pub fn with_buffer_check(mut self, check: BufferCheck) -> Estimator<'a> {
+        self.buffer_check = Some(check);
+        self
+    }
+
+    /// The buffer check's message for a traced kernel that fails it.
     fn overflow(&self, program: Option<&ValidProgram>) -> Option<String> {
-        buffers::check(program?, self.device)
+        let (check, program) = (self.buffer_check?, program?);
+        check(program, self.device)
             .err()
-            .map(|error| format!("the kernel does not fit {}: {error}", self.device.name))
+            .map(|message| format!("the kernel does not fit {}: {message}", self.device.name))
     }
 
     /// An estimator over every op and registration linked into this program.
