@@ -11,7 +11,7 @@
 //! ```
 //! use pto_types::{DType, Shape, Tensor};
 //! let t = Tensor::zeros(Shape::from([2, 3]), DType::F16);
-//! assert_eq!(t.shape(), &Shape::from([2, 3]));
+//! assert_eq!(t.shape(), Shape::from([2, 3]));
 //! ```
 
 pub mod dtype;
