@@ -12,7 +12,7 @@ use pto_op::ops::{
 };
 use pto_op::{DType, Graph, Model, OpError, Shape, Tensor, Value};
 
-use super::{gain, weight};
+use super::init::{gain, weight};
 use crate::{flash_attention, rms_norm, swiglu};
 
 /// Tokens.

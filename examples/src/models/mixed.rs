@@ -11,7 +11,7 @@ use pto_op::ops::{add, matmul};
 use pto_op::{DType, Graph, Model, OpError, Shape};
 use pto_team_b::scaled_tanh;
 
-use super::{gain, weight};
+use super::init::{gain, weight};
 use crate::{moments, rms_norm};
 
 /// Rows of the input.

@@ -12,6 +12,7 @@
 //! decoder_block` (or `pipeline`, `mixed`) runs it.
 
 pub mod decoder_block;
+mod init;
 pub mod llama;
 pub mod mixed;
 pub mod pipeline;
@@ -21,7 +22,6 @@ pub use walkthrough::walkthrough;
 
 use pto_op::models::ModelDef;
 use pto_op::register_model;
-use pto_op::{DType, Tensor};
 
 register_model!(
     PIPELINE,
@@ -85,14 +85,3 @@ register_model!(
         describe: Some(llama::describe),
     }
 );
-
-/// A weight of `shape` uniform in [-bound, bound), from `seed`: projections use
-/// `bound = 1/sqrt(fan_in)`, so activations keep their scale.
-fn weight(shape: &[usize], dtype: DType, seed: u64, bound: f64) -> Tensor {
-    Tensor::random_uniform(shape.to_vec(), dtype, seed, -bound, bound)
-}
-
-/// The gain of a norm: uniform in [0.5, 1.5).
-fn gain(size: usize, dtype: DType, seed: u64) -> Tensor {
-    Tensor::random_uniform([size], dtype, seed, 0.5, 1.5)
-}

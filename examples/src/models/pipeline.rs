@@ -11,7 +11,7 @@ pub const SHAPE: [usize; 2] = [64, 256];
 pub fn build() -> Result<Model, OpError> {
     let graph = Graph::new();
     let x = graph.input("x", Shape::from(SHAPE), DType::F32);
-    let gamma = graph.weight("gamma", super::gain(SHAPE[1], DType::F32, 11))?;
+    let gamma = graph.weight("gamma", super::init::gain(SHAPE[1], DType::F32, 11))?;
     let activated = gelu_affine::apply(
         &x,
         &gelu_affine::Params {
