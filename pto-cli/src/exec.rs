@@ -15,7 +15,7 @@ use crate::args::{BudgetArg, InputArgs, LoadArgs, TargetArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_model;
-use crate::render;
+use crate::output::render;
 use crate::tensor_file::{read_safetensors, write_tensors};
 
 /// The model MODEL compiled for the target and device the arguments name.

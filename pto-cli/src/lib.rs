@@ -17,7 +17,8 @@
 //!
 //! One module per concern: `args` (clap), `load` (MODEL arguments), one module
 //! per group of verbs (`listing`, `model`, `exec`, `perf`), [`accuracy`] (the estimator
-//! against the simulator), [`tensor_file`] (safetensors inputs), [`CliError`]. A new verb
+//! against the simulator), [`tensor_file`] (safetensors inputs), [`CliError`], `output` (a
+//! report as JSON or text). A new verb
 //! is a variant of `args::Command`, a function in its group's module, and one arm of
 //! [`run`]'s match.
 
@@ -26,7 +27,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use serde::Serialize;
 
 pub mod accuracy;
 mod args;
@@ -37,6 +37,7 @@ pub mod fidelity;
 mod listing;
 mod load;
 mod model;
+mod output;
 #[cfg(feature = "device")]
 mod package;
 mod perf;
@@ -45,6 +46,7 @@ pub mod tensor_file;
 pub use error::CliError;
 
 use args::{Cli, Command};
+use output::render;
 
 /// Runs the command line on the process's arguments: prints the report on stdout, an error
 /// on stderr (as [`error_text`] writes it), and returns the exit code (2 for usage errors, 1
@@ -256,15 +258,6 @@ where
             },
             json,
         ),
-    }
-}
-
-/// A report as JSON or as its `Display` text.
-fn render<R: Serialize + core::fmt::Display>(report: &R, json: bool) -> Result<String, CliError> {
-    if json {
-        Ok(serde_json::to_string_pretty(report)?)
-    } else {
-        Ok(report.to_string())
     }
 }
 

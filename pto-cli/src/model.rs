@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::args::LoadArgs;
 use crate::error::CliError;
 use crate::load::{import_options, is_onnx, load_loaded};
-use crate::render;
+use crate::output::render;
 
 /// `pto export MODEL -o FILE`: the model as an ONNX file or a model file.
 pub(crate) fn export(

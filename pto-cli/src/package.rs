@@ -84,5 +84,5 @@ pub(crate) fn redeploy_package(
     json: bool,
 ) -> Result<String, CliError> {
     let report = redeploy(dir, options).map_err(Box::new)?;
-    Ok(crate::render(&report, json)?.trim_end().to_owned())
+    Ok(crate::output::render(&report, json)?.trim_end().to_owned())
 }

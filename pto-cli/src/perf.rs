@@ -10,7 +10,7 @@ use crate::accuracy::{accuracy, calibrate, standard_sweeps};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_graph;
-use crate::render;
+use crate::output::render;
 
 /// `pto estimate MODEL`: the model report on the device, and the plot and trace files
 /// asked for.
