@@ -15,7 +15,7 @@ use pto_op::kernel::buffers::{BufferError, BufferUse};
 use pto_op::kernel::ir::{MemLevel, TileId};
 use serde::{Deserialize, Serialize};
 
-use super::SimError;
+use super::error::SimError;
 
 /// What the buffer check found: peak working sets and the double-buffering decisions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -46,7 +46,7 @@ use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, VarId};
 use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
 
-use super::SimError;
+use super::error::SimError;
 use super::memory::MemoryPlan;
 
 /// The timing of one op run on the simulator.

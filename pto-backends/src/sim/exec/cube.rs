@@ -5,7 +5,7 @@ use ndarray::{Array2, ArrayD, Ix2};
 use pto_op::kernel::ir::TileId;
 
 use super::machine::Machine;
-use crate::sim::SimError;
+use crate::sim::error::SimError;
 
 impl Machine<'_> {
     /// `matmul`: `a @ b (+ acc)` into `dst`, rounded to its dtype.

@@ -10,7 +10,7 @@ use pto_op::kernel::ir::{Index, Inst, TileId};
 
 use super::data::{Data, round_in_place};
 use super::integer::FirstError;
-use crate::sim::SimError;
+use crate::sim::error::SimError;
 
 /// The interpreter's state for one program id.
 pub(super) struct Machine<'p> {

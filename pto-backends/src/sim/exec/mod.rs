@@ -33,7 +33,7 @@ use pto_op::Tensor;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::ir::{GlobalRole, Inst, Program, TileId, VarId};
 
-use super::SimError;
+use super::error::SimError;
 use data::Data;
 use machine::Machine;
 

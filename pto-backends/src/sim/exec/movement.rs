@@ -8,7 +8,7 @@ use pto_op::kernel::ir::{GlobalId, Index, TileId};
 
 use super::data::{Data, float_scalar, integer_scalar, is_integer, round_in_place};
 use super::machine::Machine;
-use crate::sim::SimError;
+use crate::sim::error::SimError;
 
 impl Machine<'_> {
     /// `load`: the `dst`-shaped window of global `src` at `offsets`, `pad` outside the

@@ -10,7 +10,7 @@ use pto_op::kernel::ir::{BinaryOp, CmpOp, Index, Inst, Operand, ReduceOp, TileId
 use super::data::{Data, float_scalar, integer_scalar, is_integer, round_in_place};
 use super::integer::{FirstError, in_range, integer_binary, symbol};
 use super::machine::Machine;
-use crate::sim::SimError;
+use crate::sim::error::SimError;
 
 /// An element-wise operand after lookup.
 enum Arg<'a, T> {
