@@ -33,13 +33,10 @@ pub(crate) fn estimate(
         (file.name, file.graph)
     };
     let device = edge::device(device)?;
-    // A kernel that does not fit the device's buffers cannot run there: the report says so
-    // (the simulator's memory plan is the check) and prices the call as memory traffic.
-    let mut estimator = Estimator::linked(&device)?.with_buffer_check(|program, device| {
-        pto_backends::sim::memory::plan(program, device, true)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    });
+    // A kernel that does not fit the device's buffers cannot run there: the estimator's
+    // buffer check (the simulator's) says so, and the report prices the call as memory
+    // traffic.
+    let mut estimator = Estimator::linked(&device)?;
     let report = ModelReport::of_graph(&name, &graph, &mut estimator)?;
     if let Some(path) = plot {
         report.write_plot(path, &Peaks::of(&device))?;

@@ -36,6 +36,7 @@ pub mod roofline;
 use std::collections::HashMap;
 
 use pto_op::kernel::ValidProgram;
+use pto_op::kernel::buffers::{self, BufferError};
 use pto_op::{DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
@@ -67,6 +68,11 @@ pub struct OpEstimate {
     /// Why the kernel IR was not used, when properties fell back to memory traffic (the
     /// kernel does not trace, or does not fit the device: [`Source::Overflow`]).
     pub note: Option<String>,
+    /// Why the traced kernel does not fit the device's on-core buffers
+    /// ([`Source::Overflow`]), as the buffer check gives it; `note` says the same in words.
+    /// (Not serialized: `note` carries it in a report.)
+    #[serde(skip)]
+    pub overflow: Option<BufferError>,
 }
 
 impl OpEstimate {
@@ -82,10 +88,6 @@ impl OpEstimate {
     }
 }
 
-/// A check that a traced kernel fits a device's on-core buffers: `Err` with a message
-/// naming the buffer when it does not (the simulator's memory plan is one).
-pub type BufferCheck = fn(&ValidProgram, &DeviceProfile) -> Result<(), String>;
-
 /// Estimates op calls on one device through the chain, remembering each distinct call.
 ///
 /// Whatever link of the chain gives an op's properties (user, default, or counted from its
@@ -94,13 +96,18 @@ pub type BufferCheck = fn(&ValidProgram, &DeviceProfile) -> Result<(), String>;
 /// properties say how much work there is, the kernel what its instructions' latencies
 /// allow, and the estimate is the slower of the two. Only a direct estimator (a time, not
 /// properties) replaces the kernel's bound.
+///
+/// Every traced kernel is checked against the device's on-core buffers with the kernel
+/// layer's buffer check ([`pto_op::kernel::buffers::check`], the check the simulator
+/// runs): a kernel that fails it cannot run there, so the call is priced as memory traffic
+/// ([`Source::Overflow`]), with the check's error as its `overflow` and its message in its
+/// `note`, and reports list it.
 #[derive(Debug)]
 pub struct Estimator<'a> {
     chain: &'a Chain,
     device: &'a DeviceProfile,
     peaks: Peaks,
     cache: HashMap<String, OpEstimate>,
-    buffer_check: Option<BufferCheck>,
 }
 
 impl<'a> Estimator<'a> {
@@ -111,25 +118,17 @@ impl<'a> Estimator<'a> {
             device,
             peaks: Peaks::of(device),
             cache: HashMap::new(),
-            buffer_check: None,
         }
     }
 
-    /// The estimator, checking every op call's traced kernel with `check` on the device: a
-    /// kernel that fails it cannot run there, so the call is priced as memory traffic
-    /// ([`Source::Overflow`]) with the check's message as its `note`, and reports list it.
-    /// `pto estimate` passes the simulator's memory plan.
-    pub fn with_buffer_check(mut self, check: BufferCheck) -> Estimator<'a> {
-        self.buffer_check = Some(check);
-        self
+    /// The buffer check's error for a traced kernel that does not fit the device.
+    fn overflow(&self, program: Option<&ValidProgram>) -> Option<BufferError> {
+        buffers::check(program?, self.device).err()
     }
 
-    /// The buffer check's message for a traced kernel that fails it.
-    fn overflow(&self, program: Option<&ValidProgram>) -> Option<String> {
-        let (check, program) = (self.buffer_check?, program?);
-        check(program, self.device)
-            .err()
-            .map(|message| format!("the kernel does not fit {}: {message}", self.device.name))
+    /// The `note` of a call priced as memory traffic because its kernel does not fit.
+    fn overflow_note(&self, error: &BufferError) -> String {
+        format!("the kernel does not fit {}: {error}", self.device.name)
     }
 
     /// An estimator over every op and registration linked into this program.
@@ -171,7 +170,7 @@ impl<'a> Estimator<'a> {
     fn estimate_uncached(&self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
         let choice = self.chain.resolve(&info.op, &self.device.name)?;
         let location = choice.location.map(|l| l.to_string());
-        let (properties, source, note, pipeline) = match choice.model {
+        let (properties, source, note, pipeline, overflow) = match choice.model {
             Some(Model::Estimator(estimate)) => {
                 return Ok(OpEstimate {
                     op: info.op.clone(),
@@ -183,6 +182,7 @@ impl<'a> Estimator<'a> {
                     properties: None,
                     roofline: None,
                     note: None,
+                    overflow: None,
                 });
             }
             Some(Model::Properties(properties)) => {
@@ -190,17 +190,19 @@ impl<'a> Estimator<'a> {
                 let kernel =
                     derive::default_properties(registry::find(&info.op).ok(), info, self.device);
                 match self.overflow(kernel.program.as_ref()) {
-                    Some(note) => (
+                    Some(error) => (
                         info.memory_access_properties(),
                         Source::Overflow,
-                        Some(note),
+                        Some(self.overflow_note(&error)),
                         None,
+                        Some(error),
                     ),
                     None => (
                         properties(info),
                         choice.source,
                         None,
                         kernel.pipeline_seconds,
+                        None,
                     ),
                 }
             }
@@ -208,17 +210,19 @@ impl<'a> Estimator<'a> {
                 let derived =
                     derive::default_properties(registry::find(&info.op).ok(), info, self.device);
                 match self.overflow(derived.program.as_ref()) {
-                    Some(note) => (
+                    Some(error) => (
                         info.memory_access_properties(),
                         Source::Overflow,
-                        Some(note),
+                        Some(self.overflow_note(&error)),
                         None,
+                        Some(error),
                     ),
                     None => (
                         derived.properties,
                         derived.source,
                         derived.note,
                         derived.pipeline_seconds,
+                        None,
                     ),
                 }
             }
@@ -237,6 +241,7 @@ impl<'a> Estimator<'a> {
             properties: Some(properties),
             roofline: Some(roofline),
             note,
+            overflow,
         })
     }
 }

@@ -3,7 +3,9 @@
 
 use pto_estimator::Estimator;
 use pto_estimator::chain::Source;
+use pto_estimator::report::ModelReport;
 use pto_examples as _;
+use pto_op::kernel::buffers::BufferError;
 use pto_op::prelude::*;
 use pto_op::{DeviceProfile, Model, TensorType};
 
@@ -87,8 +89,10 @@ fn kirin() -> DeviceProfile {
 #[test]
 fn user_properties_keep_the_kernels_timing_bound() {
     let device = kirin();
+    // Rows of 256 f32: the kernel's 16-row tiles (16 KiB, the load and its sum live
+    // together) fit kirin9030's UB, so the kernel is priced as it runs, not as an overflow.
     let t = TensorType {
-        shape: Shape::from([256, 1024]),
+        shape: Shape::from([256, 256]),
         dtype: DType::F32,
     };
     let info = underclaimed::def()
@@ -98,10 +102,11 @@ fn user_properties_keep_the_kernels_timing_bound() {
     let estimate = estimator.estimate(&info).unwrap();
     assert_eq!(estimate.source, Source::UserProperties);
     let roofline = estimate.roofline.unwrap();
-    // The pipe model of the kernel (16 loads, adds and stores of 64 KiB) is the bound.
+    // The pipe model of the kernel (16 loads, adds and stores of 16 KiB) is the bound.
     let program = underclaimed::def()
         .trace_kernel_for(&[t], &Default::default(), &device)
         .unwrap();
+    assert_eq!(pto_op::kernel::buffers::check(&program, &device), Ok(()));
     let pipeline = pto_estimator::pipes::pipeline_seconds(&program, &device).unwrap();
     assert!(pipeline > 1e-6, "{pipeline}");
     assert_eq!(roofline.pipeline_seconds, pipeline);
@@ -137,8 +142,7 @@ fn a_kernel_over_the_buffers_is_reported_not_priced() {
         "{report}"
     );
     assert!(report.contains("kernel over buffers 0.0"), "{report}");
-    // The estimator without the check prices the kernel as if it ran (the check is
-    // opt-in); with it, as memory traffic, saying why.
+    // A library user's estimator gives the command's verdict, in the same words.
     let device = kirin();
     let t = TensorType {
         shape: Shape::from([512, 512]),
@@ -147,19 +151,74 @@ fn a_kernel_over_the_buffers_is_reported_not_priced() {
     let info = whole_in_ub::def()
         .invoke_info(&[t], &Default::default())
         .unwrap();
-    let plain = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
-    assert_eq!(plain.source, Source::KernelIr);
-    let checked = Estimator::linked(&device)
-        .unwrap()
-        .with_buffer_check(|_, _| Err("too big".into()))
-        .estimate(&info)
-        .unwrap();
-    assert_eq!(checked.source, Source::Overflow);
-    assert_eq!(
-        checked.note.as_deref(),
-        Some("the kernel does not fit kirin9030: too big")
-    );
+    let estimate = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
+    assert_eq!(estimate.source, Source::Overflow);
+    let note = estimate.note.expect("the buffer check's message");
+    assert!(report.contains(&note), "{note}\n{report}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_library_users_estimator_reports_a_tile_over_the_buffers() {
+    // The estimator checks every traced kernel against the device's buffers itself (the
+    // kernel layer's check, the simulator's): no command line, no check to pass in.
+    let device = kirin();
+    let t = TensorType {
+        shape: Shape::from([512, 512]),
+        dtype: DType::F32,
+    };
+    let info = whole_in_ub::def()
+        .invoke_info(std::slice::from_ref(&t), &Default::default())
+        .unwrap();
+    let estimate = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
+    assert_eq!(estimate.source, Source::Overflow);
+    // Priced as memory traffic: what the call reads and writes, not the kernel.
+    assert_eq!(estimate.properties, Some(info.memory_access_properties()));
+    assert_eq!(estimate.roofline.unwrap().pipeline_seconds, 0.0);
+    // The typed error, as the buffer check gives it, and its message in the note.
+    let Some(BufferError::Overflow(overflow)) = &estimate.overflow else {
+        panic!("{:?}", estimate.overflow);
+    };
+    assert_eq!(
+        (overflow.buffer.as_str(), overflow.needed, overflow.limit),
+        ("UB", 512 * 512 * 4, 120832)
+    );
+    assert_eq!(
+        estimate.note.as_deref(),
+        Some(
+            format!(
+                "the kernel does not fit kirin9030: {}",
+                estimate.overflow.as_ref().unwrap()
+            )
+            .as_str()
+        )
+    );
+    // A model report lists it, as `pto estimate` does.
+    let graph = Graph::new();
+    let x = graph.input("x", t.shape.clone(), t.dtype);
+    graph.output(&whole_in_ub::apply(&x, &whole_in_ub::Params::default()).unwrap());
+    let model = graph.to_model("too_big").unwrap();
+    let report = ModelReport::of_graph(
+        "too_big",
+        &model.graph,
+        &mut Estimator::linked(&device).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        report.overflows,
+        [(0, "test.whole_in_ub".to_owned(), estimate.note.unwrap())]
+    );
+    // An input that fits is priced by its kernel.
+    let small = TensorType {
+        shape: Shape::from([64, 64]),
+        dtype: DType::F32,
+    };
+    let info = whole_in_ub::def()
+        .invoke_info(&[small], &Default::default())
+        .unwrap();
+    let estimate = Estimator::linked(&device).unwrap().estimate(&info).unwrap();
+    assert_eq!(estimate.source, Source::KernelIr);
+    assert_eq!(estimate.overflow, None);
 }
 
 #[test]
