@@ -445,9 +445,9 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
     let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
-    for t in 0..n {
+    for (t, &last) in last_use.iter().enumerate() {
         let r = root(&storage, TileId(t as u32)).0 as usize;
-        end[r] = end[r].max(last_use[t]);
+        end[r] = end[r].max(last);
     }
     for (t, kind) in storage.iter().enumerate() {
         if *kind == Storage::Pool(0)
