@@ -445,9 +445,9 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
     let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
-    for t in 0..n {
-        let r = root(&storage, TileId::from_index(t)).index();
-        end[r] = end[r].max(last_use[t]);
+    for t in program.tiles.keys() {
+        let r = root(&storage, t).index();
+        end[r] = end[r].max(last_use[t.index()]);
     }
     for (t, kind) in storage.iter().enumerate() {
         if *kind == Storage::Pool(0)
@@ -620,7 +620,6 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
             Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
                 *dst,
                 inst.uses()
-                    .into_iter()
                     .filter(|u| program.tile(*u).is_some_and(|t| t.dtype != DType::Bool))
                     .collect(),
             ),
