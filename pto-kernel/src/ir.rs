@@ -153,7 +153,7 @@ pub struct IndexOverflow {
 }
 
 impl Index {
-    /// The value for one program id and loop-variable values (`vars[v]` for `VarId::new(v)`).
+    /// The value for one program id and loop-variable values (`vars[v.index()]` for `v`).
     /// Division by zero gives 0: a validated program never divides by the constant 0.
     ///
     /// # Errors
@@ -683,7 +683,7 @@ impl Inst {
             | Inst::Move { dst, .. }
             | Inst::Extract { dst, .. }
             | Inst::Matmul { dst, .. } => Tiles::inline([Some(*dst), None, None]),
-            Inst::Store { .. } => Tiles::inline([None, None, None]),
+            Inst::Store { .. } => Tiles::none(),
             Inst::Loop {
                 params, results, ..
             } => Tiles::lists(params, results),
@@ -699,9 +699,7 @@ impl Inst {
             Operand::Scalar(_) => None,
         };
         match self {
-            Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => {
-                Tiles::inline([None, None, None])
-            }
+            Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Tiles::none(),
             Inst::Store { src, .. }
             | Inst::Unary { src, .. }
             | Inst::Cast { src, .. }
@@ -846,6 +844,10 @@ pub struct Tiles<'a> {
 const NONE: &[TileId] = &[];
 
 impl<'a> Tiles<'a> {
+    fn none() -> Self {
+        Tiles::inline([None, None, None])
+    }
+
     fn inline(tiles: [Option<TileId>; 3]) -> Self {
         Tiles {
             inline: tiles.into_iter().flatten(),
@@ -965,6 +967,43 @@ mod tests {
         };
         assert_eq!((ids(store.defs()), ids(store.uses())), (vec![], vec![t(4)]));
         assert_eq!(Inst::count(&[looped, store]), 3);
+    }
+
+    #[test]
+    fn programs_serialize_ids_as_numbers_and_tables_as_lists() {
+        let ty = TileType {
+            shape: vec![4],
+            dtype: DType::F32,
+            level: MemLevel::Ub,
+        };
+        let program = Program {
+            op: "t".into(),
+            grid: 1,
+            globals: vec![GlobalDecl {
+                name: "x".into(),
+                shape: vec![4],
+                dtype: DType::F32,
+                role: GlobalRole::Input,
+            }]
+            .into(),
+            tiles: vec![ty].into(),
+            vars: 0,
+            body: vec![Inst::Load {
+                dst: TileId::new(0),
+                src: GlobalId::new(0),
+                offsets: vec![Index::Var(VarId::new(2))],
+                pad: 0.0,
+            }],
+        };
+        let json = serde_json::to_string(&program).unwrap();
+        assert_eq!(
+            json,
+            r#"{"op":"t","grid":1,"globals":[{"name":"x","shape":[4],"dtype":"f32","role":"input"}],"#
+                .to_owned()
+                + r#""tiles":[{"shape":[4],"dtype":"f32","level":"ub"}],"vars":0,"#
+                + r#""body":[{"load":{"dst":0,"src":0,"offsets":[{"var":2}],"pad":0.0}}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Program>(&json).unwrap(), program);
     }
 
     #[test]

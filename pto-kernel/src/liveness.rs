@@ -261,26 +261,27 @@ impl<'p> Walk<'p> {
         }
     }
 
-    /// Records a use of `tile` at `at`, and returns the position it keeps the tile to.
-    fn use_at(&mut self, tile: TileId, at: usize) -> Option<(TileId, usize)> {
+    /// Records a use of `tile` at `at`, and returns the position it keeps the tile to
+    /// (`None` for a tile the program does not declare).
+    fn use_at(&mut self, tile: TileId, at: usize) -> Option<usize> {
         self.live.tiles.get(tile)?;
         let to = self.effective(tile, at);
         let live = &mut self.live.tiles[tile];
         live.end = live.end.max(to);
         live.uses += 1;
-        Some((tile, to))
+        Some(to)
     }
 
     fn read(&mut self, tile: TileId, at: usize) {
-        if let Some((i, to)) = self.use_at(tile, at) {
-            let last = &mut self.live.tiles[i].last_read;
+        if let Some(to) = self.use_at(tile, at) {
+            let last = &mut self.live.tiles[tile].last_read;
             *last = (*last).max(Some(to));
         }
     }
 
     fn yield_at(&mut self, tile: TileId, at: usize) {
-        if let Some((i, to)) = self.use_at(tile, at) {
-            let last = &mut self.live.tiles[i].last_yield;
+        if let Some(to) = self.use_at(tile, at) {
+            let last = &mut self.live.tiles[tile].last_yield;
             *last = (*last).max(Some(to));
         }
     }
