@@ -88,7 +88,7 @@ fn disagreements(
     // The UB plan's live range of each tile, by the check's rule for loop results.
     let results = loop_results(program);
     let planned = |t: TileId| -> Option<(usize, usize)> {
-        let i = t.0 as usize;
+        let i = t.index();
         let def = plan.def[i]?;
         let start = if results.contains(&t) { def + 1 } else { def };
         Some((start, plan.last_use[i].max(start)))
@@ -121,7 +121,7 @@ fn disagreements(
         seen.shared_buffers += usize::from(range.tiles.len() > 1);
     }
     for slot in 0..program.tiles.len() {
-        let t = TileId(slot as u32);
+        let t = TileId::from_index(slot);
         if planned(t).is_some_and(|(start, _)| start < n) && !counted.contains(&t) {
             out.push(format!("{call}: {t} is in no buffer of the check"));
         }

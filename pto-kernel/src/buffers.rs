@@ -208,7 +208,7 @@ impl<'p> BufferUse<'p> {
         let mut members: Vec<Vec<TileId>> = vec![Vec::new(); root.len()];
         for (slot, r) in root.iter().enumerate() {
             if *r != slot {
-                members[*r].push(TileId(slot as u32));
+                members[*r].push(TileId::from_index(slot));
             }
         }
         let ranges = ranges
@@ -216,7 +216,7 @@ impl<'p> BufferUse<'p> {
             .enumerate()
             .filter_map(|(slot, range)| {
                 let (start, end) = (*range)?;
-                let tile = TileId(slot as u32);
+                let tile = TileId::from_index(slot);
                 // Results of a final loop are never live on core: nothing follows.
                 (start < positions.len()).then(|| LiveRange {
                     tile,
@@ -394,7 +394,7 @@ impl<'p> BufferUse<'p> {
                 let bytes = self.reduce_tmp(*point);
                 if *point == at && bytes > 0 {
                     let inst = self.liveness.positions()[*point].inst;
-                    let src = inst.uses().first().copied().unwrap_or(TileId(0));
+                    let src = inst.uses().next().unwrap_or(TileId::new(0));
                     live.push((
                         bytes,
                         format!("the row reduction's tmp tile (reduce of {src}) {bytes} B"),
@@ -458,7 +458,7 @@ fn share_buffers(
         t
     }
     for (tile, target, at, scope) in shares {
-        let (t, g) = (tile.0 as usize, target.0 as usize);
+        let (t, g) = (tile.index(), target.index());
         let valid = t < root.len()
             && liveness
                 .tile(target)

@@ -208,8 +208,7 @@ impl Kernel {
 
     fn global(&mut self, name: &str, shape: Shape, dtype: DType, role: GlobalRole) -> Global {
         let mut state = self.state.borrow_mut();
-        let id = GlobalId(state.globals.len() as u32);
-        state.globals.push(GlobalDecl {
+        let id = state.globals.push(GlobalDecl {
             name: name.to_owned(),
             shape: shape.dims().to_vec(),
             dtype,
@@ -272,7 +271,7 @@ impl Kernel {
     /// Checks that `global` is one of this kernel's, and returns its declaration.
     fn decl(&self, what: &str, global: &Global) -> Result<GlobalDecl, OpError> {
         let state = self.state.borrow();
-        match state.globals.get(global.id.0 as usize) {
+        match state.globals.get(global.id) {
             Some(decl) if decl.name == global.name && decl.shape == global.shape.dims() => {
                 Ok(decl.clone())
             }
@@ -299,7 +298,7 @@ impl Kernel {
     }
 
     fn tile(&self, id: TileId) -> Tile {
-        let ty = self.state.borrow().tiles[id.0 as usize].clone();
+        let ty = self.state.borrow().tiles[id].clone();
         Tile::new(id, ty, Rc::clone(&self.state))
     }
 

@@ -78,7 +78,7 @@ use std::collections::BTreeMap;
 use crate::device::{CubeVector, DeviceProfile};
 use crate::dtype::DType;
 
-use super::ir::{Inst, MemLevel, Pipe, Program, TileId, TileType};
+use super::ir::{GlobalId, Inst, MemLevel, Pipe, Program, TileId, TileType};
 use super::row_reduce::{RowReduce, StepKind};
 
 /// Why the cost model cannot time an instruction.
@@ -312,7 +312,7 @@ pub fn l2_hit_share(profile: &DeviceProfile, loaded: u64, distinct: u64) -> f64 
 /// every load's tile bytes times its loop trips times the grid, and per input the smaller
 /// of its size and what is loaded of it.
 pub fn input_traffic(program: &Program) -> (u64, u64) {
-    fn walk(program: &Program, body: &[Inst], trips: u64, loaded: &mut BTreeMap<u32, u64>) {
+    fn walk(program: &Program, body: &[Inst], trips: u64, loaded: &mut BTreeMap<GlobalId, u64>) {
         for inst in body {
             match inst {
                 Inst::Loop { count, body, .. } => {
@@ -320,7 +320,7 @@ pub fn input_traffic(program: &Program) -> (u64, u64) {
                 }
                 Inst::Load { dst, src, .. } => {
                     let bytes = program.tile(*dst).map_or(0, |t| t.bytes() as u64);
-                    let entry = loaded.entry(src.0).or_insert(0);
+                    let entry = loaded.entry(*src).or_insert(0);
                     *entry = entry.saturating_add(bytes.saturating_mul(trips));
                 }
                 _ => {}
@@ -337,7 +337,7 @@ pub fn input_traffic(program: &Program) -> (u64, u64) {
     per_global
         .iter()
         .fold((0u64, 0u64), |(loaded, distinct), (global, bytes)| {
-            let size = program.global(super::ir::GlobalId(*global)).map_or(0, |g| {
+            let size = program.global(*global).map_or(0, |g| {
                 (g.shape.iter().product::<usize>() * g.dtype.size_bytes()) as u64
             });
             (
@@ -356,7 +356,7 @@ pub fn input_traffic(program: &Program) -> (u64, u64) {
 /// use pto_kernel::cost::CostModel;
 /// use pto_kernel::ir::Program;
 /// let kirin = DeviceProfile::builtin("kirin9030").unwrap();
-/// let program = Program { op: "doc.empty".into(), grid: 8, globals: vec![], tiles: vec![], vars: 0, body: vec![] };
+/// let program = Program { op: "doc.empty".into(), grid: 8, globals: vec![].into(), tiles: vec![].into(), vars: 0, body: vec![] };
 /// let model = CostModel::new(&kirin, &program);
 /// assert_eq!(model.issue_cycles(), kirin.issue_cycles);
 /// assert_eq!(model.l2_hit_share(), 0.0);
@@ -687,7 +687,7 @@ impl<'a> CostModel<'a> {
             Inst::Loop { .. } => (0.0, 0.0, 0),
             Inst::Reduce { .. } if RowReduce::of(program, inst, p).is_some() => {
                 let mut largest = 0;
-                for tile in inst.defs().into_iter().chain(inst.uses()) {
+                for tile in inst.defs().chain(inst.uses()) {
                     largest = largest.max(ty(tile)?.bytes());
                 }
                 let plan = RowReduce::of(program, inst, p).expect("checked above");
@@ -697,7 +697,7 @@ impl<'a> CostModel<'a> {
             // The vector instructions.
             _ => {
                 let mut largest = 0;
-                for tile in inst.defs().into_iter().chain(inst.uses()) {
+                for tile in inst.defs().chain(inst.uses()) {
                     largest = largest.max(ty(tile)?.bytes());
                 }
                 let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
@@ -773,7 +773,7 @@ impl<'a> CostModel<'a> {
         let name = inst.vector_op_name()?;
         let tile = match inst {
             Inst::Cast { src, .. } => *src,
-            _ => *inst.defs().first()?,
+            _ => inst.defs().next()?,
         };
         model.vector_op(name, program.tile(tile)?.dtype)
     }

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 
+mod entity;
+
+pub use entity::{EntityId, GlobalId, IdVec, TileId, VarId};
+
 /// A memory level of a Da Vinci AI core (or global memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -110,37 +114,6 @@ impl fmt::Display for Pipe {
     }
 }
 
-/// A tile: an SSA value of a program. Printed `%N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct TileId(pub u32);
-
-impl fmt::Display for TileId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "%{}", self.0)
-    }
-}
-
-/// A loop variable. Printed `iN`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct VarId(pub u32);
-
-impl fmt::Display for VarId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "i{}", self.0)
-    }
-}
-
-/// A global tensor of a program (an op input or output), by position in
-/// [`Program::globals`]. Printed `@N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct GlobalId(pub u32);
-
-impl fmt::Display for GlobalId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "@{}", self.0)
-    }
-}
-
 /// A symbolic integer: offsets into global tensors and loop-dependent indices.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -180,7 +153,7 @@ pub struct IndexOverflow {
 }
 
 impl Index {
-    /// The value for one program id and loop-variable values (`vars[v]` for `VarId(v)`).
+    /// The value for one program id and loop-variable values (`vars[v.index()]` for `v`).
     /// Division by zero gives 0: a validated program never divides by the constant 0.
     ///
     /// # Errors
@@ -196,7 +169,7 @@ impl Index {
         match self {
             Index::Const(c) => Ok(*c),
             Index::ProgramId => Ok(program_id),
-            Index::Var(v) => Ok(vars.get(v.0 as usize).copied().unwrap_or(0)),
+            Index::Var(v) => Ok(vars.get(v.index()).copied().unwrap_or(0)),
             Index::Add(a, b) => checked("+", a, b, i64::checked_add),
             Index::Sub(a, b) => checked("-", a, b, i64::checked_sub),
             Index::Mul(a, b) => checked("*", a, b, i64::checked_mul),
@@ -696,7 +669,7 @@ impl Inst {
     /// The tiles this instruction defines: its `dst`, or for a loop its `params` (defined
     /// at the start of every iteration) then its `results` (defined after the last). The
     /// instructions of a loop's body define their own tiles; a store defines none.
-    pub fn defs(&self) -> Vec<TileId> {
+    pub fn defs(&self) -> Tiles<'_> {
         match self {
             Inst::Load { dst, .. }
             | Inst::Full { dst, .. }
@@ -709,46 +682,41 @@ impl Inst {
             | Inst::Reduce { dst, .. }
             | Inst::Move { dst, .. }
             | Inst::Extract { dst, .. }
-            | Inst::Matmul { dst, .. } => vec![*dst],
-            Inst::Store { .. } => Vec::new(),
+            | Inst::Matmul { dst, .. } => Tiles::inline([Some(*dst), None, None]),
+            Inst::Store { .. } => Tiles::none(),
             Inst::Loop {
                 params, results, ..
-            } => params.iter().chain(results).copied().collect(),
+            } => Tiles::lists(params, results),
         }
     }
 
     /// The tiles this instruction reads, in operand order (scalar operands are not tiles).
     /// For a loop: its `init` (read before the first iteration) then its `yields` (read at
     /// the end of every iteration); the instructions of its body read their own tiles.
-    pub fn uses(&self) -> Vec<TileId> {
+    pub fn uses(&self) -> Tiles<'_> {
         let tile = |o: &Operand| match o {
             Operand::Tile(t) => Some(*t),
             Operand::Scalar(_) => None,
         };
         match self {
-            Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Vec::new(),
+            Inst::Load { .. } | Inst::Full { .. } | Inst::Iota { .. } => Tiles::none(),
             Inst::Store { src, .. }
             | Inst::Unary { src, .. }
             | Inst::Cast { src, .. }
             | Inst::Reduce { src, .. }
             | Inst::Move { src, .. }
-            | Inst::Extract { src, .. } => vec![*src],
+            | Inst::Extract { src, .. } => Tiles::inline([Some(*src), None, None]),
             Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
-                [tile(lhs), tile(rhs)].into_iter().flatten().collect()
+                Tiles::inline([tile(lhs), tile(rhs), None])
             }
             Inst::Select {
                 cond,
                 on_true,
                 on_false,
                 ..
-            } => [Some(*cond), tile(on_true), tile(on_false)]
-                .into_iter()
-                .flatten()
-                .collect(),
-            Inst::Matmul { a, b, acc, .. } => {
-                [Some(*a), Some(*b), *acc].into_iter().flatten().collect()
-            }
-            Inst::Loop { init, yields, .. } => init.iter().chain(yields).copied().collect(),
+            } => Tiles::inline([Some(*cond), tile(on_true), tile(on_false)]),
+            Inst::Matmul { a, b, acc, .. } => Tiles::inline([Some(*a), Some(*b), *acc]),
+            Inst::Loop { init, yields, .. } => Tiles::lists(init, yields),
         }
     }
 
@@ -822,7 +790,7 @@ impl Inst {
     ///
     /// ```
     /// use pto_kernel::ir::{Inst, ReduceOp, TileId};
-    /// let r = Inst::Reduce { dst: TileId(1), op: ReduceOp::Sum, src: TileId(0), axis: 1 };
+    /// let r = Inst::Reduce { dst: TileId::new(1), op: ReduceOp::Sum, src: TileId::new(0), axis: 1 };
     /// assert_eq!(r.vector_op_name(), Some("reduce_sum"));
     /// ```
     pub fn vector_op_name(&self) -> Option<&'static str> {
@@ -863,6 +831,52 @@ impl Inst {
     }
 }
 
+/// The tiles an instruction defines or reads ([`Inst::defs`], [`Inst::uses`]), in order:
+/// up to three operands of a plain instruction held inline, or two lists of a loop
+/// borrowed from it, so asking allocates nothing.
+#[derive(Debug, Clone)]
+pub struct Tiles<'a> {
+    inline: std::iter::Flatten<std::array::IntoIter<Option<TileId>, 3>>,
+    lists: std::iter::Chain<std::slice::Iter<'a, TileId>, std::slice::Iter<'a, TileId>>,
+}
+
+/// No tiles.
+const NONE: &[TileId] = &[];
+
+impl<'a> Tiles<'a> {
+    fn none() -> Self {
+        Tiles::inline([None, None, None])
+    }
+
+    fn inline(tiles: [Option<TileId>; 3]) -> Self {
+        Tiles {
+            inline: tiles.into_iter().flatten(),
+            lists: NONE.iter().chain(NONE),
+        }
+    }
+
+    fn lists(first: &'a [TileId], then: &'a [TileId]) -> Self {
+        Tiles {
+            inline: [None, None, None].into_iter().flatten(),
+            lists: first.iter().chain(then),
+        }
+    }
+}
+
+impl Iterator for Tiles<'_> {
+    type Item = TileId;
+
+    fn next(&mut self) -> Option<TileId> {
+        self.inline.next().or_else(|| self.lists.next().copied())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (a, a_max) = self.inline.size_hint();
+        let (b, b_max) = self.lists.size_hint();
+        (a + b, a_max.zip(b_max).map(|(a, b)| a + b))
+    }
+}
+
 /// One traced block program of an op's kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Program {
@@ -871,9 +885,9 @@ pub struct Program {
     /// Number of block programs.
     pub grid: usize,
     /// The op's inputs then outputs, as the kernel sees them.
-    pub globals: Vec<GlobalDecl>,
+    pub globals: IdVec<GlobalId, GlobalDecl>,
     /// The type of every tile, by `TileId`.
-    pub tiles: Vec<TileType>,
+    pub tiles: IdVec<TileId, TileType>,
     /// Number of loop variables.
     pub vars: u32,
     /// The instructions.
@@ -883,12 +897,12 @@ pub struct Program {
 impl Program {
     /// The type of tile `id`, if it exists.
     pub fn tile(&self, id: TileId) -> Option<&TileType> {
-        self.tiles.get(id.0 as usize)
+        self.tiles.get(id)
     }
 
     /// The declaration of global `id`, if it exists.
     pub fn global(&self, id: GlobalId) -> Option<&GlobalDecl> {
-        self.globals.get(id.0 as usize)
+        self.globals.get(id)
     }
 }
 
@@ -903,7 +917,7 @@ mod tests {
                 Box::new(Index::ProgramId),
                 Box::new(Index::Const(8)),
             )),
-            Box::new(Index::Var(VarId(1))),
+            Box::new(Index::Var(VarId::new(1))),
         );
         assert_eq!(i.eval(3, &[0, 5]), Ok(29));
         let d = Index::Div(Box::new(Index::Const(-7)), Box::new(Index::Const(2)));
@@ -923,7 +937,8 @@ mod tests {
 
     #[test]
     fn defs_and_uses_are_loop_aware() {
-        let t = TileId;
+        let t = TileId::new;
+        let ids = |tiles: Tiles<'_>| tiles.collect::<Vec<_>>();
         let body = vec![Inst::Binary {
             dst: t(3),
             op: BinaryOp::Add,
@@ -931,7 +946,7 @@ mod tests {
             rhs: Operand::Scalar(1.0),
         }];
         let looped = Inst::Loop {
-            var: VarId(0),
+            var: VarId::new(0),
             count: 4,
             init: vec![t(1)],
             params: vec![t(2)],
@@ -939,16 +954,56 @@ mod tests {
             yields: vec![t(3)],
             results: vec![t(4)],
         };
-        assert_eq!(looped.defs(), vec![t(2), t(4)]);
-        assert_eq!(looped.uses(), vec![t(1), t(3)]);
-        assert_eq!((body[0].defs(), body[0].uses()), (vec![t(3)], vec![t(2)]));
+        assert_eq!(ids(looped.defs()), vec![t(2), t(4)]);
+        assert_eq!(ids(looped.uses()), vec![t(1), t(3)]);
+        assert_eq!(
+            (ids(body[0].defs()), ids(body[0].uses())),
+            (vec![t(3)], vec![t(2)])
+        );
         let store = Inst::Store {
-            dst: GlobalId(0),
+            dst: GlobalId::new(0),
             offsets: vec![],
             src: t(4),
         };
-        assert_eq!((store.defs(), store.uses()), (vec![], vec![t(4)]));
+        assert_eq!((ids(store.defs()), ids(store.uses())), (vec![], vec![t(4)]));
         assert_eq!(Inst::count(&[looped, store]), 3);
+    }
+
+    #[test]
+    fn programs_serialize_ids_as_numbers_and_tables_as_lists() {
+        let ty = TileType {
+            shape: vec![4],
+            dtype: DType::F32,
+            level: MemLevel::Ub,
+        };
+        let program = Program {
+            op: "t".into(),
+            grid: 1,
+            globals: vec![GlobalDecl {
+                name: "x".into(),
+                shape: vec![4],
+                dtype: DType::F32,
+                role: GlobalRole::Input,
+            }]
+            .into(),
+            tiles: vec![ty].into(),
+            vars: 0,
+            body: vec![Inst::Load {
+                dst: TileId::new(0),
+                src: GlobalId::new(0),
+                offsets: vec![Index::Var(VarId::new(2))],
+                pad: 0.0,
+            }],
+        };
+        let json = serde_json::to_string(&program).unwrap();
+        assert_eq!(
+            json,
+            r#"{"op":"t","grid":1,"globals":[{"name":"x","shape":[4],"dtype":"f32","role":"input"}],"#
+                .to_owned()
+                + r#""tiles":[{"shape":[4],"dtype":"f32","level":"ub"}],"vars":0,"#
+                + r#""body":[{"load":{"dst":0,"src":0,"offsets":[{"var":2}],"pad":0.0}}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Program>(&json).unwrap(), program);
     }
 
     #[test]

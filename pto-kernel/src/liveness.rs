@@ -17,7 +17,7 @@
 //! loop's carried tiles (`params`) are values of one iteration whose storage is kept to the
 //! iteration's end, where the yields are copied in.
 
-use crate::ir::{Inst, Program, TileId};
+use crate::ir::{IdVec, Inst, Program, TileId};
 
 /// The number of positions `body` takes (a loop: its start, its body, its end).
 pub fn span(body: &[Inst]) -> usize {
@@ -104,7 +104,7 @@ impl TileLiveness {
 pub struct Liveness<'p> {
     positions: Vec<Position<'p>>,
     loops: Vec<LoopSpan>,
-    tiles: Vec<TileLiveness>,
+    tiles: IdVec<TileId, TileLiveness>,
 }
 
 impl<'p> Liveness<'p> {
@@ -123,9 +123,9 @@ impl<'p> Liveness<'p> {
             live: Liveness {
                 positions: Vec::new(),
                 loops: Vec::new(),
-                tiles: vec![tile; program.tiles.len()],
+                tiles: IdVec::filled(program.tiles.len(), tile),
             },
-            depth_of: vec![0; program.tiles.len()],
+            depth_of: IdVec::filled(program.tiles.len(), 0),
             open: Vec::new(),
             next_number: 0,
         };
@@ -152,12 +152,12 @@ impl<'p> Liveness<'p> {
 
     /// The liveness of each tile, by `TileId`.
     pub fn tiles(&self) -> &[TileLiveness] {
-        &self.tiles
+        self.tiles.as_slice()
     }
 
     /// The liveness of `tile` (`None` for a tile the program does not declare).
     pub fn tile(&self, tile: TileId) -> Option<&TileLiveness> {
-        self.tiles.get(tile.0 as usize)
+        self.tiles.get(tile)
     }
 
     /// The loops whose bodies hold position `at`, innermost first.
@@ -171,7 +171,7 @@ impl<'p> Liveness<'p> {
 struct Walk<'p> {
     live: Liveness<'p>,
     /// The number of loops open where each tile is defined.
-    depth_of: Vec<usize>,
+    depth_of: IdVec<TileId, usize>,
     /// The loops (ordinals) around the current position, outermost first.
     open: Vec<usize>,
     next_number: usize,
@@ -202,8 +202,8 @@ impl<'p> Walk<'p> {
                 for tile in inst.uses() {
                     self.read(tile, at);
                 }
-                if let Some(dst) = inst.defs().first() {
-                    self.define(*dst, at, Definition::Inst);
+                if let Some(dst) = inst.defs().next() {
+                    self.define(dst, at, Definition::Inst);
                 }
                 continue;
             };
@@ -221,7 +221,7 @@ impl<'p> Walk<'p> {
             self.open.push(ordinal);
             for param in params {
                 self.define(*param, at, Definition::LoopParam);
-                if let Some(tile) = self.live.tiles.get_mut(param.0 as usize) {
+                if let Some(tile) = self.live.tiles.get_mut(*param) {
                     tile.end = tile.end.max(end);
                 }
             }
@@ -244,47 +244,44 @@ impl<'p> Walk<'p> {
     }
 
     fn define(&mut self, tile: TileId, at: usize, definition: Definition) {
-        let i = tile.0 as usize;
-        if let Some(live) = self.live.tiles.get_mut(i) {
+        if let Some(live) = self.live.tiles.get_mut(tile) {
             live.def = Some(at);
             live.definition = definition;
             live.scope = self.open.last().copied();
-            self.depth_of[i] = self.open.len();
+            self.depth_of[tile] = self.open.len();
         }
     }
 
     /// Where a use of `tile` at `at` keeps it live to: used inside loops opened after its
     /// definition, the outermost such loop's end.
-    fn effective(&self, tile: usize, at: usize) -> usize {
+    fn effective(&self, tile: TileId, at: usize) -> usize {
         match self.open.get(self.depth_of[tile]) {
             Some(outermost) => self.live.loops[*outermost].end,
             None => at,
         }
     }
 
-    /// Records a use of `tile` at `at`, and returns the position it keeps the tile to.
-    fn use_at(&mut self, tile: TileId, at: usize) -> Option<(usize, usize)> {
-        let i = tile.0 as usize;
-        if i >= self.live.tiles.len() {
-            return None;
-        }
-        let to = self.effective(i, at);
-        let live = &mut self.live.tiles[i];
+    /// Records a use of `tile` at `at`, and returns the position it keeps the tile to
+    /// (`None` for a tile the program does not declare).
+    fn use_at(&mut self, tile: TileId, at: usize) -> Option<usize> {
+        self.live.tiles.get(tile)?;
+        let to = self.effective(tile, at);
+        let live = &mut self.live.tiles[tile];
         live.end = live.end.max(to);
         live.uses += 1;
-        Some((i, to))
+        Some(to)
     }
 
     fn read(&mut self, tile: TileId, at: usize) {
-        if let Some((i, to)) = self.use_at(tile, at) {
-            let last = &mut self.live.tiles[i].last_read;
+        if let Some(to) = self.use_at(tile, at) {
+            let last = &mut self.live.tiles[tile].last_read;
             *last = (*last).max(Some(to));
         }
     }
 
     fn yield_at(&mut self, tile: TileId, at: usize) {
-        if let Some((i, to)) = self.use_at(tile, at) {
-            let last = &mut self.live.tiles[i].last_yield;
+        if let Some(to) = self.use_at(tile, at) {
+            let last = &mut self.live.tiles[tile].last_yield;
             *last = (*last).max(Some(to));
         }
     }

@@ -11,8 +11,8 @@ use crate::dtype::DType;
 
 use super::ValidProgram;
 use super::ir::{
-    BinaryOp, GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Operand, Program, TileId,
-    TileType, VarId,
+    BinaryOp, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel, Operand, Program,
+    TileId, TileType, VarId,
 };
 
 /// A program under construction.
@@ -27,8 +27,8 @@ impl Builder {
             program: Program {
                 op: op.to_owned(),
                 grid,
-                globals: Vec::new(),
-                tiles: Vec::new(),
+                globals: IdVec::new(),
+                tiles: IdVec::new(),
                 vars: 0,
                 body: Vec::new(),
             },
@@ -55,8 +55,7 @@ impl Builder {
             shape: shape.to_vec(),
             dtype,
             role,
-        });
-        GlobalId(self.program.globals.len() as u32 - 1)
+        })
     }
 
     /// Declares an input.
@@ -75,8 +74,7 @@ impl Builder {
             shape: shape.to_vec(),
             dtype,
             level,
-        });
-        TileId(self.program.tiles.len() as u32 - 1)
+        })
     }
 
     /// Declares a tile in UB.
@@ -87,7 +85,7 @@ impl Builder {
     /// Declares a loop variable.
     pub fn var(&mut self) -> VarId {
         self.program.vars += 1;
-        VarId(self.program.vars - 1)
+        VarId::new(self.program.vars - 1)
     }
 
     /// Appends an instruction to the body.

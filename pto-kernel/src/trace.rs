@@ -3,7 +3,7 @@
 //! too), and the tracing API's axis convention.
 
 use crate::error::OpError;
-use crate::ir::{GlobalDecl, Index, Inst, Program, TileId, TileType, VarId};
+use crate::ir::{GlobalDecl, GlobalId, IdVec, Index, Inst, Program, TileId, TileType, VarId};
 use crate::validate::index;
 
 /// What a kernel has traced so far, shared by the [`Kernel`](crate::Kernel) and its
@@ -12,15 +12,15 @@ use crate::validate::index;
 pub(crate) struct State {
     op: String,
     grid: Option<usize>,
-    pub(crate) globals: Vec<GlobalDecl>,
-    pub(crate) tiles: Vec<TileType>,
+    pub(crate) globals: IdVec<GlobalId, GlobalDecl>,
+    pub(crate) tiles: IdVec<TileId, TileType>,
     /// The scope (fold body, or 0 for the program) each tile was defined in.
-    tile_scope: Vec<usize>,
+    tile_scope: IdVec<TileId, usize>,
     /// The scopes open now, innermost last, parallel to `blocks`.
     open_scopes: Vec<usize>,
     next_scope: usize,
     /// Whether each loop variable's fold is running.
-    live_vars: Vec<bool>,
+    live_vars: IdVec<VarId, bool>,
     /// The instructions of each open scope.
     blocks: Vec<Vec<Inst>>,
     /// The first error of an instruction that could not return it (operator overloads).
@@ -33,12 +33,12 @@ impl State {
         State {
             op,
             grid: None,
-            globals: Vec::new(),
-            tiles: Vec::new(),
-            tile_scope: Vec::new(),
+            globals: IdVec::new(),
+            tiles: IdVec::new(),
+            tile_scope: IdVec::new(),
             open_scopes: vec![0],
             next_scope: 1,
-            live_vars: Vec::new(),
+            live_vars: IdVec::new(),
             blocks: vec![Vec::new()],
             error: None,
         }
@@ -57,8 +57,7 @@ impl State {
     /// Opens a fold's body: a new loop variable, live until [`State::close_fold`], and a
     /// scope of its own for the tiles the body defines.
     pub(crate) fn open_fold(&mut self) -> VarId {
-        let var = VarId(self.live_vars.len() as u32);
-        self.live_vars.push(true);
+        let var = self.live_vars.push(true);
         let scope = self.next_scope;
         self.next_scope += 1;
         self.open_scopes.push(scope);
@@ -69,7 +68,7 @@ impl State {
     /// Closes the body of the fold of `var`: its variable is no longer live, its tiles no
     /// longer visible. Returns the body's instructions.
     pub(crate) fn close_fold(&mut self, var: VarId) -> Vec<Inst> {
-        self.live_vars[var.0 as usize] = false;
+        self.live_vars[var] = false;
         self.open_scopes.pop();
         self.blocks.pop().unwrap_or_default()
     }
@@ -96,8 +95,7 @@ impl State {
     /// Adds a tile of type `ty` to the current scope, defined by `make(id)` (or by nothing,
     /// for the stand-in result of an instruction that failed).
     pub(crate) fn define(&mut self, ty: TileType, make: Option<&dyn Fn(TileId) -> Inst>) -> TileId {
-        let id = TileId(self.tiles.len() as u32);
-        self.tiles.push(ty);
+        let id = self.tiles.push(ty);
         self.tile_scope
             .push(self.open_scopes.last().copied().unwrap_or(0));
         if let Some(make) = make {
@@ -115,7 +113,7 @@ impl State {
 
     /// Why `id` cannot be used here, if it cannot.
     pub(crate) fn check_visible(&self, id: TileId) -> Result<(), String> {
-        let scope = self.tile_scope.get(id.0 as usize).copied();
+        let scope = self.tile_scope.get(id).copied();
         match scope {
             Some(scope) if self.open_scopes.contains(&scope) => Ok(()),
             Some(_) => Err(format!(

@@ -141,7 +141,7 @@ const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
 
 /// The tile whose storage `t` uses, following aliases.
 pub fn root(storage: &[Storage], mut t: TileId) -> TileId {
-    while let Some(Storage::Alias(next)) = storage.get(t.0 as usize) {
+    while let Some(Storage::Alias(next)) = storage.get(t.index()) {
         t = *next;
     }
     t
@@ -195,7 +195,7 @@ pub fn row_statistic(
 fn def(inst: &Inst) -> Option<TileId> {
     match inst {
         Inst::Loop { .. } => None,
-        _ => inst.defs().first().copied(),
+        _ => inst.defs().next(),
     }
 }
 
@@ -445,15 +445,15 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
     let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
-    for (t, &last) in last_use.iter().enumerate() {
-        let r = root(&storage, TileId(t as u32)).0 as usize;
-        end[r] = end[r].max(last);
+    for t in program.tiles.keys() {
+        let r = root(&storage, t).index();
+        end[r] = end[r].max(last_use[t.index()]);
     }
     for (t, kind) in storage.iter().enumerate() {
         if *kind == Storage::Pool(0)
             && let Some(d) = live.tiles()[t].def
         {
-            let ty = &program.tiles[t];
+            let ty = &program.tiles[TileId::from_index(t)];
             intervals.push((
                 d,
                 end[t],
@@ -495,7 +495,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let mut aliased = vec![false; n];
     for kind in &storage {
         if let Storage::Alias(target) = kind {
-            aliased[target.0 as usize] = true;
+            aliased[target.index()] = true;
         }
     }
     let mut carried = vec![false; n];
@@ -524,7 +524,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
                         })
                         && l == level
                         && b >= bytes
-                        && tile.is_some_and(|u| operands.contains(&TileId(u as u32)))
+                        && tile.is_some_and(|u| operands.contains(&TileId::from_index(u)))
                 })
             }),
             Item::Temp(..) => None,
@@ -573,7 +573,7 @@ fn mark_carried(body: &[Inst], carried: &mut [bool]) {
     for inst in body {
         if let Inst::Loop { params, body, .. } = inst {
             for p in params {
-                carried[p.0 as usize] = true;
+                carried[p.index()] = true;
             }
             mark_carried(body, carried);
         }
@@ -607,7 +607,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
                             t.dtype == program.tile(*i).map_or(t.dtype, |x| x.dtype)
                         })
                     {
-                        out.insert(p.0 as usize, vec![*i]);
+                        out.insert(p.index(), vec![*i]);
                     }
                 }
                 collect_in_place(program, body, out);
@@ -620,7 +620,6 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
             Inst::Binary { dst, .. } | Inst::Select { dst, .. } => (
                 *dst,
                 inst.uses()
-                    .into_iter()
                     .filter(|u| program.tile(*u).is_some_and(|t| t.dtype != DType::Bool))
                     .collect(),
             ),
@@ -632,7 +631,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
             .filter(|u| same_size(*u, dst))
             .collect();
         if !operands.is_empty() {
-            out.insert(dst.0 as usize, operands);
+            out.insert(dst.index(), operands);
         }
     }
 }
@@ -678,24 +677,24 @@ fn classify(
                 for (p, i) in params.iter().zip(init) {
                     // UB tiles are copied in; cube tiles (an L0C accumulator) cannot be,
                     // so the loop carries the initial tile's storage.
-                    storage[p.0 as usize] = if in_ub(*p) {
+                    storage[p.index()] = if in_ub(*p) {
                         Storage::Pool(0)
                     } else {
                         Storage::Alias(*i)
                     };
                 }
                 for (r, p) in results.iter().zip(params) {
-                    storage[r.0 as usize] = Storage::Alias(*p);
+                    storage[r.index()] = Storage::Alias(*p);
                 }
                 classify(program, profile, body, live, storage, reduce_work_bytes);
             }
-            Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.0 as usize] = Storage::InQueue,
+            Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.index()] = Storage::InQueue,
             // Mmad accumulates in place: the result is the accumulator's storage.
             Inst::Matmul {
                 dst,
                 acc: Some(acc),
                 ..
-            } => storage[dst.0 as usize] = Storage::Alias(*acc),
+            } => storage[dst.index()] = Storage::Alias(*acc),
             _ => {
                 if let Inst::Reduce { src, op, axis, .. } = inst
                     && let Some(ty) = program.tile(*src)
@@ -713,9 +712,9 @@ fn classify(
                 if let Some(d) = def(inst)
                     && !in_ub(d)
                 {
-                    storage[d.0 as usize] = Storage::Pool(0);
+                    storage[d.index()] = Storage::Pool(0);
                 } else if let Some(d) = def(inst) {
-                    if matches!(storage[d.0 as usize], Storage::Alias(_)) {
+                    if matches!(storage[d.index()], Storage::Alias(_)) {
                         continue;
                     }
                     let only_stored = |t: TileId| {
@@ -727,10 +726,10 @@ fn classify(
                     let cast_then_stored = identity
                         .get(&d)
                         .filter(|y| live.tile(d).is_some_and(|l| l.uses == 1) && only_stored(**y));
-                    storage[d.0 as usize] = if only_stored(d) {
+                    storage[d.index()] = if only_stored(d) {
                         Storage::OutQueue
                     } else if let Some(y) = cast_then_stored {
-                        storage[y.0 as usize] = Storage::Alias(d);
+                        storage[y.index()] = Storage::Alias(d);
                         Storage::OutQueue
                     } else {
                         Storage::Pool(0)
@@ -767,7 +766,7 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
             Inst::Load { dst, .. } => {
                 if let Some(ty) = in_ub(*dst) {
                     out.push(Queue {
-                        name: format!("inQueue_t{}", dst.0),
+                        name: format!("inQueue_t{}", dst.as_u32()),
                         position: "VECIN",
                         depth: if double_buffer && in_loop { 2 } else { 1 },
                         bytes: Geom::of(ty).bytes,
@@ -776,7 +775,7 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
             }
             Inst::Store { src, .. } => {
                 if let Some(ty) = in_ub(*src)
-                    && plan.storage[root(&plan.storage, *src).0 as usize] != Storage::OutQueue
+                    && plan.storage[root(&plan.storage, *src).index()] != Storage::OutQueue
                 {
                     out.push(Queue {
                         name: format!("outQueue_store{at}"),
@@ -789,10 +788,10 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
             inst => {
                 if let Some(d) = def(inst)
                     && let Some(ty) = in_ub(d)
-                    && plan.storage[d.0 as usize] == Storage::OutQueue
+                    && plan.storage[d.index()] == Storage::OutQueue
                 {
                     out.push(Queue {
-                        name: format!("outQueue_t{}", d.0),
+                        name: format!("outQueue_t{}", d.as_u32()),
                         position: "VECOUT",
                         depth: 1,
                         bytes: Geom::of(ty).bytes,
@@ -937,36 +936,37 @@ mod tests {
             globals: vec![
                 global("x", GlobalRole::Input),
                 global("y", GlobalRole::Output),
-            ],
-            tiles: vec![t.clone(), t.clone(), t.clone(), t],
+            ]
+            .into(),
+            tiles: vec![t.clone(), t.clone(), t.clone(), t].into(),
             vars: 0,
             body: vec![
                 Inst::Load {
-                    dst: TileId(0),
-                    src: GlobalId(0),
+                    dst: TileId::new(0),
+                    src: GlobalId::new(0),
                     offsets: vec![Index::Const(0), Index::Const(0)],
                     pad: 0.0,
                 },
                 Inst::Unary {
-                    dst: TileId(1),
+                    dst: TileId::new(1),
                     op: UnaryOp::Exp,
-                    src: TileId(0),
+                    src: TileId::new(0),
                 },
                 Inst::Unary {
-                    dst: TileId(2),
+                    dst: TileId::new(2),
                     op: UnaryOp::Abs,
-                    src: TileId(1),
+                    src: TileId::new(1),
                 },
                 Inst::Binary {
-                    dst: TileId(3),
+                    dst: TileId::new(3),
                     op: BinaryOp::Add,
-                    lhs: Operand::Tile(TileId(2)),
+                    lhs: Operand::Tile(TileId::new(2)),
                     rhs: Operand::Scalar(1.0),
                 },
                 Inst::Store {
-                    dst: GlobalId(1),
+                    dst: GlobalId::new(1),
                     offsets: vec![Index::Const(0), Index::Const(0)],
-                    src: TileId(3),
+                    src: TileId::new(3),
                 },
             ],
         };

@@ -102,7 +102,7 @@ pub fn mixes_cube_and_vector(program: &Program) -> bool {
 /// 32-byte blocks. No vector instruction may mix rows: a reduction along the row axis (a
 /// column reduction) keeps the take-turns form, as does a store of a tile held whole.
 pub fn row_split(program: &Program) -> Result<usize, String> {
-    let tile = |t: TileId| &program.tiles[t.0 as usize];
+    let tile = |t: TileId| &program.tiles[t];
     let mut handed = Vec::new();
     Inst::visit(&program.body, &mut 0, &mut |_, inst| {
         if let Inst::Move { dst, src } = inst {
@@ -135,7 +135,7 @@ pub fn row_split(program: &Program) -> Result<usize, String> {
     }
     let half = rows / 2;
     for (i, ty) in program.tiles.iter().enumerate() {
-        let t = TileId(i as u32);
+        let t = TileId::from_index(i);
         if ty.level != MemLevel::Ub || ty.shape.len() < 2 {
             continue;
         }

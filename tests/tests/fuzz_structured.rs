@@ -1522,9 +1522,8 @@ fn kernel_work(program: &Program) -> u128 {
             .map(|inst| {
                 let elems = inst
                     .defs()
-                    .iter()
-                    .chain(inst.uses().iter())
-                    .filter_map(|t| program.tile(*t))
+                    .chain(inst.uses())
+                    .filter_map(|t| program.tile(t))
                     .map(|t| t.numel() as u128)
                     .max()
                     .unwrap_or(1)

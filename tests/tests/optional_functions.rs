@@ -2,7 +2,7 @@
 //! through the op's description.
 
 use pto_op::TensorType;
-use pto_op::kernel::ir::{GlobalRole, Inst};
+use pto_op::kernel::ir::{GlobalRole, Inst, TileId};
 use pto_op::prelude::*;
 
 /// y = x + 1, with every optional function.
@@ -72,7 +72,7 @@ fn the_kernel_is_registered_and_traced_with_named_globals_and_params() {
     assert_eq!(names, [("x", GlobalRole::Input), ("y", GlobalRole::Output)]);
     let mnemonics: Vec<&str> = program.body.iter().map(Inst::mnemonic).collect();
     assert_eq!(mnemonics, ["load", "cast", "binary", "cast", "store"]);
-    assert_eq!(program.tiles[0].to_string(), "f16[8, 64]@ub");
+    assert_eq!(program.tiles[TileId::new(0)].to_string(), "f16[8, 64]@ub");
     let text = program.to_string();
     assert_eq!(
         pto_op::kernel::text::parse(&text).unwrap(),

@@ -82,13 +82,13 @@ pub struct SimRun {
 /// let program = Program {
 ///     op: "doc.double".into(),
 ///     grid: 1,
-///     globals: vec![global("x", GlobalRole::Input), global("y", GlobalRole::Output)],
-///     tiles: vec![tile.clone(), tile],
+///     globals: vec![global("x", GlobalRole::Input), global("y", GlobalRole::Output)].into(),
+///     tiles: vec![tile.clone(), tile].into(),
 ///     vars: 0,
 ///     body: vec![
-///         Inst::Load { dst: TileId(0), src: GlobalId(0), offsets: vec![Index::Const(0)], pad: 0.0 },
-///         Inst::Binary { dst: TileId(1), op: BinaryOp::Mul, lhs: Operand::Tile(TileId(0)), rhs: Operand::Scalar(2.0) },
-///         Inst::Store { dst: GlobalId(1), offsets: vec![Index::Const(0)], src: TileId(1) },
+///         Inst::Load { dst: TileId::new(0), src: GlobalId::new(0), offsets: vec![Index::Const(0)], pad: 0.0 },
+///         Inst::Binary { dst: TileId::new(1), op: BinaryOp::Mul, lhs: Operand::Tile(TileId::new(0)), rhs: Operand::Scalar(2.0) },
+///         Inst::Store { dst: GlobalId::new(1), offsets: vec![Index::Const(0)], src: TileId::new(1) },
 ///     ],
 /// };
 /// let sim = Simulator::new(DeviceProfile::builtin("kirin9030").unwrap(), SimOptions::default());

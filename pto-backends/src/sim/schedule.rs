@@ -336,7 +336,7 @@ impl Scheduler<'_> {
         yields: &[TileId],
         results: &[TileId],
     ) -> Result<(), SimError> {
-        let mut carried: Vec<f64> = init.iter().map(|t| self.ready[t.0 as usize]).collect();
+        let mut carried: Vec<f64> = init.iter().map(|t| self.ready[t.index()]).collect();
         let overhead = self.costs.loop_overhead_cycles();
         let program = self.program;
         let costs = &self.costs;
@@ -354,13 +354,13 @@ impl Scheduler<'_> {
                 });
             }
             for (param, ready) in params.iter().zip(&carried) {
-                self.ready[param.0 as usize] = *ready;
+                self.ready[param.index()] = *ready;
             }
             self.body(body, position + 1)?;
-            carried = yields.iter().map(|t| self.ready[t.0 as usize]).collect();
+            carried = yields.iter().map(|t| self.ready[t.index()]).collect();
         }
         for (result, ready) in results.iter().zip(&carried) {
-            self.ready[result.0 as usize] = *ready;
+            self.ready[result.index()] = *ready;
         }
         Ok(())
     }
@@ -442,8 +442,8 @@ impl Scheduler<'_> {
         self.instructions += 1;
 
         let operands = inst.uses();
-        let dst = inst.defs().first().copied();
-        let shown = dst.or(operands.first().copied());
+        let dst = inst.defs().next();
+        let shown = dst.or(operands.clone().next());
         let program = self.program;
         let describe = |suffix: &'static str, bytes: u64| {
             move || {
@@ -468,8 +468,8 @@ impl Scheduler<'_> {
         };
         let issued = self.issue(first.side);
         let mut start = issued;
-        for tile in &operands {
-            start = start.max(self.ready[tile.0 as usize]);
+        for tile in operands.clone() {
+            start = start.max(self.ready[tile.index()]);
         }
         if read_back.is_none() {
             start = start.max(self.buffer_free(dst));
@@ -477,8 +477,8 @@ impl Scheduler<'_> {
         let (pipe, duration, bytes) = (first.cost.pipe, first.cost.cycles, first.cost.bytes);
         let start = self.reserve(first.side, pipe, start, duration);
         let mut end = start + duration;
-        for tile in &operands {
-            let slot = tile.0 as usize;
+        for tile in operands {
+            let slot = tile.index();
             self.last_use[slot][0] = self.last_use[slot][0].max(end);
         }
         // The result is ready once the latency after the pipe occupation has passed.
@@ -506,7 +506,7 @@ impl Scheduler<'_> {
             );
         }
         if let Some(tile) = dst {
-            self.ready[tile.0 as usize] = end;
+            self.ready[tile.index()] = end;
         }
         Ok(())
     }
@@ -518,7 +518,7 @@ impl Scheduler<'_> {
         let Some(tile) = dst else {
             return 0.0;
         };
-        let slot = tile.0 as usize;
+        let slot = tile.index();
         let [latest, previous] = self.last_use[slot];
         self.last_use[slot] = [0.0, latest];
         if self.plan.is_double_buffered(tile) {

@@ -218,8 +218,8 @@ fn nested_folds_trace_into_nested_loops() -> Result<(), OpError> {
     let Inst::Loop { body, var, .. } = &program.body[0] else {
         panic!("not a loop");
     };
-    assert_eq!(var.0, 0);
-    assert!(matches!(&body[1], Inst::Loop { var, .. } if var.0 == 1));
+    assert_eq!(var.index(), 0);
+    assert!(matches!(&body[1], Inst::Loop { var, .. } if var.index() == 1));
     assert_eq!(program.vars, 2);
     Ok(())
 }

@@ -41,9 +41,9 @@ fn at0() -> Vec<Index> {
 fn vector_costs_on_ascend910b_are_the_pipe_models() {
     let p = DeviceProfile::builtin("ascend910b").unwrap();
     let exp = |dst: u32, src: u32| Inst::Unary {
-        dst: TileId(dst),
+        dst: TileId::new(dst),
         op: UnaryOp::Exp,
-        src: TileId(src),
+        src: TileId::new(src),
     };
     let prog = program(
         vec![
@@ -80,9 +80,9 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     // packed sums into the [32, 1] tile's padded rows; a barrier after each, so each
     // latency but the last's is paid.
     let c = cost(&Inst::Reduce {
-        dst: TileId(4),
+        dst: TileId::new(4),
         op: ReduceOp::Sum,
-        src: TileId(0),
+        src: TileId::new(0),
         axis: 1,
     });
     assert_eq!(
@@ -95,9 +95,9 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     // Row max: VCGMAX (latency 5 + 15) and VMAX (latency 4 + 15) the same way. (Priced as
     // one VCADD / VCMAX over the 128 repeats, as before, both were 128 x 7 = 896 cycles.)
     let c = cost(&Inst::Reduce {
-        dst: TileId(5),
+        dst: TileId::new(5),
         op: ReduceOp::Max,
-        src: TileId(0),
+        src: TileId::new(0),
         axis: 1,
     });
     assert_eq!(
@@ -109,24 +109,24 @@ fn vector_costs_on_ascend910b_are_the_pipe_models() {
     );
     // Add of two f32 tiles (one broadcast): VADD, 1 cycle per repeat, latency 6 + 15.
     let c = cost(&Inst::Binary {
-        dst: TileId(6),
+        dst: TileId::new(6),
         op: crate::ir::BinaryOp::Add,
-        lhs: Operand::Tile(TileId(0)),
-        rhs: Operand::Tile(TileId(4)),
+        lhs: Operand::Tile(TileId::new(0)),
+        rhs: Operand::Tile(TileId::new(4)),
     });
     assert_eq!((c.cycles, c.latency), (128.0, 21.0));
     // Cast f32 -> f16: VCONV, 1 cycle per repeat of the larger operand, latency 4 + 15.
     let c = cost(&Inst::Cast {
-        dst: TileId(2),
-        src: TileId(0),
+        dst: TileId::new(2),
+        src: TileId::new(0),
     });
     assert_eq!((c.cycles, c.latency), (128.0, 19.0));
     // tanh has no row in the table: the assumed class (transcendental) and latency, which
     // occupy the pipe.
     let c = cost(&Inst::Unary {
-        dst: TileId(1),
+        dst: TileId::new(1),
         op: UnaryOp::Tanh,
-        src: TileId(0),
+        src: TileId::new(0),
     });
     assert_eq!(
         (c.cycles, c.latency),
@@ -156,8 +156,8 @@ fn copies_on_ascend910b_pay_the_gm_latencies() {
     // GM -> UB, 32 KiB on one core: 87 bytes per cycle (the pipe model's GM read; the GM
     // share of one core, 768, is larger) after ddrRdLatency_ 347 + 4.
     let load = Inst::Load {
-        dst: TileId(0),
-        src: GlobalId(0),
+        dst: TileId::new(0),
+        src: GlobalId::new(0),
         offsets: at0(),
         pad: 0.0,
     };
@@ -166,17 +166,17 @@ fn copies_on_ascend910b_pay_the_gm_latencies() {
     assert!((c.cycles - (351.0 + 32768.0 / 87.0)).abs() < 1e-9, "{c:?}");
     // UB -> GM at A2A3.ini's 64 bytes per cycle after ddrWrLatency_ 203 + 4.
     let store = Inst::Store {
-        dst: GlobalId(1),
+        dst: GlobalId::new(1),
         offsets: at0(),
-        src: TileId(0),
+        src: TileId::new(0),
     };
     let c = model.inst(&prog, &store).unwrap();
     assert_eq!((c.pipe, c.cycles), (Pipe::Mte3, 207.0 + 32768.0 / 64.0));
     // L1 -> L0A: 32 KiB at 512 bytes per cycle, the pipe free after them, the data ready
     // 25 cycles later.
     let to_l0a = Inst::Move {
-        dst: TileId(5),
-        src: TileId(4),
+        dst: TileId::new(5),
+        src: TileId::new(4),
     };
     let c = model.inst(&prog, &to_l0a).unwrap();
     assert_eq!((c.pipe, c.cycles, c.latency), (Pipe::Mte1, 64.0, 25.0));
@@ -184,13 +184,13 @@ fn copies_on_ascend910b_pay_the_gm_latencies() {
     // A hand-off L0C -> UB (its tile read by a vector instruction): FIXP to GM at 87 bytes
     // per cycle with the write latency, then MTE2 back with the read latency.
     let handoff = Inst::Move {
-        dst: TileId(2),
-        src: TileId(1),
+        dst: TileId::new(2),
+        src: TileId::new(1),
     };
     let use_it = Inst::Unary {
-        dst: TileId(3),
+        dst: TileId::new(3),
         op: UnaryOp::Exp,
-        src: TileId(2),
+        src: TileId::new(2),
     };
     let prog = Program {
         body: vec![handoff.clone(), use_it],
@@ -220,9 +220,9 @@ fn kirin_costs_keep_the_plain_formulas() {
         .inst(
             &prog,
             &Inst::Unary {
-                dst: TileId(1),
+                dst: TileId::new(1),
                 op: UnaryOp::Exp,
-                src: TileId(0),
+                src: TileId::new(0),
             },
         )
         .unwrap();
@@ -238,8 +238,8 @@ fn kirin_costs_keep_the_plain_formulas() {
         .inst(
             &prog,
             &Inst::Load {
-                dst: TileId(0),
-                src: GlobalId(0),
+                dst: TileId::new(0),
+                src: GlobalId::new(0),
                 offsets: at0(),
                 pad: 0.0,
             },
@@ -268,16 +268,16 @@ fn the_910b_profile_without_its_pipe_model_prices_as_before() {
     );
     let model = CostModel::new(&p, &prog);
     let exp = Inst::Unary {
-        dst: TileId(1),
+        dst: TileId::new(1),
         op: UnaryOp::Exp,
-        src: TileId(0),
+        src: TileId::new(0),
     };
     let c = model.inst(&prog, &exp).unwrap();
     assert_eq!((c.cycles, c.latency), (20.0 + 128.0 * 4.0, 0.0));
     let reduce = Inst::Reduce {
-        dst: TileId(2),
+        dst: TileId::new(2),
         op: ReduceOp::Sum,
-        src: TileId(0),
+        src: TileId::new(0),
         axis: 1,
     };
     let c = model.inst(&prog, &reduce).unwrap();
@@ -306,9 +306,9 @@ fn a_row_reduction_folds_first_then_reduces_once_per_row() {
     );
     let model = CostModel::new(&p, &prog);
     let reduce = |op| Inst::Reduce {
-        dst: TileId(1),
+        dst: TileId::new(1),
         op,
-        src: TileId(0),
+        src: TileId::new(0),
         axis: 1,
     };
     // VADD f32: 1 cycle per repeat, latency 6 + 15; VCADD mode 0: 7 per repeat, 20 + 15.
@@ -350,9 +350,9 @@ fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
         .inst(
             &prog,
             &Inst::Reduce {
-                dst: TileId(1),
+                dst: TileId::new(1),
                 op: ReduceOp::Max,
-                src: TileId(0),
+                src: TileId::new(0),
                 axis: 1,
             },
         )
@@ -372,9 +372,9 @@ fn kirin_follows_the_same_row_reduction_at_its_class_costs() {
         .inst(
             &prog,
             &Inst::Reduce {
-                dst: TileId(1),
+                dst: TileId::new(1),
                 op: ReduceOp::Sum,
-                src: TileId(0),
+                src: TileId::new(0),
                 axis: 1,
             },
         )

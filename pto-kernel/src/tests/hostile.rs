@@ -67,8 +67,8 @@ fn huge_loop_variables_are_refused() {
     let program = Program {
         op: "t".into(),
         grid: 1,
-        globals: vec![],
-        tiles: vec![],
+        globals: vec![].into(),
+        tiles: vec![].into(),
         vars: u32::MAX,
         body: vec![],
     };
@@ -152,12 +152,12 @@ fn store_at(offset: Index, body_around: impl FnOnce(Inst) -> Vec<Inst>, vars: u3
         level: MemLevel::Ub,
     };
     let store = Inst::Store {
-        dst: super::super::ir::GlobalId(0),
+        dst: super::super::ir::GlobalId::new(0),
         offsets: vec![offset],
-        src: super::super::ir::TileId(0),
+        src: super::super::ir::TileId::new(0),
     };
     let mut body = vec![Inst::Full {
-        dst: super::super::ir::TileId(0),
+        dst: super::super::ir::TileId::new(0),
         value: 1.0,
     }];
     body.extend(body_around(store));
@@ -169,8 +169,9 @@ fn store_at(offset: Index, body_around: impl FnOnce(Inst) -> Vec<Inst>, vars: u3
             shape: vec![4],
             dtype: DType::F32,
             role: GlobalRole::Output,
-        }],
-        tiles: vec![tile],
+        }]
+        .into(),
+        tiles: vec![tile].into(),
         vars,
         body,
     }
@@ -190,12 +191,12 @@ fn validation_of_deep_values_uses_bounded_stack() {
             }
             let flat = store_at(sum, |s| vec![s], 0);
             let mut nested = vec![Inst::Full {
-                dst: super::super::ir::TileId(0),
+                dst: super::super::ir::TileId::new(0),
                 value: 1.0,
             }];
             for var in (0..700).rev() {
                 nested = vec![Inst::Loop {
-                    var: super::super::ir::VarId(var),
+                    var: super::super::ir::VarId::new(var),
                     count: 1,
                     init: vec![],
                     params: vec![],

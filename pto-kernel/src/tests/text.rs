@@ -107,7 +107,7 @@ fn count(body: &[Inst], loops: &mut usize) -> usize {
 
 #[test]
 fn index_expressions_keep_their_tree() {
-    let var = |v| Box::new(Index::Var(VarId(v)));
+    let var = |v| Box::new(Index::Var(VarId::new(v)));
     let c = |v| Box::new(Index::Const(v));
     let cases = [
         (
@@ -148,9 +148,9 @@ fn index_expressions_keep_their_tree() {
         assert_eq!(
             body[0],
             Inst::Store {
-                dst: super::super::ir::GlobalId(0),
+                dst: super::super::ir::GlobalId::new(0),
                 offsets: vec![index],
-                src: super::super::ir::TileId(0),
+                src: super::super::ir::TileId::new(0),
             }
         );
         assert_eq!(program.to_string(), text);

@@ -25,8 +25,9 @@ fn program(tiles: Vec<TileType>, body: Vec<Inst>) -> Program {
             shape: vec![16, 16],
             dtype: DType::F32,
             role: GlobalRole::Output,
-        }],
-        tiles,
+        }]
+        .into(),
+        tiles: tiles.into(),
         vars: 0,
         body,
     }
@@ -48,12 +49,12 @@ fn cube_tiles_must_be_made_of_fractals() {
         ],
         vec![
             Inst::Full {
-                dst: TileId(0),
+                dst: TileId::new(0),
                 value: 0.0,
             },
             Inst::Move {
-                dst: TileId(1),
-                src: TileId(0),
+                dst: TileId::new(1),
+                src: TileId::new(0),
             },
         ],
     );
@@ -63,13 +64,13 @@ fn cube_tiles_must_be_made_of_fractals() {
          gives f16[8, 16]@ub"
     );
     let mut fixed = p.clone();
-    fixed.tiles[0].level = MemLevel::Ub;
-    fixed.tiles[1].level = MemLevel::L1;
+    fixed.tiles[TileId::new(0)].level = MemLevel::Ub;
+    fixed.tiles[TileId::new(1)].level = MemLevel::L1;
     assert!(validate(&fixed).is_ok());
     fixed.tiles.push(ty(&[8, 16], DType::F16, MemLevel::L0A));
     fixed.body.push(Inst::Move {
-        dst: TileId(2),
-        src: TileId(1),
+        dst: TileId::new(2),
+        src: TileId::new(1),
     });
     assert_eq!(
         error(&fixed),
@@ -82,7 +83,7 @@ fn cube_tiles_must_be_made_of_fractals() {
     let Rule::BadTileType { tile, problem } = &*err.rule else {
         panic!("expected a bad tile type, got {:?}", err.rule);
     };
-    assert_eq!(*tile, TileId(2));
+    assert_eq!(*tile, TileId::new(2));
     assert_eq!(
         **problem,
         Rule::CubeFractal {
@@ -112,7 +113,7 @@ fn errors_inside_loops_carry_their_path() -> Result<(), crate::error::OpError> {
 #[test]
 fn tiles_are_defined_once_and_before_use() {
     let full = |dst| Inst::Full {
-        dst: TileId(dst),
+        dst: TileId::new(dst),
         value: 1.0,
     };
     let ub = ty(&[16, 16], DType::F32, MemLevel::Ub);
@@ -120,9 +121,9 @@ fn tiles_are_defined_once_and_before_use() {
         vec![ub.clone(), ub.clone()],
         vec![
             Inst::Binary {
-                dst: TileId(0),
+                dst: TileId::new(0),
                 op: super::super::ir::BinaryOp::Add,
-                lhs: Operand::Tile(TileId(1)),
+                lhs: Operand::Tile(TileId::new(1)),
                 rhs: Operand::Scalar(1.0),
             },
             full(1),

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use crate::dtype::DType;
 
 use super::super::ir::{
-    BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, Index, Inst, MemLevel, Operand, Program,
-    ReduceOp, TileId, TileType, UnaryOp, VarId,
+    BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel, Operand,
+    Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
 use super::super::validate::{MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, ValidProgram, ValidationError};
 
@@ -106,7 +106,7 @@ struct Parser<'t> {
     /// The type of each tile id and where it was defined.
     types: Vec<Option<(TileType, usize)>>,
     /// Where each tile id was first mentioned, for "never defined" errors.
-    first_use: HashMap<u32, (usize, usize)>,
+    first_use: HashMap<TileId, (usize, usize)>,
     vars: u32,
     /// The index path of the instruction being parsed.
     path: Vec<usize>,
@@ -139,7 +139,7 @@ impl<'t> Parser<'t> {
         c.keyword("grid")?;
         let grid = c.uint()?;
         c.end()?;
-        let mut globals = Vec::new();
+        let mut globals = IdVec::new();
         while let Some((_, text)) = self.lines.get(self.next) {
             if !text.trim_start().starts_with("global") {
                 break;
@@ -168,7 +168,7 @@ impl<'t> Parser<'t> {
         c.skip_ws();
         let at = c.column();
         let id = c.global_id()?;
-        if id.0 as usize != position {
+        if id.index() != position {
             return Err(c.error_at(
                 at,
                 format!("globals are numbered in order: expected @{position}, got {id}"),
@@ -195,28 +195,31 @@ impl<'t> Parser<'t> {
     }
 
     /// The tile types by id, once every id `0..N` is defined.
-    fn tiles(&mut self) -> Result<Vec<TileType>, ParseError> {
-        let undefined = |id: usize| self.types.get(id).is_none_or(Option::is_none);
+    fn tiles(&mut self) -> Result<IdVec<TileId, TileType>, ParseError> {
+        let undefined = |id: TileId| self.types.get(id.index()).is_none_or(Option::is_none);
         // A use of an undefined tile is the likelier typo, so it is reported before a gap.
         // (Uses are looked up, never sized by: a use of `%4294967295` allocates nothing.)
         let used_undefined = self
             .first_use
             .iter()
-            .map(|(id, at)| (at, *id as usize))
+            .map(|(id, at)| (at, *id))
             .filter(|(_, id)| undefined(*id))
             .min();
         if let Some((&(line, column), id)) = used_undefined {
             return Err(ParseError::Syntax {
                 line,
                 column,
-                message: format!("tile %{id} is used but never defined"),
+                message: format!("tile {id} is used but never defined"),
             });
         }
-        if let Some(id) = (0..self.types.len()).find(|id| undefined(*id)) {
+        if let Some(id) = (0..self.types.len())
+            .map(TileId::from_index)
+            .find(|id| undefined(*id))
+        {
             return Err(ParseError::Syntax {
                 line: self.lines.first().map_or(1, |(n, _)| *n),
                 column: 1,
-                message: format!("tile %{id} is missing: tile ids run from %0 without gaps"),
+                message: format!("tile {id} is missing: tile ids run from %0 without gaps"),
             });
         }
         Ok(self
@@ -230,7 +233,7 @@ impl<'t> Parser<'t> {
         c.skip_ws();
         let at = (c.line, c.column());
         let id = c.tile_id()?;
-        self.first_use.entry(id.0).or_insert(at);
+        self.first_use.entry(id).or_insert(at);
         Ok(id)
     }
 
@@ -240,7 +243,7 @@ impl<'t> Parser<'t> {
         c.skip_ws();
         let col = c.column();
         let id = c.tile_id()?;
-        if id.0 as usize >= self.max_tiles {
+        if id.index() >= self.max_tiles {
             return Err(c.error_at(
                 col,
                 format!(
@@ -260,7 +263,7 @@ impl<'t> Parser<'t> {
         id: TileId,
         ty: TileType,
     ) -> Result<(), ParseError> {
-        let i = id.0 as usize;
+        let i = id.index();
         if i >= self.types.len() {
             self.types.resize(i + 1, None);
         }
@@ -268,7 +271,7 @@ impl<'t> Parser<'t> {
             return Err(c.error_at(col, format!("{id} is already defined on line {line}")));
         }
         self.types[i] = Some((ty, c.line));
-        self.first_use.entry(id.0).or_insert((c.line, col));
+        self.first_use.entry(id).or_insert((c.line, col));
         Ok(())
     }
 
@@ -479,7 +482,7 @@ impl<'t> Parser<'t> {
                 ),
             ));
         }
-        let next = var.0 as usize + 1;
+        let next = var.index() + 1;
         if next > self.max_vars {
             return Err(c.error_at(
                 col,
@@ -735,15 +738,16 @@ impl<'t> Cursor<'t> {
     }
 
     fn tile_id(&mut self) -> Result<TileId, ParseError> {
-        self.prefixed_id("%", "a tile `%N`").map(TileId)
+        self.prefixed_id("%", "a tile `%N`").map(TileId::new)
     }
 
     fn global_id(&mut self) -> Result<GlobalId, ParseError> {
-        self.prefixed_id("@", "a global `@N`").map(GlobalId)
+        self.prefixed_id("@", "a global `@N`").map(GlobalId::new)
     }
 
     fn var_id(&mut self) -> Result<VarId, ParseError> {
-        self.prefixed_id("i", "a loop variable `iN`").map(VarId)
+        self.prefixed_id("i", "a loop variable `iN`")
+            .map(VarId::new)
     }
 
     fn dtype(&mut self) -> Result<DType, ParseError> {
@@ -978,7 +982,7 @@ impl<'t> Cursor<'t> {
                 Ok((node(Box::new(a), Box::new(b)), depth))
             }
             _ => match word.strip_prefix('i').map(str::parse::<u32>) {
-                Some(Ok(v)) => Ok((Index::Var(VarId(v)), 0)),
+                Some(Ok(v)) => Ok((Index::Var(VarId::new(v)), 0)),
                 _ => Err(self.error_at(
                     col,
                     format!(

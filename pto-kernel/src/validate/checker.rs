@@ -8,7 +8,9 @@ use super::typing::{
     Arg, binary, byte_size, cast, check_tile, compare, extract, full, iota, load, matmul, move_to,
     reduce, select, store, unary,
 };
-use crate::ir::{GlobalDecl, GlobalId, Index, Inst, Operand, Program, TileId, TileType, VarId};
+use crate::ir::{
+    GlobalDecl, GlobalId, IdVec, Index, Inst, Operand, Program, TileId, TileType, VarId,
+};
 
 /// Checks every rule of the tile language (see the module docs) on `program`.
 pub fn validate(program: &Program) -> Result<(), ValidationError> {
@@ -66,11 +68,11 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
     let grid = i128::try_from(program.grid).unwrap_or(i128::MAX);
     let mut checker = Checker {
         program,
-        defined: vec![false; program.tiles.len()],
-        visible: vec![false; program.tiles.len()],
-        var_defined: vec![false; program.vars as usize],
-        var_live: vec![false; program.vars as usize],
-        var_range: vec![(0, 0); program.vars as usize],
+        defined: IdVec::filled(program.tiles.len(), false),
+        visible: IdVec::filled(program.tiles.len(), false),
+        var_defined: IdVec::filled(program.vars as usize, false),
+        var_live: IdVec::filled(program.vars as usize, false),
+        var_range: IdVec::filled(program.vars as usize, (0, 0)),
         pid_range: (0, grid.saturating_sub(1).min(i64::MAX as i128)),
         path: Vec::new(),
     };
@@ -89,12 +91,12 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
 
 struct Checker<'p> {
     program: &'p Program,
-    defined: Vec<bool>,
-    visible: Vec<bool>,
-    var_defined: Vec<bool>,
-    var_live: Vec<bool>,
+    defined: IdVec<TileId, bool>,
+    visible: IdVec<TileId, bool>,
+    var_defined: IdVec<VarId, bool>,
+    var_live: IdVec<VarId, bool>,
     /// The values each loop variable takes (its loop's `0..count`, as a closed range).
-    var_range: Vec<(i128, i128)>,
+    var_range: IdVec<VarId, (i128, i128)>,
     /// The program ids, `0..grid` as a closed range.
     pid_range: (i128, i128),
     path: Vec<usize>,
@@ -135,10 +137,9 @@ impl<'p> Checker<'p> {
 
     fn use_tile(&self, id: TileId) -> Result<&'p TileType, Rule> {
         let ty = self.tile(id)?;
-        let i = id.0 as usize;
-        if self.visible[i] {
+        if self.visible[id] {
             Ok(ty)
-        } else if self.defined[i] {
+        } else if self.defined[id] {
             Err(Rule::NotVisible { tile: id })
         } else {
             Err(Rule::UsedBeforeDefined { tile: id })
@@ -154,16 +155,15 @@ impl<'p> Checker<'p> {
 
     fn define(&mut self, id: TileId, defined: &mut Vec<TileId>) -> Result<&'p TileType, Rule> {
         let ty = self.tile(id)?;
-        let i = id.0 as usize;
-        if self.defined[i] {
+        if self.defined[id] {
             return Err(Rule::DefinedTwice { tile: id });
         }
         check_tile(ty).map_err(|problem| Rule::BadTileType {
             tile: id,
             problem: Box::new(problem),
         })?;
-        self.defined[i] = true;
-        self.visible[i] = true;
+        self.defined[id] = true;
+        self.visible[id] = true;
         defined.push(id);
         Ok(ty)
     }
@@ -304,7 +304,7 @@ impl<'p> Checker<'p> {
                 if depth > MAX_LOOP_DEPTH {
                     return Err(Failure::Here(Rule::LoopTooDeep { depth }));
                 }
-                if let Some(range) = self.var_range.get_mut(var.0 as usize) {
+                if let Some(range) = self.var_range.get_mut(*var) {
                     let last = i128::try_from(*count)
                         .unwrap_or(i128::MAX)
                         .saturating_sub(1);
@@ -333,8 +333,7 @@ impl<'p> Checker<'p> {
                 results: results.len(),
             }));
         }
-        let v = var.0 as usize;
-        match self.var_defined.get(v) {
+        match self.var_defined.get(var) {
             None => Err(Rule::UndeclaredLoopVar {
                 var,
                 vars: self.program.vars,
@@ -357,8 +356,8 @@ impl<'p> Checker<'p> {
                 })?;
             }
         }
-        self.var_defined[v] = true;
-        self.var_live[v] = true;
+        self.var_defined[var] = true;
+        self.var_live[var] = true;
         scope.extend(self.block(body).map_err(Failure::Nested)?);
         for (yielded, init_ty) in yields.iter().zip(&init_types) {
             let ty = self.use_tile(*yielded)?;
@@ -371,9 +370,9 @@ impl<'p> Checker<'p> {
             }
         }
         for id in scope {
-            self.visible[id.0 as usize] = false;
+            self.visible[id] = false;
         }
-        self.var_live[v] = false;
+        self.var_live[var] = false;
         for (result, init_ty) in results.iter().zip(&init_types) {
             let ty = self.define(*result, defined)?;
             if ty != *init_ty {

@@ -3,22 +3,22 @@
 //! that no index overflows an `i64`.
 
 use super::rules::{MAX_INDEX_DEPTH, Rule};
-use crate::ir::Index;
+use crate::ir::{IdVec, Index, VarId};
 
 /// Checks that an index uses only the loop variables live here (`live[v]`), does not
 /// divide by the constant 0 and nests at most [`MAX_INDEX_DEPTH`] deep.
-pub(crate) fn check_index(index: &Index, live: &[bool]) -> Result<(), Rule> {
+pub(crate) fn check_index(index: &Index, live: &IdVec<VarId, bool>) -> Result<(), Rule> {
     check_index_at(index, live, 0)
 }
 
 /// [`check_index`] for a subexpression `depth` deep: the recursion stops at the limit.
-fn check_index_at(index: &Index, live: &[bool], depth: usize) -> Result<(), Rule> {
+fn check_index_at(index: &Index, live: &IdVec<VarId, bool>, depth: usize) -> Result<(), Rule> {
     if depth > MAX_INDEX_DEPTH {
         return Err(Rule::IndexTooDeep);
     }
     match index {
         Index::Const(_) | Index::ProgramId => Ok(()),
-        Index::Var(v) => match live.get(v.0 as usize) {
+        Index::Var(v) => match live.get(*v) {
             Some(true) => Ok(()),
             Some(false) => Err(Rule::VarOutsideLoop { var: *v }),
             None => Err(Rule::UnknownVar {
@@ -47,14 +47,14 @@ fn check_index_at(index: &Index, live: &[bool], depth: usize) -> Result<(), Rule
 pub(super) fn index_range(
     index: &Index,
     pid: (i128, i128),
-    vars: &[(i128, i128)],
+    vars: &IdVec<VarId, (i128, i128)>,
 ) -> Result<(i128, i128), Rule> {
     let fits = |v: i128| i64::try_from(v).is_ok();
     let narrow = |r: (i128, i128)| (r.0 as i64, r.1 as i64);
     let (a, b, op) = match index {
         Index::Const(c) => return Ok((*c as i128, *c as i128)),
         Index::ProgramId => return Ok(pid),
-        Index::Var(v) => return Ok(vars.get(v.0 as usize).copied().unwrap_or((0, 0))),
+        Index::Var(v) => return Ok(vars.get(*v).copied().unwrap_or((0, 0))),
         Index::Add(a, b) => (a, b, "+"),
         Index::Sub(a, b) => (a, b, "-"),
         Index::Mul(a, b) => (a, b, "*"),

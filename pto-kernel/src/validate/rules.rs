@@ -29,8 +29,8 @@ pub const MAX_TILE_BYTES: u64 = 1 << 32;
 /// use pto_kernel::ir::{Program, Inst, TileId};
 /// use pto_kernel::validate::validate;
 /// let program = Program {
-///     op: "doc.bad".into(), grid: 1, globals: vec![], tiles: vec![], vars: 0,
-///     body: vec![Inst::Cast { dst: TileId(0), src: TileId(1) }],
+///     op: "doc.bad".into(), grid: 1, globals: vec![].into(), tiles: vec![].into(), vars: 0,
+///     body: vec![Inst::Cast { dst: TileId::new(0), src: TileId::new(1) }],
 /// };
 /// let err = validate(&program).unwrap_err();
 /// assert_eq!(err.to_string(), "op `doc.bad`: inst 0 (cast): %1 has no type (the program has 0 tiles)");

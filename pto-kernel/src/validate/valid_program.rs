@@ -19,7 +19,7 @@ use crate::ir::{Program, TileId, TileType};
 /// ```
 /// use pto_kernel::ir::Program;
 /// let program = Program {
-///     op: "doc.empty".into(), grid: 1, globals: vec![], tiles: vec![], vars: 0, body: vec![],
+///     op: "doc.empty".into(), grid: 1, globals: vec![].into(), tiles: vec![].into(), vars: 0, body: vec![],
 /// };
 /// let valid = program.clone().validate().unwrap();
 /// assert_eq!(valid.grid, 1);
@@ -49,7 +49,7 @@ impl ValidProgram {
     ///
     /// When `id` is not a tile of this program (a tile of another program).
     pub fn tile_type(&self, id: TileId) -> &TileType {
-        &self.0.tiles[id.0 as usize]
+        &self.0.tiles[id]
     }
 }
 

@@ -173,7 +173,7 @@ pub fn slice_ranges(
             }
         };
         let (start, end) = (from_end(start), from_end(end));
-        let range = if dim == 0 {
+        let (low, high) = if dim == 0 {
             (0, 0)
         } else if step > 0 {
             let (start, end) = (start.clamp(0, dim), end.clamp(0, dim));
@@ -191,8 +191,8 @@ pub fn slice_ranges(
         let step = if step < 0 { -magnitude } else { magnitude };
         ranges.push(SliceAxis {
             axis,
-            start: range.0 as usize,
-            end: range.1.max(range.0) as usize,
+            start: low as usize,
+            end: high.max(low) as usize,
             step,
         });
     }

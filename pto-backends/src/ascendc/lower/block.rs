@@ -73,9 +73,9 @@ impl Lowering<'_> {
                         self.unsupported(inst, "loads into L1 of tiles of rank other than 2")
                     );
                 }
-                self.load(*dst, src.0 as usize, offsets, *pad)
+                self.load(*dst, *src, offsets, *pad)
             }
-            Inst::Store { dst, offsets, src } => self.store(inst, dst.0 as usize, offsets, *src),
+            Inst::Store { dst, offsets, src } => self.store(inst, *dst, offsets, *src),
             Inst::Full { dst, value } => {
                 self.declare(*dst);
                 let ty = self.ty(*dst).clone();
@@ -127,7 +127,7 @@ impl Lowering<'_> {
                     self.declare(*p);
                     if self.ty(*p).level != MemLevel::Ub {
                         // The loop carries the initial tile's storage (an accumulator).
-                        if self.plan.last_use[i.0 as usize] != start {
+                        if self.plan.last_use[i.index()] != start {
                             return Err(self.unsupported(
                                 inst,
                                 format!(
@@ -138,7 +138,7 @@ impl Lowering<'_> {
                         }
                         continue;
                     }
-                    if self.plan.storage[p.0 as usize] == self.plan.storage[i.0 as usize] {
+                    if self.plan.storage[p.index()] == self.plan.storage[i.index()] {
                         // The carried tile took the initial value's place.
                         continue;
                     }
@@ -150,7 +150,7 @@ impl Lowering<'_> {
                         copy_elems(self.ty(*p), &g)
                     ));
                 }
-                let v = format!("i{}", var.0);
+                let v = format!("i{}", var.as_u32());
                 self.side(ALL);
                 self.code
                     .open(format!("for (int64_t {v} = 0; {v} < {count}; ++{v})"));
@@ -175,12 +175,12 @@ impl Lowering<'_> {
                         continue;
                     }
                     let (ps, ys) = (
-                        &self.plan.storage[p.0 as usize],
-                        &self.plan.storage[plan::root(&self.plan.storage, *y).0 as usize],
+                        &self.plan.storage[p.index()],
+                        &self.plan.storage[plan::root(&self.plan.storage, *y).index()],
                     );
                     if params
                         .iter()
-                        .any(|q| q != p && self.plan.storage[q.0 as usize] == *ys)
+                        .any(|q| q != p && self.plan.storage[q.index()] == *ys)
                     {
                         return Err(self.unsupported(
                             inst,

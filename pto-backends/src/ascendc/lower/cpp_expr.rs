@@ -124,7 +124,7 @@ pub(super) fn index(i: &Index) -> String {
     match i {
         Index::Const(c) => c.to_string(),
         Index::ProgramId => "pid".to_owned(),
-        Index::Var(v) => format!("i{}", v.0),
+        Index::Var(v) => format!("i{}", v.as_u32()),
         Index::Add(a, b) => format!("({} + {})", index(a), index(b)),
         Index::Sub(a, b) => format!("({} - {})", index(a), index(b)),
         Index::Mul(a, b) => format!("({} * {})", index(a), index(b)),

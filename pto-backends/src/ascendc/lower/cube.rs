@@ -11,7 +11,7 @@ impl Lowering<'_> {
     fn readers(&self, t: TileId) -> usize {
         let mut count = 0;
         Inst::visit(&self.program.body, &mut 0, &mut |_, inst| {
-            count += inst.uses().iter().filter(|u| **u == t).count();
+            count += inst.uses().filter(|u| *u == t).count();
         });
         count
     }
@@ -26,7 +26,7 @@ impl Lowering<'_> {
         Inst::visit(&self.program.body, &mut 0, &mut |_, inst| {
             if let Inst::Move { dst, src } = inst
                 && *src == t
-                && self.program.tiles[dst.0 as usize].level == MemLevel::L0B
+                && self.program.tiles[*dst].level == MemLevel::L0B
             {
                 moved.push(*dst);
             }

@@ -54,7 +54,7 @@ impl Lowering<'_> {
         let (sg, dg) = (Geom::of(&from), Geom::of(&to));
         let to_vector = from.level == MemLevel::L0C;
         // The whole tiles (each AIV of a row-split kernel holds half the UB tile's rows).
-        let whole = |t: TileId| Geom::of(&self.full.tiles[t.0 as usize]);
+        let whole = |t: TileId| Geom::of(&self.full.tiles[t]);
         let (wsg, wdg) = (whole(src), whole(dst));
         // The slot holds the whole tile as rows of the UB tile's pitch.
         let (ub_ty, elems) = if to_vector {

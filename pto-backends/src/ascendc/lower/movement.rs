@@ -3,7 +3,7 @@
 //! UB -> L1 (ND -> NZ) on a coupled core.
 
 use pto_op::DType;
-use pto_op::kernel::ir::{Index, Inst, MemLevel, TileId, TileType};
+use pto_op::kernel::ir::{GlobalId, Index, Inst, MemLevel, TileId, TileType};
 
 use super::super::LowerError;
 use super::super::plan::{self, Geom, Queue, Storage};
@@ -11,14 +11,14 @@ use super::cpp_expr::{c_identifier, c_type, index, offsets_list, scalar, shape_l
 use super::state::Lowering;
 
 impl Lowering<'_> {
-    fn global_name(&self, g: usize) -> String {
+    fn global_name(&self, g: GlobalId) -> String {
         c_identifier(&self.program.globals[g].name)
     }
 
     pub(super) fn load(
         &mut self,
         dst: TileId,
-        global: usize,
+        global: GlobalId,
         offsets: &[Index],
         pad: f64,
     ) -> Result<(), LowerError> {
@@ -78,7 +78,7 @@ impl Lowering<'_> {
     fn load_l1(
         &mut self,
         dst: TileId,
-        global: usize,
+        global: GlobalId,
         offsets: &[Index],
         pad: f64,
     ) -> Result<(), LowerError> {
@@ -146,7 +146,7 @@ impl Lowering<'_> {
     pub(super) fn store(
         &mut self,
         inst: &Inst,
-        global: usize,
+        global: GlobalId,
         offsets: &[Index],
         src: TileId,
     ) -> Result<(), LowerError> {
@@ -162,7 +162,7 @@ impl Lowering<'_> {
         let rank = offsets.len();
         let shape = tile_in_global(&ty.shape, rank);
         let root = plan::root(&self.plan.storage, src);
-        let (queue, out) = if self.plan.storage[root.0 as usize] == Storage::OutQueue {
+        let (queue, out) = if self.plan.storage[root.index()] == Storage::OutQueue {
             (format!("outQueue_{}", Lowering::name(root)), name.clone())
         } else {
             let queue = format!("outQueue_store{}", self.position);

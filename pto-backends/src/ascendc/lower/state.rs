@@ -94,13 +94,12 @@ impl Lowering<'_> {
 
     pub(super) fn ty(&self, t: TileId) -> &TileType {
         // A validated program's tiles all have types.
-        &self.program.tiles[t.0 as usize]
+        &self.program.tiles[t]
     }
 
     /// Whether each AIV holds half the rows of tile `t` (starting at row `aivRow`).
     pub(super) fn row_split(&self, t: TileId) -> bool {
-        self.aiv_rows.is_some()
-            && self.program.tiles[t.0 as usize].shape != self.full.tiles[t.0 as usize].shape
+        self.aiv_rows.is_some() && self.program.tiles[t].shape != self.full.tiles[t].shape
     }
 
     /// The C++ offsets of tile `t` at `offsets` of a tensor: this AIV's rows of a row-split
@@ -146,7 +145,7 @@ impl Lowering<'_> {
                 return;
             }
             for d in inst.defs() {
-                let dtype = self.program.tiles[d.0 as usize].dtype;
+                let dtype = self.program.tiles[d].dtype;
                 if first.is_none() && !self.soc.supports(dtype) {
                     first = Some((at, inst.mnemonic(), dtype, d));
                 }
@@ -182,7 +181,7 @@ impl Lowering<'_> {
 
     /// The C++ name of a tile.
     pub(super) fn name(t: TileId) -> String {
-        format!("t{}", t.0)
+        format!("t{}", t.as_u32())
     }
 
     /// The C++ expression of temporary `k` of the current instruction, as `dtype` with
@@ -208,7 +207,7 @@ impl Lowering<'_> {
         let g = Geom::of(&ty);
         let name = Lowering::name(t);
         let ctype = c_type(ty.dtype);
-        let storage = self.plan.storage[t.0 as usize].clone();
+        let storage = self.plan.storage[t.index()].clone();
         match storage {
             Storage::Pool(offset) => {
                 let count = if ty.dtype == DType::Bool {
@@ -249,7 +248,7 @@ impl Lowering<'_> {
     pub(super) fn free_dead(&mut self, last: usize) {
         let scope = self.scopes.last().cloned().unwrap_or_default();
         for t in scope {
-            if !self.freed[t.0 as usize] && self.plan.end[t.0 as usize] <= last {
+            if !self.freed[t.index()] && self.plan.end[t.index()] <= last {
                 self.free(t);
             }
         }
@@ -258,14 +257,14 @@ impl Lowering<'_> {
     pub(super) fn free_scope(&mut self) {
         let scope = self.scopes.pop().unwrap_or_default();
         for t in scope {
-            if !self.freed[t.0 as usize] {
+            if !self.freed[t.index()] {
                 self.free(t);
             }
         }
     }
 
     fn free(&mut self, t: TileId) {
-        self.freed[t.0 as usize] = true;
+        self.freed[t.index()] = true;
         let name = Lowering::name(t);
         self.code
             .line(format!("inQueue_{name}.FreeTensor({name});"));

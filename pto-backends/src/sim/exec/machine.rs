@@ -30,14 +30,14 @@ pub(super) struct Machine<'p> {
 impl Machine<'_> {
     /// The value of `tile`: a valid program defines every tile before it reads it.
     pub(super) fn value(&self, tile: TileId) -> &Data {
-        self.env[tile.0 as usize]
+        self.env[tile.index()]
             .as_deref()
             .expect("a valid program defines a tile before reading it")
     }
 
     pub(super) fn shared(&self, tile: TileId) -> Rc<Data> {
         Rc::clone(
-            self.env[tile.0 as usize]
+            self.env[tile.index()]
                 .as_ref()
                 .expect("a valid program defines a tile before reading it"),
         )
@@ -87,12 +87,12 @@ impl Machine<'_> {
 
     /// Gives `tile` an already rounded value (loop params and results).
     pub(super) fn bind(&mut self, tile: TileId, value: Rc<Data>) {
-        self.env[tile.0 as usize] = Some(value);
+        self.env[tile.index()] = Some(value);
     }
 
     pub(super) fn define_floats(&mut self, tile: TileId, mut data: ArrayD<f32>, dtype: DType) {
         round_in_place(&mut data, dtype);
-        self.env[tile.0 as usize] = Some(Rc::new(Data::F(data)));
+        self.env[tile.index()] = Some(Rc::new(Data::F(data)));
     }
 
     /// Defines an integer tile from results checked to fit its dtype, unless computing
@@ -113,7 +113,7 @@ impl Machine<'_> {
                 detail,
             });
         }
-        self.env[tile.0 as usize] = Some(Rc::new(Data::I(data)));
+        self.env[tile.index()] = Some(Rc::new(Data::I(data)));
         Ok(())
     }
 }

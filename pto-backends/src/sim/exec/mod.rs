@@ -63,13 +63,13 @@ mod vector;
 /// let program = Program {
 ///     op: "doc.add_one".into(),
 ///     grid: 1,
-///     globals: vec![global("x", GlobalRole::Input), global("y", GlobalRole::Output)],
-///     tiles: vec![tile.clone(), tile],
+///     globals: vec![global("x", GlobalRole::Input), global("y", GlobalRole::Output)].into(),
+///     tiles: vec![tile.clone(), tile].into(),
 ///     vars: 0,
 ///     body: vec![
-///         Inst::Load { dst: TileId(0), src: GlobalId(0), offsets: vec![Index::Const(0)], pad: 0.0 },
-///         Inst::Binary { dst: TileId(1), op: BinaryOp::Add, lhs: Operand::Tile(TileId(0)), rhs: Operand::Scalar(1.0) },
-///         Inst::Store { dst: GlobalId(1), offsets: vec![Index::Const(0)], src: TileId(1) },
+///         Inst::Load { dst: TileId::new(0), src: GlobalId::new(0), offsets: vec![Index::Const(0)], pad: 0.0 },
+///         Inst::Binary { dst: TileId::new(1), op: BinaryOp::Add, lhs: Operand::Tile(TileId::new(0)), rhs: Operand::Scalar(1.0) },
+///         Inst::Store { dst: GlobalId::new(1), offsets: vec![Index::Const(0)], src: TileId::new(1) },
 ///     ],
 /// };
 /// let x = Tensor::from_vec([3], vec![1.0f32, 2.0, 3.0]).unwrap();
@@ -226,7 +226,7 @@ impl Machine<'_> {
         yields: &[TileId],
     ) -> Result<Vec<Rc<Data>>, SimError> {
         let mut carried: Vec<_> = init.iter().map(|t| self.shared(*t)).collect();
-        let var_slot = var.0 as usize;
+        let var_slot = var.index();
         let first = self.inst;
         for iteration in 0..count {
             self.vars[var_slot] = iteration as i64;
