@@ -111,8 +111,9 @@ pub struct Plan {
     pub storage: Vec<Storage>,
     /// The position of each tile's last use (its definition if unused).
     pub end: Vec<usize>,
-    /// Byte offsets in the pool of the temporaries of the instruction at a position.
-    pub temps: HashMap<usize, Vec<u64>>,
+    /// Byte offsets in the pool of the temporaries of the instruction at a position, by
+    /// name ([`Plan::temp`]).
+    pub temps: HashMap<usize, HashMap<Temp, u64>>,
     /// Bytes of the shared buffer of each level, by [`level_index`]: `VECCALC` (UB), then
     /// one `TBuf` of L1, L0A, L0B and L0C.
     pub pool_bytes: [u64; 5],
@@ -123,6 +124,14 @@ pub struct Plan {
     pub last_use: Vec<usize>,
     /// Bytes of the reductions' shared work buffer.
     pub reduce_work_bytes: u64,
+}
+
+impl Plan {
+    /// The byte offset in the pool of temporary `temp` of the instruction at position
+    /// `at`, if [`temp_bytes`] gives it one.
+    pub fn temp(&self, at: usize, temp: Temp) -> Option<u64> {
+        self.temps.get(&at)?.get(&temp).copied()
+    }
 }
 
 /// The index of a level's pool: UB, L1, L0A, L0B, L0C (GM: UB, unused).
@@ -224,11 +233,36 @@ pub fn math_tmp_bytes(elems: usize) -> u64 {
     ((elems * 4) as u64).next_multiple_of(UB_ALIGN)
 }
 
-/// Bytes of each temporary the lowering of `inst` needs in UB.
-pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
+/// A temporary the lowering of an instruction needs in UB, by what it holds. The first
+/// operand is a binary op's or compare's `lhs` and a select's `on_true`, the second its
+/// `rhs` or `on_false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Temp {
+    /// The first operand broadcast to the result's shape (in the operand's dtype).
+    BroadcastLhs,
+    /// The second operand broadcast to the result's shape.
+    BroadcastRhs,
+    /// A scalar first operand duplicated into a tile of the result's layout.
+    ScalarLhs,
+    /// A scalar second operand duplicated into a tile of the result's layout.
+    ScalarRhs,
+    /// The `sharedTmpBuffer` of a math function ([`math_tmp_bytes`]).
+    MathScratch,
+    /// One row of the result, a row statistic duplicated along it (an integer `sub` or a
+    /// `div` by a statistic per row).
+    StatRow,
+    /// `mod`'s sign fix: the remainder with the divisor's sign.
+    ModFixed,
+    /// `mod`'s sign fix: the bit mask of where the signs differ.
+    ModMask,
+}
+
+/// The temporaries the lowering of `inst` needs in UB and their bytes, in the order the
+/// plan allocates them (at most one of each name).
+pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<(Temp, u64)> {
     let ty = |t: TileId| program.tile(t);
     let geom = |t: TileId| ty(t).map(Geom::of);
-    let broadcast = |o: &Operand, dst: TileId| -> Option<u64> {
+    let broadcast = |o: &Operand, dst: TileId, temp: Temp| -> Option<(Temp, u64)> {
         match o {
             Operand::Tile(t)
                 if !same_layout(
@@ -238,21 +272,31 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             {
                 let dst_ty = ty(dst)?;
                 let src_ty = ty(*t)?;
-                Some(
-                    Geom::of(&TileType {
-                        shape: dst_ty.shape.clone(),
-                        dtype: src_ty.dtype,
-                        level: MemLevel::Ub,
-                    })
-                    .bytes,
-                )
+                let full = Geom::of(&TileType {
+                    shape: dst_ty.shape.clone(),
+                    dtype: src_ty.dtype,
+                    level: MemLevel::Ub,
+                });
+                Some((temp, full.bytes))
             }
             _ => None,
         }
     };
+    let broadcasts = |first: &Operand, second: &Operand, dst: TileId| -> Vec<(Temp, u64)> {
+        [
+            broadcast(first, dst, Temp::BroadcastLhs),
+            broadcast(second, dst, Temp::BroadcastRhs),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    };
+    // Bytes of one row of a tile of layout `g`.
+    let row_bytes =
+        |g: &Geom, dtype: DType| ((g.pitch * dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN);
     match inst {
         Inst::Unary { dst, op, .. } if unary_takes_tmp(*op) => geom(*dst)
-            .map(|g| math_tmp_bytes(g.elems()))
+            .map(|g| (Temp::MathScratch, math_tmp_bytes(g.elems())))
             .into_iter()
             .collect(),
         Inst::Binary { dst, op, lhs, rhs } if binary_is_math(*op) => {
@@ -261,16 +305,13 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             let Some(g) = geom(*dst) else {
                 return Vec::new();
             };
-            let mut temps: Vec<u64> = [broadcast(lhs, *dst), broadcast(rhs, *dst)]
-                .into_iter()
-                .flatten()
-                .collect();
-            for operand in [lhs, rhs] {
+            let mut temps = broadcasts(lhs, rhs, *dst);
+            for (operand, temp) in [(lhs, Temp::ScalarLhs), (rhs, Temp::ScalarRhs)] {
                 if matches!(operand, Operand::Scalar(_)) {
-                    temps.push(g.bytes);
+                    temps.push((temp, g.bytes));
                 }
             }
-            temps.push(math_tmp_bytes(g.elems()));
+            temps.push((Temp::MathScratch, math_tmp_bytes(g.elems())));
             if matches!(op, crate::ir::BinaryOp::Mod) {
                 let mask = ty(*dst).map(|t| {
                     Geom::of(&TileType {
@@ -280,8 +321,8 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                     })
                     .bytes
                 });
-                temps.push(g.bytes);
-                temps.extend(mask);
+                temps.push((Temp::ModFixed, g.bytes));
+                temps.extend(mask.map(|bytes| (Temp::ModMask, bytes)));
             }
             temps
         }
@@ -292,19 +333,16 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             // (Integers subtract as tiles too.)
             match (op, geom(*dst), ty(*dst)) {
                 (crate::ir::BinaryOp::Sub, Some(g), Some(t)) if !t.dtype.is_float() => {
-                    vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
+                    vec![(Temp::StatRow, row_bytes(&g, t.dtype))]
                 }
                 (crate::ir::BinaryOp::Div, Some(g), Some(t)) => {
-                    vec![((g.pitch * t.dtype.size_bytes()) as u64).next_multiple_of(UB_ALIGN)]
+                    vec![(Temp::StatRow, row_bytes(&g, t.dtype))]
                 }
                 _ => Vec::new(),
             }
         }
         Inst::Binary { dst, op, lhs, rhs } => {
-            let mut temps: Vec<u64> = [broadcast(lhs, *dst), broadcast(rhs, *dst)]
-                .into_iter()
-                .flatten()
-                .collect();
+            let mut temps = broadcasts(lhs, rhs, *dst);
             // A scalar divisor or dividend, and an integer subtraction with a scalar (exact
             // only as a tile subtraction), go through a duplicated tile.
             let integer = ty(*dst).is_some_and(|t| !t.dtype.is_float());
@@ -313,10 +351,15 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                 crate::ir::BinaryOp::Sub => integer,
                 _ => false,
             };
-            let scalar_operand =
-                matches!(lhs, Operand::Scalar(_)) || matches!(rhs, Operand::Scalar(_));
-            if duplicated && scalar_operand {
-                temps.extend(geom(*dst).map(|g| g.bytes));
+            let scalar = if matches!(lhs, Operand::Scalar(_)) {
+                Some(Temp::ScalarLhs)
+            } else if matches!(rhs, Operand::Scalar(_)) {
+                Some(Temp::ScalarRhs)
+            } else {
+                None
+            };
+            if duplicated && let Some(temp) = scalar {
+                temps.extend(geom(*dst).map(|g| (temp, g.bytes)));
             }
             temps
         }
@@ -338,13 +381,13 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
                 level: MemLevel::Ub,
             })
             .bytes;
-            [lhs, rhs]
+            [(lhs, Temp::BroadcastLhs), (rhs, Temp::BroadcastRhs)]
                 .into_iter()
-                .filter(|o| {
+                .filter(|(o, _)| {
                     matches!(o, Operand::Tile(t)
                         if !same_layout(ty(*t).map_or(&[][..], |x| &x.shape), &dst_ty.shape))
                 })
-                .map(|_| full)
+                .map(|(_, temp)| (temp, full))
                 .collect()
         }
         Inst::Select {
@@ -353,12 +396,9 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<u64> {
             on_false,
             ..
         } => {
-            let mut temps: Vec<u64> = [broadcast(on_true, *dst), broadcast(on_false, *dst)]
-                .into_iter()
-                .flatten()
-                .collect();
+            let mut temps = broadcasts(on_true, on_false, *dst);
             if matches!(on_true, Operand::Scalar(_)) {
-                temps.extend(geom(*dst).map(|g| g.bytes));
+                temps.extend(geom(*dst).map(|g| (Temp::ScalarLhs, g.bytes)));
             }
             temps
         }
@@ -439,7 +479,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     // Pool intervals: (start, end, bytes, level, tile or temp).
     enum Item {
         Tile(usize),
-        Temp(usize, usize),
+        Temp(usize, Temp),
     }
     let mut intervals: Vec<(usize, usize, u64, usize, Item)> = Vec::new();
     let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
@@ -464,7 +504,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         }
     }
     // The temporaries of each instruction, at its position.
-    let temps_at: Vec<(usize, Vec<u64>)> = live
+    let temps_at: Vec<(usize, Vec<(Temp, u64)>)> = live
         .positions()
         .iter()
         .enumerate()
@@ -473,8 +513,8 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         .filter(|(_, temps)| !temps.is_empty())
         .collect();
     for (at, temps) in &temps_at {
-        for (k, bytes) in temps.iter().enumerate() {
-            intervals.push((*at, *at, *bytes, 0, Item::Temp(*at, k)));
+        for (temp, bytes) in temps {
+            intervals.push((*at, *at, *bytes, 0, Item::Temp(*at, *temp)));
         }
     }
     // Allocate in order of start; at one position allocate everything before freeing.
@@ -487,10 +527,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             align,
         })
         .collect();
-    let mut temps: HashMap<usize, Vec<u64>> = temps_at
-        .iter()
-        .map(|(at, t)| (*at, vec![0; t.len()]))
-        .collect();
+    let mut temps: HashMap<usize, HashMap<Temp, u64>> = HashMap::new();
     // Tiles whose storage others use (loop results, accumulators), and carried tiles.
     let mut aliased = vec![false; n];
     for kind in &storage {
@@ -547,10 +584,9 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         live_now.push((stop, level, offset, kept, tile));
         match item {
             Item::Tile(t) => storage[t] = Storage::Pool(offset),
-            Item::Temp(at, k) => {
-                if let Some(slot) = temps.get_mut(&at).and_then(|v| v.get_mut(k)) {
-                    *slot = offset;
-                }
+            Item::Temp(at, temp) => {
+                let earlier = temps.entry(at).or_default().insert(temp, offset);
+                debug_assert!(earlier.is_none(), "two temporaries {temp:?} at {at}");
             }
         }
     }
@@ -977,5 +1013,45 @@ mod tests {
         assert_eq!(plan.storage[2], Storage::Pool(0));
         assert_eq!(plan.storage[3], Storage::OutQueue);
         assert_eq!(plan.pool_bytes[0], 8 * 64 * 4);
+    }
+
+    /// `mod` of a tile by a scalar: the scalar's tile, the math function's buffer and the
+    /// sign fix's tile and mask, each by name at the instruction's position, apart.
+    #[test]
+    fn temporaries_are_planned_by_name() {
+        let program = crate::text::parse(
+            "kernel t.temps grid 1\n\
+             global @0 x: f32[8, 64] input\n\
+             global @1 y: f32[8, 64] output\n\
+             %0: f32[8, 64]@ub = load @0[0, 0] pad 0.0\n\
+             %1: f32[8, 64]@ub = binary mod %0, 3.0\n\
+             store @1[0, 0], %1\n",
+        )
+        .expect("a valid text");
+        let program = program.program();
+        let names: Vec<Temp> = temp_bytes(program, &program.body[1])
+            .into_iter()
+            .map(|(temp, _)| temp)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                Temp::ScalarRhs,
+                Temp::MathScratch,
+                Temp::ModFixed,
+                Temp::ModMask
+            ]
+        );
+        let profile = DeviceProfile::builtin("kirin9030").expect("profile");
+        let plan = plan(program, &profile);
+        let mut offsets: Vec<u64> = names
+            .iter()
+            .map(|temp| plan.temp(1, *temp).expect("planned"))
+            .collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        assert_eq!(offsets.len(), 4, "{:?}", plan.temps);
+        assert_eq!(plan.temp(1, Temp::ScalarLhs), None);
+        assert_eq!(plan.temp(0, Temp::MathScratch), None);
     }
 }

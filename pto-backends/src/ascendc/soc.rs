@@ -4,6 +4,25 @@ use core::fmt;
 
 use pto_op::DType;
 
+/// The pattern of the storage-only dtypes ([`DType::is_storage_only`]): no kernel computes
+/// in them, so no SoC lowers them ([`Soc::supports`]). One list for every match over
+/// dtypes here, which stays exhaustive.
+macro_rules! storage_only_dtypes {
+    () => {
+        ::pto_op::DType::F8E4M3FN
+            | ::pto_op::DType::F8E4M3FNUZ
+            | ::pto_op::DType::F8E5M2
+            | ::pto_op::DType::F8E5M2FNUZ
+            | ::pto_op::DType::F8E8M0
+            | ::pto_op::DType::F4E2M1
+            | ::pto_op::DType::I4
+            | ::pto_op::DType::U4
+            | ::pto_op::DType::I2
+            | ::pto_op::DType::U2
+    };
+}
+pub(crate) use storage_only_dtypes;
+
 /// The CANN release whose Ascend C API names the generated sources use. Kirin's toolkit
 /// ships the 9.0 API (`WholeReduceSum`, `DataCopyPad` with `DataCopyExtParams`, ...).
 pub const CANN_VERSION: &str = "9.0.0";
@@ -135,16 +154,7 @@ impl Soc {
             | DType::U64
             | DType::F64 => false,
             // Storage-only dtypes (`DType::is_storage_only`): no kernel computes in them.
-            DType::F8E4M3FN
-            | DType::F8E4M3FNUZ
-            | DType::F8E5M2
-            | DType::F8E5M2FNUZ
-            | DType::F8E8M0
-            | DType::F4E2M1
-            | DType::I4
-            | DType::U4
-            | DType::I2
-            | DType::U2 => false,
+            storage_only_dtypes!() => false,
         }
     }
 }

@@ -213,10 +213,7 @@ impl Lowering<'_> {
 
 #[cfg(test)]
 mod tests {
-    use pto_op::DeviceProfile;
-
-    use super::super::super::Soc;
-    use super::super::lower_program;
+    use super::super::{lower_program, test_kernel};
 
     /// Each instruction's comment, and the host implementation's name of it, is its line
     /// of the kernel's text form (a loop: its first line), in program order.
@@ -233,7 +230,7 @@ mod tests {
                     } -> (%4: f32[8, 8]@ub)\n\
                     %5: f32[8, 8]@ub = unary exp %4\n\
                     store @1[pid * 8, 0], %5\n";
-        let program = pto_op::kernel::text::parse(text).expect("a valid text");
+        let (program, soc, profile) = test_kernel(text);
         let lines: Vec<&str> = text
             .lines()
             .filter(|l| {
@@ -242,8 +239,6 @@ mod tests {
                     .any(|p| l.starts_with(p))
             })
             .collect();
-        let soc = Soc::Kirin9030;
-        let profile = DeviceProfile::builtin(soc.profile_name()).expect("the profile");
         let kernel = lower_program(&program, "x", soc, &profile).expect("lowered");
         let source = &kernel.kernel_source;
         let mut named = Vec::new();

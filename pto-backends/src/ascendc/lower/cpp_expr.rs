@@ -4,6 +4,8 @@
 use pto_op::DType;
 use pto_op::kernel::ir::Index;
 
+use crate::ascendc::soc::storage_only_dtypes;
+
 /// `demo.gelu_affine` -> `demo_gelu_affine`.
 pub(crate) fn c_identifier(name: &str) -> String {
     let mut id: String = name
@@ -63,16 +65,7 @@ pub(super) fn c_type(dtype: DType) -> &'static str {
         DType::F64 => "double",
         // No SoC lowers these (`Soc::supports`), and `check_dtypes` refuses a program with
         // them before any code is written.
-        dtype @ (DType::F8E4M3FN
-        | DType::F8E4M3FNUZ
-        | DType::F8E5M2
-        | DType::F8E5M2FNUZ
-        | DType::F8E8M0
-        | DType::F4E2M1
-        | DType::I4
-        | DType::U4
-        | DType::I2
-        | DType::U2) => {
+        dtype @ storage_only_dtypes!() => {
             unreachable!("{dtype} is refused by check_dtypes before code generation")
         }
     }

@@ -87,8 +87,7 @@ impl Lowering<'_> {
             Lowering::name(b)
         ));
         self.code.close();
-        self.code.line("SetFlag<HardEvent::M_FIX>(EVENT_ID0);");
-        self.code.line("WaitFlag<HardEvent::M_FIX>(EVENT_ID0);");
+        self.code.set_wait("M_FIX");
         Ok(())
     }
 }

@@ -6,28 +6,8 @@ use pto_op::kernel::ir::{Inst, MemLevel, TileId};
 use super::super::LowerError;
 use super::super::plan::Geom;
 use super::cpp_expr::c_type;
-use super::state::Lowering;
+use super::state::{Handoff, Lowering};
 use super::writer::{CUBE, SYNC, VEC};
-
-/// One tile handed between the cube core and the vector cores of a split kernel: a slot
-/// of the block's part of the workspace, and two cross-core flags (mode 2, AIC <-> both
-/// AIVs of the block): `ready` (the hand-off's even id), set by the writer when the slot
-/// holds the tile, and `free`.
-pub(super) struct Handoff {
-    /// The cube writes the slot (an L0C -> UB move); else the vector side does (UB -> L1).
-    pub(super) to_vector: bool,
-    /// Set by the reader when it has read the slot, waited for by the writer before it
-    /// writes the slot again (one credit is given at the start and taken back at the end).
-    pub(super) free: u16,
-    /// Byte offset of the slot in the block's part of the workspace.
-    pub(super) offset: u64,
-    /// Bytes of the slot.
-    pub(super) bytes: u64,
-    /// The element type of the slot.
-    pub(super) ctype: &'static str,
-    /// Elements of the slot.
-    pub(super) elems: usize,
-}
 
 /// The cross-core flag ids of the 910B (`CrossCoreSetFlag`: 0..=10): two per hand-off.
 pub(super) const CROSS_CORE_FLAGS: u16 = 11;
@@ -48,19 +28,17 @@ impl Lowering<'_> {
         dst: TileId,
         src: TileId,
     ) -> Result<(), LowerError> {
-        let from = self.ty(src).clone();
-        let to = self.ty(dst).clone();
-        let (d, s) = (Lowering::name(dst), Lowering::name(src));
-        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
-        let to_vector = from.level == MemLevel::L0C;
+        let m = self.move_ends(dst, src);
+        let (d, s) = (&m.d, &m.s);
+        let to_vector = m.from.level == MemLevel::L0C;
         // The whole tiles (each AIV of a row-split kernel holds half the UB tile's rows).
         let whole = |t: TileId| Geom::of(&self.full.tiles[t]);
         let (wsg, wdg) = (whole(src), whole(dst));
         // The slot holds the whole tile as rows of the UB tile's pitch.
         let (ub_ty, elems) = if to_vector {
-            (&to, wsg.rows.max(wdg.rows) * wdg.pitch)
+            (&m.to, wsg.rows.max(wdg.rows) * wdg.pitch)
         } else {
-            (&from, wsg.elems())
+            (&m.from, wsg.elems())
         };
         let ub_tile = if to_vector { dst } else { src };
         let split = self.row_split(ub_tile);
@@ -76,11 +54,7 @@ impl Lowering<'_> {
                 ),
             ));
         }
-        let offset = self
-            .handoffs
-            .iter()
-            .map(|h| h.bytes.next_multiple_of(SLOT_ALIGN))
-            .sum();
+        let offset = self.workspace_per_block();
         let (ready, free) = (2 * n, 2 * n + 1);
         self.handoffs.push(Handoff {
             to_vector,
@@ -93,22 +67,35 @@ impl Lowering<'_> {
         let slot = format!("ws{n}");
         // This AIV's rows of the slot.
         let (part, pitch) = if to_vector {
-            (dg.rows, dg.pitch)
+            (m.dg.rows, m.dg.pitch)
         } else {
-            (sg.rows, sg.pitch)
+            (m.sg.rows, m.sg.pitch)
         };
         let aiv_slot = if split {
             format!("{slot}[aivRow * {pitch}]")
         } else {
             slot.clone()
         };
+        // The vector side's copy between its UB tile and the slot on `pipe` (MTE2 in,
+        // MTE3 out), after the vector work before it and before the vector work after it.
+        let vector_copy = |this: &mut Self, pipe: &str, copy: String| {
+            this.code.set_wait(&format!("V_{pipe}"));
+            if split {
+                this.code.line(format!(
+                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
+                ));
+            }
+            this.code.line(copy);
+            this.code.set_wait(&format!("{pipe}_V"));
+            this.side(VEC | SYNC);
+        };
         if to_vector {
-            let quant = self.fixpipe_quant(inst, to.dtype)?;
+            let quant = self.fixpipe_quant(inst, m.to.dtype)?;
             self.side(CUBE);
             self.code.line(format!(
                 "CrossCoreWaitFlag({free});  // the vector cores have read {slot}"
             ));
-            self.fixpipe(&slot, &s, sg, wdg, quant, ctype, from.dtype);
+            self.fixpipe(&slot, s, m.sg, wdg, quant, ctype, m.from.dtype);
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
             ));
@@ -116,18 +103,8 @@ impl Lowering<'_> {
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
             self.side(VEC);
             self.declare(dst);
-            self.code.line("SetFlag<HardEvent::V_MTE2>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);");
-            if split {
-                self.code.line(format!(
-                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
-                ));
-            }
-            self.code
-                .line(format!("DataCopy({d}, {aiv_slot}, {});", dg.elems()));
-            self.code.line("SetFlag<HardEvent::MTE2_V>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);");
-            self.side(VEC | SYNC);
+            let copy = format!("DataCopy({d}, {aiv_slot}, {});", m.dg.elems());
+            vector_copy(self, "MTE2", copy);
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
             ));
@@ -137,27 +114,16 @@ impl Lowering<'_> {
                 "CrossCoreWaitFlag({free});  // the cube core has read {slot}"
             ));
             self.side(VEC);
-            self.code.line("SetFlag<HardEvent::V_MTE3>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);");
-            if split {
-                self.code.line(format!(
-                    "// Rows aivRow .. aivRow + {part} of {slot}: this vector core's half."
-                ));
-            }
-            self.code
-                .line(format!("DataCopy({aiv_slot}, {s}, {});", sg.elems()));
-            self.code.line("SetFlag<HardEvent::MTE3_V>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);");
-            self.side(VEC | SYNC);
+            let copy = format!("DataCopy({aiv_slot}, {s}, {});", m.sg.elems());
+            vector_copy(self, "MTE3", copy);
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_MTE3>({ready});  // {slot} holds {s}"
             ));
             self.side(CUBE);
             self.declare(dst);
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
-            self.nd2nz(&d, &slot, wsg, dg);
-            self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+            self.nd2nz(d, &slot, wsg, m.dg);
+            self.code.set_wait("MTE2_MTE1");
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"
             ));

@@ -11,8 +11,9 @@
 //! - `writer.rs`: the source writer ([`Code`](writer::Code)): indented lines, routed to
 //!   the cube or vector side of a split kernel.
 //! - `cpp_expr.rs`: IR values spelled in C++: identifiers, element types, scalars, indices.
-//! - `state.rs`: the lowering state ([`Lowering`](state::Lowering)) and what every
-//!   instruction's code needs from it: tile types and names, declarations, temporaries.
+//! - `state.rs`: the lowering state ([`Lowering`](state::Lowering), the hand-offs of a
+//!   split kernel among it) and what every instruction's code needs from it: tile types
+//!   and names, declarations, temporaries (by name, [`plan::Temp`]).
 //! - `block.rs`: the block program: the walk over the instructions, loops, queue frees.
 //! - `movement.rs`: data movement: GM <-> UB, GM -> L1, L1 -> L0A / L0B, L0C -> UB, UB -> L1.
 //! - `handoff.rs`: tiles handed between the cube core and the vector cores of a split
@@ -270,4 +271,14 @@ fn lower_block<'p>(
         }
     }
     Ok(lowering)
+}
+
+/// A kernel's text form parsed for a test, with the SoC the tests lower for and its
+/// profile.
+#[cfg(test)]
+fn test_kernel(text: &str) -> (ValidProgram, Soc, DeviceProfile) {
+    let program = pto_op::kernel::text::parse(text).expect("a valid text");
+    let soc = Soc::Kirin9030;
+    let profile = DeviceProfile::builtin(soc.profile_name()).expect("the profile");
+    (program, soc, profile)
 }

@@ -10,9 +10,54 @@ use super::super::plan::{self, Geom, Queue, Storage};
 use super::cpp_expr::{c_identifier, c_type, index, offsets_list, scalar, shape_list};
 use super::state::Lowering;
 
+/// The two tiles of a move: their types, C++ names and layouts.
+pub(super) struct MoveEnds {
+    pub(super) from: TileType,
+    pub(super) to: TileType,
+    /// The destination's name.
+    pub(super) d: String,
+    /// The source's name.
+    pub(super) s: String,
+    pub(super) sg: Geom,
+    pub(super) dg: Geom,
+}
+
 impl Lowering<'_> {
     fn global_name(&self, g: GlobalId) -> String {
         c_identifier(&self.program.globals[g].name)
+    }
+
+    /// The tiles of a move from `src` to `dst`.
+    pub(super) fn move_ends(&self, dst: TileId, src: TileId) -> MoveEnds {
+        let from = self.ty(src).clone();
+        let to = self.ty(dst).clone();
+        MoveEnds {
+            sg: Geom::of(&from),
+            dg: Geom::of(&to),
+            from,
+            to,
+            d: Lowering::name(dst),
+            s: Lowering::name(src),
+        }
+    }
+
+    /// Declares `offsets` and `shape`, the part of a global at `offsets` that tile `t` (of
+    /// type `ty`) covers, for the masked tile copies; returns the global's rank. A tile of
+    /// lower rank than the global covers one element of its leading dims.
+    fn tile_window(&mut self, t: TileId, ty: &TileType, offsets: &[Index]) -> usize {
+        let rank = offsets.len();
+        let shape = tile_in_global(&ty.shape, rank);
+        self.code.line(format!(
+            "const int64_t offsets[{}] = {{{}}};",
+            rank.max(1),
+            self.tile_offsets(t, offsets)
+        ));
+        self.code.line(format!(
+            "const int64_t shape[{}] = {{{}}};",
+            rank.max(1),
+            shape_list(&shape)
+        ));
+        rank
     }
 
     pub(super) fn load(
@@ -23,12 +68,13 @@ impl Lowering<'_> {
         pad: f64,
     ) -> Result<(), LowerError> {
         let ty = self.ty(dst).clone();
+        let gname = self.global_name(global);
+        if ty.level != MemLevel::Ub {
+            return self.load_l1(dst, &ty, &gname, offsets, pad);
+        }
         let g = Geom::of(&ty);
         let name = Lowering::name(dst);
         let ctype = c_type(ty.dtype);
-        if ty.level != MemLevel::Ub {
-            return self.load_l1(dst, global, offsets, pad);
-        }
         let queue = format!("inQueue_{name}");
         let depth = if self.double_buffer && self.scopes.len() > 1 {
             2
@@ -44,24 +90,11 @@ impl Lowering<'_> {
         if let Some(scope) = self.scopes.last_mut() {
             scope.push(dst);
         }
-        let gname = self.global_name(global);
-        // A tile of lower rank than the global covers one element of its leading dims.
-        let rank = offsets.len();
-        let shape = tile_in_global(&ty.shape, rank);
         self.code.line(format!(
             "LocalTensor<{ctype}> {name} = {queue}.AllocTensor<{ctype}>();"
         ));
         self.code.open("");
-        self.code.line(format!(
-            "const int64_t offsets[{}] = {{{}}};",
-            rank.max(1),
-            self.tile_offsets(dst, offsets)
-        ));
-        self.code.line(format!(
-            "const int64_t shape[{}] = {{{}}};",
-            rank.max(1),
-            shape_list(&shape)
-        ));
+        let rank = self.tile_window(dst, &ty, offsets);
         self.code.line(format!(
             "CopyInTile<{ctype}>({name}, {gname}Gm, {gname}Dims, offsets, shape, {rank}, {}, {});",
             g.pitch,
@@ -74,20 +107,20 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// GM -> L1 in the Nz fractal layout of the cube (`DataCopy` with `Nd2NzParams`).
+    /// GM -> L1 in the Nz fractal layout of the cube (`DataCopy` with `Nd2NzParams`): tile
+    /// `dst` of type `ty` from the global named `gname`.
     fn load_l1(
         &mut self,
         dst: TileId,
-        global: GlobalId,
+        ty: &TileType,
+        gname: &str,
         offsets: &[Index],
         pad: f64,
     ) -> Result<(), LowerError> {
         self.uses_cube = true;
         self.declare(dst);
-        let ty = self.ty(dst).clone();
-        let g = Geom::of(&ty);
+        let g = Geom::of(ty);
         let name = Lowering::name(dst);
-        let gname = self.global_name(global);
         self.code.open("");
         // A matrix of a batch (a global of rank > 2): its leading offsets pick the matrix,
         // whose dims are the global's last two; one outside the batch loads only `pad`.
@@ -138,8 +171,7 @@ impl Lowering<'_> {
             scalar(pad, ty.dtype)
         ));
         self.code.close();
-        self.code.line("SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
-        self.code.line("WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);");
+        self.code.set_wait("MTE2_MTE1");
         Ok(())
     }
 
@@ -158,9 +190,6 @@ impl Lowering<'_> {
         let ctype = c_type(ty.dtype);
         let name = Lowering::name(src);
         let gname = self.global_name(global);
-        // A tile of lower rank than the output covers one element of its leading dims.
-        let rank = offsets.len();
-        let shape = tile_in_global(&ty.shape, rank);
         let root = plan::root(&self.plan.storage, src);
         let (queue, out) = if self.plan.storage[root.index()] == Storage::OutQueue {
             (format!("outQueue_{}", Lowering::name(root)), name.clone())
@@ -185,16 +214,7 @@ impl Lowering<'_> {
         self.code.line(format!(
             "LocalTensor<{ctype}> staged = {queue}.DeQue<{ctype}>();"
         ));
-        self.code.line(format!(
-            "const int64_t offsets[{}] = {{{}}};",
-            rank.max(1),
-            self.tile_offsets(src, offsets)
-        ));
-        self.code.line(format!(
-            "const int64_t shape[{}] = {{{}}};",
-            rank.max(1),
-            shape_list(&shape)
-        ));
+        let rank = self.tile_window(src, &ty, offsets);
         self.code.line(format!(
             "CopyOutTile<{ctype}>({gname}Gm, {gname}Dims, staged, offsets, shape, {rank}, {});",
             g.pitch
@@ -213,13 +233,12 @@ impl Lowering<'_> {
         src: TileId,
         offsets: &[usize],
     ) -> Result<(), LowerError> {
-        let from = self.ty(src).clone();
-        let to = self.ty(dst).clone();
+        let MoveEnds {
+            to, d, s, sg, dg, ..
+        } = self.move_ends(dst, src);
         if to.level == MemLevel::L0B && self.transposed(dst) {
             return Err(self.unsupported(inst, "an extract to a transposed cube operand"));
         }
-        let (d, s) = (Lowering::name(dst), Lowering::name(src));
-        let (sg, dg) = (Geom::of(&from), Geom::of(&to));
         let (row, col) = match offsets {
             [row, col] => (*row, *col),
             [col] => (0, *col),
@@ -233,8 +252,7 @@ impl Lowering<'_> {
             dg.pitch,
             sg.rows
         ));
-        self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
-        self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+        self.code.set_wait("MTE1_M");
         Ok(())
     }
 
@@ -304,11 +322,14 @@ impl Lowering<'_> {
         dst: TileId,
         src: TileId,
     ) -> Result<(), LowerError> {
-        let from = self.ty(src).clone();
-        let to = self.ty(dst).clone();
-        let (d, s) = (Lowering::name(dst), Lowering::name(src));
-        let sg = Geom::of(&from);
-        let dg = Geom::of(&to);
+        let MoveEnds {
+            from,
+            to,
+            d,
+            s,
+            sg,
+            dg,
+        } = self.move_ends(dst, src);
         let ctype = c_type(to.dtype);
         if self.split
             && matches!(
@@ -330,8 +351,7 @@ impl Lowering<'_> {
                     "LoadTileL0A<{ctype}>({d}, {s}, {}, {});",
                     sg.rows, sg.pitch
                 ));
-                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
-                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.set_wait("MTE1_M");
             }
             (MemLevel::L1, MemLevel::L0B) => {
                 if self.transposed(dst) && to.dtype.size_bytes() == 4 {
@@ -356,19 +376,16 @@ impl Lowering<'_> {
                         sg.rows, sg.pitch
                     ));
                 }
-                self.code.line("SetFlag<HardEvent::MTE1_M>(EVENT_ID0);");
-                self.code.line("WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);");
+                self.code.set_wait("MTE1_M");
             }
             (MemLevel::L0C, MemLevel::Ub) => {
                 let quant = self.fixpipe_quant(inst, to.dtype)?;
                 self.fixpipe(&d, &s, sg, dg, quant, ctype, from.dtype);
-                self.code.line("SetFlag<HardEvent::FIX_V>(EVENT_ID0);");
-                self.code.line("WaitFlag<HardEvent::FIX_V>(EVENT_ID0);");
+                self.code.set_wait("FIX_V");
             }
             (MemLevel::Ub, MemLevel::L1) => {
                 self.nd2nz(&d, &s, sg, dg);
-                self.code.line("SetFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
-                self.code.line("WaitFlag<HardEvent::MTE3_MTE1>(EVENT_ID0);");
+                self.code.set_wait("MTE3_MTE1");
             }
             (a, b) => {
                 return Err(self.unsupported(inst, format!("a move from {a} to {b}")));

@@ -1,14 +1,14 @@
-//! The lowering state, and what every instruction's code needs from it: tile types and
-//! C++ names, declarations bound to the plan's storage, temporaries, queue frees, sides.
+//! The lowering state (the hand-offs of a split kernel among it), and what every
+//! instruction's code needs from it: tile types and C++ names, declarations bound to the
+//! plan's storage, temporaries by name, queue frees, sides.
 
 use pto_op::device::PerBuffer;
 use pto_op::kernel::ir::{Index, Inst, MemLevel, Program, TileId, TileType};
 use pto_op::{DType, DeviceProfile};
 
-use super::super::plan::{self, Geom, Plan, Queue, Storage, UbReservation};
+use super::super::plan::{self, Geom, Plan, Queue, Storage, Temp, UbReservation};
 use super::super::{LowerError, Soc, UNSUPPORTED_DTYPE};
 use super::cpp_expr::{c_type, index, offsets_list};
-use super::handoff::Handoff;
 use super::writer::{ALL, CUBE, Code, Sides, VEC};
 
 /// The `TBuf` of each level's pool ([`plan::level_index`]) and its position.
@@ -64,6 +64,26 @@ pub(super) struct Lowering<'p> {
     /// The device profile the kernel is planned for (its pipe model decides a row
     /// reduction's group path, as in the simulator).
     pub(super) profile: DeviceProfile,
+}
+
+/// One tile handed between the cube core and the vector cores of a split kernel: a slot
+/// of the block's part of the workspace, and two cross-core flags (mode 2, AIC <-> both
+/// AIVs of the block): `ready` (the hand-off's even id), set by the writer when the slot
+/// holds the tile, and `free`.
+pub(super) struct Handoff {
+    /// The cube writes the slot (an L0C -> UB move); else the vector side does (UB -> L1).
+    pub(super) to_vector: bool,
+    /// Set by the reader when it has read the slot, waited for by the writer before it
+    /// writes the slot again (one credit is given at the start and taken back at the end).
+    pub(super) free: u16,
+    /// Byte offset of the slot in the block's part of the workspace.
+    pub(super) offset: u64,
+    /// Bytes of the slot.
+    pub(super) bytes: u64,
+    /// The element type of the slot.
+    pub(super) ctype: &'static str,
+    /// Elements of the slot.
+    pub(super) elems: usize,
 }
 
 /// How the two vector cores (AIVs) of a mix kernel share a block program's vector work.
@@ -184,21 +204,30 @@ impl Lowering<'_> {
         format!("t{}", t.as_u32())
     }
 
-    /// The C++ expression of temporary `k` of the current instruction, as `dtype` with
-    /// the layout of `like`.
-    pub(super) fn temp(&self, k: usize, dtype: DType, like: &Geom) -> String {
-        let offset = self
-            .plan
-            .temps
-            .get(&self.position)
-            .and_then(|t| t.get(k))
-            .copied()
-            .unwrap_or(0);
-        format!(
+    /// The C++ expression of temporary `temp` of the current instruction `inst`, as `dtype`
+    /// with the layout of `like`; an internal error where the plan has none.
+    pub(super) fn temp(
+        &self,
+        inst: &Inst,
+        temp: Temp,
+        dtype: DType,
+        like: &Geom,
+    ) -> Result<String, LowerError> {
+        let offset = self.plan.temp(self.position, temp).ok_or_else(|| {
+            self.unsupported(
+                inst,
+                format!(
+                    "internal error: the UB plan has no temporary {temp:?} for the instruction \
+                     at position {}",
+                    self.position
+                ),
+            )
+        })?;
+        Ok(format!(
             "calcBuf.GetWithOffset<{}>({}, {offset})",
             c_type(dtype),
             like.elems()
-        )
+        ))
     }
 
     /// Declares tile `t` (defined here) as a `LocalTensor` bound to its storage.
@@ -292,5 +321,50 @@ impl Lowering<'_> {
             Inst::Extract { .. } | Inst::Matmul { .. } => CUBE,
             _ => VEC,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pto_op::DType;
+    use pto_op::kernel::ir::{MemLevel, TileType};
+
+    use super::super::super::plan::{Geom, Temp};
+    use super::super::{lower_block, test_kernel};
+
+    /// A temporary the UB plan did not give the instruction is an internal error naming
+    /// the instruction's position and the temporary, not offset 0 of the pool.
+    #[test]
+    fn a_temporary_the_plan_lacks_is_an_internal_error() {
+        let lines = [
+            "kernel t.temps grid 1",
+            "global @0 x: f32[8, 64] input",
+            "global @1 y: f32[8, 64] output",
+            "%0: f32[8, 64]@ub = load @0[0, 0] pad 0.0",
+            "%1: f32[8, 64]@ub = unary sin %0",
+            "%2: f32[8, 64]@ub = unary exp %1",
+            "store @1[0, 0], %2",
+        ];
+        let (program, soc, profile) = test_kernel(&(lines.join("\n") + "\n"));
+        let program = program.program();
+        let mut lowering = lower_block(program, None, soc, &profile, false).expect("lowered");
+        let like = Geom::of(&TileType {
+            shape: vec![8, 64],
+            dtype: DType::F32,
+            level: MemLevel::Ub,
+        });
+        // The sine's sharedTmpBuffer is planned; the exponential has none.
+        lowering.position = 1;
+        let sin = lowering.temp(&program.body[1], Temp::MathScratch, DType::U8, &like);
+        assert!(sin.is_ok_and(|e| e.starts_with("calcBuf.GetWithOffset<uint8_t>(")));
+        lowering.position = 2;
+        let message = lowering
+            .temp(&program.body[2], Temp::MathScratch, DType::U8, &like)
+            .expect_err("no temporary at the exponential")
+            .to_string();
+        assert!(
+            message.contains("no temporary MathScratch for the instruction at position 2"),
+            "{message}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use pto_op::kernel::ir::{
 };
 
 use super::super::LowerError;
-use super::super::plan::{self, Geom, Storage};
+use super::super::plan::{self, Geom, Storage, Temp};
 use super::cpp_expr::{c_type, index, scalar};
 use super::movement::copy_elems;
 use super::state::Lowering;
@@ -43,25 +43,23 @@ impl Lowering<'_> {
             index(start)
         };
         if rank == 0 || axis + 1 == rank {
-            self.code
-                .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
-            self.code.line(format!(
-                "ArithProgression<{ctype}>({name}[r * {}], PTO_INDEX_AS({ctype}, {start}), \
-                 static_cast<{ctype}>(1), {});",
-                g.pitch, g.cols
-            ));
-            self.code.close();
+            self.code.for_rows(
+                g.rows,
+                format!(
+                    "ArithProgression<{ctype}>({name}[r * {}], PTO_INDEX_AS({ctype}, {start}), \
+                     static_cast<{ctype}>(1), {});",
+                    g.pitch, g.cols
+                ),
+            );
         } else {
             // Rows are the leading dims flattened: the coordinate along `axis` of row r.
             let inner: usize = ty.shape[axis + 1..rank - 1].iter().product();
             let len = ty.shape[axis];
-            self.code
-                .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
-            self.code.line(format!(
+            let line = format!(
                 "Duplicate({name}[r * {}], PTO_INDEX_AS({ctype}, {start} + (r / {inner}) % {len}), {});",
                 g.pitch, g.cols
-            ));
-            self.code.close();
+            );
+            self.code.for_rows(g.rows, line);
         }
         Ok(())
     }
@@ -80,22 +78,25 @@ impl Lowering<'_> {
         }
         let n = Geom::of(&ty).elems();
         if plan::unary_takes_tmp(op) && ty.dtype == DType::BF16 {
-            return Err(self.unsupported(
-                inst,
-                format!(
-                    "{} of {} (the Ascend C math API takes half and float)",
-                    op.name(),
-                    ty.dtype
-                ),
-            ));
+            return Err(self.math_dtype(inst, op.name(), ty.dtype));
         }
         let d = Lowering::name(dst);
         let x = Lowering::name(src);
         let s = |v: f64| scalar(v, ty.dtype);
-        let tmp = plan::unary_takes_tmp(op).then(|| self.tmp_buffer(0, n));
+        let tmp = plan::unary_takes_tmp(op)
+            .then(|| self.tmp_buffer(inst, n))
+            .transpose()?;
         let math = |api: &str| {
             let tmp = tmp.as_deref().unwrap_or_default();
             vec![format!("{api}({d}, {x}, {tmp}, {n});")]
+        };
+        // 1 + exp(-x) into d, the denominator of sigmoid and silu.
+        let one_plus_exp_neg = || {
+            [
+                format!("Muls({d}, {x}, {}, {n});", s(-1.0)),
+                format!("Exp({d}, {d}, {n});"),
+                format!("Adds({d}, {d}, {}, {n});", s(1.0)),
+            ]
         };
         let lines: Vec<String> = match op {
             UnaryOp::Neg => vec![format!("Muls({d}, {x}, {}, {n});", s(-1.0))],
@@ -108,20 +109,18 @@ impl Lowering<'_> {
             UnaryOp::Square => vec![format!("Mul({d}, {x}, {x}, {n});")],
             UnaryOp::Relu => vec![format!("Relu({d}, {x}, {n});")],
             UnaryOp::Tanh => tanh_lines(&d, &x, n, &s),
-            UnaryOp::Sigmoid => vec![
-                "// sigmoid(x) = 1 / (1 + exp(-x))".to_owned(),
-                format!("Muls({d}, {x}, {}, {n});", s(-1.0)),
-                format!("Exp({d}, {d}, {n});"),
-                format!("Adds({d}, {d}, {}, {n});", s(1.0)),
-                format!("Reciprocal({d}, {d}, {n});"),
-            ],
-            UnaryOp::Silu => vec![
-                "// silu(x) = x / (1 + exp(-x))".to_owned(),
-                format!("Muls({d}, {x}, {}, {n});", s(-1.0)),
-                format!("Exp({d}, {d}, {n});"),
-                format!("Adds({d}, {d}, {}, {n});", s(1.0)),
-                format!("Div({d}, {x}, {d}, {n});"),
-            ],
+            UnaryOp::Sigmoid => {
+                let mut lines = vec!["// sigmoid(x) = 1 / (1 + exp(-x))".to_owned()];
+                lines.extend(one_plus_exp_neg());
+                lines.push(format!("Reciprocal({d}, {d}, {n});"));
+                lines
+            }
+            UnaryOp::Silu => {
+                let mut lines = vec!["// silu(x) = x / (1 + exp(-x))".to_owned()];
+                lines.extend(one_plus_exp_neg());
+                lines.push(format!("Div({d}, {x}, {d}, {n});"));
+                lines
+            }
             UnaryOp::Sin => math("Sin"),
             UnaryOp::Cos => math("Cos"),
             UnaryOp::Floor => math("Floor"),
@@ -162,13 +161,15 @@ impl Lowering<'_> {
     }
 
     /// `operand` as a full tile of `dst`'s shape: a broadcast into temporary `temp` when
-    /// its shape differs; scalars stay scalars.
+    /// its shape differs, the instruction's broadcast number `broadcasts` (counted up)
+    /// naming its tile; scalars stay scalars.
     fn full_arg(
         &mut self,
         inst: &Inst,
         operand: &Operand,
         dst_shape: &[usize],
-        temp: &mut usize,
+        temp: Temp,
+        broadcasts: &mut usize,
     ) -> Result<Arg, LowerError> {
         let t = match operand {
             Operand::Scalar(v) => return Ok(Arg::Scalar(*v)),
@@ -191,36 +192,34 @@ impl Lowering<'_> {
         // Right-aligned: the operand's leading product and last dim against the full tile's.
         let lead: usize = ty.shape.split_last().map_or(1, |(_, l)| l.iter().product());
         let cols = ty.shape.last().copied().unwrap_or(1);
-        let expr = self.temp(*temp, ty.dtype, &full);
-        *temp += 1;
-        let name = format!("bcast{}_{}", self.position, *temp - 1);
+        let expr = self.temp(inst, temp, ty.dtype, &full)?;
+        let name = format!("bcast{}_{}", self.position, *broadcasts);
+        *broadcasts += 1;
         let ctype = c_type(ty.dtype);
         let src_name = Lowering::name(t);
         self.code
             .line(format!("LocalTensor<{ctype}> {name} = {expr};"));
         if lead == full.rows && cols == 1 {
             // A statistic per row: each row filled with its value.
-            self.code.line("SetFlag<HardEvent::V_S>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::V_S>(EVENT_ID0);");
-            self.code
-                .open(format!("for (int64_t r = 0; r < {}; ++r)", full.rows));
-            self.code.line(format!(
-                "Duplicate({name}[r * {}], {src_name}.GetValue(r * {}), {});",
-                full.pitch, src.pitch, full.cols
-            ));
-            self.code.close();
+            self.code.set_wait("V_S");
+            self.code.for_rows(
+                full.rows,
+                format!(
+                    "Duplicate({name}[r * {}], {src_name}.GetValue(r * {}), {});",
+                    full.pitch, src.pitch, full.cols
+                ),
+            );
         } else if lead == 1 && cols == full.cols {
             // One row for every row.
-            self.code
-                .open(format!("for (int64_t r = 0; r < {}; ++r)", full.rows));
-            self.code.line(format!(
-                "DataCopy({name}[r * {}], {src_name}, {});",
-                full.pitch, full.pitch
-            ));
-            self.code.close();
+            self.code.for_rows(
+                full.rows,
+                format!(
+                    "DataCopy({name}[r * {}], {src_name}, {});",
+                    full.pitch, full.pitch
+                ),
+            );
         } else if lead == 1 && cols == 1 {
-            self.code.line("SetFlag<HardEvent::V_S>(EVENT_ID0);");
-            self.code.line("WaitFlag<HardEvent::V_S>(EVENT_ID0);");
+            self.code.set_wait("V_S");
             self.code.line(format!(
                 "Duplicate({name}, {src_name}.GetValue(0), {});",
                 full.elems()
@@ -234,6 +233,21 @@ impl Lowering<'_> {
         Ok(Arg::Tile(name))
     }
 
+    /// The first and second operands of an instruction as full tiles of `dst_shape`
+    /// ([`Lowering::full_arg`]).
+    fn full_args(
+        &mut self,
+        inst: &Inst,
+        first: &Operand,
+        second: &Operand,
+        dst_shape: &[usize],
+    ) -> Result<(Arg, Arg), LowerError> {
+        let mut broadcasts = 0;
+        let a = self.full_arg(inst, first, dst_shape, Temp::BroadcastLhs, &mut broadcasts)?;
+        let b = self.full_arg(inst, second, dst_shape, Temp::BroadcastRhs, &mut broadcasts)?;
+        Ok((a, b))
+    }
+
     pub(super) fn binary(
         &mut self,
         inst: &Inst,
@@ -242,21 +256,26 @@ impl Lowering<'_> {
         lhs: &Operand,
         rhs: &Operand,
     ) -> Result<(), LowerError> {
-        if plan::binary_is_math(op) {
-            return self.binary_math(inst, dst, op, lhs, rhs);
-        }
         self.declare(dst);
         let ty = self.ty(dst).clone();
+        let math = plan::binary_is_math(op);
+        if math && !matches!(ty.dtype, DType::F32 | DType::F16) {
+            // Integers would go through f32, exact only below 2^24: refused rather than
+            // rounded.
+            return Err(self.math_dtype(inst, op.name(), ty.dtype));
+        }
         let g = Geom::of(&ty);
         let n = g.elems();
         let d = Lowering::name(dst);
-        if let Some((stat_left, stat, full)) = plan::row_statistic(self.program, dst, lhs, rhs) {
-            self.row_binary(op, dst, stat_left, stat, full);
-            return Ok(());
+        if !math
+            && let Some((stat_left, stat, full)) = plan::row_statistic(self.program, dst, lhs, rhs)
+        {
+            return self.row_binary(inst, op, dst, stat_left, stat, full);
         }
-        let mut temp = 0;
-        let a = self.full_arg(inst, lhs, &ty.shape, &mut temp)?;
-        let b = self.full_arg(inst, rhs, &ty.shape, &mut temp)?;
+        let (a, b) = self.full_args(inst, lhs, rhs, &ty.shape)?;
+        if math {
+            return self.binary_math(inst, op, &ty, &d, a, b);
+        }
         let s = |v: f64| scalar(v, ty.dtype);
         let tensor_op = match op {
             BinaryOp::Add => "Add",
@@ -276,45 +295,37 @@ impl Lowering<'_> {
             BinaryOp::Min => Some("Mins"),
             BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Rem | BinaryOp::Mod => None,
         };
+        let scalar_left = matches!(a, Arg::Scalar(_));
         match (a, b) {
             (Arg::Tile(a), Arg::Tile(b)) => {
                 self.code.line(format!("{tensor_op}({d}, {a}, {b}, {n});"));
             }
-            (Arg::Tile(a), Arg::Scalar(v)) => match (scalar_op, op) {
-                (Some(sop), _) => self.code.line(format!("{sop}({d}, {a}, {}, {n});", s(v))),
-                // Integers: `a - v` exactly (`a + -v` would overflow for the lowest v).
-                (None, BinaryOp::Sub) if !ty.dtype.is_float() => {
-                    let tmp = self.temp(temp, ty.dtype, &g);
-                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
-                    self.code.line(format!("Sub({d}, {a}, {tmp}, {n});"));
+            (Arg::Tile(t), Arg::Scalar(v)) | (Arg::Scalar(v), Arg::Tile(t)) => {
+                match (scalar_op, op) {
+                    (Some(sop), _) => self.code.line(format!("{sop}({d}, {t}, {}, {n});", s(v))),
+                    // Integers: `a - v` and `v - b` exactly (`a + -v` and `-b + v` would
+                    // overflow for the lowest v or b); a division by a scalar or of one.
+                    (None, BinaryOp::Sub) if ty.dtype.is_float() => {
+                        if scalar_left {
+                            self.code.line(format!("Muls({d}, {t}, {}, {n});", s(-1.0)));
+                            self.code.line(format!("Adds({d}, {d}, {}, {n});", s(v)));
+                        } else {
+                            self.code.line(format!("Adds({d}, {t}, {}, {n});", s(-v)));
+                        }
+                    }
+                    _ => {
+                        let temp = if scalar_left {
+                            Temp::ScalarLhs
+                        } else {
+                            Temp::ScalarRhs
+                        };
+                        let tmp = self.temp(inst, temp, ty.dtype, &g)?;
+                        self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
+                        let (x, y) = if scalar_left { (&tmp, &t) } else { (&t, &tmp) };
+                        self.code.line(format!("{tensor_op}({d}, {x}, {y}, {n});"));
+                    }
                 }
-                (None, BinaryOp::Sub) => {
-                    self.code.line(format!("Adds({d}, {a}, {}, {n});", s(-v)));
-                }
-                _ => {
-                    let tmp = self.temp(temp, ty.dtype, &g);
-                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
-                    self.code.line(format!("Div({d}, {a}, {tmp}, {n});"));
-                }
-            },
-            (Arg::Scalar(v), Arg::Tile(b)) => match (scalar_op, op) {
-                (Some(sop), _) => self.code.line(format!("{sop}({d}, {b}, {}, {n});", s(v))),
-                // Integers: `v - b` exactly (`-b + v` would overflow for the lowest b).
-                (None, BinaryOp::Sub) if !ty.dtype.is_float() => {
-                    let tmp = self.temp(temp, ty.dtype, &g);
-                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
-                    self.code.line(format!("Sub({d}, {tmp}, {b}, {n});"));
-                }
-                (None, BinaryOp::Sub) => {
-                    self.code.line(format!("Muls({d}, {b}, {}, {n});", s(-1.0)));
-                    self.code.line(format!("Adds({d}, {d}, {}, {n});", s(v)));
-                }
-                _ => {
-                    let tmp = self.temp(temp, ty.dtype, &g);
-                    self.code.line(format!("Duplicate({tmp}, {}, {n});", s(v)));
-                    self.code.line(format!("Div({d}, {tmp}, {b}, {n});"));
-                }
-            },
+            }
             (Arg::Scalar(_), Arg::Scalar(_)) => {
                 return Err(self.unsupported(inst, "both operands are scalars"));
             }
@@ -326,51 +337,24 @@ impl Lowering<'_> {
     /// only; a scalar operand is duplicated into a tile. `mod` is `Fmod` with the sign of
     /// a nonzero remainder fixed to that of the divisor: where `r` and `b` differ in sign,
     /// `r + b`.
+    /// `dst` (`d`, of type `ty`) is declared and its operands `a` and `b` are broadcast.
     fn binary_math(
         &mut self,
         inst: &Inst,
-        dst: TileId,
         op: BinaryOp,
-        lhs: &Operand,
-        rhs: &Operand,
+        ty: &TileType,
+        d: &str,
+        a: Arg,
+        b: Arg,
     ) -> Result<(), LowerError> {
-        self.declare(dst);
-        let ty = self.ty(dst).clone();
-        if !matches!(ty.dtype, DType::F32 | DType::F16) {
-            // Integers would go through f32, exact only below 2^24: refused rather than
-            // rounded.
-            return Err(self.unsupported(
-                inst,
-                format!(
-                    "{} of {} (the Ascend C math API takes half and float)",
-                    op.name(),
-                    ty.dtype
-                ),
-            ));
-        }
-        let g = Geom::of(&ty);
+        let g = Geom::of(ty);
         let n = g.elems();
-        let d = Lowering::name(dst);
-        let mut temp = 0;
-        let a = self.full_arg(inst, lhs, &ty.shape, &mut temp)?;
-        let b = self.full_arg(inst, rhs, &ty.shape, &mut temp)?;
-        let mut tile = |arg: Arg, this: &mut Self| match arg {
-            Arg::Tile(t) => t,
-            Arg::Scalar(v) => {
-                let t = this.temp(temp, ty.dtype, &g);
-                temp += 1;
-                this.code
-                    .line(format!("Duplicate({t}, {}, {n});", scalar(v, ty.dtype)));
-                t
-            }
-        };
         if matches!((&a, &b), (Arg::Scalar(_), Arg::Scalar(_))) {
             return Err(self.unsupported(inst, "both operands are scalars"));
         }
-        let a = tile(a, self);
-        let b = tile(b, self);
-        let tmp = self.tmp_buffer(temp, n);
-        temp += 1;
+        let a = self.tile_arg(inst, a, Temp::ScalarLhs, ty.dtype, &g)?;
+        let b = self.tile_arg(inst, b, Temp::ScalarRhs, ty.dtype, &g)?;
+        let tmp = self.tmp_buffer(inst, n)?;
         let api = if op == BinaryOp::Pow { "Power" } else { "Fmod" };
         self.code.line(format!("{api}({d}, {a}, {b}, {tmp}, {n});"));
         if op == BinaryOp::Mod {
@@ -390,8 +374,8 @@ impl Lowering<'_> {
                 pitch: bits,
                 bytes: bits as u64,
             };
-            let fixed_expr = self.temp(temp, ty.dtype, &g);
-            let mask_expr = self.temp(temp + 1, DType::Bool, &bytes);
+            let fixed_expr = self.temp(inst, Temp::ModFixed, ty.dtype, &g)?;
+            let mask_expr = self.temp(inst, Temp::ModMask, DType::Bool, &bytes)?;
             let zero = scalar(0.0, ty.dtype);
             for line in [
                 "// mod: the remainder with the sign of the divisor, r + b where they differ"
@@ -415,9 +399,41 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// Temporary `k` of the instruction as the `sharedTmpBuffer` of a math function over
-    /// `elems` elements ([`plan::math_tmp_bytes`]).
-    fn tmp_buffer(&self, k: usize, elems: usize) -> String {
+    /// The error of a math-library function `name` of `dtype`, which it does not take.
+    fn math_dtype(&self, inst: &Inst, name: &str, dtype: DType) -> LowerError {
+        self.unsupported(
+            inst,
+            format!("{name} of {dtype} (the Ascend C math API takes half and float)"),
+        )
+    }
+
+    /// `arg` as a tile: a scalar duplicated into temporary `temp`, a tile of `dtype` and
+    /// layout `g`.
+    fn tile_arg(
+        &mut self,
+        inst: &Inst,
+        arg: Arg,
+        temp: Temp,
+        dtype: DType,
+        g: &Geom,
+    ) -> Result<String, LowerError> {
+        match arg {
+            Arg::Tile(t) => Ok(t),
+            Arg::Scalar(v) => {
+                let t = self.temp(inst, temp, dtype, g)?;
+                self.code.line(format!(
+                    "Duplicate({t}, {}, {});",
+                    scalar(v, dtype),
+                    g.elems()
+                ));
+                Ok(t)
+            }
+        }
+    }
+
+    /// The instruction's `sharedTmpBuffer` of a math function over `elems` elements
+    /// ([`plan::math_tmp_bytes`]).
+    fn tmp_buffer(&self, inst: &Inst, elems: usize) -> Result<String, LowerError> {
         let bytes = plan::math_tmp_bytes(elems) as usize;
         let like = Geom {
             rows: 1,
@@ -425,19 +441,20 @@ impl Lowering<'_> {
             pitch: bytes,
             bytes: bytes as u64,
         };
-        self.temp(k, DType::U8, &like)
+        self.temp(inst, Temp::MathScratch, DType::U8, &like)
     }
 
     /// `dst = full op stat` (or `stat op full`) row by row, the statistic of each row read
     /// as a scalar.
     fn row_binary(
         &mut self,
+        inst: &Inst,
         op: BinaryOp,
         dst: TileId,
         stat_left: bool,
         stat: TileId,
         full: TileId,
-    ) {
+    ) -> Result<(), LowerError> {
         let ty = self.ty(dst).clone();
         let g = Geom::of(&ty);
         let sg = Geom::of(self.ty(stat));
@@ -450,23 +467,21 @@ impl Lowering<'_> {
         let (p, cols) = (g.pitch, g.cols);
         // Integers subtract exactly as tiles (`a + -s` goes through float, or overflows).
         let integer_sub = op == BinaryOp::Sub && !ty.dtype.is_float();
-        let row = (op == BinaryOp::Div || integer_sub).then(|| {
-            let one_row = Geom {
-                rows: 1,
-                cols: g.pitch,
-                pitch: g.pitch,
-                bytes: 0,
-            };
-            self.temp(0, ty.dtype, &one_row)
-        });
-        self.code.line("SetFlag<HardEvent::V_S>(EVENT_ID0);");
-        self.code.line("WaitFlag<HardEvent::V_S>(EVENT_ID0);");
+        let one_row = Geom {
+            rows: 1,
+            cols: g.pitch,
+            pitch: g.pitch,
+            bytes: 0,
+        };
+        let row = (op == BinaryOp::Div || integer_sub)
+            .then(|| self.temp(inst, Temp::StatRow, ty.dtype, &one_row))
+            .transpose()?;
+        self.code.set_wait("V_S");
         if let Some(row) = &row {
             self.code
                 .line(format!("LocalTensor<{ctype}> statRow = {row};"));
         }
-        self.code
-            .open(format!("for (int64_t r = 0; r < {}; ++r)", g.rows));
+        self.code.open_rows(g.rows);
         self.code.line(format!(
             "const {ctype} s = {st}.GetValue(r * {});",
             sg.pitch
@@ -510,6 +525,7 @@ impl Lowering<'_> {
             self.code.line(line);
         }
         self.code.close();
+        Ok(())
     }
 
     pub(super) fn compare(
@@ -535,9 +551,7 @@ impl Lowering<'_> {
             level: MemLevel::Ub,
         })
         .elems();
-        let mut temp = 0;
-        let a = self.full_arg(inst, lhs, &shape, &mut temp)?;
-        let b = self.full_arg(inst, rhs, &shape, &mut temp)?;
+        let (a, b) = self.full_args(inst, lhs, rhs, &shape)?;
         let d = Lowering::name(dst);
         let mode = |op: CmpOp| match op {
             CmpOp::Eq => "CMPMODE::EQ",
@@ -599,18 +613,8 @@ impl Lowering<'_> {
         let n = g.elems();
         let d = Lowering::name(dst);
         let c = Lowering::name(cond);
-        let mut temp = 0;
-        let t = self.full_arg(inst, on_true, &ty.shape, &mut temp)?;
-        let f = self.full_arg(inst, on_false, &ty.shape, &mut temp)?;
-        let t = match t {
-            Arg::Tile(t) => t,
-            Arg::Scalar(v) => {
-                let tmp = self.temp(temp, ty.dtype, &g);
-                self.code
-                    .line(format!("Duplicate({tmp}, {}, {n});", scalar(v, ty.dtype)));
-                tmp
-            }
-        };
+        let (t, f) = self.full_args(inst, on_true, on_false, &ty.shape)?;
+        let t = self.tile_arg(inst, t, Temp::ScalarLhs, ty.dtype, &g)?;
         match f {
             Arg::Tile(f) => self.code.line(format!(
                 "Select({d}, {c}, {t}, {f}, SELMODE::VSEL_TENSOR_TENSOR_MODE, {n});"

@@ -59,6 +59,25 @@ impl Code {
         }
     }
 
+    /// The `SetFlag` / `WaitFlag` pair of `HardEvent::{event}` (`MTE2_V`: the vector pipe
+    /// waits until the copy in before it is done).
+    pub(super) fn set_wait(&mut self, event: &str) {
+        self.line(format!("SetFlag<HardEvent::{event}>(EVENT_ID0);"));
+        self.line(format!("WaitFlag<HardEvent::{event}>(EVENT_ID0);"));
+    }
+
+    /// Opens a loop over the rows `r` of a tile of `rows` rows.
+    pub(super) fn open_rows(&mut self, rows: usize) {
+        self.open(format!("for (int64_t r = 0; r < {rows}; ++r)"));
+    }
+
+    /// `line` once per row `r` of a tile of `rows` rows.
+    pub(super) fn for_rows(&mut self, rows: usize, line: impl AsRef<str>) {
+        self.open_rows(rows);
+        self.line(line);
+        self.close();
+    }
+
     pub(super) fn open(&mut self, line: impl AsRef<str>) {
         let line = line.as_ref();
         self.line(if line.is_empty() {

@@ -4,6 +4,8 @@
 
 use pto_op::{AttrType, DType};
 
+use crate::ascendc::soc::storage_only_dtypes;
+
 /// The names of a dtype or a param type in CANN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct CannName {
@@ -36,16 +38,7 @@ pub(super) fn dtype_name(dtype: DType) -> CannName {
         DType::U64 => CannName::new("DT_UINT64", "uint64"),
         DType::F64 => CannName::new("DT_DOUBLE", "double"),
         // No SoC lowers these (`Soc::supports`): no lowered kernel, so no package, has them.
-        dtype @ (DType::F8E4M3FN
-        | DType::F8E4M3FNUZ
-        | DType::F8E5M2
-        | DType::F8E5M2FNUZ
-        | DType::F8E8M0
-        | DType::F4E2M1
-        | DType::I4
-        | DType::U4
-        | DType::I2
-        | DType::U2) => {
+        dtype @ storage_only_dtypes!() => {
             unreachable!("{dtype} is refused by lowering before packaging")
         }
     }
