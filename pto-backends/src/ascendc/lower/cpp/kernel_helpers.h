@@ -89,6 +89,19 @@ __aicore__ inline void ForEachSlab(const int64_t* dims, const int64_t* offsets, 
     }
 }
 
+// The DataCopy of `rows` rows of `rowBytes` each, with `srcGapBytes` / `dstGapBytes` between
+// rows: all of them whole 32-byte blocks.
+__aicore__ inline DataCopyParams RowBlocks(int64_t rows, uint32_t rowBytes, uint32_t srcGapBytes,
+                                           uint32_t dstGapBytes)
+{
+    DataCopyParams params;
+    params.blockCount = static_cast<uint16_t>(rows);
+    params.blockLen = static_cast<uint16_t>(rowBytes / 32);
+    params.srcStride = static_cast<uint16_t>(srcGapBytes / 32);
+    params.dstStride = static_cast<uint16_t>(dstGapBytes / 32);
+    return params;
+}
+
 // GM -> UB: the tile at `offsets`, `pad` where it leaves the tensor (a masked load).
 // Whole, 32-byte aligned slabs move with DataCopy; ragged ones with DataCopyPad.
 template <typename T>
@@ -109,12 +122,8 @@ __aicore__ inline void CopyInTile(const LocalTensor<T>& dst, const GlobalTensor<
         const uint32_t rowBytes = static_cast<uint32_t>(slab.cols) * size;
         const uint32_t gapBytes = static_cast<uint32_t>(tensorCols - slab.cols) * size;
         if (rowBytes % 32 == 0 && gapBytes % 32 == 0) {
-            DataCopyParams params;
-            params.blockCount = static_cast<uint16_t>(slab.rows);
-            params.blockLen = static_cast<uint16_t>(rowBytes / 32);
-            params.srcStride = static_cast<uint16_t>(gapBytes / 32);
-            params.dstStride = static_cast<uint16_t>((pitch * size - rowBytes) / 32);
-            DataCopy(dst[slab.ubOffset], src[slab.gmOffset], params);
+            DataCopy(dst[slab.ubOffset], src[slab.gmOffset],
+                     RowBlocks(slab.rows, rowBytes, gapBytes, pitch * size - rowBytes));
         } else {
             const uint32_t alignedBytes = (rowBytes + 31) / 32 * 32;
             DataCopyExtParams params{static_cast<uint16_t>(slab.rows), rowBytes, gapBytes,
@@ -139,12 +148,8 @@ __aicore__ inline void CopyOutTile(const GlobalTensor<T>& dst, const int64_t* di
         const uint32_t rowBytes = static_cast<uint32_t>(slab.cols) * size;
         const uint32_t gapBytes = static_cast<uint32_t>(tensorCols - slab.cols) * size;
         if (rowBytes % 32 == 0 && gapBytes % 32 == 0) {
-            DataCopyParams params;
-            params.blockCount = static_cast<uint16_t>(slab.rows);
-            params.blockLen = static_cast<uint16_t>(rowBytes / 32);
-            params.srcStride = static_cast<uint16_t>((pitch * size - rowBytes) / 32);
-            params.dstStride = static_cast<uint16_t>(gapBytes / 32);
-            DataCopy(dst[slab.gmOffset], src[slab.ubOffset], params);
+            DataCopy(dst[slab.gmOffset], src[slab.ubOffset],
+                     RowBlocks(slab.rows, rowBytes, pitch * size - rowBytes, gapBytes));
         } else {
             const uint32_t alignedBytes = (rowBytes + 31) / 32 * 32;
             DataCopyExtParams params{static_cast<uint16_t>(slab.rows), rowBytes,
