@@ -127,15 +127,10 @@ impl Lowering<'_> {
                     self.declare(*p);
                     if self.ty(*p).level != MemLevel::Ub {
                         // The loop carries the initial tile's storage (an accumulator).
-                        if self.plan.last_use[i.index()] != start {
-                            return Err(self.unsupported(
-                                inst,
-                                format!(
-                                    "{i} carried into the loop in {} is used after it",
-                                    self.ty(*p).level
-                                ),
-                            ));
-                        }
+                        let level = self.ty(*p).level;
+                        self.require(inst, self.plan.last_use[i.index()] == start, || {
+                            format!("{i} carried into the loop in {level} is used after it")
+                        })?;
                         continue;
                     }
                     if self.plan.storage[p.index()] == self.plan.storage[i.index()] {
@@ -162,16 +157,12 @@ impl Lowering<'_> {
                 for (p, y) in params.iter().zip(yields) {
                     self.side(Lowering::side_of(self.ty(*p).level));
                     if self.ty(*p).level != MemLevel::Ub {
-                        if plan::root(&self.plan.storage, *p) != plan::root(&self.plan.storage, *y)
-                        {
-                            return Err(self.unsupported(
-                                inst,
-                                format!(
-                                    "{y} yielded for {p} in {} is not accumulated in place",
-                                    self.ty(*p).level
-                                ),
-                            ));
-                        }
+                        let level = self.ty(*p).level;
+                        let in_place = plan::root(&self.plan.storage, *p)
+                            == plan::root(&self.plan.storage, *y);
+                        self.require(inst, in_place, || {
+                            format!("{y} yielded for {p} in {level} is not accumulated in place")
+                        })?;
                         continue;
                     }
                     let (ps, ys) = (

@@ -112,6 +112,20 @@ impl Lowering<'_> {
         }
     }
 
+    /// [`Lowering::unsupported`] with `message()` unless `ok`.
+    pub(super) fn require(
+        &self,
+        inst: &Inst,
+        ok: bool,
+        message: impl FnOnce() -> String,
+    ) -> Result<(), LowerError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.unsupported(inst, message()))
+        }
+    }
+
     pub(super) fn ty(&self, t: TileId) -> &TileType {
         // A validated program's tiles all have types.
         &self.program.tiles[t]
