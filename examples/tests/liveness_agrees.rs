@@ -88,10 +88,9 @@ fn disagreements(
     // The UB plan's live range of each tile, by the check's rule for loop results.
     let results = loop_results(program);
     let planned = |t: TileId| -> Option<(usize, usize)> {
-        let i = t.index();
-        let def = plan.def[i]?;
+        let def = plan.def[t]?;
         let start = if results.contains(&t) { def + 1 } else { def };
-        Some((start, plan.last_use[i].max(start)))
+        Some((start, plan.last_use[t].max(start)))
     };
     // A buffer's range in the UB plan: from the first definition of its tiles to their
     // last use.

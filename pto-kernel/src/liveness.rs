@@ -151,8 +151,8 @@ impl<'p> Liveness<'p> {
     }
 
     /// The liveness of each tile, by `TileId`.
-    pub fn tiles(&self) -> &[TileLiveness] {
-        self.tiles.as_slice()
+    pub fn tiles(&self) -> &IdVec<TileId, TileLiveness> {
+        &self.tiles
     }
 
     /// The liveness of `tile` (`None` for a tile the program does not declare).

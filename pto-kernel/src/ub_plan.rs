@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use crate::device::DeviceProfile;
 use crate::dtype::DType;
-use crate::ir::{Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
+use crate::ir::{IdVec, Inst, MemLevel, Operand, Program, ReduceOp, TileId, TileType};
 use crate::liveness::Liveness;
 // The one position numbering, which the lowering walks too.
 pub use crate::liveness::span;
@@ -108,9 +108,9 @@ pub enum Storage {
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Where each tile lives, by `TileId`.
-    pub storage: Vec<Storage>,
+    pub storage: IdVec<TileId, Storage>,
     /// The position of each tile's last use (its definition if unused).
-    pub end: Vec<usize>,
+    pub end: IdVec<TileId, usize>,
     /// Byte offsets in the pool of the temporaries of the instruction at a position, by
     /// name ([`Plan::temp`]).
     pub temps: HashMap<usize, HashMap<Temp, u64>>,
@@ -119,9 +119,9 @@ pub struct Plan {
     pub pool_bytes: [u64; 5],
     /// The position of each tile's definition (a loop result: the loop's end), by
     /// `TileId`.
-    pub def: Vec<Option<usize>>,
+    pub def: IdVec<TileId, Option<usize>>,
     /// The position of each tile's last use before aliasing.
-    pub last_use: Vec<usize>,
+    pub last_use: IdVec<TileId, usize>,
     /// Bytes of the reductions' shared work buffer.
     pub reduce_work_bytes: u64,
 }
@@ -149,8 +149,8 @@ pub fn level_index(level: MemLevel) -> usize {
 const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
 
 /// The tile whose storage `t` uses, following aliases.
-pub fn root(storage: &[Storage], mut t: TileId) -> TileId {
-    while let Some(Storage::Alias(next)) = storage.get(t.index()) {
+pub fn root(storage: &IdVec<TileId, Storage>, mut t: TileId) -> TileId {
+    while let Some(Storage::Alias(next)) = storage.get(t) {
         t = *next;
     }
     t
@@ -463,7 +463,7 @@ pub fn row_reduce(
 pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     let live = Liveness::of(program);
     let n = program.tiles.len();
-    let mut storage = vec![Storage::None; n];
+    let mut storage = IdVec::filled(n, Storage::None);
     let mut reduce_work_bytes = 0;
 
     // Storage kinds.
@@ -478,22 +478,22 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
 
     // Pool intervals: (start, end, bytes, level, tile or temp).
     enum Item {
-        Tile(usize),
+        Tile(TileId),
         Temp(usize, Temp),
     }
     let mut intervals: Vec<(usize, usize, u64, usize, Item)> = Vec::new();
-    let last_use: Vec<usize> = live.tiles().iter().map(|t| t.end).collect();
+    let last_use: IdVec<TileId, usize> = live.tiles().iter().map(|t| t.end).collect();
     let mut end = last_use.clone();
     // Aliases (loop results, accumulators) extend the storage they use.
     for t in program.tiles.keys() {
-        let r = root(&storage, t).index();
-        end[r] = end[r].max(last_use[t.index()]);
+        let r = root(&storage, t);
+        end[r] = end[r].max(last_use[t]);
     }
-    for (t, kind) in storage.iter().enumerate() {
+    for (t, kind) in storage.iter_enumerated() {
         if *kind == Storage::Pool(0)
             && let Some(d) = live.tiles()[t].def
         {
-            let ty = &program.tiles[TileId::from_index(t)];
+            let ty = &program.tiles[t];
             intervals.push((
                 d,
                 end[t],
@@ -529,18 +529,18 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
         .collect();
     let mut temps: HashMap<usize, HashMap<Temp, u64>> = HashMap::new();
     // Tiles whose storage others use (loop results, accumulators), and carried tiles.
-    let mut aliased = vec![false; n];
+    let mut aliased: IdVec<TileId, bool> = IdVec::filled(n, false);
     for kind in &storage {
         if let Storage::Alias(target) = kind {
-            aliased[target.index()] = true;
+            aliased[*target] = true;
         }
     }
-    let mut carried = vec![false; n];
+    let mut carried = IdVec::filled(n, false);
     mark_carried(&program.body, &mut carried);
-    let mut in_place: HashMap<usize, Vec<TileId>> = HashMap::new();
+    let mut in_place: HashMap<TileId, Vec<TileId>> = HashMap::new();
     collect_in_place(program, &program.body, &mut in_place);
     // (end, level, offset, bytes, tile)
-    let mut live_now: Vec<(usize, usize, u64, u64, Option<usize>)> = Vec::new();
+    let mut live_now: Vec<(usize, usize, u64, u64, Option<TileId>)> = Vec::new();
     for (start, stop, bytes, level, item) in intervals {
         live_now.retain(|&(e, l, offset, _, _)| {
             if e < start {
@@ -551,7 +551,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
             }
         });
         // An element-wise result may take the place of an operand that dies here.
-        let shared = |u: usize| aliased[u] && !carried[u];
+        let shared = |u: TileId| aliased[u] && !carried[u];
         let reused = match item {
             Item::Tile(t) => in_place.get(&t).and_then(|operands| {
                 live_now.iter().position(|&(e, l, _, b, tile)| {
@@ -561,7 +561,7 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
                         })
                         && l == level
                         && b >= bytes
-                        && tile.is_some_and(|u| operands.contains(&TileId::from_index(u)))
+                        && tile.is_some_and(|u| operands.contains(&u))
                 })
             }),
             Item::Temp(..) => None,
@@ -605,11 +605,11 @@ pub fn plan(program: &Program, profile: &DeviceProfile) -> Plan {
     }
 }
 
-fn mark_carried(body: &[Inst], carried: &mut [bool]) {
+fn mark_carried(body: &[Inst], carried: &mut IdVec<TileId, bool>) {
     for inst in body {
         if let Inst::Loop { params, body, .. } = inst {
             for p in params {
-                carried[p.index()] = true;
+                carried[*p] = true;
             }
             mark_carried(body, carried);
         }
@@ -619,7 +619,7 @@ fn mark_carried(body: &[Inst], carried: &mut [bool]) {
 /// The operands each element-wise result may overwrite (by result tile): the instructions
 /// whose lowering reads each element of its operands before writing that element of the
 /// result, and never reads an operand after writing the result.
-fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, Vec<TileId>>) {
+fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<TileId, Vec<TileId>>) {
     let same_size = |a: TileId, b: TileId| match (program.tile(a), program.tile(b)) {
         (Some(x), Some(y)) => {
             x.level == MemLevel::Ub
@@ -643,7 +643,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
                             t.dtype == program.tile(*i).map_or(t.dtype, |x| x.dtype)
                         })
                     {
-                        out.insert(p.index(), vec![*i]);
+                        out.insert(*p, vec![*i]);
                     }
                 }
                 collect_in_place(program, body, out);
@@ -667,7 +667,7 @@ fn collect_in_place(program: &Program, body: &[Inst], out: &mut HashMap<usize, V
             .filter(|u| same_size(*u, dst))
             .collect();
         if !operands.is_empty() {
-            out.insert(dst.index(), operands);
+            out.insert(dst, operands);
         }
     }
 }
@@ -678,7 +678,7 @@ fn classify(
     profile: &DeviceProfile,
     body: &[Inst],
     live: &Liveness<'_>,
-    storage: &mut [Storage],
+    storage: &mut IdVec<TileId, Storage>,
     reduce_work_bytes: &mut u64,
 ) {
     // Tiles whose only use is one store of this scope.
@@ -713,24 +713,24 @@ fn classify(
                 for (p, i) in params.iter().zip(init) {
                     // UB tiles are copied in; cube tiles (an L0C accumulator) cannot be,
                     // so the loop carries the initial tile's storage.
-                    storage[p.index()] = if in_ub(*p) {
+                    storage[*p] = if in_ub(*p) {
                         Storage::Pool(0)
                     } else {
                         Storage::Alias(*i)
                     };
                 }
                 for (r, p) in results.iter().zip(params) {
-                    storage[r.index()] = Storage::Alias(*p);
+                    storage[*r] = Storage::Alias(*p);
                 }
                 classify(program, profile, body, live, storage, reduce_work_bytes);
             }
-            Inst::Load { dst, .. } if in_ub(*dst) => storage[dst.index()] = Storage::InQueue,
+            Inst::Load { dst, .. } if in_ub(*dst) => storage[*dst] = Storage::InQueue,
             // Mmad accumulates in place: the result is the accumulator's storage.
             Inst::Matmul {
                 dst,
                 acc: Some(acc),
                 ..
-            } => storage[dst.index()] = Storage::Alias(*acc),
+            } => storage[*dst] = Storage::Alias(*acc),
             _ => {
                 if let Inst::Reduce { src, op, axis, .. } = inst
                     && let Some(ty) = program.tile(*src)
@@ -748,9 +748,9 @@ fn classify(
                 if let Some(d) = def(inst)
                     && !in_ub(d)
                 {
-                    storage[d.index()] = Storage::Pool(0);
+                    storage[d] = Storage::Pool(0);
                 } else if let Some(d) = def(inst) {
-                    if matches!(storage[d.index()], Storage::Alias(_)) {
+                    if matches!(storage[d], Storage::Alias(_)) {
                         continue;
                     }
                     let only_stored = |t: TileId| {
@@ -762,10 +762,10 @@ fn classify(
                     let cast_then_stored = identity
                         .get(&d)
                         .filter(|y| live.tile(d).is_some_and(|l| l.uses == 1) && only_stored(**y));
-                    storage[d.index()] = if only_stored(d) {
+                    storage[d] = if only_stored(d) {
                         Storage::OutQueue
                     } else if let Some(y) = cast_then_stored {
-                        storage[y.index()] = Storage::Alias(d);
+                        storage[*y] = Storage::Alias(d);
                         Storage::OutQueue
                     } else {
                         Storage::Pool(0)
@@ -811,7 +811,7 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
             }
             Inst::Store { src, .. } => {
                 if let Some(ty) = in_ub(*src)
-                    && plan.storage[root(&plan.storage, *src).index()] != Storage::OutQueue
+                    && plan.storage[root(&plan.storage, *src)] != Storage::OutQueue
                 {
                     out.push(Queue {
                         name: format!("outQueue_store{at}"),
@@ -824,7 +824,7 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
             inst => {
                 if let Some(d) = def(inst)
                     && let Some(ty) = in_ub(d)
-                    && plan.storage[d.index()] == Storage::OutQueue
+                    && plan.storage[d] == Storage::OutQueue
                 {
                     out.push(Queue {
                         name: format!("outQueue_t{}", d.as_u32()),
@@ -1008,10 +1008,10 @@ mod tests {
         };
         let profile = DeviceProfile::builtin("kirin9030").expect("profile");
         let plan = plan(&program, &profile);
-        assert_eq!(plan.storage[0], Storage::InQueue);
-        assert_eq!(plan.storage[1], Storage::Pool(0));
-        assert_eq!(plan.storage[2], Storage::Pool(0));
-        assert_eq!(plan.storage[3], Storage::OutQueue);
+        assert_eq!(plan.storage[TileId::new(0)], Storage::InQueue);
+        assert_eq!(plan.storage[TileId::new(1)], Storage::Pool(0));
+        assert_eq!(plan.storage[TileId::new(2)], Storage::Pool(0));
+        assert_eq!(plan.storage[TileId::new(3)], Storage::OutQueue);
         assert_eq!(plan.pool_bytes[0], 8 * 64 * 4);
     }
 

@@ -128,12 +128,12 @@ impl Lowering<'_> {
                     if self.ty(*p).level != MemLevel::Ub {
                         // The loop carries the initial tile's storage (an accumulator).
                         let level = self.ty(*p).level;
-                        self.require(inst, self.plan.last_use[i.index()] == start, || {
+                        self.require(inst, self.plan.last_use[*i] == start, || {
                             format!("{i} carried into the loop in {level} is used after it")
                         })?;
                         continue;
                     }
-                    if self.plan.storage[p.index()] == self.plan.storage[i.index()] {
+                    if self.plan.storage[*p] == self.plan.storage[*i] {
                         // The carried tile took the initial value's place.
                         continue;
                     }
@@ -166,12 +166,12 @@ impl Lowering<'_> {
                         continue;
                     }
                     let (ps, ys) = (
-                        &self.plan.storage[p.index()],
-                        &self.plan.storage[plan::root(&self.plan.storage, *y).index()],
+                        &self.plan.storage[*p],
+                        &self.plan.storage[plan::root(&self.plan.storage, *y)],
                     );
                     if params
                         .iter()
-                        .any(|q| q != p && self.plan.storage[q.index()] == *ys)
+                        .any(|q| q != p && self.plan.storage[*q] == *ys)
                     {
                         return Err(self.unsupported(
                             inst,

@@ -38,7 +38,7 @@ mod vector;
 mod writer;
 
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::ir::{GlobalRole, MemLevel, Program};
+use pto_op::kernel::ir::{GlobalRole, IdVec, MemLevel, Program};
 use pto_op::kernel::vector_split::mixes_cube_and_vector;
 use pto_op::{Attributes, DeviceProfile, OpDef, TensorType};
 
@@ -217,7 +217,7 @@ fn lower_block<'p>(
             reduce_work: 0,
         },
         position: 0,
-        freed: vec![false; program.tiles.len()],
+        freed: IdVec::filled(program.tiles.len(), false),
         scopes: Vec::new(),
         uses_cube: false,
         split: soc.split_cores() && mixes_cube_and_vector(program),

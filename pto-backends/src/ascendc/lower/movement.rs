@@ -191,7 +191,7 @@ impl Lowering<'_> {
         let name = Lowering::name(src);
         let gname = self.global_name(global);
         let root = plan::root(&self.plan.storage, src);
-        let (queue, out) = if self.plan.storage[root.index()] == Storage::OutQueue {
+        let (queue, out) = if self.plan.storage[root] == Storage::OutQueue {
             (format!("outQueue_{}", Lowering::name(root)), name.clone())
         } else {
             let queue = format!("outQueue_store{}", self.position);

@@ -3,7 +3,7 @@
 //! plan's storage, temporaries by name, queue frees, sides.
 
 use pto_op::device::PerBuffer;
-use pto_op::kernel::ir::{Index, Inst, MemLevel, Program, TileId, TileType};
+use pto_op::kernel::ir::{IdVec, Index, Inst, MemLevel, Program, TileId, TileType};
 use pto_op::{DType, DeviceProfile};
 
 use super::super::plan::{self, Geom, Plan, Queue, Storage, Temp, UbReservation};
@@ -43,7 +43,7 @@ pub(super) struct Lowering<'p> {
     /// two: its start and the end of its iteration).
     pub(super) position: usize,
     /// Queue tiles already freed.
-    pub(super) freed: Vec<bool>,
+    pub(super) freed: IdVec<TileId, bool>,
     /// The queue tiles defined in each open scope, innermost last.
     pub(super) scopes: Vec<Vec<TileId>>,
     /// Whether the kernel uses the cube (and needs its copy helpers).
@@ -250,7 +250,7 @@ impl Lowering<'_> {
         let g = Geom::of(&ty);
         let name = Lowering::name(t);
         let ctype = c_type(ty.dtype);
-        let storage = self.plan.storage[t.index()].clone();
+        let storage = self.plan.storage[t].clone();
         match storage {
             Storage::Pool(offset) => {
                 let count = if ty.dtype == DType::Bool {
@@ -291,7 +291,7 @@ impl Lowering<'_> {
     pub(super) fn free_dead(&mut self, last: usize) {
         let scope = self.scopes.last().cloned().unwrap_or_default();
         for t in scope {
-            if !self.freed[t.index()] && self.plan.end[t.index()] <= last {
+            if !self.freed[t] && self.plan.end[t] <= last {
                 self.free(t);
             }
         }
@@ -300,14 +300,14 @@ impl Lowering<'_> {
     pub(super) fn free_scope(&mut self) {
         let scope = self.scopes.pop().unwrap_or_default();
         for t in scope {
-            if !self.freed[t.index()] {
+            if !self.freed[t] {
                 self.free(t);
             }
         }
     }
 
     fn free(&mut self, t: TileId) {
-        self.freed[t.index()] = true;
+        self.freed[t] = true;
         let name = Lowering::name(t);
         self.code
             .line(format!("inQueue_{name}.FreeTensor({name});"));

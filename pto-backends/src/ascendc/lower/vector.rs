@@ -635,7 +635,7 @@ impl Lowering<'_> {
         let d = Lowering::name(dst);
         let s = Lowering::name(src);
         if from == to.dtype {
-            if self.plan.storage[dst.index()] != Storage::Alias(src) {
+            if self.plan.storage[dst] != Storage::Alias(src) {
                 self.code.line(format!(
                     "DataCopy({d}, {s}, {});",
                     copy_elems(&to, &Geom::of(&to))
