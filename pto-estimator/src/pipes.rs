@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use pto_op::DeviceProfile;
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostError, CostModel, Side};
+use pto_op::kernel::cost::{self, CostError, CostModel, PerSide, Side};
 use pto_op::kernel::ir::{Inst, Pipe, Program};
 
 /// The pipe-model time of `program` on `device`, in seconds.
@@ -96,9 +96,9 @@ impl Pace<'_> {
         let overhead = self.costs.loop_overhead_cycles();
         let first = overhead + self.straight(body)?;
         let mut busy: Vec<((Side, Pipe), f64)> = Vec::new();
-        let mut scalar = [0.0; 3];
+        let mut scalar = PerSide::filled(0.0);
         for side in self.costs.loop_sides(self.program, body) {
-            scalar[side.index()] = overhead;
+            scalar[side] = overhead;
         }
         let mut add =
             |key: (Side, Pipe), cycles: f64| match busy.iter_mut().find(|(k, _)| *k == key) {
@@ -111,12 +111,12 @@ impl Pace<'_> {
                 // cube side when split: its sides run it in parallel).
                 Inst::Loop { count, body, .. } => {
                     let side = self.costs.loop_sides(self.program, body)[0];
-                    scalar[side.index()] += self.costs.issue_cycles();
+                    scalar[side] += self.costs.issue_cycles();
                     add((side, Pipe::S), self.looped(*count, body)?);
                 }
                 _ => {
                     for part in self.costs.placement(self.program, inst)?.parts() {
-                        scalar[part.side.index()] += self.costs.issue_cycles();
+                        scalar[part.side] += self.costs.issue_cycles();
                         add((part.side, part.cost.pipe), part.cost.cycles);
                     }
                 }
@@ -126,7 +126,7 @@ impl Pace<'_> {
             .iter()
             .map(|((side, pipe), cycles)| {
                 if *pipe == Pipe::S {
-                    cycles + scalar[side.index()]
+                    cycles + scalar[*side]
                 } else {
                     *cycles
                 }

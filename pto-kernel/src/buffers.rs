@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::device::{CubeVector, DeviceProfile};
-use crate::ir::{Inst, MemLevel, Program, TileId};
+use crate::ir::{IdVec, Inst, MemLevel, Program, TileId};
 use crate::liveness::{Definition, Liveness, LoopSpan};
 use crate::row_reduce::RowReduce;
 use crate::ub_plan::reserved_ub;
@@ -168,7 +168,7 @@ impl<'p> BufferUse<'p> {
         let liveness = Liveness::of(program);
         let positions = liveness.positions();
         // (start, end) of each tile, once defined.
-        let mut ranges: Vec<Option<(usize, usize)>> = liveness
+        let mut ranges: IdVec<TileId, Option<(usize, usize)>> = liveness
             .tiles()
             .iter()
             .map(|t| {
@@ -205,23 +205,21 @@ impl<'p> BufferUse<'p> {
         }
         let root = share_buffers(&liveness, &mut ranges, shares);
         // The tiles of each buffer, by the tile whose buffer it is.
-        let mut members: Vec<Vec<TileId>> = vec![Vec::new(); root.len()];
-        for (slot, r) in root.iter().enumerate() {
-            if *r != slot {
-                members[*r].push(TileId::from_index(slot));
+        let mut members: IdVec<TileId, Vec<TileId>> = IdVec::filled(root.len(), Vec::new());
+        for (tile, r) in root.iter_enumerated() {
+            if *r != tile {
+                members[*r].push(tile);
             }
         }
         let ranges = ranges
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, range)| {
+            .iter_enumerated()
+            .filter_map(|(tile, range)| {
                 let (start, end) = (*range)?;
-                let tile = TileId::from_index(slot);
                 // Results of a final loop are never live on core: nothing follows.
                 (start < positions.len()).then(|| LiveRange {
                     tile,
                     tiles: std::iter::once(tile)
-                        .chain(members[slot].iter().copied())
+                        .chain(members[tile].iter().copied())
                         .collect(),
                     start,
                     end,
@@ -446,11 +444,11 @@ fn copied_in_by(liveness: &Liveness<'_>, tile: TileId) -> Vec<usize> {
 /// and both belong to the same loop body. Returns the tile whose buffer each tile is in.
 fn share_buffers(
     liveness: &Liveness<'_>,
-    ranges: &mut [Option<(usize, usize)>],
+    ranges: &mut IdVec<TileId, Option<(usize, usize)>>,
     shares: Vec<(TileId, TileId, usize, Option<usize>)>,
-) -> Vec<usize> {
-    let mut root: Vec<usize> = (0..ranges.len()).collect();
-    fn find(root: &mut [usize], mut t: usize) -> usize {
+) -> IdVec<TileId, TileId> {
+    let mut root: IdVec<TileId, TileId> = ranges.keys().collect();
+    fn find(root: &mut IdVec<TileId, TileId>, mut t: TileId) -> TileId {
         while root[t] != t {
             root[t] = root[root[t]];
             t = root[t];
@@ -458,15 +456,14 @@ fn share_buffers(
         t
     }
     for (tile, target, at, scope) in shares {
-        let (t, g) = (tile.index(), target.index());
-        let valid = t < root.len()
+        let valid = root.get(tile).is_some()
             && liveness
                 .tile(target)
                 .is_some_and(|g| g.last_read == Some(at) && g.scope == scope);
         if !valid {
             continue;
         }
-        let (rt, rg) = (find(&mut root, t), find(&mut root, g));
+        let (rt, rg) = (find(&mut root, tile), find(&mut root, target));
         if rt == rg {
             continue;
         }
@@ -477,5 +474,5 @@ fn share_buffers(
         ranges[rt] = None;
         root[rt] = rg;
     }
-    (0..root.len()).map(|t| find(&mut root, t)).collect()
+    root.keys().map(|t| find(&mut root, t)).collect()
 }

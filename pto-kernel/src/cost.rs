@@ -173,6 +173,39 @@ impl Side {
     }
 }
 
+/// A value for each [`Side`], indexed by the side itself (`table[side]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerSide<T>([T; 3]);
+
+impl<T> PerSide<T> {
+    /// `value` for every side.
+    pub fn filled(value: T) -> Self
+    where
+        T: Copy,
+    {
+        PerSide([value; 3])
+    }
+
+    /// The values in [`Side::ALL`] order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+}
+
+impl<T> std::ops::Index<Side> for PerSide<T> {
+    type Output = T;
+
+    fn index(&self, side: Side) -> &T {
+        &self.0[side.index()]
+    }
+}
+
+impl<T> std::ops::IndexMut<Side> for PerSide<T> {
+    fn index_mut(&mut self, side: Side) -> &mut T {
+        &mut self.0[side.index()]
+    }
+}
+
 /// One pipe occupation of an instruction on one side of the AI core.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Part {
@@ -220,21 +253,21 @@ impl Placement {
     }
 }
 
-/// The sides whose instructions are in `body` (loop bodies included), by [`Side::index`],
-/// on a profile whose cores are arranged as `arrangement`.
-pub fn sides_in(program: &Program, body: &[Inst], arrangement: CubeVector) -> [bool; 3] {
-    let mut sides = [false; 3];
-    fn walk(program: &Program, body: &[Inst], arrangement: CubeVector, sides: &mut [bool; 3]) {
+/// Whether each side has instructions in `body` (loop bodies included), on a profile whose
+/// cores are arranged as `arrangement`.
+pub fn sides_in(program: &Program, body: &[Inst], arrangement: CubeVector) -> PerSide<bool> {
+    let mut sides = PerSide::filled(false);
+    fn walk(program: &Program, body: &[Inst], arrangement: CubeVector, sides: &mut PerSide<bool>) {
         for inst in body {
             if let Inst::Loop { body, .. } = inst {
                 walk(program, body, arrangement, sides);
                 continue;
             }
             match side_of(program, inst, arrangement) {
-                Some(side) => sides[side.index()] = true,
+                Some(side) => sides[side] = true,
                 None => {
-                    sides[Side::Cube.index()] = true;
-                    sides[Side::Vector.index()] = true;
+                    sides[Side::Cube] = true;
+                    sides[Side::Vector] = true;
                 }
             }
         }
@@ -824,10 +857,7 @@ impl<'a> CostModel<'a> {
             return vec![Side::Core];
         }
         let present = sides_in(program, body, self.profile.cube_vector);
-        let sides: Vec<Side> = Side::ALL
-            .into_iter()
-            .filter(|s| present[s.index()])
-            .collect();
+        let sides: Vec<Side> = Side::ALL.into_iter().filter(|s| present[*s]).collect();
         if sides.is_empty() {
             vec![Side::Cube]
         } else {

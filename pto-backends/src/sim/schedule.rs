@@ -41,8 +41,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostModel, Placement, Side};
-use pto_op::kernel::ir::{Inst, MemLevel, Pipe, Program, TileId, VarId};
+use pto_op::kernel::cost::{self, CostModel, PerSide, Placement, Side};
+use pto_op::kernel::ir::{IdVec, Inst, MemLevel, Pipe, Program, TileId, VarId};
 use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
 
@@ -189,11 +189,11 @@ pub fn schedule(
         plan,
         pipe_busy: BTreeMap::new(),
         busy: BTreeMap::new(),
-        issue_free: [0.0; 3],
+        issue_free: PerSide::filled(0.0),
         loop_sides: BTreeMap::new(),
         handoff_bytes: 0,
-        ready: vec![0.0; program.tiles.len()],
-        last_use: vec![[0.0; 2]; program.tiles.len()],
+        ready: IdVec::filled(program.tiles.len(), 0.0),
+        last_use: IdVec::filled(program.tiles.len(), [0.0; 2]),
         end: 0.0,
         instructions: 0,
         events: Vec::new(),
@@ -284,15 +284,15 @@ struct Scheduler<'p> {
     /// Busy intervals of each pipe of each side, sorted and disjoint.
     pipe_busy: BTreeMap<(Side, Pipe), Vec<(f64, f64)>>,
     busy: BTreeMap<(Side, Pipe), f64>,
-    /// When each side's scalar pipe can issue its next instruction, by [`Side::index`].
-    issue_free: [f64; 3],
+    /// When each side's scalar pipe can issue its next instruction.
+    issue_free: PerSide<f64>,
     /// The sides that run each loop, by the address of its body.
     loop_sides: BTreeMap<usize, Vec<Side>>,
     handoff_bytes: u64,
     /// When each tile's current value is ready.
-    ready: Vec<f64>,
+    ready: IdVec<TileId, f64>,
     /// The end of the last use of each tile's current and previous instance.
-    last_use: Vec<[f64; 2]>,
+    last_use: IdVec<TileId, [f64; 2]>,
     end: f64,
     instructions: u64,
     events: Vec<PipeEvent>,
@@ -336,7 +336,7 @@ impl Scheduler<'_> {
         yields: &[TileId],
         results: &[TileId],
     ) -> Result<(), SimError> {
-        let mut carried: Vec<f64> = init.iter().map(|t| self.ready[t.index()]).collect();
+        let mut carried: Vec<f64> = init.iter().map(|t| self.ready[*t]).collect();
         let overhead = self.costs.loop_overhead_cycles();
         let program = self.program;
         let costs = &self.costs;
@@ -347,20 +347,20 @@ impl Scheduler<'_> {
             .clone();
         for iteration in 0..count {
             for &side in &sides {
-                let start = self.issue_free[side.index()];
-                self.issue_free[side.index()] += overhead;
+                let start = self.issue_free[side];
+                self.issue_free[side] += overhead;
                 self.occupy(side, Pipe::S, start, overhead, || {
                     (format!("loop {var} = {iteration}"), 0, Vec::new())
                 });
             }
             for (param, ready) in params.iter().zip(&carried) {
-                self.ready[param.index()] = *ready;
+                self.ready[*param] = *ready;
             }
             self.body(body, position + 1)?;
-            carried = yields.iter().map(|t| self.ready[t.index()]).collect();
+            carried = yields.iter().map(|t| self.ready[*t]).collect();
         }
         for (result, ready) in results.iter().zip(&carried) {
-            self.ready[result.index()] = *ready;
+            self.ready[*result] = *ready;
         }
         Ok(())
     }
@@ -424,9 +424,9 @@ impl Scheduler<'_> {
     /// order: the cycle it is issued.
     fn issue(&mut self, side: Side) -> f64 {
         let issue = self.costs.issue_cycles();
-        let issued = self.issue_free[side.index()] + issue;
+        let issued = self.issue_free[side] + issue;
         *self.busy.entry((side, Pipe::S)).or_insert(0.0) += issue;
-        self.issue_free[side.index()] = issued;
+        self.issue_free[side] = issued;
         issued
     }
 
@@ -469,7 +469,7 @@ impl Scheduler<'_> {
         let issued = self.issue(first.side);
         let mut start = issued;
         for tile in operands.clone() {
-            start = start.max(self.ready[tile.index()]);
+            start = start.max(self.ready[tile]);
         }
         if read_back.is_none() {
             start = start.max(self.buffer_free(dst));
@@ -478,8 +478,7 @@ impl Scheduler<'_> {
         let start = self.reserve(first.side, pipe, start, duration);
         let mut end = start + duration;
         for tile in operands {
-            let slot = tile.index();
-            self.last_use[slot][0] = self.last_use[slot][0].max(end);
+            self.last_use[tile][0] = self.last_use[tile][0].max(end);
         }
         // The result is ready once the latency after the pipe occupation has passed.
         end += first.cost.latency;
@@ -506,7 +505,7 @@ impl Scheduler<'_> {
             );
         }
         if let Some(tile) = dst {
-            self.ready[tile.index()] = end;
+            self.ready[tile] = end;
         }
         Ok(())
     }
@@ -518,9 +517,8 @@ impl Scheduler<'_> {
         let Some(tile) = dst else {
             return 0.0;
         };
-        let slot = tile.index();
-        let [latest, previous] = self.last_use[slot];
-        self.last_use[slot] = [0.0, latest];
+        let [latest, previous] = self.last_use[tile];
+        self.last_use[tile] = [0.0, latest];
         if self.plan.is_double_buffered(tile) {
             previous
         } else {

@@ -242,6 +242,15 @@ impl<K: EntityId, V> IndexMut<K> for IdVec<K, V> {
     }
 }
 
+impl<K, V> IntoIterator for IdVec<K, V> {
+    type Item = V;
+    type IntoIter = std::vec::IntoIter<V>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
 impl<'a, K, V> IntoIterator for &'a IdVec<K, V> {
     type Item = &'a V;
     type IntoIter = std::slice::Iter<'a, V>;

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use ndarray::ArrayD;
 use pto_op::DType;
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::ir::{Index, Inst, TileId};
+use pto_op::kernel::ir::{GlobalId, IdVec, Index, Inst, TileId, VarId};
 
 use super::data::{Data, round_in_place};
 use super::integer::FirstError;
@@ -16,11 +16,11 @@ use crate::sim::error::SimError;
 pub(super) struct Machine<'p> {
     pub(super) program: &'p ValidProgram,
     /// Every global by `GlobalId`.
-    pub(super) globals: Vec<Data>,
+    pub(super) globals: IdVec<GlobalId, Data>,
     /// Tile values by `TileId`; shared so that same-dtype moves copy nothing.
-    pub(super) env: Vec<Option<Rc<Data>>>,
+    pub(super) env: IdVec<TileId, Option<Rc<Data>>>,
     /// Loop variable values by `VarId`.
-    pub(super) vars: Vec<i64>,
+    pub(super) vars: IdVec<VarId, i64>,
     pub(super) program_id: i64,
     /// The number of the instruction running, in program order (loop bodies after their
     /// loop), for messages.
@@ -30,14 +30,14 @@ pub(super) struct Machine<'p> {
 impl Machine<'_> {
     /// The value of `tile`: a valid program defines every tile before it reads it.
     pub(super) fn value(&self, tile: TileId) -> &Data {
-        self.env[tile.index()]
+        self.env[tile]
             .as_deref()
             .expect("a valid program defines a tile before reading it")
     }
 
     pub(super) fn shared(&self, tile: TileId) -> Rc<Data> {
         Rc::clone(
-            self.env[tile.index()]
+            self.env[tile]
                 .as_ref()
                 .expect("a valid program defines a tile before reading it"),
         )
@@ -78,7 +78,7 @@ impl Machine<'_> {
     /// The value of an index here, checked.
     pub(super) fn eval(&self, index: &Index) -> Result<i64, SimError> {
         index
-            .eval(self.program_id, &self.vars)
+            .eval(self.program_id, self.vars.as_slice())
             .map_err(|source| SimError::IndexOverflow {
                 op: self.program.op.clone(),
                 source,
@@ -87,12 +87,12 @@ impl Machine<'_> {
 
     /// Gives `tile` an already rounded value (loop params and results).
     pub(super) fn bind(&mut self, tile: TileId, value: Rc<Data>) {
-        self.env[tile.index()] = Some(value);
+        self.env[tile] = Some(value);
     }
 
     pub(super) fn define_floats(&mut self, tile: TileId, mut data: ArrayD<f32>, dtype: DType) {
         round_in_place(&mut data, dtype);
-        self.env[tile.index()] = Some(Rc::new(Data::F(data)));
+        self.env[tile] = Some(Rc::new(Data::F(data)));
     }
 
     /// Defines an integer tile from results checked to fit its dtype, unless computing
@@ -113,7 +113,7 @@ impl Machine<'_> {
                 detail,
             });
         }
-        self.env[tile.index()] = Some(Rc::new(Data::I(data)));
+        self.env[tile] = Some(Rc::new(Data::I(data)));
         Ok(())
     }
 }

@@ -31,7 +31,7 @@ use std::rc::Rc;
 
 use pto_op::Tensor;
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::ir::{GlobalRole, Inst, Program, TileId, VarId};
+use pto_op::kernel::ir::{GlobalId, GlobalRole, IdVec, Inst, Program, TileId, VarId};
 
 use super::error::SimError;
 use data::Data;
@@ -81,8 +81,8 @@ pub fn execute(program: &ValidProgram, inputs: &[&Tensor]) -> Result<Vec<Tensor>
     let mut machine = Machine {
         program,
         globals,
-        env: vec![None; program.tiles.len()],
-        vars: vec![0; program.vars as usize],
+        env: IdVec::filled(program.tiles.len(), None),
+        vars: IdVec::filled(program.vars as usize, 0),
         program_id: 0,
         inst: 0,
     };
@@ -103,7 +103,7 @@ pub fn execute(program: &ValidProgram, inputs: &[&Tensor]) -> Result<Vec<Tensor>
 
 /// The program's globals: the inputs checked against their declarations and converted,
 /// the outputs zero.
-fn check_inputs(program: &Program, inputs: &[&Tensor]) -> Result<Vec<Data>, SimError> {
+fn check_inputs(program: &Program, inputs: &[&Tensor]) -> Result<IdVec<GlobalId, Data>, SimError> {
     let declared = program
         .globals
         .iter()
@@ -117,10 +117,12 @@ fn check_inputs(program: &Program, inputs: &[&Tensor]) -> Result<Vec<Data>, SimE
         });
     }
     let mut given = inputs.iter();
-    let mut globals = Vec::with_capacity(program.globals.len());
+    let mut globals = IdVec::new();
     for decl in &program.globals {
         match decl.role {
-            GlobalRole::Output => globals.push(Data::zeros(&decl.shape, decl.dtype)),
+            GlobalRole::Output => {
+                globals.push(Data::zeros(&decl.shape, decl.dtype));
+            }
             GlobalRole::Input => {
                 let Some(tensor) = given.next() else {
                     unreachable!("the number of inputs was checked above")
@@ -226,10 +228,9 @@ impl Machine<'_> {
         yields: &[TileId],
     ) -> Result<Vec<Rc<Data>>, SimError> {
         let mut carried: Vec<_> = init.iter().map(|t| self.shared(*t)).collect();
-        let var_slot = var.index();
         let first = self.inst;
         for iteration in 0..count {
-            self.vars[var_slot] = iteration as i64;
+            self.vars[var] = iteration as i64;
             for (param, value) in params.iter().zip(carried.drain(..)) {
                 self.bind(*param, value);
             }

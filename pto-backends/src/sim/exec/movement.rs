@@ -22,7 +22,7 @@ impl Machine<'_> {
     ) -> Result<(), SimError> {
         let dst_ty = self.program.tile_type(dst);
         let offsets = self.offsets(offsets)?;
-        let data = match &self.globals[src.index()] {
+        let data = match &self.globals[src] {
             Data::F(global) => {
                 let mut data = load(
                     global,
@@ -47,7 +47,7 @@ impl Machine<'_> {
         if is_integer(dst_ty.dtype) != matches!(data, Data::I(_)) {
             return Err(self.mixed(dst));
         }
-        self.env[dst.index()] = Some(Rc::new(data));
+        self.env[dst] = Some(Rc::new(data));
         Ok(())
     }
 
@@ -60,7 +60,7 @@ impl Machine<'_> {
     ) -> Result<(), SimError> {
         let offsets = self.offsets(offsets)?;
         let value = self.shared(src);
-        match (&mut self.globals[dst.index()], &*value) {
+        match (&mut self.globals[dst], &*value) {
             (Data::F(global), Data::F(v)) => store(global, &offsets, v),
             (Data::I(global), Data::I(v)) => store(global, &offsets, v),
             _ => return Err(self.mixed(src)),
