@@ -327,6 +327,8 @@ impl AscendcHost {
             hash.write(path.as_bytes());
             hash.write(text.as_bytes());
         }
+        let soc_header = super::capability::host_header(kernel.soc);
+        hash.write(soc_header.as_bytes());
         hash.write(kernel.kernel_source.as_bytes());
         hash.write(kernel.tiling_header.as_bytes());
         hash.write(harness.as_bytes());
@@ -367,7 +369,11 @@ impl AscendcHost {
             let path = tmp.join(name);
             std::fs::write(&path, text).map_err(io(&path))?;
         }
-        for (name, text) in HEADERS {
+        for (name, text) in HEADERS
+            .iter()
+            .copied()
+            .chain([(super::capability::HOST_HEADER, soc_header.as_str())])
+        {
             let path = tmp.join("include").join(name);
             std::fs::write(&path, text).map_err(io(&path))?;
         }
@@ -505,7 +511,8 @@ impl Executor for AscendcHost {
     }
 
     /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one, or
-    /// whose instance uses a dtype the SoC cannot hold (bf16 on Kirin).
+    /// whose instance the SoC cannot run ([`LowerError::declines`]: bf16 on Kirin, a call
+    /// path the SoC lacks such as an f32 `Mmad` on Kirin).
     fn prepare(
         &self,
         op: &'static OpDef,
@@ -520,7 +527,7 @@ impl Executor for AscendcHost {
             Ok(build) => Ok(Lowering::Kernel {
                 grid: build.kernel.grid as usize,
             }),
-            Err(HostError::Lower(e)) if e.is_unsupported_dtype() => Ok(Lowering::NoKernel),
+            Err(HostError::Lower(e)) if e.declines() => Ok(Lowering::NoKernel),
             Err(e) => Err(e.into_op_error(op.name)),
         }
     }
@@ -549,7 +556,7 @@ impl Executor for AscendcHost {
             Ok(kernel) => kernel,
             // As for the op's own kernel: the CPU reference runs an instance the SoC cannot
             // hold (bf16 on Kirin).
-            Err(e) if e.is_unsupported_dtype() => return Ok(Some(Lowering::NoKernel)),
+            Err(e) if e.declines() => return Ok(Some(Lowering::NoKernel)),
             Err(e) => return Err(HostError::from(e).into_op_error(op.name)),
         };
         let build = self

@@ -1,7 +1,8 @@
 //! Lowering of kernel IR to Ascend C, and the `ascendc-host` target that runs the generated
 //! sources on the host (behind the cargo feature `device`).
 //!
-//! - [`soc`]: the target SoCs and what each supports.
+//! - [`soc`]: the target SoCs and what each supports; [`capability`]: the table of the
+//!   Ascend C call paths each SoC has, which the lowering and the host implementation read.
 //! - [`lower()`]: one traced kernel instance -> an Ascend C kernel source with its tiling
 //!   header ([`LoweredKernel`]), written against the CANN 9.0.0 API names.
 //! - [`package`]: the custom-op package of a model (msopgen layout, manifest, check, build),
@@ -27,6 +28,7 @@
 //! assert!(kernel.kernel_source.contains("Add("));
 //! ```
 
+pub mod capability;
 pub mod host;
 mod lower;
 pub mod package;
@@ -197,7 +199,25 @@ impl LowerError {
     pub fn is_unsupported_dtype(&self) -> bool {
         matches!(self, LowerError::Unsupported { message, .. } if message.starts_with(UNSUPPORTED_DTYPE))
     }
+
+    /// True when the kernel needs a call path the SoC does not have (the capability table,
+    /// [`capability`]: an f32 `Mmad` on Kirin, `Fixpipe` L0C -> UB): the instance is not
+    /// deployable there. The `ascendc-host` target declines it (the CPU reference runs it,
+    /// as for a dtype the SoC cannot hold); `pto package` refuses it with this error.
+    pub fn is_unsupported_on_soc(&self) -> bool {
+        matches!(self, LowerError::Unsupported { message, .. } if message.starts_with(UNSUPPORTED_CALL))
+    }
+
+    /// Whether the SoC cannot run the instance at all ([`LowerError::is_unsupported_dtype`]
+    /// or [`LowerError::is_unsupported_on_soc`]), rather than the lowering getting it wrong.
+    pub fn declines(&self) -> bool {
+        self.is_unsupported_dtype() || self.is_unsupported_on_soc()
+    }
 }
+
+/// The start of the message of a [`LowerError::Unsupported`] about a call path the SoC
+/// lacks.
+pub(crate) const UNSUPPORTED_CALL: &str = "not on this SoC:";
 
 /// The start of the message of a [`LowerError::Unsupported`] about a dtype.
 pub(crate) const UNSUPPORTED_DTYPE: &str = "dtype";

@@ -47,7 +47,7 @@ pub const CANN_VERSION: &str = "9.0.0";
 /// ```
 /// use pto_backends::ascendc::Soc;
 /// let soc = Soc::from_profile_name("kirin9030").unwrap();
-/// assert_eq!((soc.arch(), soc.npu_arch()), ("dav-l311", 3101));
+/// assert_eq!((soc.arch(), soc.npu_arch()), ("dav-l311", 3113));
 /// assert!(!soc.supports(pto_op::DType::BF16));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -122,10 +122,11 @@ impl Soc {
         }
     }
 
-    /// The value of `__NPU_ARCH__` kernels are compiled with.
+    /// The value of `__NPU_ARCH__` kernels are compiled with (asc-devkit
+    /// `impl/basic_api/kernel_event.h` tests 3113 for dav-l311 and 3003 for dav-l300).
     pub const fn npu_arch(self) -> u32 {
         match self {
-            Soc::Kirin9030 => 3101,
+            Soc::Kirin9030 => 3113,
             Soc::KirinX90 => 3003,
             Soc::Ascend910B => 2201,
         }

@@ -16,6 +16,10 @@
 #include <thread>
 #include <type_traits>
 
+// What the SoC compiled for has (generated from pto-backends/src/ascendc/capability.rs:
+// ASCENDC_HOST_SOC_NAME, ASCENDC_HOST_NPU_ARCH, ASCENDC_HOST_CAP_<ID> with _CALL and _SOURCE).
+#include "ascendc_host_soc.h"
+
 #ifndef ASCENDC_HOST_UB_BYTES
 #error "ASCENDC_HOST_UB_BYTES (the device profile's unified buffer size) must be defined"
 #endif
@@ -123,6 +127,19 @@ inline std::string CoreName(const State& s)
     // Other cores may be running (threads): end the process without running destructors.
     std::_Exit(3);
 }
+
+// Refuses a call path the SoC does not have (`has` is an ASCENDC_HOST_CAP_<ID>): on the
+// device such a call is a compile error or an impl stub that does nothing.
+inline void RequireCap(bool has, const char* api, const char* call, const char* source)
+{
+    if (!has) {
+        Fail(api, "not on this SoC",
+             std::string(call) + " does not exist on " + ASCENDC_HOST_SOC_NAME + " (" + source + ")");
+    }
+}
+
+#define ASCENDC_HOST_REQUIRE(api, id) \
+    ::AscendC::host::RequireCap(ASCENDC_HOST_CAP_##id, api, ASCENDC_HOST_CAP_##id##_CALL, ASCENDC_HOST_CAP_##id##_SOURCE)
 
 inline void SetInst(int64_t index, const char* text)
 {
