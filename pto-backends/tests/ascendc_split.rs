@@ -40,16 +40,19 @@ fn calls<'s>(source: &'s str, api: &str) -> Vec<&'s str> {
 }
 
 #[test]
-fn a_matmul_staged_through_ub_is_a_mix_kernel_on_the_910b_and_coupled_on_kirin() {
-    let kirin = matmul(Soc::Kirin9030);
-    assert_eq!(
-        (kirin.kernel_type, kirin.workspace_bytes),
-        (KernelType::Coupled, 0)
-    );
-    assert!(!kirin.kernel_source.contains("KERNEL_TASK_TYPE_DEFAULT"));
-    // Kirin: Fixpipe out of L0C into a UB tile.
-    let fixpipes = calls(&kirin.kernel_source, "Fixpipe<");
-    assert!(!fixpipes.is_empty() && fixpipes.iter().all(|l| l.contains("(t")));
+fn a_matmul_staged_through_ub_is_a_mix_kernel_on_the_910b_and_refused_on_kirin() {
+    // Kirin has no float cube (Mmad.md, tables 11 and 12) and no L0C -> UB Fixpipe: the
+    // lowering refuses, naming the SoC, the call and the source.
+    for soc in [Soc::Kirin9030, Soc::KirinX90] {
+        let a = ty(DType::F32, &[130, 64]);
+        let b = ty(DType::F32, &[64, 96]);
+        let err = lower(ops::matmul::def(), &[a, b], &Attributes::new(), soc)
+            .expect_err("no float cube on Kirin");
+        assert!(err.is_unsupported_on_soc(), "{err}");
+        let text = err.to_string();
+        assert!(text.contains(&format!("does not exist on {soc}")), "{text}");
+        assert!(text.contains("asc-devkit docs/zh/api"), "{text}");
+    }
 
     let ascend = matmul(Soc::Ascend910B);
     assert_eq!(ascend.kernel_type, KernelType::MixAic1Aiv2);
@@ -190,12 +193,16 @@ fn run_edited(kernel: LoweredKernel, edit: impl Fn(&str) -> String) -> String {
 
 #[test]
 fn the_coupled_form_is_refused_on_split_cores() {
-    // The Kirin lowering (Fixpipe L0C -> UB on one core) launched as the 910B's mix kernel:
-    // its cube core reserves UB, which it does not have, and its vector cores reserve L1 and
-    // L0, which they do not have. The three cores run as threads, so whichever reaches its
-    // `InitBuffer` first reports: either diagnosis is right, and one of them must be given.
-    let coupled = matmul(Soc::Kirin9030).kernel_source;
-    let message = run_edited(matmul(Soc::Ascend910B), |_| coupled.clone());
+    // The coupled form (both sides on one core, as on Da Vinci Lite) launched as the 910B's
+    // mix kernel: the mix kernel with its core guards removed, so that every core runs the
+    // cube and the vector side. Its cube core reserves UB, which it does not have, and its
+    // vector cores reserve L1 and L0, which they do not have. The three cores run as
+    // threads, so whichever reaches its `InitBuffer` first reports: either diagnosis is
+    // right, and one of them must be given.
+    let message = run_edited(matmul(Soc::Ascend910B), |s| {
+        s.replace("if ASCEND_IS_AIC {", "if (true) {")
+            .replace("if ASCEND_IS_AIV {", "if (true) {")
+    });
     let cube = "ascendc-host: kernel std_matmul, block 0 (AIC): TPipe::InitBuffer: split cores: ";
     let vector = "ascendc-host: kernel std_matmul, block 0 (AIV";
     if message.contains(cube) {
@@ -309,6 +316,11 @@ int main()
 "#
     );
     std::fs::write(dir.join("ids.cpp"), source).expect("source");
+    std::fs::write(
+        dir.join(pto_backends::ascendc::capability::HOST_HEADER),
+        pto_backends::ascendc::capability::host_header(pto_backends::ascendc::Soc::Ascend910B),
+    )
+    .expect("the SoC header");
     let include = concat!(env!("CARGO_MANIFEST_DIR"), "/ascendc/include");
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
     let mut args: Vec<String> = [
@@ -316,6 +328,7 @@ int main()
         "-pthread",
         "-I",
         include,
+        "-I.",
         "ids.cpp",
         "-o",
         "ids",
@@ -602,15 +615,10 @@ fn the_ub_check_of_a_row_split_program_is_per_vector_core() {
     let program = mix_program(64, Vector::Rows, DType::F32);
     let profile = ascend();
     let split = lower_program(&program, "test", Soc::Ascend910B, &profile).expect("lowers");
-    // The coupled Kirin core holds the whole 64-row tiles; each AIV of the 910B holds 32
-    // rows of them.
-    let kirin = DeviceProfile::builtin("kirin9030").expect("built-in profile");
-    let whole = lower_program(&program, "test", Soc::Kirin9030, &kirin).expect("lowers");
-    let (aiv, core) = (split.buffer_bytes.ub, whole.buffer_bytes.ub);
-    assert!(
-        aiv > 0 && 2 * aiv == core,
-        "{aiv} bytes per AIV, {core} on Kirin"
-    );
+    // Each AIV of the 910B holds 32 rows of the 64-row tiles (the coupled Kirin form, which
+    // held the whole tiles, is refused now: Kirin has no float cube).
+    let aiv = split.buffer_bytes.ub;
+    assert!(aiv > 0, "{aiv} bytes per AIV");
     // One byte less UB than an AIV reserves: refused, with the per-AIV figure.
     let mut small = profile.clone();
     small.buffers.ub = aiv - 1;

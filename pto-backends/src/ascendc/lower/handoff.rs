@@ -122,7 +122,14 @@ impl Lowering<'_> {
             self.side(CUBE);
             self.declare(dst);
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
-            self.nd2nz(d, &slot, wsg, m.dg);
+            if self.zz_32bit(dst) && wsg.rows % 16 != 0 {
+                return Err(self.unsupported(
+                    inst,
+                    "a 32-bit right operand of the cube whose rows are not a multiple of 16",
+                ));
+            }
+            let zz = self.zz_32bit(dst);
+            self.nd2nz(d, &slot, wsg, m.dg, zz);
             self.code.set_wait("MTE2_MTE1");
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_MTE2>({free});  // {slot} read"

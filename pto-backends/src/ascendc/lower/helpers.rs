@@ -73,18 +73,21 @@ mod tests {
              const int64_t*, const int64_t*, int64_t, int64_t, half);\n\
              template void CopyInTileZz<float>(const LocalTensor<float>&, \
              const GlobalTensor<float>&, const int64_t*, const int64_t*, int64_t, int64_t, float);\n\
-             template void LoadTileL0A<half>(const LocalTensor<half>&, const LocalTensor<half>&, \
-             uint32_t, uint32_t);\n\
-             template void LoadTileL0B<half>(const LocalTensor<half>&, const LocalTensor<half>&, \
-             uint32_t, uint32_t);\n\
              template void LoadSubTileL0<half>(const LocalTensor<half>&, \
              const LocalTensor<half>&, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);\n\
-             template void LoadTileL0BTransposed<half>(const LocalTensor<half>&, \
-             const LocalTensor<half>&, uint32_t, uint32_t);\n\
-             template void LoadTileL0BTransposed32<float>(const LocalTensor<float>&, \
-             const LocalTensor<float>&, uint32_t, uint32_t);\n",
+             template void LoadSubTileL0BZn<half>(const LocalTensor<half>&, \
+             const LocalTensor<half>&, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);\n\
+             template void LoadSubTileL0BZz32<float>(const LocalTensor<float>&, \
+             const LocalTensor<float>&, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);\n\
+             template void LoadSubTileL0BNk<float>(const LocalTensor<float>&, \
+             const LocalTensor<float>&, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);\n",
         )
         .expect("writing the test source");
+        std::fs::write(
+            tmp.join(crate::ascendc::capability::HOST_HEADER),
+            crate::ascendc::capability::host_header(crate::ascendc::Soc::Ascend910B),
+        )
+        .expect("writing the SoC header");
         let output = Command::new(&compiler)
             .args(["-std=c++17", "-fsyntax-only", "-Wall"])
             .args([
@@ -96,6 +99,7 @@ mod tests {
             ])
             .arg(format!("-I{}", dir.join("ascendc/include").display()))
             .arg(format!("-I{}", cpp.display()))
+            .arg(format!("-I{}", tmp.display()))
             .arg(&source)
             .output()
             .expect("the C++ compiler runs");

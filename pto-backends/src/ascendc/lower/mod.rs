@@ -107,6 +107,7 @@ pub fn lower_program(
     profile: &DeviceProfile,
 ) -> Result<LoweredKernel, LowerError> {
     let program = program.program();
+    cube::check_mmads(program, soc)?;
     let entry = c_identifier(&program.op);
     let class = camel(&program.op);
     let tiling_struct = format!("{class}TilingData");

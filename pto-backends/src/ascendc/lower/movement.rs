@@ -6,6 +6,7 @@ use pto_op::DType;
 use pto_op::kernel::ir::{GlobalId, Index, Inst, MemLevel, TileId, TileType};
 
 use super::super::LowerError;
+use super::super::capability::Cap;
 use super::super::plan::{self, Geom, Queue, Storage};
 use super::cpp_expr::{c_identifier, c_type, index, offsets_list, scalar, shape_list};
 use super::state::Lowering;
@@ -156,9 +157,9 @@ impl Lowering<'_> {
                 format!("{gname}Dims + {lead}"),
             )
         };
-        // A 32-bit operand the cube reads transposed is laid out as rows of fractals (zZ),
-        // so that LoadDataWithTranspose finds each 16 x 16 block in two adjacent fractals.
-        let helper = if self.transposed_32bit(dst) {
+        // A 32-bit [K, N] right operand is laid out as rows of fractals (Zz), so that
+        // LoadDataWithTranspose finds each 16 x 16 square in two adjacent fractals.
+        let helper = if self.zz_32bit(dst) {
             "CopyInTileZz"
         } else {
             "CopyInTileNz"
@@ -233,27 +234,70 @@ impl Lowering<'_> {
         src: TileId,
         offsets: &[usize],
     ) -> Result<(), LowerError> {
-        let MoveEnds {
-            to, d, s, sg, dg, ..
-        } = self.move_ends(dst, src);
-        if to.level == MemLevel::L0B && self.transposed(dst) {
-            return Err(self.unsupported(inst, "an extract to a transposed cube operand"));
-        }
+        let to = self.ty(dst).clone();
         let (row, col) = match offsets {
             [row, col] => (*row, *col),
             [col] => (0, *col),
             _ => (0, 0),
         };
         self.declare(dst);
-        self.code.line(format!(
-            "LoadSubTileL0<{}>({d}, {s}, {}, {}, {}, {row}, {col});",
-            c_type(to.dtype),
-            dg.rows,
-            dg.pitch,
-            sg.rows
-        ));
+        let line = self.load_l0(inst, dst, src, &to, (row, col))?;
+        self.code.line(line);
         self.code.set_wait("MTE1_M");
         Ok(())
+    }
+
+    /// The helper call that loads the `dst` sub-tile at (`row`, `col`) of L1 tile `src` into
+    /// L0A (Zz) or L0B (Zn), in the layouts of Mmad.md, table 2:
+    /// - L0A: rows of Nz fractals (`LoadSubTileL0`, no transposition);
+    /// - L0B of a [K, N] operand in 16-bit types: each Nz fractal transposed
+    ///   (`LoadSubTileL0BZn`, as matmul_basic_api.asc loads B);
+    /// - L0B of a [K, N] operand in 32-bit types: 16 x 16 squares of a Zz L1 tile
+    ///   transposed (`LoadSubTileL0BZz32`, LoadDataWithTranspose);
+    /// - L0B read transposed (the operand is [N, K] in L1): its Nz fractals are already Zn,
+    ///   copied as they are (`LoadSubTileL0BNk`, as load_data_l12l0.asc's SplitB).
+    fn load_l0(
+        &self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+        to: &TileType,
+        (row, col): (usize, usize),
+    ) -> Result<String, LowerError> {
+        let (d, s) = (Lowering::name(dst), Lowering::name(src));
+        let (dg, sg) = (Geom::of(to), Geom::of(self.ty(src)));
+        let ctype = c_type(to.dtype);
+        if to.level == MemLevel::L0A {
+            return Ok(format!(
+                "LoadSubTileL0<{ctype}>({d}, {s}, {}, {}, {}, {row}, {col});",
+                dg.rows, dg.pitch, sg.rows
+            ));
+        }
+        let bytes = to.dtype.size_bytes();
+        if self.transposed(dst) {
+            // dst is the [n, k] operand as stored; Mmad reads its transpose.
+            return Ok(format!(
+                "LoadSubTileL0BNk<{ctype}>({d}, {s}, {}, {}, {}, {row}, {col});",
+                dg.rows, dg.pitch, sg.rows
+            ));
+        }
+        match bytes {
+            2 => Ok(format!(
+                "LoadSubTileL0BZn<{ctype}>({d}, {s}, {}, {}, {}, {row}, {col});",
+                dg.rows, dg.pitch, sg.rows
+            )),
+            4 => {
+                self.require_cap(inst, Cap::LoadDataWithTransposeB32)?;
+                Ok(format!(
+                    "LoadSubTileL0BZz32<{ctype}>({d}, {s}, {}, {}, {}, {row}, {col});",
+                    dg.rows, dg.pitch, sg.pitch
+                ))
+            }
+            _ => Err(self.unsupported(
+                inst,
+                format!("a {} right operand of the cube read as it is", to.dtype),
+            )),
+        }
     }
 
     /// The Fixpipe quantisation mode that writes an f32 L0C tile out as `dtype`.
@@ -299,19 +343,32 @@ impl Lowering<'_> {
     }
 
     /// The ND -> NZ `DataCopy` of the row-major tile `src` (layout `sg`, in UB on a coupled
-    /// core, in a workspace slot on a split one) into the L1 tile `dst` (layout `dg`).
-    pub(super) fn nd2nz(&mut self, dst: &str, src: &str, sg: Geom, dg: Geom) {
+    /// core, in a workspace slot on a split one) into the L1 tile `dst` (layout `dg`): Nz,
+    /// or with `zz` rows of fractals (one Nd2Nz matrix per 16 rows, `ndNum` of them), the
+    /// layout a 32-bit [K, N] right operand of the cube needs ([`Lowering::zz_32bit`]).
+    pub(super) fn nd2nz(&mut self, dst: &str, src: &str, sg: Geom, dg: Geom, zz: bool) {
         self.code.open("");
         self.code.line("Nd2NzParams params;");
-        self.code.line("params.ndNum = 1;");
-        self.code.line(format!("params.nValue = {};", sg.rows));
+        if zz {
+            self.code
+                .line(format!("params.ndNum = {};", sg.rows.div_ceil(16)));
+            self.code.line("params.nValue = 16;");
+            self.code
+                .line(format!("params.srcNdMatrixStride = {};", 16 * sg.pitch));
+            self.code.line("params.dstNzC0Stride = 16;");
+            self.code
+                .line(format!("params.dstNzMatrixStride = {};", 16 * dg.pitch));
+        } else {
+            self.code.line("params.ndNum = 1;");
+            self.code.line(format!("params.nValue = {};", sg.rows));
+            self.code.line("params.srcNdMatrixStride = 0;");
+            self.code
+                .line(format!("params.dstNzC0Stride = {};", dg.rows));
+            self.code.line("params.dstNzMatrixStride = 0;");
+        }
         self.code.line(format!("params.dValue = {};", sg.cols));
-        self.code.line("params.srcNdMatrixStride = 0;");
         self.code.line(format!("params.srcDValue = {};", sg.pitch));
-        self.code
-            .line(format!("params.dstNzC0Stride = {};", dg.rows));
         self.code.line("params.dstNzNStride = 1;");
-        self.code.line("params.dstNzMatrixStride = 0;");
         self.code.line(format!("DataCopy({dst}, {src}, params);"));
         self.code.close();
     }
@@ -346,45 +403,26 @@ impl Lowering<'_> {
                 self.code
                     .line(format!("DataCopy({d}, {s}, {});", copy_elems(&to, &dg)));
             }
-            (MemLevel::L1, MemLevel::L0A) => {
-                self.code.line(format!(
-                    "LoadTileL0A<{ctype}>({d}, {s}, {}, {});",
-                    sg.rows, sg.pitch
-                ));
-                self.code.set_wait("MTE1_M");
-            }
-            (MemLevel::L1, MemLevel::L0B) => {
-                if self.transposed(dst) && to.dtype.size_bytes() == 4 {
-                    self.code.line(format!(
-                        "LoadTileL0BTransposed32<{ctype}>({d}, {s}, {}, {});",
-                        sg.rows, sg.pitch
-                    ));
-                } else if self.transposed(dst) {
-                    if to.dtype.size_bytes() != 2 {
-                        return Err(self.unsupported(
-                            inst,
-                            format!("a transposed {} operand of the cube", to.dtype),
-                        ));
-                    }
-                    self.code.line(format!(
-                        "LoadTileL0BTransposed<{ctype}>({d}, {s}, {}, {});",
-                        sg.rows, sg.pitch
-                    ));
-                } else {
-                    self.code.line(format!(
-                        "LoadTileL0B<{ctype}>({d}, {s}, {}, {});",
-                        sg.rows, sg.pitch
-                    ));
-                }
+            (MemLevel::L1, MemLevel::L0A) | (MemLevel::L1, MemLevel::L0B) => {
+                let line = self.load_l0(inst, dst, src, &to, (0, 0))?;
+                self.code.line(line);
                 self.code.set_wait("MTE1_M");
             }
             (MemLevel::L0C, MemLevel::Ub) => {
+                self.require_cap(inst, Cap::FixpipeL0cToUb)?;
                 let quant = self.fixpipe_quant(inst, to.dtype)?;
                 self.fixpipe(&d, &s, sg, dg, quant, ctype, from.dtype);
                 self.code.set_wait("FIX_V");
             }
             (MemLevel::Ub, MemLevel::L1) => {
-                self.nd2nz(&d, &s, sg, dg);
+                if self.zz_32bit(dst) && sg.rows % 16 != 0 {
+                    return Err(self.unsupported(
+                        inst,
+                        "a 32-bit right operand of the cube whose rows are not a multiple of 16",
+                    ));
+                }
+                let zz = self.zz_32bit(dst);
+                self.nd2nz(&d, &s, sg, dg, zz);
                 self.code.set_wait("MTE3_MTE1");
             }
             (a, b) => {

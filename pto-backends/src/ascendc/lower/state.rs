@@ -6,8 +6,9 @@ use pto_op::device::PerBuffer;
 use pto_op::kernel::ir::{IdVec, Index, Inst, MemLevel, Program, TileId, TileType};
 use pto_op::{DType, DeviceProfile};
 
+use super::super::capability::Cap;
 use super::super::plan::{self, Geom, Plan, Queue, Storage, Temp, UbReservation};
-use super::super::{LowerError, Soc, UNSUPPORTED_DTYPE};
+use super::super::{LowerError, Soc, UNSUPPORTED_CALL, UNSUPPORTED_DTYPE};
 use super::cpp_expr::{c_type, index, offsets_list};
 use super::writer::{ALL, CUBE, Code, Sides, VEC};
 
@@ -110,6 +111,23 @@ impl Lowering<'_> {
             arch: self.soc.arch(),
             message: message.into(),
         }
+    }
+
+    /// Refuses `inst` unless the SoC has the call path `cap` (the capability table,
+    /// [`crate::ascendc::capability`]): the error names the SoC, the call and the source.
+    pub(super) fn require_cap(&self, inst: &Inst, cap: Cap) -> Result<(), LowerError> {
+        if self.soc.has(cap) {
+            return Ok(());
+        }
+        Err(self.unsupported(
+            inst,
+            format!(
+                "{UNSUPPORTED_CALL} {} does not exist on {} ({})",
+                cap.row().call,
+                self.soc,
+                cap.source()
+            ),
+        ))
     }
 
     /// [`Lowering::unsupported`] with `message()` unless `ok`.

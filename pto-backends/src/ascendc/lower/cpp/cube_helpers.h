@@ -1,7 +1,6 @@
 // The C++ copy helpers of the kernels that use the cube: GM -> L1 in the Nz fractal layout
-// (CopyInTileNz, and CopyInTileZz for a 32-bit operand read transposed), and L1 -> L0A / L0B
-// as rows of fractals (LoadTileL0A, LoadTileL0B, LoadSubTileL0, LoadTileL0BTransposed,
-// LoadTileL0BTransposed32).
+// (CopyInTileNz, and CopyInTileZz for a 32-bit [K, N] right operand), and L1 -> L0A (Zz) /
+// L0B (Zn) (LoadSubTileL0, LoadSubTileL0BZn, LoadSubTileL0BZz32, LoadSubTileL0BNk).
 //
 // The lowering (`lower/helpers.rs`) pastes the part of this file below the line
 // `// ---- kernel source ----` into the source of a kernel that uses the cube, after the
@@ -68,8 +67,8 @@ __aicore__ inline void CopyInTileNz(const LocalTensor<T>& dst, const GlobalTenso
     DataCopy(dst, src[offsets[0] * dims[1] + offsets[1]], OneNd2Nz(in.rows, in.cols, dims[1], tileRows));
 }
 
-// GM -> L1 for a 32-bit operand the cube reads transposed: rows of fractals (zZ), one
-// Nd2Nz per 16 rows, so each 16 x 16 block is two adjacent fractals.
+// GM -> L1 for a 32-bit [K, N] right operand: rows of fractals (Zz), one Nd2Nz per 16 rows,
+// so each 16 x 16 square is two adjacent fractals for LoadDataWithTranspose.
 template <typename T>
 __aicore__ inline void CopyInTileZz(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const int64_t* dims,
                                     const int64_t* offsets, int64_t tileRows, int64_t tileCols, T pad)
@@ -81,25 +80,9 @@ __aicore__ inline void CopyInTileZz(const LocalTensor<T>& dst, const GlobalTenso
     }
 }
 
-// L1 (zZ of the [n, k] operand, 32-bit) -> L0B as [k, n]: each 16 x 16 block of two
-// fractals transposed.
-template <typename T>
-__aicore__ inline void LoadTileL0BTransposed32(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
-                                               uint32_t k)
-{
-    for (uint32_t kb = 0; kb < k / 16; ++kb) {
-        LoadData2dTransposeParams params;
-        params.startIndex = static_cast<uint16_t>(2 * kb);
-        params.repeatTimes = static_cast<uint8_t>(n / 16);
-        params.srcStride = static_cast<uint16_t>(k / 8);
-        params.dstGap = 0;
-        params.dstFracGap = 0;
-        LoadDataWithTranspose(dst[kb * (n / 8) * 128], src, params);
-    }
-}
-
-// L1 (Nz) -> L0A / L0B: the [m, k] sub-tile at (row, col) of a [src_rows, *] L1 tile, one
-// LoadData per 16 rows, starting at the sub-tile's column block.
+// L1 (Nz) -> L0A (Zz): the [m, k] sub-tile at (row, col) of a [srcRows, *] L1 tile, one
+// LoadData per 16 rows, starting at the sub-tile's column block (Mmad.md, table 2: L0A is
+// Zz; matmul_basic_api.asc loads A so).
 template <typename T>
 __aicore__ inline void LoadSubTileL0(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k,
     uint32_t srcRows, uint32_t row, uint32_t col)
@@ -115,32 +98,58 @@ __aicore__ inline void LoadSubTileL0(const LocalTensor<T>& dst, const LocalTenso
     }
 }
 
-// L1 (Nz) -> L0A: the whole [m, k] left operand.
+// L1 (Nz of a [K, N] operand, 16-bit) -> L0B (Zn): the [k, n] sub-tile at (row, col) of a
+// [srcRows, *] L1 tile; per 16 rows of K, its row of fractals, each transposed (as
+// matmul_basic_api.asc loads B: Nz -> Zn with ifTranspose).
 template <typename T>
-__aicore__ inline void LoadTileL0A(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t m, uint32_t k)
-{
-    LoadSubTileL0(dst, src, m, k, m, 0, 0);
-}
-
-// L1 (Nz) -> L0B: the whole [k, n] right operand, as rows of fractals.
-template <typename T>
-__aicore__ inline void LoadTileL0B(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t k, uint32_t n)
-{
-    LoadSubTileL0(dst, src, k, n, k, 0, 0);
-}
-
-// L1 (Nz of the [n, k] operand) -> L0B as [k, n]: each 16 x 16 fractal transposed.
-template <typename T>
-__aicore__ inline void LoadTileL0BTransposed(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n,
-                                             uint32_t k)
+__aicore__ inline void LoadSubTileL0BZn(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t k, uint32_t n,
+    uint32_t srcRows, uint32_t row, uint32_t col)
 {
     for (uint32_t kb = 0; kb < k / 16; ++kb) {
         LoadData2DParams params;
-        params.startIndex = static_cast<uint16_t>(kb * (n / 16));
+        params.startIndex = static_cast<uint16_t>((col / 16) * (srcRows / 16) + row / 16 + kb);
         params.repeatTimes = static_cast<uint8_t>(n / 16);
-        params.srcStride = 1;
+        params.srcStride = static_cast<uint16_t>(srcRows / 16);
         params.ifTranspose = true;
         LoadData(dst[kb * (n / 16) * 256], src, params);
+    }
+}
+
+// L1 (Zz of a [K, N] operand, 32-bit, `srcCols` columns) -> L0B (Zn): the [k, n] sub-tile at
+// (row, col); per 16 rows of K, its 16 x 16 squares (two adjacent 16 x 8 fractals each)
+// transposed into the two 8-row blocks of K (LoadDataWithTranspose.md; load_data_l12l0.asc,
+// SplitBTransposeForB32 with isL1Nz = false).
+template <typename T>
+__aicore__ inline void LoadSubTileL0BZz32(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t k,
+    uint32_t n, uint32_t srcCols, uint32_t row, uint32_t col)
+{
+    for (uint32_t kb = 0; kb < k / 16; ++kb) {
+        LoadData2dTransposeParams params;
+        params.startIndex = static_cast<uint16_t>((row / 16 + kb) * (srcCols / 16) + col / 16);
+        params.repeatTimes = static_cast<uint8_t>(n / 16);
+        params.srcStride = 1;
+        params.dstGap = 0;
+        params.dstFracGap = static_cast<uint16_t>(n / 16 - 1);
+        LoadDataWithTranspose(dst[kb * (n / 16) * 256], src, params);
+    }
+}
+
+// L1 (Nz of an [N, K] operand, the transpose the cube reads) -> L0B (Zn of [K, N]): the
+// [n, k] sub-tile at (row, col) of a [srcRows, *] L1 tile. The Nz fractals of [N, K] are the
+// Zn fractals of [K, N], copied as they are, one row of them per c0 columns of K
+// (load_data_l12l0.asc, SplitB).
+template <typename T>
+__aicore__ inline void LoadSubTileL0BNk(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n, uint32_t k,
+    uint32_t srcRows, uint32_t row, uint32_t col)
+{
+    const uint32_t c0 = 32 / sizeof(T);
+    for (uint32_t kb = 0; kb < k / c0; ++kb) {
+        LoadData2DParams params;
+        params.startIndex = static_cast<uint16_t>((col / c0 + kb) * (srcRows / 16) + row / 16);
+        params.repeatTimes = static_cast<uint8_t>(n / 16);
+        params.srcStride = 1;
+        params.ifTranspose = false;
+        LoadData(dst[kb * (n / 16) * 16 * c0], src, params);
     }
 }
 
