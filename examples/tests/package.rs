@@ -38,6 +38,13 @@ fn packaged_model() -> Model {
     pto_examples::models::decoder_block::build().expect("the decoder block builds")
 }
 
+/// A model Kirin can deploy: the pipeline's ops run on the vector unit only (Kirin's cube
+/// has no float accumulator and no L0C -> UB path: the decoder block's cube kernels are
+/// refused for Kirin, `the_decoder_block_is_refused_for_kirin`).
+fn kirin_model() -> Model {
+    pto_examples::models::pipeline::build().expect("the pipeline builds")
+}
+
 /// `demo.rms_norm` alone over `[rows, 64]` of `dtype`.
 fn rms_norm_model(dtype: DType, rows: usize) -> Model {
     let graph = Graph::new();
@@ -130,13 +137,10 @@ fn leftovers(dir: &Path) -> Vec<String> {
 
 #[test]
 fn the_package_has_the_msopgen_layout() {
-    let dir = scratch("layout").join("decoder");
-    let manifest = write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("written");
+    let dir = scratch("layout").join("pipeline");
+    let manifest = write_package(&kirin_model(), Soc::Kirin9030, &dir).expect("written");
     let ops: Vec<&str> = manifest.ops.iter().map(|o| o.op.as_str()).collect();
-    assert_eq!(
-        ops,
-        ["demo.rms_norm", "demo.flash_attention", "demo.swiglu"]
-    );
+    assert_eq!(ops, ["demo.gelu_affine", "demo.rms_norm", "demo.softmax"]);
     assert_eq!(manifest.soc, "kirin9030");
     assert_eq!(manifest.soc_version, "Kirin9030");
     assert_eq!(manifest.cann_version, pto_backends::ascendc::CANN_VERSION);
@@ -197,8 +201,8 @@ fn the_package_has_the_msopgen_layout() {
     }
     // The ONNX export's domain and op type: `demo.rms_norm` is op_type `rms_norm` of domain
     // `demo`, opset 1.
-    assert_eq!(manifest.ops[0].origin_op_type, "demo::1::rms_norm");
-    assert_eq!(manifest.ops[0].op_type, "DemoRmsNorm");
+    assert_eq!(manifest.ops[1].origin_op_type, "demo::1::rms_norm");
+    assert_eq!(manifest.ops[1].op_type, "DemoRmsNorm");
     // Kirin has no bf16: no dtype list offers it.
     for op in &manifest.ops {
         let host = read(&dir, &format!("op_host/{}.cpp", op.stem));
@@ -217,8 +221,47 @@ fn the_package_has_the_msopgen_layout() {
 #[test]
 fn every_generated_kernel_of_the_decoder_block_compiles_on_the_host() {
     let dir = scratch("compile").join("pkg");
-    let manifest = write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("written");
+    let manifest = write_package(&packaged_model(), Soc::Ascend910B, &dir).expect("written");
     compile_kernels(&dir, &manifest);
+}
+
+/// Kirin's cube has half x half -> half (and, on the X90, int8 -> int32) only, and no
+/// L0C -> UB path (Mmad.md, tables 11 and 12; Fixpipe（L0C到UB数据搬运）.md): the decoder
+/// block's f32 and f16 cube kernels are refused at package time, naming the SoC, the call
+/// and the source, and nothing is written.
+#[test]
+fn the_decoder_block_is_refused_for_kirin() {
+    for (model, soc, call) in [
+        (
+            packaged_model(),
+            Soc::Kirin9030,
+            "Mmad(float x float -> float L0C)",
+        ),
+        (
+            decoder_block_f16(),
+            Soc::Kirin9030,
+            "Mmad(half x half -> float L0C)",
+        ),
+        (
+            packaged_model(),
+            Soc::KirinX90,
+            "Mmad(float x float -> float L0C)",
+        ),
+    ] {
+        let dir = scratch(&format!("kirin-refused-{soc}")).join("pkg");
+        let err = write_package(&model, soc, &dir).expect_err("no such cube on Kirin");
+        let text = err.to_string();
+        assert!(matches!(err, PackageError::Lower { .. }), "{text}");
+        for part in [
+            call,
+            &format!("does not exist on {soc}"),
+            "Mmad.md",
+            "demo.flash_attention",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+        assert!(!dir.exists(), "a refused package writes nothing");
+    }
 }
 
 #[test]
@@ -248,6 +291,15 @@ fn compile_kernels(dir: &Path, manifest: &Manifest) {
         ("L0C", buffers.l0c),
     ]
     .map(|(name, bytes)| format!("-DASCENDC_HOST_{name}_BYTES={bytes}"));
+    // What the SoC's API has, as the `ascendc-host` target gives it (the capability table).
+    let soc = Soc::from_profile_name(&manifest.soc).expect("the package's SoC");
+    let soc_dir = dir.with_extension("soc");
+    std::fs::create_dir_all(&soc_dir).expect("a directory for the SoC header");
+    std::fs::write(
+        soc_dir.join(pto_backends::ascendc::capability::HOST_HEADER),
+        pto_backends::ascendc::capability::host_header(soc),
+    )
+    .expect("the SoC header");
     let started = Instant::now();
     for op in &manifest.ops {
         let source = dir.join(format!("op_kernel/{}.cpp", op.stem));
@@ -256,6 +308,8 @@ fn compile_kernels(dir: &Path, manifest: &Manifest) {
             .args(&defines)
             .arg("-I")
             .arg(&include)
+            .arg("-I")
+            .arg(&soc_dir)
             .arg("-I")
             .arg(dir.join("op_kernel"))
             .arg(&source)
@@ -284,16 +338,13 @@ fn op_host_prototypes_and_plugins_compile_against_stand_ins_of_the_cann_headers(
     let root = scratch("op-host");
     let mut manifests = Vec::new();
     let pipeline = pto_examples::models::pipeline::build().expect("the pipeline builds");
-    for (name, model) in [
-        ("block", packaged_model()),
-        ("block-f16", decoder_block_f16()),
-        ("pipeline", pipeline),
+    for (name, model, soc) in [
+        ("block", packaged_model(), Soc::Ascend910B),
+        ("block-f16", decoder_block_f16(), Soc::Ascend910B),
+        ("pipeline", pipeline, Soc::Kirin9030),
     ] {
         let dir = root.join(name);
-        manifests.push((
-            write_package(&model, Soc::Kirin9030, &dir).expect("written"),
-            dir,
-        ));
+        manifests.push((write_package(&model, soc, &dir).expect("written"), dir));
     }
     let stubs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/package_stubs");
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
@@ -336,7 +387,7 @@ fn op_host_prototypes_and_plugins_compile_against_stand_ins_of_the_cann_headers(
 #[test]
 fn the_f16_decoder_block_packages_and_its_kernels_compile() {
     let dir = scratch("decoder-f16").join("pkg");
-    let manifest = write_package(&decoder_block_f16(), Soc::Kirin9030, &dir).expect("written");
+    let manifest = write_package(&decoder_block_f16(), Soc::Ascend910B, &dir).expect("written");
     let ops: Vec<&str> = manifest.ops.iter().map(|o| o.op.as_str()).collect();
     assert_eq!(
         ops,
@@ -350,13 +401,13 @@ fn the_f16_decoder_block_packages_and_its_kernels_compile() {
 fn a_failed_write_leaves_the_previous_package() {
     let root = scratch("atomic");
     let dir = root.join("pkg");
-    let first = write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("written");
+    let first = write_package(&kirin_model(), Soc::Kirin9030, &dir).expect("written");
     let before = read(&dir, MANIFEST_FILE);
     // A second write replaces it whole, leaving nothing beside it.
-    write_package(&packaged_model(), Soc::KirinX90, &dir).expect("rewritten");
+    write_package(&kirin_model(), Soc::KirinX90, &dir).expect("rewritten");
     assert!(read(&dir, MANIFEST_FILE).contains("\"kirinx90\""));
     assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
-    write_package(&packaged_model(), Soc::Kirin9030, &dir).expect("rewritten");
+    write_package(&kirin_model(), Soc::Kirin9030, &dir).expect("rewritten");
     assert_eq!(read(&dir, MANIFEST_FILE), before);
     // A bf16 model does not lower for Kirin: the write fails and the package stays.
     let err = write_package(&rms_norm_model(DType::BF16, 64), Soc::Kirin9030, &dir)
@@ -372,7 +423,7 @@ fn a_failed_write_leaves_the_previous_package() {
 fn the_package_refuses_a_model_whose_ops_changed() {
     let dir = scratch("check").join("pkg");
     let model = packaged_model();
-    write_package(&model, Soc::Kirin9030, &dir).expect("written");
+    write_package(&model, Soc::Ascend910B, &dir).expect("written");
     check_package(&model, &dir).expect("the same model matches");
 
     // An op whose signature changed since packaging.
@@ -404,7 +455,7 @@ fn pto_package_writes_checks_and_says_when_it_cannot_build() {
     let root = scratch("cli");
     let dir = root.join("decoder");
     let out = Command::new(pto)
-        .args(["package", MODEL, "--device", "kirin9030", "-o"])
+        .args(["package", MODEL, "--device", "ascend910b", "-o"])
         .arg(&dir)
         .arg("--build")
         .env_remove(package::TOOLKIT_ENV)
@@ -440,7 +491,7 @@ fn pto_package_writes_checks_and_says_when_it_cannot_build() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("is for kirin9030, not kirinx90"),
+        stderr.contains("is for ascend910b, not kirinx90"),
         "{stderr}"
     );
 }

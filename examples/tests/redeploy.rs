@@ -20,7 +20,8 @@ use pto_backends::ascendc::package::{
 };
 use pto_backends::compiler::{KernelSource, NodeRuns, compile};
 use pto_backends::parity::compare_compiled;
-use pto_op::{DType, Graph, Model, Shape, Tensor};
+use pto_op::target::TargetConfig;
+use pto_op::{DType, DeviceProfile, Graph, Model, Shape, Tensor};
 // Links the example ops and models into this test.
 use pto_examples as _;
 
@@ -106,6 +107,12 @@ fn rms_norm_model() -> Model {
     graph.to_model("norm").expect("model")
 }
 
+/// The simulator on the 910B's profile: the flash attention's package is the 910B's (Kirin
+/// has no float cube path), and its kernels are sized for that SoC.
+fn sim_910b() -> TargetConfig {
+    TargetConfig::new("sim").on(DeviceProfile::builtin("ascend910b").expect("a built-in profile"))
+}
+
 #[test]
 fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
     let model = pto_examples::models::decoder_block::build().expect("builds");
@@ -116,7 +123,7 @@ fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
         .position(|n| n.op == "demo.flash_attention")
         .expect("an attention");
     let dir = scratch("flash").join("pkg");
-    write_package(&model, Soc::Kirin9030, &dir).expect("packaged");
+    write_package(&model, Soc::Ascend910B, &dir).expect("packaged");
     let text_file = dir.join("op_kernel/demo_flash_attention.pto");
     let manifest = read_manifest(&dir).expect("a manifest");
     let packaged = manifest.op("demo.flash_attention").expect("packaged");
@@ -129,8 +136,11 @@ fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
     assert!(read(&text_file).contains(&packaged.kernels[0].text));
 
     // As packaged: the package's kernels run, unedited.
-    let before =
-        compile(&with_package_kernels(&model, &dir).expect("matches"), "sim").expect("compiles");
+    let before = compile(
+        &with_package_kernels(&model, &dir).expect("matches"),
+        sim_910b(),
+    )
+    .expect("compiles");
     assert_eq!(
         before.report().nodes[node].runs,
         NodeRuns::Kernel {
@@ -189,7 +199,7 @@ fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
 
     // The next run uses it: the report says so, the time is the redeploy's, parity holds.
     let edited = with_package_kernels(&model, &dir).expect("matches");
-    let compiled = compile(&edited, "sim").expect("compiles");
+    let compiled = compile(&edited, sim_910b()).expect("compiles");
     assert_eq!(
         compiled.report().nodes[node].runs,
         NodeRuns::Kernel {
@@ -249,10 +259,13 @@ fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
     assert!(matches!(err, RedeployError::Kernel { .. }), "{err}");
     assert_eq!(deployed_files(&dir), deployed);
 
-    let rerun = compile(&with_package_kernels(&model, &dir).expect("matches"), "sim")
-        .expect("compiles")
-        .run(&inputs)
-        .expect("runs");
+    let rerun = compile(
+        &with_package_kernels(&model, &dir).expect("matches"),
+        sim_910b(),
+    )
+    .expect("compiles")
+    .run(&inputs)
+    .expect("runs");
     assert_eq!(rerun.node_times[node].cycles, Some(times.cycles_after));
     assert_eq!(rerun.outputs, run.outputs);
     // Only the package is left beside it: no staging or previous copies.

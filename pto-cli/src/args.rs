@@ -240,6 +240,7 @@ pub(crate) struct TargetArgs {
     pub budget: BudgetArg,
     /// Run the kernels deployed in this package (`pto package`, `pto redeploy`) where they
     /// match a node; the compile report says `kernel: shipped` or `kernel: shipped, edited`.
+    /// Without `--device` (or PTO_DEVICE), the model runs on the package's device.
     #[cfg(feature = "device")]
     #[arg(long, value_name = "DIR")]
     pub kernels: Option<PathBuf>,

@@ -21,14 +21,23 @@ use crate::tensor_file::{read_safetensors, write_tensors};
 /// The model MODEL compiled for the target and device the arguments name.
 fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<CompiledModel, CliError> {
     let model = load_model(model, load)?;
+    #[cfg_attr(not(feature = "device"), allow(unused_mut))]
+    let mut device = target.device.device.clone();
     #[cfg(feature = "device")]
     let model = match &target.kernels {
-        Some(dir) => pto_backends::ascendc::package::with_package_kernels(&model, dir)?,
+        Some(dir) => {
+            // The package's kernels were lowered and sized for its SoC: without `--device`
+            // (or PTO_DEVICE) they run on its profile, not on the default device's.
+            if device.is_none() && std::env::var_os(edge::DEVICE_ENV).is_none() {
+                device = Some(pto_backends::ascendc::package::read_manifest(dir)?.soc);
+            }
+            pto_backends::ascendc::package::with_package_kernels(&model, dir)?
+        }
         None => model,
     };
     let config = edge::target_config(
         &edge::target_name(target.target.as_deref()),
-        target.device.device.as_deref(),
+        device.as_deref(),
     )?;
     Ok(compile_owned(model, within(config, &target.budget))?)
 }
