@@ -1,7 +1,12 @@
-//! Comparison and selection: element-wise max and min, equal, where.
+//! Comparison and selection: element-wise max and min, equal, less, less-or-equal, greater,
+//! greater-or-equal, where.
 //!
-//! Max, min and where move elements as their bytes, so every dtype is exact; equal compares
-//! integers as integers.
+//! Max, min and where move elements as their bytes, so every dtype is exact; the
+//! comparisons compare integers as integers and floats as f64 (exact for every float dtype),
+//! NaN comparing false. The comparisons have no kernel: on a kernel target they run on the
+//! CPU reference (a fallback the compile report lists).
+
+use std::cmp::Ordering;
 
 use super::assemble::{assemble, source_indices};
 use super::checks::{expect_dtype_of, kernel_unsupported};
@@ -51,6 +56,93 @@ impl Keys {
             _ => false,
         }
     }
+
+    /// How element `i` of `self` orders against element `j` of `other`: `None` when either
+    /// is NaN (every comparison of NaN is false).
+    fn order(&self, i: usize, other: &Keys, j: usize) -> Option<Ordering> {
+        match (self, other) {
+            (Keys::Int(a), Keys::Int(b)) => Some(a[i].cmp(&b[j])),
+            (Keys::Float(a), Keys::Float(b)) => a[i].partial_cmp(&b[j]),
+            _ => None,
+        }
+    }
+}
+
+/// `holds(order of a[i] against b[j])` for every element of the numpy broadcast of `a` and
+/// `b`, as a bool tensor.
+fn compare(a: &Tensor, b: &Tensor, holds: fn(Ordering) -> bool) -> Result<Tensor, OpError> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let (ia, ib) = (
+        source_indices(shape.dims(), a.dims()),
+        source_indices(shape.dims(), b.dims()),
+    );
+    let (ka, kb) = (Keys::of(a)?, Keys::of(b)?);
+    let values: Vec<bool> = (0..shape.numel())
+        .map(|i| ka.order(ia[i], &kb, ib[i]).is_some_and(holds))
+        .collect();
+    Tensor::from_vec(shape, values).map_err(|e| OpError::invalid(e.to_string()))
+}
+
+/// An ordered comparison with numpy broadcasting, as ONNX's Less, LessOrEqual, Greater and
+/// GreaterOrEqual: the `#[custom_op]` module `$module` named `$name`, true where the order
+/// of `a` against `b` satisfies `holds`. `a` and `b` share one float or integer dtype; `y`
+/// is bool. The doc comments given first document the module.
+macro_rules! comparison_op {
+    ($(#[doc = $doc:tt])* $name:literal, $module:ident, $holds:expr $(,)?) => {
+        $(#[doc = $doc])*
+        #[custom_op(name = $name)]
+        pub mod $module {
+            use super::*;
+
+            #[infer_shape]
+            fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
+                broadcast_shapes(a, b)
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+                numeric(a, b)?;
+                Ok(DType::Bool)
+            }
+
+            #[reference]
+            fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
+                compare(a, b, $holds)
+            }
+        }
+    };
+}
+
+comparison_op! {
+    /// y = (a < b), element-wise with numpy broadcasting, as ONNX Less: `a` and `b` share one
+    /// float or integer dtype; `y` is bool. Exact; false where either is NaN.
+    "std.less",
+    less,
+    Ordering::is_lt,
+}
+
+comparison_op! {
+    /// y = (a <= b), element-wise with numpy broadcasting, as ONNX LessOrEqual: `a` and `b`
+    /// share one float or integer dtype; `y` is bool. Exact; false where either is NaN.
+    "std.less_equal",
+    less_equal,
+    Ordering::is_le,
+}
+
+comparison_op! {
+    /// y = (a > b), element-wise with numpy broadcasting, as ONNX Greater: `a` and `b` share
+    /// one float or integer dtype; `y` is bool. Exact; false where either is NaN.
+    "std.greater",
+    greater,
+    Ordering::is_gt,
+}
+
+comparison_op! {
+    /// y = (a >= b), element-wise with numpy broadcasting, as ONNX GreaterOrEqual: `a` and
+    /// `b` share one float or integer dtype; `y` is bool. Exact; false where either is NaN.
+    "std.greater_equal",
+    greater_equal,
+    Ordering::is_ge,
 }
 
 /// The dtypes of max, min and equal: any but bool for max and min.

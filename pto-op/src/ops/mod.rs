@@ -27,6 +27,12 @@
 //! | [`std.reduce_max`](reduce_max) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
 //! | [`std.expand`](expand) | x | `shape: Vec<i64>` | no |
 //! | [`std.trilu`](trilu) | x | `upper: bool = true`, `k: i64 = 0` | no |
+//! | [`std.less`](less), [`std.less_equal`](less_equal), [`std.greater`](greater), [`std.greater_equal`](greater_equal) | a, b | | no |
+//! | [`std.and`](and), [`std.or`](or), [`std.xor`](xor) | a, b | | no |
+//! | [`std.not`](not), [`std.is_nan`](is_nan) | x | | no |
+//! | [`std.is_inf`](is_inf) | x | `detect_positive: bool = true`, `detect_negative: bool = true` | no |
+//! | [`std.cos`](cos), [`std.sin`](sin), [`std.abs`](abs), [`std.log`](log), [`std.sign`](sign) | x | | no |
+//! | [`std.floor`](floor), [`std.ceil`](ceil), [`std.round`](round) | x | | no |
 //!
 //! Float ops compute in f32 and return the input's dtype. Each op's module doc is its
 //! schema doc, with the exact rules.
@@ -86,6 +92,41 @@ macro_rules! float_unary_op {
             #[kernel]
             fn kernel(k: &mut Kernel, x: &Global, y: &Global) -> Result<(), OpError> {
                 activation_kernel(k, x, y, LIVE_TILES, $tile)
+            }
+        }
+    };
+}
+
+/// A float element-wise op of one input `x` and one output `y` of the shape and dtype of `x`,
+/// without a kernel (on a kernel target it runs on the CPU reference, a fallback the compile
+/// report lists): the `#[custom_op]` module `$module` named `$name`, whose reference applies
+/// `reference` (an `f64 -> f64` function) to each element in f64 and rounds the result to
+/// the dtype. The doc comments given first document the module. The module's scope must
+/// hold `expect_float` and `f64_reference`.
+macro_rules! float_unary_reference_op {
+    (
+        $(#[doc = $doc:tt])*
+        $name:literal, $module:ident,
+        reference: $reference:expr $(,)?
+    ) => {
+        $(#[doc = $doc])*
+        #[custom_op(name = $name)]
+        pub mod $module {
+            use super::*;
+
+            #[infer_shape]
+            fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+                Ok(x.clone())
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(x: DType) -> Result<DType, OpError> {
+                expect_float("x", x)
+            }
+
+            #[reference]
+            fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+                f64_reference(x, $reference)
             }
         }
     };
@@ -154,6 +195,8 @@ mod comparison;
 mod elementwise;
 #[allow(unsafe_code)]
 mod linalg;
+#[allow(unsafe_code)]
+mod logic;
 #[forbid(unsafe_code)]
 pub mod math;
 #[allow(unsafe_code)]
@@ -168,10 +211,13 @@ mod shape_ops;
 #[allow(unsafe_code)]
 mod unary_math;
 
-pub use comparison::{equal, max, min, select};
+pub use comparison::{equal, greater, greater_equal, less, less_equal, max, min, select};
 pub use elementwise::{GeluForm, add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use linalg::{batch_matmul, matmul};
+pub use logic::{and, is_inf, is_nan, not, or, xor};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
-pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
+pub use unary_math::{
+    abs, ceil, cos, erf, exp, floor, log, neg, pow, reciprocal, round, sign, sin, sqrt, tanh,
+};
