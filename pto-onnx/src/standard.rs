@@ -251,6 +251,7 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         },
     }
     .since(4),
+    // Slice-13 only added bf16 to Slice-11 (negative axes since 11).
     with(
         ops::slice::NAME,
         "Slice",
@@ -262,7 +263,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             input("steps", 4, true),
         ],
         &[],
-    ),
+    )
+    .since(11),
     // Negative indices since 11.
     with(
         ops::gather::NAME,

@@ -113,7 +113,7 @@ static ONNX_OPS: &[OnnxOp] = &[
     op("ReduceMean", Importer::reduce),
     op("ReduceMax", Importer::reduce),
     op("ReduceSum", Importer::reduce),
-    op("Softmax", Importer::table_op),
+    op("Softmax", Importer::softmax),
     // Normalizations on any axis (`normalization.rs`).
     op("LayerNormalization", Importer::normalization),
     op("RMSNormalization", Importer::normalization),
