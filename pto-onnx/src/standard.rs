@@ -374,6 +374,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
     node(ops::floor::NAME, "Floor", 13).since(6),
     node(ops::ceil::NAME, "Ceil", 13).since(6),
     node(ops::round::NAME, "Round", 11),
+    // Bounds as inputs since 11; 12 added integer types, 13 bf16.
+    node(ops::clip::NAME, "Clip", 13).since(11),
 ];
 
 /// The table entry of pto-op op `op`, if it is a standard op.

@@ -1,7 +1,8 @@
 //! The forms of ONNX operators that exporters write and the ONNX backend node tests do not
 //! cover, imported and run on cpu and sim against ONNX Runtime on the same files: Softmax
 //! of opsets 11 and 12 (over the input flattened to 2-D at `axis`, which is the opset-13
-//! softmax only on the last axis), Slice of opset 11, a Concat (and a Max) of one input.
+//! softmax only on the last axis), Slice of opset 11, a Concat (and a Max) of one input,
+//! Clip with a bound omitted.
 //! The models are written by the onnx package's helpers, so the expected values are ONNX
 //! Runtime's, never pto-op's.
 
@@ -58,6 +59,12 @@ cases.append(model("concat_one_input", 13,
                    [helper.make_node("Concat", ["x"], ["y"], axis=1)], [2, 3, 4]))
 cases.append(model("concat_one_input_opset11", 11,
                    [helper.make_node("Concat", ["x"], ["y"], axis=-1)], [2, 3, 4]))
+cases.append(model("clip_without_min", 13,
+                   [helper.make_node("Clip", ["x", "", "hi"], ["y"])], [2, 3, 4],
+                   [numpy_helper.from_array(np.array(0.3, dtype=np.float32), "hi")]))
+cases.append(model("clip_without_max", 12,
+                   [helper.make_node("Clip", ["x", "lo"], ["y"])], [2, 3, 4],
+                   [numpy_helper.from_array(np.array(-0.2, dtype=np.float32), "lo")]))
 cases.append(model("max_one_input", 13,
                    [helper.make_node("Max", ["x"], ["y"])], [2, 3, 4]))
 print(json.dumps({"x": x.astype(np.float64).ravel().tolist(), "cases": dict(cases)}))
@@ -90,7 +97,7 @@ fn older_and_one_input_forms_match_onnx_runtime_on_cpu_and_sim() {
         .unwrap_or_else(|e| panic!("the script printed {stdout:?}: {e}"));
     let x = tensor(&serde_json::json!([2, 3, 4]), &written["x"]);
     let cases = written["cases"].as_object().expect("the cases by name");
-    assert_eq!(cases.len(), 17);
+    assert_eq!(cases.len(), 19);
     for (name, case) in cases {
         let model = Model::load_onnx(dir.join(format!("{name}.onnx")))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -116,25 +123,29 @@ fn older_and_one_input_forms_match_onnx_runtime_on_cpu_and_sim() {
 }
 
 #[test]
-fn softmax_before_opset_11_is_refused_naming_the_op_and_the_opsets() {
-    let dir = temp_dir("onnx_exporter_forms_softmax10");
+fn softmax_and_clip_before_opset_11_are_refused_naming_the_op_and_the_opsets() {
+    let dir = temp_dir("onnx_exporter_forms_opset10");
     let script = r#"import os, sys, onnx
 from onnx import TensorProto, helper
-graph = helper.make_graph(
-    [helper.make_node("Softmax", ["x"], ["y"], name="probs")], "g",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
-m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
-m.ir_version = 7
-onnx.save(m, os.path.join(sys.argv[1], "softmax10.onnx"))
+for op, attrs in (("Softmax", {}), ("Clip", {"min": -1.0, "max": 1.0})):
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"], name="the_node", **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(sys.argv[1], op + "10.onnx"))
 "#;
     if python(script, &[&dir]).is_none() {
         return;
     }
-    let err = Model::load_onnx(dir.join("softmax10.onnx"))
-        .unwrap_err()
-        .to_string();
-    for part in ["`probs`", "Softmax", "opset 10", "opsets 11 and 13"] {
-        assert!(err.contains(part), "{part} in: {err}");
+    for (op, forms) in [("Softmax", "opsets 11 and 13"), ("Clip", "opset 11")] {
+        let err = Model::load_onnx(dir.join(format!("{op}10.onnx")))
+            .unwrap_err()
+            .to_string();
+        for part in ["`the_node`", op, "opset 10", forms] {
+            assert!(err.contains(part), "{part} in: {err}");
+        }
     }
 }

@@ -444,7 +444,8 @@ fn exporter_ops() -> Result<Case, OpError> {
 /// The ops exporters build masks, rotary tables and clamps from: the comparisons (broadcast),
 /// and, or, xor and not of their results, IsNaN and IsInf (both, positive, negative) of
 /// NaN, the infinities and finite values, cos, sin, abs, log, sign, and floor, ceil and
-/// round of halves (to even) and of other values. Every op result is a graph output.
+/// round of halves (to even) and of other values, clip (and clip with its bounds crossed).
+/// Every op result is a graph output.
 fn mask_ops() -> Result<Case, OpError> {
     let g = Graph::new();
     let out = |v: Value| {
@@ -455,6 +456,8 @@ fn mask_ops() -> Result<Case, OpError> {
     let special = g.input("special", Shape::from([6]), DType::F32);
     let halves = g.input("halves", Shape::from([8]), DType::F32);
     let row = g.weight("row", Tensor::random([4], DType::F32, 31))?;
+    let scalar = |name: &str, v: f32| g.weight(name, Tensor::from_vec(Shape::scalar(), vec![v])?);
+    let (lo, hi) = (scalar("lo", -0.5)?, scalar("hi", 0.75)?);
     let lt = out(ops::less::apply(&x, &row, &Default::default())?);
     let le = out(ops::less_equal::apply(&x, &row, &Default::default())?);
     let gt = out(ops::greater::apply(&x, &row, &Default::default())?);
@@ -485,6 +488,9 @@ fn mask_ops() -> Result<Case, OpError> {
     ] {
         out(rounded);
     }
+    out(ops::clip::apply(&x, &lo, &hi, &Default::default())?);
+    // lo > hi: every element is hi.
+    out(ops::clip::apply(&x, &hi, &lo, &Default::default())?);
     let special_values = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -3.5, 1e30];
     let halves_values: Vec<f32> = vec![-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 3.7];
     Ok(Case {

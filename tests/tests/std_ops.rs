@@ -590,6 +590,7 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.batch_matmul",
             "std.cast",
             "std.ceil",
+            "std.clip",
             "std.concat",
             "std.cos",
             "std.div",
@@ -894,5 +895,30 @@ fn rounding_sign_and_the_rest_of_the_unary_math() {
     assert_eq!(
         fail(ops::cos::def(), &[&i64s(&[1], &[1])], &[]),
         "op `std.cos`: input `x`: expected f32, f16 or bf16, got i64"
+    );
+}
+
+#[test]
+fn clip_is_exact_keeps_nan_and_gives_hi_where_the_bounds_cross() {
+    let x = f32s(&[5], &[-3.0, -0.5, 0.25, 9.0, f32::NAN]);
+    let (lo, hi) = (f32s(&[], &[-1.0]), f32s(&[1], &[2.0]));
+    let y = run(ops::clip::def(), &[&x, &lo, &hi], &[])
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(y[..4], [-1.0, -0.5, 0.25, 2.0]);
+    assert!(y[4].is_nan());
+    let crossed = run(ops::clip::def(), &[&x, &hi, &lo], &[])
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(crossed[..4], [-1.0, -1.0, -1.0, -1.0]);
+    // Integers beyond f64's 2^53 are compared and kept exactly.
+    let big = (1i64 << 53) + 1;
+    let ints = i64s(&[3], &[big + 2, big, i64::MIN]);
+    let (lo, hi) = (i64s(&[], &[-7]), i64s(&[], &[big + 1]));
+    let y = run(ops::clip::def(), &[&ints, &lo, &hi], &[]);
+    assert_eq!(y.to_vec::<i64>(), Ok(vec![big + 1, big, -7]));
+    assert_eq!(
+        fail(ops::clip::def(), &[&x, &f32s(&[2], &[0.0, 1.0]), &hi], &[]),
+        "op `std.clip`: input `lo`: expected a scalar (shape [] or [1]), got shape [2]"
     );
 }

@@ -76,6 +76,7 @@ static ONNX_OPS: &[OnnxOp] = &[
     op("Div", Importer::binary),
     op("Pow", Importer::pow),
     op("Max", Importer::max_min),
+    op("Clip", Importer::clip),
     op("Min", Importer::max_min),
     op("CastLike", Importer::cast_like),
     op("Cast", Importer::table_op),

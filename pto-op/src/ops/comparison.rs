@@ -256,6 +256,64 @@ pub mod equal {
     }
 }
 
+/// The shape rule of a bound of [`clip`]: one element, of rank 0 or 1.
+fn scalar_bound(input: &str, shape: &Shape) -> Result<(), OpError> {
+    match shape.dims() {
+        [] | [1] => Ok(()),
+        _ => Err(OpError::input(
+            input,
+            format!("expected a scalar (shape [] or [1]), got shape {shape}"),
+        )),
+    }
+}
+
+/// y = min(max(x, lo), hi), element-wise, as ONNX Clip (opset 11 on, whose `min` and `max`
+/// are inputs): `lo` and `hi` are scalars (shape `[]` or `[1]`) of `x`'s dtype, any float
+/// or integer, which `y` keeps. Exact (elements are moved, integers compared as integers);
+/// NaN in `x` stays NaN; where `lo > hi` every element is `hi`, as ONNX says. Import gives
+/// an omitted bound the dtype's lowest (highest) value, -inf (+inf) for floats. No kernel:
+/// on a kernel target it runs on the CPU reference (a fallback the compile report lists).
+#[custom_op(name = "std.clip")]
+pub mod clip {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, lo: &Shape, hi: &Shape) -> Result<Shape, OpError> {
+        scalar_bound("lo", lo)?;
+        scalar_bound("hi", hi)?;
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, lo: DType, hi: DType) -> Result<DType, OpError> {
+        if !(x.is_float() || x.is_integer()) {
+            return Err(OpError::input(
+                "x",
+                format!("expected a float or an integer dtype, got {x}"),
+            ));
+        }
+        expect_dtype_of("lo", lo, "x", x)?;
+        expect_dtype_of("hi", hi, "x", x)?;
+        Ok(x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, lo: &Tensor, hi: &Tensor) -> Result<Tensor, OpError> {
+        let (kx, klo, khi) = (Keys::of(x)?, Keys::of(lo)?, Keys::of(hi)?);
+        assemble(&[x, lo, hi], &x.shape(), |i| {
+            // max(x, lo): lo where it is above x (never for a NaN x, which compares false).
+            let raised = match klo.order(0, &kx, i) {
+                Some(Ordering::Greater) => (1, &klo, 0),
+                _ => (0, &kx, i),
+            };
+            match raised.1.order(raised.2, &khi, 0) {
+                Some(Ordering::Greater) => (2, 0),
+                _ => (raised.0, raised.2),
+            }
+        })
+    }
+}
+
 /// y = cond ? x : y (module `select`), element-wise with numpy broadcasting of all three,
 /// as ONNX Where:
 /// `cond` is bool, `x` and `y` share one dtype (any), which the output keeps.

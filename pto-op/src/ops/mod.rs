@@ -28,6 +28,7 @@
 //! | [`std.expand`](expand) | x | `shape: Vec<i64>` | no |
 //! | [`std.trilu`](trilu) | x | `upper: bool = true`, `k: i64 = 0` | no |
 //! | [`std.less`](less), [`std.less_equal`](less_equal), [`std.greater`](greater), [`std.greater_equal`](greater_equal) | a, b | | no |
+//! | [`std.clip`](clip) | x, lo, hi | | no |
 //! | [`std.and`](and), [`std.or`](or), [`std.xor`](xor) | a, b | | no |
 //! | [`std.not`](not), [`std.is_nan`](is_nan) | x | | no |
 //! | [`std.is_inf`](is_inf) | x | `detect_positive: bool = true`, `detect_negative: bool = true` | no |
@@ -211,7 +212,7 @@ mod shape_ops;
 #[allow(unsafe_code)]
 mod unary_math;
 
-pub use comparison::{equal, greater, greater_equal, less, less_equal, max, min, select};
+pub use comparison::{clip, equal, greater, greater_equal, less, less_equal, max, min, select};
 pub use elementwise::{GeluForm, add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use linalg::{batch_matmul, matmul};
 pub use logic::{and, is_inf, is_nan, not, or, xor};
