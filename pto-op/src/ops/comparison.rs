@@ -49,14 +49,6 @@ impl Keys {
         }
     }
 
-    fn equal(&self, i: usize, other: &Keys, j: usize) -> bool {
-        match (self, other) {
-            (Keys::Int(a), Keys::Int(b)) => a[i] == b[j],
-            (Keys::Float(a), Keys::Float(b)) => a[i] == b[j],
-            _ => false,
-        }
-    }
-
     /// How element `i` of `self` orders against element `j` of `other`: `None` when either
     /// is NaN (every comparison of NaN is false).
     fn order(&self, i: usize, other: &Keys, j: usize) -> Option<Ordering> {
@@ -83,77 +75,62 @@ fn compare(a: &Tensor, b: &Tensor, holds: fn(Ordering) -> bool) -> Result<Tensor
     Tensor::from_vec(shape, values).map_err(|e| OpError::invalid(e.to_string()))
 }
 
-/// An ordered comparison with numpy broadcasting, as ONNX's Less, LessOrEqual, Greater and
-/// GreaterOrEqual: the `#[custom_op]` module `$module` named `$name`, true where the order
-/// of `a` against `b` satisfies `holds`. `a` and `b` share one float or integer dtype; `y`
-/// is bool. The doc comments given first document the module.
-macro_rules! comparison_op {
-    ($(#[doc = $doc:tt])* $name:literal, $module:ident, $holds:expr $(,)?) => {
-        $(#[doc = $doc])*
-        #[custom_op(name = $name)]
-        pub mod $module {
-            use super::*;
-
-            #[infer_shape]
-            fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-                broadcast_shapes(a, b)
-            }
-
-            #[infer_dtype]
-            fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-                numeric(a, b)?;
-                Ok(DType::Bool)
-            }
-
-            #[reference]
-            fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-                compare(a, b, $holds)
-            }
-        }
-    };
+/// The dtype of a comparison: bool, of inputs `a` and `b` of one float or integer dtype.
+fn comparison_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+    numeric(a, b)?;
+    Ok(DType::Bool)
 }
 
-comparison_op! {
+broadcast_binary_op! {
     /// y = (a < b), element-wise with numpy broadcasting, as ONNX Less: `a` and `b` share one
     /// float or integer dtype; `y` is bool. Exact; false where either is NaN.
     "std.less",
     less,
-    Ordering::is_lt,
+    dtype: comparison_dtype,
+    reference: |a, b| compare(a, b, Ordering::is_lt),
 }
 
-comparison_op! {
+broadcast_binary_op! {
     /// y = (a <= b), element-wise with numpy broadcasting, as ONNX LessOrEqual: `a` and `b`
     /// share one float or integer dtype; `y` is bool. Exact; false where either is NaN.
     "std.less_equal",
     less_equal,
-    Ordering::is_le,
+    dtype: comparison_dtype,
+    reference: |a, b| compare(a, b, Ordering::is_le),
 }
 
-comparison_op! {
+broadcast_binary_op! {
     /// y = (a > b), element-wise with numpy broadcasting, as ONNX Greater: `a` and `b` share
     /// one float or integer dtype; `y` is bool. Exact; false where either is NaN.
     "std.greater",
     greater,
-    Ordering::is_gt,
+    dtype: comparison_dtype,
+    reference: |a, b| compare(a, b, Ordering::is_gt),
 }
 
-comparison_op! {
+broadcast_binary_op! {
     /// y = (a >= b), element-wise with numpy broadcasting, as ONNX GreaterOrEqual: `a` and
     /// `b` share one float or integer dtype; `y` is bool. Exact; false where either is NaN.
     "std.greater_equal",
     greater_equal,
-    Ordering::is_ge,
+    dtype: comparison_dtype,
+    reference: |a, b| compare(a, b, Ordering::is_ge),
 }
 
-/// The dtypes of max, min and equal: any but bool for max and min.
+/// The dtype of max, min and the ordered comparisons' inputs: one float or integer dtype.
 fn numeric(a: DType, b: DType) -> Result<DType, OpError> {
+    numeric_named("a", a, "b", b)
+}
+
+/// `first`'s dtype, a float or an integer one, which input `second` must share.
+fn numeric_named(first: &str, a: DType, second: &str, b: DType) -> Result<DType, OpError> {
     if !(a.is_float() || a.is_integer()) {
         return Err(OpError::input(
-            "a",
+            first,
             format!("expected a float or an integer dtype, got {a}"),
         ));
     }
-    expect_dtype_of("b", b, "a", a)?;
+    expect_dtype_of(second, b, first, a)?;
     Ok(a)
 }
 
@@ -224,36 +201,17 @@ broadcast_binary_op! {
     live_tiles: 4,
 }
 
-/// y = (a == b), element-wise with numpy broadcasting, as ONNX Equal: `a` and `b` share one
-/// dtype (any); `y` is bool. Exact (integers compared as integers).
-#[custom_op(name = "std.equal")]
-pub mod equal {
-    use super::*;
-
-    #[infer_shape]
-    fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-        broadcast_shapes(a, b)
-    }
-
-    #[infer_dtype]
-    fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+broadcast_binary_op! {
+    /// y = (a == b), element-wise with numpy broadcasting, as ONNX Equal: `a` and `b` share
+    /// one dtype (any); `y` is bool. Exact (integers compared as integers); false where
+    /// either is NaN.
+    "std.equal",
+    equal,
+    dtype: |a: DType, b: DType| {
         expect_dtype_of("b", b, "a", a)?;
         Ok(DType::Bool)
-    }
-
-    #[reference]
-    fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-        let shape = broadcast_shapes(&a.shape(), &b.shape())?;
-        let (ia, ib) = (
-            source_indices(shape.dims(), a.dims()),
-            source_indices(shape.dims(), b.dims()),
-        );
-        let (ka, kb) = (Keys::of(a)?, Keys::of(b)?);
-        let values: Vec<bool> = (0..shape.numel())
-            .map(|i| ka.equal(ia[i], &kb, ib[i]))
-            .collect();
-        Tensor::from_vec(shape, values).map_err(|e| OpError::invalid(e.to_string()))
-    }
+    },
+    reference: |a, b| compare(a, b, Ordering::is_eq),
 }
 
 /// The shape rule of a bound of [`clip`]: one element, of rank 0 or 1.
@@ -286,13 +244,7 @@ pub mod clip {
 
     #[infer_dtype]
     fn infer_dtype(x: DType, lo: DType, hi: DType) -> Result<DType, OpError> {
-        if !(x.is_float() || x.is_integer()) {
-            return Err(OpError::input(
-                "x",
-                format!("expected a float or an integer dtype, got {x}"),
-            ));
-        }
-        expect_dtype_of("lo", lo, "x", x)?;
+        numeric_named("x", x, "lo", lo)?;
         expect_dtype_of("hi", hi, "x", x)?;
         Ok(x)
     }

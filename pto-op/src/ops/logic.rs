@@ -35,58 +35,38 @@ fn logical(a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor, 
     bools(shape, values)
 }
 
-/// A binary logical op of bool tensors with numpy broadcasting, as ONNX's And, Or and Xor:
-/// the `#[custom_op]` module `$module` named `$name`, whose reference applies `f` to each
-/// pair of elements. The doc comments given first document the module.
-macro_rules! logical_op {
-    ($(#[doc = $doc:tt])* $name:literal, $module:ident, $f:expr $(,)?) => {
-        $(#[doc = $doc])*
-        #[custom_op(name = $name)]
-        pub mod $module {
-            use super::*;
-
-            #[infer_shape]
-            fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
-                broadcast_shapes(a, b)
-            }
-
-            #[infer_dtype]
-            fn infer_dtype(a: DType, b: DType) -> Result<DType, OpError> {
-                expect_bool("a", a)?;
-                expect_bool("b", b)?;
-                Ok(DType::Bool)
-            }
-
-            #[reference]
-            fn reference(a: &Tensor, b: &Tensor) -> Result<Tensor, OpError> {
-                logical(a, b, $f)
-            }
-        }
-    };
+/// The dtype of a logical op: bool, of bool inputs `a` and `b`.
+fn logical_dtype(a: DType, b: DType) -> Result<DType, OpError> {
+    expect_bool("a", a)?;
+    expect_bool("b", b)?;
+    Ok(DType::Bool)
 }
 
-logical_op! {
+broadcast_binary_op! {
     /// y = a and b, element-wise with numpy broadcasting, as ONNX And: `a`, `b` and `y` are
     /// bool.
     "std.and",
     and,
-    |x, y| x && y,
+    dtype: logical_dtype,
+    reference: |a, b| logical(a, b, |x, y| x && y),
 }
 
-logical_op! {
+broadcast_binary_op! {
     /// y = a or b, element-wise with numpy broadcasting, as ONNX Or: `a`, `b` and `y` are
     /// bool.
     "std.or",
     or,
-    |x, y| x || y,
+    dtype: logical_dtype,
+    reference: |a, b| logical(a, b, |x, y| x || y),
 }
 
-logical_op! {
+broadcast_binary_op! {
     /// y = a xor b, element-wise with numpy broadcasting, as ONNX Xor: `a`, `b` and `y` are
     /// bool.
     "std.xor",
     xor,
-    |x, y| x != y,
+    dtype: logical_dtype,
+    reference: |a, b| logical(a, b, |x, y| x != y),
 }
 
 /// y = not x, element-wise, as ONNX Not: `x` and `y` are bool.

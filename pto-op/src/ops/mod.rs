@@ -135,28 +135,23 @@ macro_rules! float_unary_reference_op {
 
 /// A binary op with numpy broadcasting, inputs `a` and `b`, output `y`: the `#[custom_op]`
 /// module `$module` named `$name`, whose dtype is `dtype(a, b)`, reference
-/// `reference(a, b)` and kernel `kernel(k, a, b, y)` (the module's `NAME` is in scope for
-/// its errors, and its `LIVE_TILES`, `live_tiles`, for the kernel's column chunks: see
-/// [`crate::kernel::rows::elementwise_tiles`]). The doc comments given first document the
-/// module. The module's scope must hold `broadcast_shapes`.
+/// `reference(a, b)` and, when given, kernel `kernel(k, a, b, y)` (the module's `NAME` is in
+/// scope for its errors, and its `LIVE_TILES`, `live_tiles`, for the kernel's column chunks:
+/// see [`crate::kernel::rows::elementwise_tiles`]). Without a kernel, a kernel target runs
+/// the op on the CPU reference (a fallback the compile report lists). The doc comments given
+/// first document the module. The module's scope must hold `broadcast_shapes`.
 macro_rules! broadcast_binary_op {
     (
         $(#[doc = $doc:tt])*
         $name:literal, $module:ident,
         dtype: $dtype:expr,
-        reference: $reference:expr,
-        kernel: $kernel:expr,
-        live_tiles: $live:expr $(,)?
+        reference: $reference:expr
+        $(, kernel: $kernel:expr, live_tiles: $live:expr)? $(,)?
     ) => {
         $(#[doc = $doc])*
         #[custom_op(name = $name)]
         pub mod $module {
             use super::*;
-
-            /// Row tiles the kernel keeps live in UB at once, on the simulator and in its
-            /// Ascend C lowering, each of f32 or of the dtype if wider: what its column
-            /// chunks are sized for ([`crate::kernel::rows::elementwise_tiles`]).
-            pub const LIVE_TILES: usize = $live;
 
             #[infer_shape]
             fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
@@ -173,10 +168,22 @@ macro_rules! broadcast_binary_op {
                 ($reference)(a, b)
             }
 
-            #[kernel]
-            fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-                ($kernel)(k, a, b, y)
-            }
+            $(
+                /// Row tiles the kernel keeps live in UB at once, on the simulator and in
+                /// its Ascend C lowering, each of f32 or of the dtype if wider: what its
+                /// column chunks are sized for ([`crate::kernel::rows::elementwise_tiles`]).
+                pub const LIVE_TILES: usize = $live;
+
+                #[kernel]
+                fn kernel(
+                    k: &mut Kernel,
+                    a: &Global,
+                    b: &Global,
+                    y: &Global,
+                ) -> Result<(), OpError> {
+                    ($kernel)(k, a, b, y)
+                }
+            )?
         }
     };
 }
