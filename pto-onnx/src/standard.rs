@@ -251,6 +251,7 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         },
     }
     .since(4),
+    // Slice-13 only added bf16 to Slice-11 (negative axes since 11).
     with(
         ops::slice::NAME,
         "Slice",
@@ -262,7 +263,8 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
             input("steps", 4, true),
         ],
         &[],
-    ),
+    )
+    .since(11),
     // Negative indices since 11.
     with(
         ops::gather::NAME,
@@ -342,6 +344,38 @@ pub(crate) static STANDARD_OPS: &[StandardOp] = &[
         &[attr("upper", "upper"), input("k", 1, false)],
         &[],
     ),
+    // Integer inputs since 9 (Less, Greater), the same comparison of the float ones before.
+    node(ops::less::NAME, "Less", 13).since(7),
+    node(ops::less_equal::NAME, "LessOrEqual", 16).since(12),
+    node(ops::greater::NAME, "Greater", 13).since(7),
+    node(ops::greater_equal::NAME, "GreaterOrEqual", 16).since(12),
+    node(ops::and::NAME, "And", 7),
+    node(ops::or::NAME, "Or", 7),
+    node(ops::xor::NAME, "Xor", 7),
+    node(ops::not::NAME, "Not", 1),
+    // 16-bit floats since 20.
+    node(ops::is_nan::NAME, "IsNaN", 20).since(9),
+    with(
+        ops::is_inf::NAME,
+        "IsInf",
+        20,
+        &[
+            attr("detect_positive", "detect_positive"),
+            attr("detect_negative", "detect_negative"),
+        ],
+        &[],
+    )
+    .since(10),
+    node(ops::cos::NAME, "Cos", 7),
+    node(ops::sin::NAME, "Sin", 7),
+    node(ops::abs::NAME, "Abs", 13).since(6),
+    node(ops::log::NAME, "Log", 13).since(6),
+    node(ops::sign::NAME, "Sign", 13).since(9),
+    node(ops::floor::NAME, "Floor", 13).since(6),
+    node(ops::ceil::NAME, "Ceil", 13).since(6),
+    node(ops::round::NAME, "Round", 11),
+    // Bounds as inputs since 11; 12 added integer types, 13 bf16.
+    node(ops::clip::NAME, "Clip", 13).since(11),
 ];
 
 /// The table entry of pto-op op `op`, if it is a standard op.

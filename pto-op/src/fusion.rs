@@ -298,7 +298,48 @@ pub fn fuse_with(model: &Model, fusions: &[&FusionDef]) -> Result<(Model, Vec<Fu
         let value = replay.value(id)?;
         replay.graph.output(&value);
     }
-    Ok((replay.graph.to_model(model.name.clone())?, applied))
+    let mut fused = replay.graph.to_model(model.name.clone())?;
+    keep_names(graph, &replay.values.borrow(), &mut fused.graph);
+    Ok((fused, applied))
+}
+
+/// Gives every value of `fused` that stands for a value of `original` computed by a node
+/// (a node replayed as it was, or a fused match's root) the original's name, so that graph
+/// outputs keep the file's names (`logits`) and `--outputs DIR` writes `logits.npy`.
+/// Tracing names a node's outputs by its position (`n12.y`), which shifts when nodes are
+/// fused and would otherwise take another value's name: the values a rewrite adds inside
+/// a match keep their traced name unless an original name needs it, then get a fresh one.
+fn keep_names(original: &GraphDef, replayed: &[Option<Value>], fused: &mut GraphDef) {
+    let mut kept: BTreeMap<ValueId, &str> = BTreeMap::new();
+    for (id, value) in replayed.iter().enumerate() {
+        let Some(value) = value else { continue };
+        if original.values[id].kind == ValueKind::Node
+            && fused.values[value.id()].kind == ValueKind::Node
+        {
+            kept.entry(value.id())
+                .or_insert(original.values[id].name.as_str());
+        }
+    }
+    let mut taken: BTreeSet<String> = kept.values().map(|&name| name.to_owned()).collect();
+    taken.extend(
+        fused
+            .values
+            .iter()
+            .filter(|v| v.kind != ValueKind::Node)
+            .map(|v| v.name.clone()),
+    );
+    for (id, value) in fused.values.iter_mut().enumerate() {
+        if let Some(&name) = kept.get(&id) {
+            value.name = name.to_owned();
+        } else if value.kind == ValueKind::Node && !taken.insert(value.name.clone()) {
+            let base = std::mem::take(&mut value.name);
+            value.name = (1..)
+                .map(|suffix| format!("{base}_{suffix}"))
+                .find(|name| !taken.contains(name))
+                .unwrap_or(base);
+            taken.insert(value.name.clone());
+        }
+    }
 }
 
 /// The node computing each value, by value id.
@@ -459,6 +500,8 @@ impl Replay<'_> {
             .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&Value> = inputs.iter().collect();
         let outputs = Graph::trace(def, &refs, node.attrs.clone())?;
+        self.graph
+            .name_node(self.graph.node_count() - 1, &node.name);
         let mut values = self.values.borrow_mut();
         for (&id, value) in node.outputs.iter().zip(outputs) {
             values[id] = Some(value);

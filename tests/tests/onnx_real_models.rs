@@ -289,6 +289,119 @@ fn fusion_leaves_the_models_without_its_patterns_alone() {
     assert_eq!(fused.graph.nodes.len(), model.graph.nodes.len());
 }
 
+/// The names of a model's graph outputs, in order.
+fn graph_output_names(model: &Model) -> Vec<String> {
+    let g = &model.graph;
+    g.outputs
+        .iter()
+        .map(|&id| g.values[id].name.clone())
+        .collect()
+}
+
+#[test]
+fn fusion_keeps_the_names_of_the_outputs_and_of_every_node_it_does_not_replace() {
+    for (name, options) in [
+        ("bert_tiny", ImportOptions::default()),
+        ("gpt2_tiny", gpt2_shapes()),
+        ("llama_tiny", ImportOptions::default()),
+    ] {
+        let model = import(name, &options);
+        let (fused, applied) = pto_op::fusion::fuse(&model).expect("fuses");
+        // The file's output names (`output_names`, as onnx reads the file), fused or not.
+        assert_eq!(graph_output_names(&fused), output_names(name), "{name}");
+        let g = &fused.graph;
+        let names: std::collections::BTreeSet<&str> =
+            g.values.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names.len(),
+            g.values.len(),
+            "{name}: value names are unique"
+        );
+        // Every node left as it was keeps its name and its outputs' names.
+        let replaced: usize = applied.iter().map(|f| f.nodes).sum();
+        // (An ONNX node imported as several std ops names each of them.)
+        let node_outputs = |m: &Model| -> Vec<(String, Vec<String>)> {
+            let g = &m.graph;
+            g.nodes
+                .iter()
+                .filter(|n| !n.name.is_empty())
+                .map(|n| {
+                    let outputs = n.outputs.iter().map(|&id| g.values[id].name.clone());
+                    (n.name.clone(), outputs.collect())
+                })
+                .collect()
+        };
+        let original: std::collections::BTreeSet<(String, Vec<String>)> =
+            node_outputs(&model).into_iter().collect();
+        let kept = node_outputs(&fused);
+        assert_eq!(kept.len(), model.graph.nodes.len() - replaced, "{name}");
+        for node in &kept {
+            assert!(
+                original.contains(node),
+                "{name}: {node:?} is not as imported"
+            );
+        }
+        if applied.is_empty() {
+            // Nothing fused: the same nodes reading and writing the same names (the
+            // weights are added in the order of their first use).
+            let named = |m: &Model| -> Vec<(String, Vec<String>, Vec<String>)> {
+                let g = &m.graph;
+                let names =
+                    |ids: &[usize]| ids.iter().map(|&id| g.values[id].name.clone()).collect();
+                g.nodes
+                    .iter()
+                    .map(|n| (n.name.clone(), names(&n.inputs), names(&n.outputs)))
+                    .collect()
+            };
+            assert_eq!(
+                named(&fused),
+                named(&model),
+                "{name}: nothing fused, nothing renamed"
+            );
+        }
+    }
+}
+
+/// `pto run --fuse --outputs DIR` writes one `NAME.npy` per output under the file's names.
+#[test]
+fn run_with_fuse_writes_the_outputs_under_the_files_names() {
+    let dir = std::env::temp_dir().join(format!("pto-real-fuse-outputs-{}", std::process::id()));
+    for (name, shape) in [
+        ("bert_tiny", None),
+        ("llama_tiny", None),
+        ("gpt2_tiny", Some("input_ids=1x8")),
+    ] {
+        let out = dir.join(name);
+        let model = fixture(&format!("{name}.onnx"));
+        let mut args = vec!["pto", "run", model.to_str().expect("utf-8 path"), "--fuse"];
+        args.extend(shape.iter().flat_map(|s| ["--shape", s]));
+        args.extend([
+            "--random",
+            "0",
+            "--outputs",
+            out.to_str().expect("utf-8 path"),
+        ]);
+        let report = pto_cli::run(args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut written: Vec<String> = std::fs::read_dir(&out)
+            .expect("the outputs directory")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        written.sort();
+        let mut expected: Vec<String> = output_names(name)
+            .iter()
+            .map(|n| format!("{n}.npy"))
+            .collect();
+        expected.sort();
+        assert_eq!(written, expected, "{name}: {report}");
+    }
+    std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
+}
+
 #[test]
 fn the_command_line_imports_fuses_and_binds_shapes() {
     let llama = fixture("llama_tiny.onnx");

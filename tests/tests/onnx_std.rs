@@ -441,12 +441,88 @@ fn exporter_ops() -> Result<Case, OpError> {
     })
 }
 
+/// The ops exporters build masks, rotary tables and clamps from: the comparisons (broadcast),
+/// and, or, xor and not of their results, IsNaN and IsInf (both, positive, negative) of
+/// NaN, the infinities and finite values, cos, sin, abs, log, sign, and floor, ceil and
+/// round of halves (to even) and of other values, clip (and clip with its bounds crossed).
+/// Every op result is a graph output.
+fn mask_ops() -> Result<Case, OpError> {
+    let g = Graph::new();
+    let out = |v: Value| {
+        g.output(&v);
+        v
+    };
+    let x = g.input("x", Shape::from([2, 3, 4]), DType::F32);
+    let special = g.input("special", Shape::from([6]), DType::F32);
+    let halves = g.input("halves", Shape::from([8]), DType::F32);
+    let row = g.weight("row", Tensor::random([4], DType::F32, 31))?;
+    let scalar = |name: &str, v: f32| g.weight(name, Tensor::from_vec(Shape::scalar(), vec![v])?);
+    let (lo, hi) = (scalar("lo", -0.5)?, scalar("hi", 0.75)?);
+    let lt = out(ops::less::apply(&x, &row, &Default::default())?);
+    let le = out(ops::less_equal::apply(&x, &row, &Default::default())?);
+    let gt = out(ops::greater::apply(&x, &row, &Default::default())?);
+    let ge = out(ops::greater_equal::apply(&row, &x, &Default::default())?);
+    out(ops::and::apply(&lt, &ge, &Default::default())?);
+    out(ops::or::apply(&gt, &lt, &Default::default())?);
+    out(ops::xor::apply(&le, &ge, &Default::default())?);
+    out(ops::not::apply(&lt, &Default::default())?);
+    out(ops::is_nan::apply(&special, &Default::default())?);
+    for (detect_positive, detect_negative) in [(true, true), (true, false), (false, true)] {
+        let params = ops::is_inf::Params {
+            detect_positive,
+            detect_negative,
+        };
+        out(ops::is_inf::apply(&special, &params)?);
+    }
+    out(ops::cos::apply(&x, &Default::default())?);
+    out(ops::sin::apply(&x, &Default::default())?);
+    let magnitude = out(ops::abs::apply(&x, &Default::default())?);
+    out(ops::log::apply(&magnitude, &Default::default())?);
+    out(ops::sign::apply(&x, &Default::default())?);
+    out(ops::sign::apply(&halves, &Default::default())?);
+    for rounded in [
+        ops::floor::apply(&halves, &Default::default())?,
+        ops::ceil::apply(&halves, &Default::default())?,
+        ops::round::apply(&halves, &Default::default())?,
+        ops::round::apply(&x, &Default::default())?,
+    ] {
+        out(rounded);
+    }
+    out(ops::clip::apply(&x, &lo, &hi, &Default::default())?);
+    // lo > hi: every element is hi.
+    out(ops::clip::apply(&x, &hi, &lo, &Default::default())?);
+    let special_values = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -3.5, 1e30];
+    let halves_values: Vec<f32> = vec![-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 3.7];
+    Ok(Case {
+        model: g.to_model("mask_ops")?,
+        inputs: BTreeMap::from([
+            // Scaled so that round and floor see values beyond [-1, 1].
+            (
+                "x".to_owned(),
+                Tensor::from_f32_array(
+                    Tensor::random([2, 3, 4], DType::F32, 32).to_f32_array() * 3.0,
+                    DType::F32,
+                ),
+            ),
+            (
+                "special".to_owned(),
+                Tensor::from_vec([6], special_values).expect("6 values"),
+            ),
+            (
+                "halves".to_owned(),
+                Tensor::from_vec([8], halves_values).expect("8 values"),
+            ),
+        ]),
+    })
+}
+
 fn cases() -> Vec<Case> {
     vec![
         mlp_block().expect("the MLP block traces"),
         shape_ops().expect("the shape-ops model traces"),
         transformer_math().expect("the transformer math model traces"),
         exporter_ops().expect("the exporter-ops model traces"),
+        mask_ops().expect("the mask-ops model traces"),
     ]
 }
 
@@ -1038,4 +1114,35 @@ fn a_constant_integer_exponent_not_exact_in_the_base_dtype_is_refused() {
             && err.contains("cast the base to f32 or f64 first"),
         "{err}"
     );
+}
+
+/// The comparison, logic and rounding ops have no kernel: on sim they run on the CPU
+/// reference, listed as fallbacks in the compile report, with the CPU's results.
+#[test]
+fn the_ops_without_a_kernel_fall_back_to_the_cpu_reference_on_sim_and_say_so() {
+    use pto_backends::compiler::compile;
+    let case = mask_ops().expect("the mask-ops model traces");
+    let sim = compile(&case.model, "sim").expect("compiles for sim");
+    let cpu = compile(&case.model, "cpu").expect("compiles for cpu");
+    let used: BTreeSet<&str> = case
+        .model
+        .graph
+        .nodes
+        .iter()
+        .map(|n| n.op.as_str())
+        .collect();
+    let fallbacks: BTreeSet<&str> = sim.report().fallbacks.iter().map(String::as_str).collect();
+    assert_eq!(used, fallbacks, "every op of the model falls back on sim");
+    let inputs: Vec<Tensor> = case
+        .model
+        .graph
+        .inputs
+        .iter()
+        .map(|&id| case.inputs[&case.model.graph.values[id].name].clone())
+        .collect();
+    let (on_sim, on_cpu) = (
+        sim.run(&inputs).expect("runs on sim"),
+        cpu.run(&inputs).expect("runs on cpu"),
+    );
+    assert_eq!(on_sim.outputs, on_cpu.outputs);
 }

@@ -584,23 +584,38 @@ fn every_std_op_is_registered_with_a_doc() {
     assert_eq!(
         names,
         [
+            "std.abs",
             "std.add",
+            "std.and",
             "std.batch_matmul",
             "std.cast",
+            "std.ceil",
+            "std.clip",
             "std.concat",
+            "std.cos",
             "std.div",
             "std.equal",
             "std.erf",
             "std.exp",
             "std.expand",
+            "std.floor",
             "std.gather",
             "std.gelu",
+            "std.greater",
+            "std.greater_equal",
+            "std.is_inf",
+            "std.is_nan",
             "std.layer_norm",
+            "std.less",
+            "std.less_equal",
+            "std.log",
             "std.matmul",
             "std.max",
             "std.min",
             "std.mul",
             "std.neg",
+            "std.not",
+            "std.or",
             "std.pow",
             "std.reciprocal",
             "std.reduce_max",
@@ -609,8 +624,11 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.relu",
             "std.reshape",
             "std.rms_norm",
+            "std.round",
             "std.sigmoid",
+            "std.sign",
             "std.silu",
+            "std.sin",
             "std.slice",
             "std.softmax",
             "std.sqrt",
@@ -619,6 +637,7 @@ fn every_std_op_is_registered_with_a_doc() {
             "std.transpose",
             "std.trilu",
             "std.where",
+            "std.xor",
         ]
     );
     for op in ops.iter().filter(|op| op.name.starts_with("std.")) {
@@ -697,5 +716,209 @@ fn exporter_ops_compute_by_hand() {
     assert_eq!(
         fail(ops::max::def(), &[&flags, &flags], &[]),
         "op `std.max`: input `a`: expected a float or an integer dtype, got bool"
+    );
+}
+
+/// The bool values of `t`.
+fn bools(t: &Tensor) -> Vec<bool> {
+    assert_eq!(t.dtype(), DType::Bool);
+    t.to_vec::<bool>().expect("bool")
+}
+
+#[test]
+fn comparisons_are_exact_broadcast_and_false_for_nan() {
+    let a = f32s(&[2, 3], &[1.0, f32::NAN, 3.0, -1.0, 2.0, f32::INFINITY]);
+    let b = f32s(&[3], &[1.0, 1.0, 4.0]);
+    let table = [
+        (ops::less::def(), [false, false, true, true, false, false]),
+        (
+            ops::less_equal::def(),
+            [true, false, true, true, false, false],
+        ),
+        (
+            ops::greater::def(),
+            [false, false, false, false, true, true],
+        ),
+        (
+            ops::greater_equal::def(),
+            [true, false, false, false, true, true],
+        ),
+    ];
+    for (def, expected) in table {
+        let y = run(def, &[&a, &b], &[]);
+        assert_eq!(
+            (y.dims(), bools(&y)),
+            (&[2, 3][..], expected.to_vec()),
+            "{}",
+            def.name
+        );
+    }
+    // 2^53 + 1 and 2^53 are one f64: compared as integers, they differ.
+    let big = i64s(&[1], &[(1 << 53) + 1]);
+    let next = i64s(&[1], &[1 << 53]);
+    assert_eq!(
+        bools(&run(ops::greater::def(), &[&big, &next], &[])),
+        [true]
+    );
+    assert_eq!(
+        bools(&run(ops::less_equal::def(), &[&big, &next], &[])),
+        [false]
+    );
+    let top = Tensor::from_vec([1], vec![u64::MAX]).unwrap();
+    let below = Tensor::from_vec([1], vec![u64::MAX - 1]).unwrap();
+    assert_eq!(bools(&run(ops::less::def(), &[&below, &top], &[])), [true]);
+    assert_eq!(
+        fail(ops::less::def(), &[&a, &big], &[]),
+        "op `std.less`: input `b`: expected dtype f32 (that of a), got i64: convert it with std.cast"
+    );
+}
+
+#[test]
+fn logic_follows_the_truth_tables() {
+    let a = Tensor::from_vec([4], vec![false, false, true, true]).unwrap();
+    let b = Tensor::from_vec([4], vec![false, true, false, true]).unwrap();
+    assert_eq!(
+        bools(&run(ops::and::def(), &[&a, &b], &[])),
+        [false, false, false, true]
+    );
+    assert_eq!(
+        bools(&run(ops::or::def(), &[&a, &b], &[])),
+        [false, true, true, true]
+    );
+    assert_eq!(
+        bools(&run(ops::xor::def(), &[&a, &b], &[])),
+        [false, true, true, false]
+    );
+    assert_eq!(
+        bools(&run(ops::not::def(), &[&a], &[])),
+        [true, true, false, false]
+    );
+    // Broadcast: a [4] against a [2, 1] column.
+    let column = Tensor::from_vec([2, 1], vec![true, false]).unwrap();
+    let y = run(ops::and::def(), &[&column, &a], &[]);
+    assert_eq!(y.dims(), [2, 4]);
+    assert_eq!(
+        bools(&y),
+        [false, false, true, true, false, false, false, false]
+    );
+    let x = f32s(&[1], &[1.0]);
+    assert_eq!(
+        fail(ops::and::def(), &[&x, &a], &[]),
+        "op `std.and`: input `a`: expected bool, got f32"
+    );
+}
+
+#[test]
+fn is_nan_and_is_inf_classify_floats() {
+    let x = f32s(
+        &[5],
+        &[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, f32::MAX],
+    );
+    assert_eq!(
+        bools(&run(ops::is_nan::def(), &[&x], &[])),
+        [true, false, false, false, false]
+    );
+    let is_inf = |positive: bool, negative: bool| {
+        let pairs = [
+            ("detect_positive", AttrValue::Bool(positive)),
+            ("detect_negative", AttrValue::Bool(negative)),
+        ];
+        bools(&run(ops::is_inf::def(), &[&x], &pairs))
+    };
+    assert_eq!(is_inf(true, true), [false, true, true, false, false]);
+    assert_eq!(is_inf(true, false), [false, true, false, false, false]);
+    assert_eq!(is_inf(false, true), [false, false, true, false, false]);
+    let half = x.cast(DType::F16);
+    assert_eq!(
+        bools(&run(ops::is_nan::def(), &[&half], &[])),
+        [true, false, false, false, false]
+    );
+    // f32::MAX is beyond f16: the cast made it +inf.
+    assert_eq!(
+        bools(&run(ops::is_inf::def(), &[&half], &[])),
+        [false, true, true, false, true]
+    );
+    assert_eq!(
+        fail(ops::is_nan::def(), &[&i64s(&[1], &[1])], &[]),
+        "op `std.is_nan`: input `x`: expected f32, f16, bf16 or f64, got i64"
+    );
+}
+
+#[test]
+fn rounding_sign_and_the_rest_of_the_unary_math() {
+    let x = f32s(&[8], &[-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 3.7]);
+    let unary = |def: &'static OpDef| run(def, &[&x], &[]).to_vec::<f32>().expect("f32");
+    assert_eq!(
+        unary(ops::round::def()),
+        [-2.0, -2.0, -0.0, 0.0, 0.0, 2.0, 2.0, 4.0]
+    );
+    assert_eq!(
+        unary(ops::floor::def()),
+        [-3.0, -2.0, -1.0, 0.0, 0.0, 1.0, 2.0, 3.0]
+    );
+    assert_eq!(
+        unary(ops::ceil::def()),
+        [-2.0, -1.0, -0.0, 0.0, 1.0, 2.0, 3.0, 4.0]
+    );
+    assert_eq!(
+        unary(ops::sign::def()),
+        [-1.0, -1.0, -1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    );
+    assert_eq!(
+        unary(ops::abs::def()),
+        [2.5, 1.5, 0.5, 0.0, 0.5, 1.5, 2.5, 3.7]
+    );
+    let angles = f32s(
+        &[3],
+        &[0.0, std::f32::consts::FRAC_PI_2, std::f32::consts::PI],
+    );
+    assert_close(
+        &run(ops::cos::def(), &[&angles], &[]),
+        &[3],
+        &[1.0, 0.0, -1.0],
+    );
+    assert_close(
+        &run(ops::sin::def(), &[&angles], &[]),
+        &[3],
+        &[0.0, 1.0, 0.0],
+    );
+    let e = f32s(&[3], &[1.0, std::f32::consts::E, 0.0]);
+    let log = run(ops::log::def(), &[&e], &[])
+        .to_vec::<f32>()
+        .expect("f32");
+    assert_eq!(
+        (log[0], (log[1] - 1.0).abs() < 1e-6, log[2]),
+        (0.0, true, f32::NEG_INFINITY)
+    );
+    let nan = run(ops::sign::def(), &[&f32s(&[1], &[f32::NAN])], &[]);
+    assert!(nan.to_vec::<f32>().expect("f32")[0].is_nan());
+    assert_eq!(
+        fail(ops::cos::def(), &[&i64s(&[1], &[1])], &[]),
+        "op `std.cos`: input `x`: expected f32, f16 or bf16, got i64"
+    );
+}
+
+#[test]
+fn clip_is_exact_keeps_nan_and_gives_hi_where_the_bounds_cross() {
+    let x = f32s(&[5], &[-3.0, -0.5, 0.25, 9.0, f32::NAN]);
+    let (lo, hi) = (f32s(&[], &[-1.0]), f32s(&[1], &[2.0]));
+    let y = run(ops::clip::def(), &[&x, &lo, &hi], &[])
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(y[..4], [-1.0, -0.5, 0.25, 2.0]);
+    assert!(y[4].is_nan());
+    let crossed = run(ops::clip::def(), &[&x, &hi, &lo], &[])
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(crossed[..4], [-1.0, -1.0, -1.0, -1.0]);
+    // Integers beyond f64's 2^53 are compared and kept exactly.
+    let big = (1i64 << 53) + 1;
+    let ints = i64s(&[3], &[big + 2, big, i64::MIN]);
+    let (lo, hi) = (i64s(&[], &[-7]), i64s(&[], &[big + 1]));
+    let y = run(ops::clip::def(), &[&ints, &lo, &hi], &[]);
+    assert_eq!(y.to_vec::<i64>(), Ok(vec![big + 1, big, -7]));
+    assert_eq!(
+        fail(ops::clip::def(), &[&x, &f32s(&[2], &[0.0, 1.0]), &hi], &[]),
+        "op `std.clip`: input `lo`: expected a scalar (shape [] or [1]), got shape [2]"
     );
 }

@@ -1,9 +1,12 @@
 //! Element-wise operators beyond the table's one-node-one-op form: a binary op's rank-0
 //! constant operand read as shape `[1]`, Pow of a float base and an integer exponent, Max
-//! and Min of one input, and CastLike (a `std.cast` to the dtype of its second input).
+//! and Min of one input, Clip with its bounds omitted, and CastLike (a `std.cast` to the
+//! dtype of its second input).
 
 use pto_op::attr::{AttrType, AttrValue, Attributes};
 use pto_op::ops;
+use pto_op::shape::Shape;
+use pto_op::tensor::Tensor;
 
 use super::attribute::attribute;
 use super::importer::Importer;
@@ -45,6 +48,77 @@ impl Importer {
         };
         let x = self.data_value(x)?;
         self.define(y, x)
+    }
+
+    /// Clip (opset 11 on: `min` and `max` are optional inputs): `std.clip`, an omitted bound
+    /// given as a constant of the input's dtype that clips nothing (-inf and +inf for
+    /// floats, the dtype's lowest and highest value for integers); of constants, folded.
+    /// Clip before opset 11 (bounds as attributes) is refused by name.
+    pub(super) fn clip(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
+        match self.default_opset {
+            Some(version) if version >= 11 => {}
+            declared => {
+                return Err(OnnxError::node(
+                    label,
+                    format!(
+                        "Clip is imported in its form of opset 11 (bounds as inputs), but the \
+                         model imports opset {} of the default domain: export the model with \
+                         opset 11 or later",
+                        declared.map_or_else(|| "none".to_owned(), |v| v.to_string())
+                    ),
+                ));
+            }
+        }
+        let ([x, bounds @ ..], [y]) = (node.input.as_slice(), node.output.as_slice()) else {
+            return Err(OnnxError::node(
+                label,
+                "Clip has an input, optional `min` and `max`, and one output".into(),
+            ));
+        };
+        if bounds.len() > 2 {
+            return Err(OnnxError::node(
+                label,
+                format!(
+                    "Clip has at most 3 inputs, the node has {}",
+                    node.input.len()
+                ),
+            ));
+        }
+        let dtype = match (self.values.get(x), self.constants.get(x)) {
+            (Some(value), _) => value.dtype(),
+            (None, Some(tensor)) => tensor.dtype(),
+            (None, None) => {
+                return Err(OnnxError::Value {
+                    value: x.clone(),
+                    problem: "used before it is defined (nodes must be in a topological order)"
+                        .to_owned(),
+                });
+            }
+        };
+        let mut inputs = vec![x.clone()];
+        for (k, (bound, unbounded)) in ["min", "max"]
+            .into_iter()
+            .zip([f64::NEG_INFINITY, f64::INFINITY])
+            .enumerate()
+        {
+            match bounds.get(k).filter(|name| !name.is_empty()) {
+                Some(name) => inputs.push(name.clone()),
+                None => {
+                    // Saturating: -inf is an integer dtype's lowest value.
+                    let tensor = Tensor::from_vec(Shape::scalar(), vec![unbounded])
+                        .map_err(|e| OnnxError::node(label, e.to_string()))?
+                        .cast(dtype);
+                    let name = self.graph.fresh_name(&format!("{y}:{bound}"));
+                    self.new_constant(&name, tensor)?;
+                    inputs.push(name);
+                }
+            }
+        }
+        let node = NodeProto {
+            input: inputs,
+            ..node.clone()
+        };
+        self.table_op(&node, label)
     }
 
     /// Pow of a float base and an integer exponent (ONNX allows mixed types; the result has

@@ -4,14 +4,16 @@
 
 use std::collections::HashSet;
 
+use pto_op::attr::{AttrValue, Attributes};
 use pto_op::graph::ValueKind;
 use pto_op::model::SymbolicValue;
 use pto_op::op::TensorType;
+use pto_op::ops;
 use pto_op::tensor::Tensor;
 
 use super::binding::bound_shapes;
 use super::declared::{declared_type, output_type, value_dtype};
-use super::importer::Importer;
+use super::importer::{Importer, shape_i64};
 use super::options::ImportOptions;
 use super::std_op::{NO_STANDARD_OP, unknown};
 use super::table::{self, param_inputs};
@@ -120,6 +122,22 @@ impl Importer {
                     });
                 }
             }
+            // An output that is a graph input or a weight under another name (Identity of
+            // it, a Concat or Max of it alone) is a copy of it, so that it keeps its own
+            // name: a value has one name.
+            let value = match self.graph.kind(value.id()) {
+                Some(ValueKind::Input | ValueKind::Weight)
+                    if self.graph.value_named(&output.name) != Some(value.id()) =>
+                {
+                    let attrs = Attributes::from([(
+                        "shape".to_owned(),
+                        AttrValue::I64s(shape_i64(value.shape().dims())),
+                    )]);
+                    let label = format!("graph output `{}`", output.name);
+                    self.one(ops::reshape::NAME, &[value], attrs, &label)?
+                }
+                _ => value,
+            };
             // An output that aliases a node's value (through Identity) names it: the model's
             // `logits` stays `logits`.
             if self.graph.kind(value.id()) == Some(ValueKind::Node) {

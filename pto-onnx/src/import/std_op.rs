@@ -157,16 +157,6 @@ impl Importer {
             .iter()
             .map(|n| self.data_value(n))
             .collect::<Result<Vec<_>, _>>()?;
-        if level.len() < 2 {
-            return Err(OnnxError::Node {
-                node: label.to_owned(),
-                problem: format!(
-                    "{} needs at least 2 inputs, the node has {}",
-                    node.op_type,
-                    level.len()
-                ),
-            });
-        }
         let [output] = node.output.as_slice() else {
             return Err(OnnxError::Node {
                 node: label.to_owned(),
@@ -177,6 +167,27 @@ impl Importer {
                 ),
             });
         };
+        match level.as_slice() {
+            [] => {
+                return Err(OnnxError::Node {
+                    node: label.to_owned(),
+                    problem: format!("{} needs at least 1 input, the node has none", node.op_type),
+                });
+            }
+            // One input (valid ONNX: a KV-cache decode step's Concat of one past): the output
+            // is the input, once the op's own rules accept it alone (Concat's axis).
+            [only] => {
+                let ty = only.ty().clone();
+                def.infer(&[ty.clone(), ty], &attrs)
+                    .map_err(|source| OnnxError::Op {
+                        node: label.to_owned(),
+                        source,
+                    })?;
+                let only = only.clone();
+                return self.define(output, only);
+            }
+            _ => {}
+        }
         let mut made = 0;
         while level.len() > 1 {
             let last_level = level.len() == 2;

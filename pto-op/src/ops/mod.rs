@@ -27,6 +27,13 @@
 //! | [`std.reduce_max`](reduce_max) | x | `axes: Vec<i64> = []`, `keepdims: bool = true` | no |
 //! | [`std.expand`](expand) | x | `shape: Vec<i64>` | no |
 //! | [`std.trilu`](trilu) | x | `upper: bool = true`, `k: i64 = 0` | no |
+//! | [`std.less`](less), [`std.less_equal`](less_equal), [`std.greater`](greater), [`std.greater_equal`](greater_equal) | a, b | | no |
+//! | [`std.clip`](clip) | x, lo, hi | | no |
+//! | [`std.and`](and), [`std.or`](or), [`std.xor`](xor) | a, b | | no |
+//! | [`std.not`](not), [`std.is_nan`](is_nan) | x | | no |
+//! | [`std.is_inf`](is_inf) | x | `detect_positive: bool = true`, `detect_negative: bool = true` | no |
+//! | [`std.cos`](cos), [`std.sin`](sin), [`std.abs`](abs), [`std.log`](log), [`std.sign`](sign) | x | | no |
+//! | [`std.floor`](floor), [`std.ceil`](ceil), [`std.round`](round) | x | | no |
 //!
 //! Float ops compute in f32 and return the input's dtype. Each op's module doc is its
 //! schema doc, with the exact rules.
@@ -91,30 +98,60 @@ macro_rules! float_unary_op {
     };
 }
 
-/// A binary op with numpy broadcasting, inputs `a` and `b`, output `y`: the `#[custom_op]`
-/// module `$module` named `$name`, whose dtype is `dtype(a, b)`, reference
-/// `reference(a, b)` and kernel `kernel(k, a, b, y)` (the module's `NAME` is in scope for
-/// its errors, and its `LIVE_TILES`, `live_tiles`, for the kernel's column chunks: see
-/// [`crate::kernel::rows::elementwise_tiles`]). The doc comments given first document the
-/// module. The module's scope must hold `broadcast_shapes`.
-macro_rules! broadcast_binary_op {
+/// A float element-wise op of one input `x` and one output `y` of the shape and dtype of `x`,
+/// without a kernel (on a kernel target it runs on the CPU reference, a fallback the compile
+/// report lists): the `#[custom_op]` module `$module` named `$name`, whose reference applies
+/// `reference` (an `f64 -> f64` function) to each element in f64 and rounds the result to
+/// the dtype. The doc comments given first document the module. The module's scope must
+/// hold `expect_float` and `f64_reference`.
+macro_rules! float_unary_reference_op {
     (
         $(#[doc = $doc:tt])*
         $name:literal, $module:ident,
-        dtype: $dtype:expr,
-        reference: $reference:expr,
-        kernel: $kernel:expr,
-        live_tiles: $live:expr $(,)?
+        reference: $reference:expr $(,)?
     ) => {
         $(#[doc = $doc])*
         #[custom_op(name = $name)]
         pub mod $module {
             use super::*;
 
-            /// Row tiles the kernel keeps live in UB at once, on the simulator and in its
-            /// Ascend C lowering, each of f32 or of the dtype if wider: what its column
-            /// chunks are sized for ([`crate::kernel::rows::elementwise_tiles`]).
-            pub const LIVE_TILES: usize = $live;
+            #[infer_shape]
+            fn infer_shape(x: &Shape) -> Result<Shape, OpError> {
+                Ok(x.clone())
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(x: DType) -> Result<DType, OpError> {
+                expect_float("x", x)
+            }
+
+            #[reference]
+            fn reference(x: &Tensor) -> Result<Tensor, OpError> {
+                f64_reference(x, $reference)
+            }
+        }
+    };
+}
+
+/// A binary op with numpy broadcasting, inputs `a` and `b`, output `y`: the `#[custom_op]`
+/// module `$module` named `$name`, whose dtype is `dtype(a, b)`, reference
+/// `reference(a, b)` and, when given, kernel `kernel(k, a, b, y)` (the module's `NAME` is in
+/// scope for its errors, and its `LIVE_TILES`, `live_tiles`, for the kernel's column chunks:
+/// see [`crate::kernel::rows::elementwise_tiles`]). Without a kernel, a kernel target runs
+/// the op on the CPU reference (a fallback the compile report lists). The doc comments given
+/// first document the module. The module's scope must hold `broadcast_shapes`.
+macro_rules! broadcast_binary_op {
+    (
+        $(#[doc = $doc:tt])*
+        $name:literal, $module:ident,
+        dtype: $dtype:expr,
+        reference: $reference:expr
+        $(, kernel: $kernel:expr, live_tiles: $live:expr)? $(,)?
+    ) => {
+        $(#[doc = $doc])*
+        #[custom_op(name = $name)]
+        pub mod $module {
+            use super::*;
 
             #[infer_shape]
             fn infer_shape(a: &Shape, b: &Shape) -> Result<Shape, OpError> {
@@ -131,10 +168,22 @@ macro_rules! broadcast_binary_op {
                 ($reference)(a, b)
             }
 
-            #[kernel]
-            fn kernel(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
-                ($kernel)(k, a, b, y)
-            }
+            $(
+                /// Row tiles the kernel keeps live in UB at once, on the simulator and in
+                /// its Ascend C lowering, each of f32 or of the dtype if wider: what its
+                /// column chunks are sized for ([`crate::kernel::rows::elementwise_tiles`]).
+                pub const LIVE_TILES: usize = $live;
+
+                #[kernel]
+                fn kernel(
+                    k: &mut Kernel,
+                    a: &Global,
+                    b: &Global,
+                    y: &Global,
+                ) -> Result<(), OpError> {
+                    ($kernel)(k, a, b, y)
+                }
+            )?
         }
     };
 }
@@ -154,6 +203,8 @@ mod comparison;
 mod elementwise;
 #[allow(unsafe_code)]
 mod linalg;
+#[allow(unsafe_code)]
+mod logic;
 #[forbid(unsafe_code)]
 pub mod math;
 #[allow(unsafe_code)]
@@ -168,10 +219,13 @@ mod shape_ops;
 #[allow(unsafe_code)]
 mod unary_math;
 
-pub use comparison::{equal, max, min, select};
+pub use comparison::{clip, equal, greater, greater_equal, less, less_equal, max, min, select};
 pub use elementwise::{GeluForm, add, div, gelu, mul, relu, sigmoid, silu, sub};
 pub use linalg::{batch_matmul, matmul};
+pub use logic::{and, is_inf, is_nan, not, or, xor};
 pub use normalization::{layer_norm, rms_norm};
 pub use reduce::{reduce_max, reduce_mean, reduce_sum, softmax};
 pub use shape_ops::{cast, concat, expand, gather, reshape, slice, transpose, trilu};
-pub use unary_math::{erf, exp, neg, pow, reciprocal, sqrt, tanh};
+pub use unary_math::{
+    abs, ceil, cos, erf, exp, floor, log, neg, pow, reciprocal, round, sign, sin, sqrt, tanh,
+};

@@ -1,5 +1,7 @@
 //! Element-wise math that exported transformers use: negation, square root, tanh, powers,
-//! exp, erf and reciprocal.
+//! exp, erf and reciprocal (with kernels); cosine, sine, absolute value, natural log, sign,
+//! floor, ceiling and rounding (CPU references only: on a kernel target they run on the
+//! CPU, a fallback the compile report lists).
 
 use super::checks::{expect_dtype_of, expect_float, kernel_unsupported};
 use super::elementwise::{
@@ -212,6 +214,80 @@ float_unary_op! {
     reference: |v| 1.0 / v,
     kernel: Tile::recip,
     live_tiles: 2,
+}
+
+float_unary_reference_op! {
+    /// y = cos(x), element-wise, x in radians, as ONNX Cos. Float dtypes, which `y` keeps;
+    /// computed in f64 and rounded.
+    "std.cos",
+    cos,
+    reference: f64::cos,
+}
+
+float_unary_reference_op! {
+    /// y = sin(x), element-wise, x in radians, as ONNX Sin. Float dtypes, which `y` keeps;
+    /// computed in f64 and rounded.
+    "std.sin",
+    sin,
+    reference: f64::sin,
+}
+
+float_unary_reference_op! {
+    /// y = |x|, element-wise, as ONNX Abs. Float dtypes, which `y` keeps; exact.
+    "std.abs",
+    abs,
+    reference: f64::abs,
+}
+
+float_unary_reference_op! {
+    /// y = ln(x), element-wise (the natural log: -inf for 0, NaN for negative x), as ONNX Log.
+    /// Float dtypes, which `y` keeps; computed in f64 and rounded.
+    "std.log",
+    log,
+    reference: f64::ln,
+}
+
+float_unary_reference_op! {
+    /// y = sign(x), element-wise, as ONNX Sign: 1 for positive x, -1 for negative, 0 for
+    /// zero, NaN for NaN. Float dtypes, which `y` keeps; exact.
+    "std.sign",
+    sign,
+    reference: |v: f64| match v {
+        v if v > 0.0 => 1.0,
+        v if v < 0.0 => -1.0,
+        v => v,
+    },
+}
+
+float_unary_reference_op! {
+    /// y = floor(x), element-wise (the largest integer not above x), as ONNX Floor. Float
+    /// dtypes, which `y` keeps; exact.
+    "std.floor",
+    floor,
+    reference: f64::floor,
+}
+
+float_unary_reference_op! {
+    /// y = ceil(x), element-wise (the smallest integer not below x), as ONNX Ceil. Float
+    /// dtypes, which `y` keeps; exact.
+    "std.ceil",
+    ceil,
+    reference: f64::ceil,
+}
+
+float_unary_reference_op! {
+    /// y = round(x), element-wise, halves to the even integer (2.5 -> 2, -1.5 -> -2), as
+    /// ONNX Round. Float dtypes, which `y` keeps; exact.
+    "std.round",
+    round,
+    reference: f64::round_ties_even,
+}
+
+/// `f` on each element of float tensor `x`, in f64, rounded to `x`'s dtype.
+fn f64_reference(x: &Tensor, f: fn(f64) -> f64) -> Result<Tensor, OpError> {
+    let values: Vec<f64> = x.to_f64_vec().into_iter().map(f).collect();
+    let y = Tensor::from_vec(x.shape(), values).map_err(|e| OpError::invalid(e.to_string()))?;
+    Ok(y.cast(x.dtype()))
 }
 
 crate::register_sweep!(
