@@ -312,3 +312,67 @@ fn a_shipped_kernel_is_prepared_once_per_instance() {
         lowered.runs
     );
 }
+
+/// A shipped kernel edited to a grid or a loop of 2^32 or 2^64 is refused at compile, and
+/// by `pto run` and `pto compile` on the model file, with the work budget's error naming
+/// the op and the grid or the loop: it neither runs for ever nor overflows a count.
+#[test]
+fn a_shipped_kernel_edited_past_the_work_budget_is_refused() {
+    let model = pto_examples::models::pipeline::build()
+        .expect("the pipeline builds")
+        .with_traced_kernels();
+    let at = model
+        .kernels
+        .iter()
+        .position(|k| k.op == "demo.gelu_affine")
+        .expect("shipped");
+    // `kernel demo.gelu_affine grid 2`, then the globals, then the body.
+    let text = model.kernels[at].text.clone();
+    let (header, rest) = text.split_once('\n').expect("a header line");
+    let body_at = rest.find("\n%").expect("a body") + 1;
+    let in_loop = format!(
+        "{header}\n{}loop i0 in 0..18446744073709551615 {{\n{}}}\n",
+        &rest[..body_at],
+        &rest[body_at..]
+    );
+    let regrid = |grid: &str| text.replacen(header, &header.replace("grid 2", grid), 1);
+    let dir = std::env::temp_dir().join(format!("pto-work-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    for (edit, expected) in [
+        (
+            regrid("grid 18446744073709551615"),
+            "the kernel does too much work: grid 18446744073709551615 x 7 instruction(s) per \
+             block program is more than 18446744073709551615 instruction executions",
+        ),
+        (
+            regrid("grid 4294967296"),
+            "the kernel does too much work: grid 4294967296 x 7 instruction(s) per block \
+             program is 30064771072 instruction executions",
+        ),
+        (
+            in_loop,
+            "inst 0 (loop): the kernel does too much work: loop i0 in \
+             0..18446744073709551615 x 8 instruction(s) per iteration x 2 run(s) of the loop",
+        ),
+    ] {
+        let mut edited = model.clone();
+        edited.kernels[at].text = edit;
+        let message = compile(&edited, "sim").expect_err("refused").to_string();
+        assert!(
+            message.contains("op `demo.gelu_affine`")
+                && message.contains(expected)
+                && message.contains("over the kernel work budget of 268435456"),
+            "{message}"
+        );
+        let path = dir.join("edited.pto");
+        std::fs::write(&path, edited.to_bytes().expect("saves")).expect("writes");
+        let path = path.to_str().expect("a UTF-8 path");
+        for verb in ["run", "compile"] {
+            let error = pto_cli::run(["pto", verb, path, "--target", "sim"])
+                .expect_err("refused")
+                .to_string();
+            assert!(error.contains(expected), "{verb}: {error}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
+}

@@ -1,7 +1,8 @@
 //! The command line's edge: the one place that reads the environment. `PTO_TARGET` and
 //! `PTO_DEVICE` stand in for `--target` and `--device`, `PTO_CPU_THREADS` sets the CPU
-//! fast paths' threads; the libraries below take a [`TargetConfig`], a [`DeviceProfile`]
-//! and `pto_backends::cpu::set_threads`, and read no environment.
+//! fast paths' threads, `PTO_WORK_BUDGET` the kernels' work budget; the libraries below
+//! take a [`TargetConfig`], a [`DeviceProfile`], `pto_backends::cpu::set_threads` and
+//! `pto_op::kernel::validate::set_work_budget`, and read no environment.
 
 use pto_op::DeviceProfile;
 use pto_op::target::TargetConfig;
@@ -32,6 +33,29 @@ pub fn apply_cpu_threads() -> Result<(), crate::CliError> {
             Ok(())
         }
         _ => Err(crate::CliError::CpuThreads { value }),
+    }
+}
+
+/// The environment variable that sets the kernels' work budget, the most instructions a
+/// kernel may execute over its grid (`pto_op::kernel::validate::set_work_budget`); unset:
+/// [`DEFAULT_WORK_BUDGET`](pto_op::kernel::validate::DEFAULT_WORK_BUDGET).
+pub const WORK_BUDGET_ENV: &str = "PTO_WORK_BUDGET";
+
+/// Sets the kernels' work budget from [`WORK_BUDGET_ENV`], when it is set.
+///
+/// # Errors
+///
+/// A value that is not a positive integer, named.
+pub fn apply_work_budget() -> Result<(), crate::CliError> {
+    let Some(value) = or_env(None, WORK_BUDGET_ENV) else {
+        return Ok(());
+    };
+    match value.trim().replace('_', "").parse::<u64>() {
+        Ok(budget) if budget >= 1 => {
+            pto_op::kernel::validate::set_work_budget(budget);
+            Ok(())
+        }
+        _ => Err(crate::CliError::WorkBudget { value }),
     }
 }
 

@@ -21,6 +21,15 @@ pub enum CliError {
         /// The variable's value.
         value: String,
     },
+    /// `PTO_WORK_BUDGET` is not a work budget.
+    #[error(
+        "PTO_WORK_BUDGET is the most instructions a kernel may execute over its grid, a \
+         positive integer (underscores allowed: 100_000_000_000); got `{value}`"
+    )]
+    WorkBudget {
+        /// The variable's value.
+        value: String,
+    },
     /// Two built-in models share a name.
     #[error(transparent)]
     DuplicateModel(#[from] Box<pto_op::registration::DuplicateRegistration>),

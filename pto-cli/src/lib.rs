@@ -152,6 +152,7 @@ where
 {
     let cli = Cli::try_parse_from(args)?;
     edge::apply_cpu_threads()?;
+    edge::apply_work_budget()?;
     let load = &cli.load;
     match cli.command {
         Command::Ops { json } => listing::ops(json),

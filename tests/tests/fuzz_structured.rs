@@ -14,10 +14,11 @@
 //! overflow ends the test process, a hang shows as a test that never ends.
 //!
 //! Runs are capped: a case runs only when the compile report's activations plus weights,
-//! and every value, stay within [`RUN_CAP_BYTES`], and a kernel text executes only when its
-//! work (programs x loop trips x instructions x tile elements) stays within
-//! [`KERNEL_WORK_CAP`]. Cases over the cap still go through load, inspect, estimate and
-//! compile.
+//! and every value, stay within [`RUN_CAP_BYTES`], and a kernel text's globals within
+//! [`GLOBAL_ELEMENTS_CAP`]. Cases over the cap still go through load, inspect, estimate and
+//! compile. Kernel work is not capped here: the process's kernel work budget is lowered to
+//! [`FUZZ_WORK_BUDGET`], so validation refuses every kernel over it (that refusal is what
+//! is tested) and every kernel it accepts is executed.
 //!
 //! `PTO_FUZZ_CASES` sets the cases per fuzzer (default small, for CI), `PTO_FUZZ_SEED` the
 //! stream; each prints its counts per stage. Run them in a debug build (overflow checks on):
@@ -40,8 +41,10 @@ use pto_onnx::proto::{
     AttributeProto, Dimension, ModelProto, NodeProto, TensorProto, ValueInfoProto,
 };
 use pto_onnx::{from_onnx, to_onnx};
-use pto_op::kernel::ir::{Inst, Program};
+use pto_op::kernel::ir::Program;
+use pto_op::kernel::text::ParseError;
 use pto_op::kernel::text::parse;
+use pto_op::kernel::validate::Rule;
 use pto_op::ops;
 use pto_op::prelude::*;
 use pto_op::tensor::SplitMix64;
@@ -51,8 +54,18 @@ use pto_op::{DeviceProfile, Model, TensorType, registry};
 /// (Until the run's memory budget of issue 11 item 2 lands, this is the harness's cap.)
 const RUN_CAP_BYTES: u64 = 1 << 20;
 
-/// The most element-instructions a kernel text executes on the simulator.
-const KERNEL_WORK_CAP: u128 = 1 << 22;
+/// The kernel work budget of this process (`pto_op::kernel::validate::set_work_budget`),
+/// in instruction executions: kernels within it run in milliseconds in a debug build.
+const FUZZ_WORK_BUDGET: u64 = 1 << 14;
+
+/// The most elements of all a kernel text's globals, which the simulator allocates.
+const GLOBAL_ELEMENTS_CAP: u128 = 1 << 20;
+
+/// Lowers the process's kernel work budget to [`FUZZ_WORK_BUDGET`]; every fuzzer calls it
+/// first, so the budget is the same whichever runs first.
+fn fuzz_work_budget() {
+    pto_op::kernel::validate::set_work_budget(FUZZ_WORK_BUDGET);
+}
 
 /// `name` from the environment as a number, else `default`.
 fn knob(name: &str, default: u64) -> u64 {
@@ -904,6 +917,7 @@ fn onnx_case(
 
 #[test]
 fn fuzz_onnx_fields() {
+    fuzz_work_budget();
     let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
     let seeds = onnx_seeds();
     let scratch = Scratch::new("onnx");
@@ -1095,6 +1109,7 @@ fn edit_embedded_json(rng: &mut SplitMix64, header: &mut serde_json::Value, key:
 
 #[test]
 fn fuzz_model_file_fields() {
+    fuzz_work_budget();
     let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
     let seeds: Vec<Vec<u8>> = seed_models()
         .iter()
@@ -1197,6 +1212,7 @@ fn poke_values(rng: &mut SplitMix64, header: &serde_json::Value, data: &mut [u8]
 
 #[test]
 fn fuzz_inputs_file_fields() {
+    fuzz_work_budget();
     let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
     let scratch = Scratch::new("inputs");
     let cpu = pto_cli::edge::target_config("cpu", None).expect("the default device");
@@ -1514,31 +1530,9 @@ fn mutate_kernel_text(rng: &mut SplitMix64, text: &str, seeds: &[String]) -> Str
     toks.concat()
 }
 
-/// An upper bound of the element-instructions one execution of `program` takes.
-fn kernel_work(program: &Program) -> u128 {
-    fn body(program: &Program, insts: &[Inst]) -> u128 {
-        insts
-            .iter()
-            .map(|inst| {
-                let elems = inst
-                    .defs()
-                    .chain(inst.uses())
-                    .filter_map(|t| program.tile(t))
-                    .map(|t| t.numel() as u128)
-                    .max()
-                    .unwrap_or(1)
-                    .max(1);
-                match inst {
-                    Inst::Loop { count, body: b, .. } => (*count as u128)
-                        .max(1)
-                        .saturating_mul(body(program, b).saturating_add(1)),
-                    Inst::Matmul { .. } => elems.saturating_mul(elems),
-                    _ => elems,
-                }
-            })
-            .fold(0u128, u128::saturating_add)
-    }
-    let globals = program
+/// The elements of all of `program`'s globals.
+fn global_elements(program: &Program) -> u128 {
+    program
         .globals
         .iter()
         .map(|g| {
@@ -1546,18 +1540,20 @@ fn kernel_work(program: &Program) -> u128 {
                 .iter()
                 .fold(1u128, |a, &d| a.saturating_mul(d as u128))
         })
-        .fold(0u128, u128::saturating_add);
-    (program.grid as u128)
-        .max(1)
-        .saturating_mul(body(program, &program.body))
-        .saturating_add(globals)
+        .fold(0u128, u128::saturating_add)
 }
 
 fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) -> &'static str {
     let seed_text = pick(rng, seeds).clone();
     let text = mutate_kernel_text(rng, &seed_text, seeds);
-    let Ok(program) = parse(&text) else {
-        return "refused at parse";
+    let program = match parse(&text) {
+        Ok(program) => program,
+        Err(ParseError::Invalid { error, .. })
+            if matches!(*error.rule, Rule::WorkOverBudget { .. }) =>
+        {
+            return "refused at parse: over the work budget";
+        }
+        Err(_) => return "refused at parse",
     };
     // Printing and parsing again gives the same program.
     // (Compared as text: a NaN pad is not equal to itself.)
@@ -1578,8 +1574,12 @@ fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) 
             profile,
         );
     }
-    if kernel_work(&program) > KERNEL_WORK_CAP {
-        return "valid, over the work cap";
+    assert!(
+        program.work() <= FUZZ_WORK_BUDGET,
+        "validation let through a kernel over the work budget:\n{text}"
+    );
+    if global_elements(&program) > GLOBAL_ELEMENTS_CAP {
+        return "valid, globals over the memory cap";
     }
     let _ = pto_op::kernel::cost::CostModel::new(profile, &program).busy(&program, &program.body);
     let sim = Simulator::new(profile.clone(), SimOptions::default());
@@ -1602,6 +1602,7 @@ fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) 
 
 #[test]
 fn fuzz_kernel_text() {
+    fuzz_work_budget();
     let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
     let seeds = kernel_seeds();
     for text in &seeds[..2] {

@@ -88,6 +88,22 @@ pub enum SimError {
         /// The operands and what went wrong (`2147483647 + 1 = 2147483648 overflows i32`).
         detail: String,
     },
+    /// A count of the whole op that does not fit in a `u64` (its cycles on a core, a
+    /// pipe's busy cycles, its instructions): the simulator never saturates a count.
+    #[error(
+        "op `{op}` on {device}: its {what} ({value}) do not fit in a 64-bit count: the \
+         profile's rates or the kernel's grid and loops are far beyond any device's"
+    )]
+    CycleOverflow {
+        /// The op.
+        op: String,
+        /// The device profile's name.
+        device: String,
+        /// What overflows (`cycles of a core`, `instructions`).
+        what: String,
+        /// Its value, or the product that overflows.
+        value: String,
+    },
     /// A trace could not be written.
     #[error("writing {path}: {message}")]
     Io {

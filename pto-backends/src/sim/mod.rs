@@ -121,7 +121,7 @@ impl Simulator {
     pub fn time(&self, program: &ValidProgram) -> Result<SimReport, SimError> {
         let plan = memory::plan(program, &self.profile, self.options.double_buffering)?;
         let timeline = schedule::schedule(program, &self.profile, &plan, 0)?;
-        Ok(schedule::report(program, &self.profile, &plan, &timeline))
+        schedule::report(program, &self.profile, &plan, &timeline)
     }
 
     /// Checks `program`'s buffers, schedules it and executes it on `inputs`.
@@ -138,8 +138,8 @@ impl Simulator {
             0
         };
         let timeline = schedule::schedule(program, &self.profile, &plan, event_limit)?;
+        let report = schedule::report(program, &self.profile, &plan, &timeline)?;
         let outputs = exec::execute(program, inputs)?;
-        let report = schedule::report(program, &self.profile, &plan, &timeline);
         let trace = self.options.trace.then(|| {
             trace::chrome_trace(
                 program,

@@ -226,32 +226,63 @@ pub fn programs_on_core(grid: usize, cores: usize, core: usize) -> usize {
 }
 
 /// The report of the whole op: `timeline` (one block program) repeated over the grid.
+///
+/// # Errors
+///
+/// [`SimError::CycleOverflow`] when a count of the whole op (cycles, busy cycles,
+/// instructions, bytes handed off) does not fit in a `u64`: a profile's rates and the
+/// work budget keep real programs far below it, but the arithmetic never saturates
+/// silently.
 pub fn report(
     program: &Program,
     profile: &DeviceProfile,
     plan: &MemoryPlan,
     timeline: &Timeline,
-) -> SimReport {
+) -> Result<SimReport, SimError> {
+    let overflow = |what: &str, value: String| SimError::CycleOverflow {
+        op: program.op.clone(),
+        device: profile.name.clone(),
+        what: what.to_owned(),
+        value,
+    };
+    let whole = |what: &str, value: f64| {
+        let rounded = value.ceil();
+        // `u64::MAX as f64` rounds up to 2^64, which does not fit: stay below it.
+        if rounded.is_finite() && rounded >= 0.0 && rounded < u64::MAX as f64 {
+            Ok(rounded as u64)
+        } else {
+            Err(overflow(what, format!("{value:e}")))
+        }
+    };
     let cores = cores_in_use(program, profile);
-    let per_core_cycles: Vec<u64> = (0..profile.ai_cores as usize)
+    let per_core_cycles = (0..profile.ai_cores as usize)
         .map(|core| {
             let programs = if core < cores {
                 programs_on_core(program.grid, cores, core)
             } else {
                 0
             };
-            (programs as f64 * timeline.cycles).ceil() as u64
+            whole("cycles of a core", programs as f64 * timeline.cycles)
         })
-        .collect();
+        .collect::<Result<Vec<u64>, SimError>>()?;
     let cycles = per_core_cycles.iter().copied().max().unwrap_or(0);
     let grid = program.grid as f64;
-    let per_pipe_busy: BTreeMap<Pipe, u64> = Pipe::ALL
+    let per_pipe_busy = Pipe::ALL
         .iter()
         .map(|pipe| {
             let busy = timeline.busy.get(pipe).copied().unwrap_or(0.0);
-            (*pipe, (busy * grid).ceil() as u64)
+            Ok((
+                *pipe,
+                whole(&format!("busy cycles of {pipe}"), busy * grid)?,
+            ))
         })
-        .collect();
+        .collect::<Result<BTreeMap<Pipe, u64>, SimError>>()?;
+    let times_grid = |what: &str, per_program: u64| {
+        u64::try_from(program.grid)
+            .ok()
+            .and_then(|grid| per_program.checked_mul(grid))
+            .ok_or_else(|| overflow(what, format!("{per_program} x grid {}", program.grid)))
+    };
     // The busiest pipe of any side (on a coupled core, of the core).
     let bound = timeline
         .busy_by_side
@@ -261,7 +292,7 @@ pub fn report(
             _ => Some((*pipe, *busy)),
         })
         .map_or(Pipe::S, |(pipe, _)| pipe);
-    SimReport {
+    Ok(SimReport {
         op: program.op.clone(),
         device: profile.name.clone(),
         cycles,
@@ -270,11 +301,11 @@ pub fn report(
         per_core_cycles,
         bound,
         cube_vector: profile.cube_vector,
-        handoff_bytes: timeline.handoff_bytes * program.grid as u64,
+        handoff_bytes: times_grid("bytes handed off", timeline.handoff_bytes)?,
         peak_bytes: plan.peak_bytes.clone(),
         double_buffered_loops: plan.double_buffered_loops(),
-        instructions: timeline.instructions * program.grid as u64,
-    }
+        instructions: times_grid("instructions", timeline.instructions)?,
+    })
 }
 
 struct Scheduler<'p> {

@@ -341,3 +341,82 @@ fn a_one_megabyte_line_parses_in_linear_time() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A copy kernel of `grid` block programs whose body is wrapped in `loops` (each `(var,
+/// count)`, outermost first).
+fn copy_in_loops(grid: &str, loops: &[u64]) -> String {
+    let mut text = format!(
+        "kernel t grid {grid}\nglobal @0 x: f32[4, 8] input\nglobal @1 y: f32[4, 8] output\n"
+    );
+    for (var, count) in loops.iter().enumerate() {
+        text += &format!("loop i{var} in 0..{count} {{\n");
+    }
+    text += "%0: f32[4, 8]@ub = load @0[0, 0] pad 0.0\nstore @1[0, 0], %0\n";
+    text += &"}\n".repeat(loops.len());
+    text
+}
+
+#[test]
+fn a_huge_grid_is_over_the_work_budget() {
+    let budget = super::super::validate::DEFAULT_WORK_BUDGET;
+    for grid in ["18446744073709551615", "4294967296"] {
+        let message = refused(&copy_in_loops(grid, &[]));
+        let work = if grid == "4294967296" {
+            "8589934592".to_owned()
+        } else {
+            format!("more than {}", u64::MAX)
+        };
+        assert_eq!(
+            message,
+            format!(
+                "line 1: op `t`: the kernel does too much work: grid {grid} x 2 \
+                 instruction(s) per block program is {work} instruction executions, over the \
+                 kernel work budget of {budget} (PTO_WORK_BUDGET=N raises it on the `pto` \
+                 command line, pto_kernel::validate::set_work_budget in a program)"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_huge_loop_is_named_in_the_work_error() {
+    // The loop at fault is the innermost one whose work alone is over the budget, located
+    // at its line and instruction.
+    let message = refused(&copy_in_loops("2", &[3, u64::MAX]));
+    assert!(
+        message.starts_with(&format!(
+            "line 5: op `t`: inst 0.0 (loop): the kernel does too much work: loop i1 in \
+             0..{} x 3 instruction(s) per iteration x 6 run(s) of the loop (the grid times \
+             the loops around it) is more than {} instruction executions",
+            u64::MAX,
+            u64::MAX
+        )),
+        "{message}"
+    );
+    // Many loops none of which is over the budget alone: the grid is named.
+    let program = parse(&copy_in_loops("4", &[1000])).expect("a small kernel");
+    let again = program.into_program();
+    // 4 x 1000 x (1 + 2) = 12,000 executions.
+    assert_eq!(
+        again.clone().validate_within(12_000).map(|p| p.work()),
+        Ok(12_000)
+    );
+    let error = again.validate_within(11_999).unwrap_err();
+    assert_eq!(error.path, vec![0], "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("loop i0 in 0..1000 x 3 instruction(s) per iteration x 4"),
+        "{error}"
+    );
+}
+
+#[test]
+fn work_is_counted_per_iteration_and_over_the_grid() {
+    let program = parse(&copy_in_loops("3", &[2, 5])).expect("a small kernel");
+    // grid 3 x (2 x (1 + 5 x (1 + 2))) = 3 x 32.
+    assert_eq!(program.work(), 96);
+    // A loop that never runs costs nothing, whatever it holds.
+    let never = parse(&copy_in_loops("1", &[0, u64::MAX])).expect("a loop of 0 iterations");
+    assert_eq!(never.work(), 0);
+}

@@ -8,12 +8,28 @@ use super::typing::{
     Arg, binary, byte_size, cast, check_tile, compare, extract, full, iota, load, matmul, move_to,
     reduce, select, store, unary,
 };
+use super::work::check_work;
 use crate::ir::{
     GlobalDecl, GlobalId, IdVec, Index, Inst, Operand, Program, TileId, TileType, VarId,
 };
 
-/// Checks every rule of the tile language (see the module docs) on `program`.
+/// Checks every rule of the tile language (see the module docs) on `program`, its work
+/// against the process's [`work_budget`](super::work_budget).
+///
+/// # Errors
+///
+/// The first rule broken, located at its instruction.
 pub fn validate(program: &Program) -> Result<(), ValidationError> {
+    validate_within(program, super::work_budget()).map(|_| ())
+}
+
+/// Checks every rule of the tile language on `program`, its work against `budget`, and
+/// gives its work (see [`work`](super::work)).
+///
+/// # Errors
+///
+/// The first rule broken, located at its instruction.
+pub fn validate_within(program: &Program, budget: u64) -> Result<u64, ValidationError> {
     let program_error = |rule: Rule| ValidationError {
         op: program.op.clone(),
         path: Vec::new(),
@@ -86,7 +102,8 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
             vars: program.vars,
         }));
     }
-    Ok(())
+    // Last: the loops are known to nest within their limit.
+    check_work(program, budget)
 }
 
 struct Checker<'p> {

@@ -9,7 +9,7 @@
 //! limits), `checker.rs` (walking a program: [`validate`]), `index.rs` (what an index may
 //! name and the values it can reach), `typing.rs` (the type rule of each instruction, which
 //! the checker and the tracing builder share), `valid_program.rs` (the [`ValidProgram`]
-//! only validation makes).
+//! only validation makes), `work.rs` (the work budget).
 //!
 //! The rules:
 //! - every tile is defined by exactly one instruction, before it is used; tiles defined in a
@@ -35,16 +35,21 @@
 //!   [`MAX_LOOP_DEPTH`] deep, index expressions at most [`MAX_INDEX_DEPTH`] deep, no index
 //!   can overflow an `i64` for any program id in `0..grid` and loop-variable values in
 //!   `0..count` (checked with interval arithmetic), a tile holds at most [`MAX_TILE_BYTES`]
-//!   and a global's byte size fits in an `isize`; `vars` is at most the number of loops.
+//!   and a global's byte size fits in an `isize`; `vars` is at most the number of loops;
+//! - the program's work, the instructions it executes over the whole grid, is within the
+//!   work budget ([`work`]: [`DEFAULT_WORK_BUDGET`] unless [`set_work_budget`] says
+//!   otherwise), so no grid or loop count makes a consumer run for ever.
 
 mod checker;
 pub(crate) mod index;
 mod rules;
 pub(crate) mod typing;
 mod valid_program;
+pub mod work;
 
-pub use checker::validate;
+pub use checker::{validate, validate_within};
 pub use rules::{
     CUBE_FRACTAL, MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, MAX_TILE_BYTES, Rule, ValidationError, describe,
 };
 pub use valid_program::ValidProgram;
+pub use work::{DEFAULT_WORK_BUDGET, set_work_budget, work_budget};

@@ -4,6 +4,7 @@
 
 use core::fmt;
 
+use super::work::{Work, WorkCulprit};
 use crate::dtype::DType;
 use crate::error::OpError;
 use crate::ir::{GlobalId, Inst, MemLevel, TileId, TileType, VarId};
@@ -58,6 +59,21 @@ pub enum Rule {
     /// The grid is empty.
     #[error("grid 0: a kernel needs at least one block program")]
     EmptyGrid,
+    /// A program that executes more instructions than the work budget allows (see
+    /// [`work`](super::work)).
+    #[error(
+        "the kernel does too much work: {culprit} is {work} instruction executions, over \
+         the kernel work budget of {budget} (PTO_WORK_BUDGET=N raises it on the `pto` \
+         command line, pto_kernel::validate::set_work_budget in a program)"
+    )]
+    WorkOverBudget {
+        /// The grid, or the loop, whose work is over the budget.
+        culprit: WorkCulprit,
+        /// Its work.
+        work: Work,
+        /// The budget.
+        budget: u64,
+    },
     /// A tile in [`Program::tiles`](crate::ir::Program::tiles) that no instruction defines.
     #[error("tile %{tile} has a type but no instruction defines it")]
     TileNeverDefined {

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::checker::validate;
+use super::checker::validate_within;
 use super::rules::ValidationError;
 use crate::ir::{Program, TileId, TileType};
 
@@ -29,17 +29,30 @@ use crate::ir::{Program, TileId, TileType};
 /// ```
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(transparent)]
-pub struct ValidProgram(Program);
+pub struct ValidProgram {
+    program: Program,
+    /// The instructions it executes over the whole grid, within the budget it was
+    /// validated against.
+    #[serde(skip)]
+    work: u64,
+}
 
 impl ValidProgram {
     /// The program.
     pub fn program(&self) -> &Program {
-        &self.0
+        &self.program
     }
 
     /// The program, for editing; validate it again to get a `ValidProgram` back.
     pub fn into_program(self) -> Program {
-        self.0
+        self.program
+    }
+
+    /// The instructions the program executes over its whole grid, a loop iteration
+    /// counting one (see [`work`](super::work)): within the work budget it was validated
+    /// against.
+    pub fn work(&self) -> u64 {
+        self.work
     }
 
     /// The type of tile `id`, which a valid program declares for every tile its
@@ -49,7 +62,7 @@ impl ValidProgram {
     ///
     /// When `id` is not a tile of this program (a tile of another program).
     pub fn tile_type(&self, id: TileId) -> &TileType {
-        &self.0.tiles[id]
+        &self.program.tiles[id]
     }
 }
 
@@ -57,19 +70,19 @@ impl core::ops::Deref for ValidProgram {
     type Target = Program;
 
     fn deref(&self) -> &Program {
-        &self.0
+        &self.program
     }
 }
 
 impl AsRef<Program> for ValidProgram {
     fn as_ref(&self) -> &Program {
-        &self.0
+        &self.program
     }
 }
 
 impl From<ValidProgram> for Program {
     fn from(valid: ValidProgram) -> Program {
-        valid.0
+        valid.program
     }
 }
 
@@ -83,19 +96,19 @@ impl TryFrom<Program> for ValidProgram {
 
 impl PartialEq<Program> for ValidProgram {
     fn eq(&self, other: &Program) -> bool {
-        self.0 == *other
+        self.program == *other
     }
 }
 
 impl PartialEq<ValidProgram> for Program {
     fn eq(&self, other: &ValidProgram) -> bool {
-        *self == other.0
+        *self == other.program
     }
 }
 
 impl fmt::Display for ValidProgram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.program.fmt(f)
     }
 }
 
@@ -113,9 +126,23 @@ impl Program {
     ///
     /// # Errors
     ///
-    /// The first rule broken, located at its instruction.
+    /// The first rule broken, located at its instruction; a program whose work is over
+    /// the process's [`work_budget`](super::work_budget).
     pub fn validate(self) -> Result<ValidProgram, ValidationError> {
-        validate(&self)?;
-        Ok(ValidProgram(self))
+        self.validate_within(super::work_budget())
+    }
+
+    /// [`validate`](Program::validate) with a work budget of its own, `budget`
+    /// instruction executions (see [`work`](super::work)).
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`](Program::validate).
+    pub fn validate_within(self, budget: u64) -> Result<ValidProgram, ValidationError> {
+        let work = validate_within(&self, budget)?;
+        Ok(ValidProgram {
+            program: self,
+            work,
+        })
     }
 }
