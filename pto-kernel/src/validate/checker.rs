@@ -8,7 +8,7 @@ use super::typing::{
     Arg, binary, byte_size, cast, check_tile, compare, extract, full, iota, load, matmul, move_to,
     reduce, select, store, unary,
 };
-use super::work::check_work;
+use super::work::{Work, WorkCulprit, block_work, inst_work};
 use crate::ir::{
     GlobalDecl, GlobalId, IdVec, Index, Inst, Operand, Program, TileId, TileType, VarId,
 };
@@ -415,4 +415,63 @@ impl From<Rule> for Failure {
     fn from(rule: Rule) -> Failure {
         Failure::Here(rule)
     }
+}
+
+/// The work of `program` over its whole grid, when it is within `budget`.
+///
+/// # Errors
+///
+/// [`Rule::WorkOverBudget`], at the loop whose own work is over the budget (the innermost
+/// one), else for the program as a whole, naming the grid.
+fn check_work(program: &Program, budget: u64) -> Result<u64, ValidationError> {
+    let per_program = block_work(&program.body);
+    let grid = Work(u64::try_from(program.grid).ok());
+    let total = grid.times(per_program);
+    if let Some(work) = total.0.filter(|work| *work <= budget) {
+        return Ok(work);
+    }
+    // Descend into the loop that weighs most while its own work is over the budget.
+    let (mut body, mut runs) = (program.body.as_slice(), grid);
+    let (mut path, mut at, mut work) = (Vec::new(), None, total);
+    let mut culprit = WorkCulprit::Grid {
+        grid: program.grid,
+        per_program,
+    };
+    while let Some((i, inst, loop_work)) = body
+        .iter()
+        .enumerate()
+        .map(|(i, inst)| (i, inst, runs.times(inst_work(inst))))
+        .filter(|(_, inst, loop_work)| matches!(inst, Inst::Loop { .. }) && loop_work.over(budget))
+        .max_by_key(|(_, _, loop_work)| loop_work.key())
+    {
+        let Inst::Loop {
+            var,
+            count,
+            body: inner,
+            ..
+        } = inst
+        else {
+            unreachable!("only loops are kept");
+        };
+        path.push(i);
+        (at, work) = (Some(inst), loop_work);
+        culprit = WorkCulprit::Loop {
+            var: *var,
+            count: *count,
+            per_iteration: Work(block_work(inner).0.and_then(|w| w.checked_add(1))),
+            runs,
+        };
+        runs = runs.times(Work(u64::try_from(*count).ok()));
+        body = inner;
+    }
+    Err(ValidationError {
+        op: program.op.clone(),
+        path,
+        inst: at.map(describe),
+        rule: Box::new(Rule::WorkOverBudget {
+            culprit,
+            work,
+            budget,
+        }),
+    })
 }

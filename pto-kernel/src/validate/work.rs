@@ -29,8 +29,7 @@
 use core::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::rules::{Rule, ValidationError, describe};
-use crate::ir::{Inst, Program, VarId};
+use crate::ir::{Inst, VarId};
 
 /// The default work budget, in instruction executions: 2^28 (268,435,456), some 250 times
 /// the largest kernel of the built-in models and sweeps (`pto estimate llama-7b-decoder`'s
@@ -69,15 +68,15 @@ impl fmt::Display for Work {
 
 impl Work {
     /// The count as a number to compare: a count past `u64` above every other.
-    fn key(self) -> u128 {
+    pub(super) fn key(self) -> u128 {
         self.0.map_or(u128::MAX, u128::from)
     }
 
-    fn over(self, budget: u64) -> bool {
+    pub(super) fn over(self, budget: u64) -> bool {
         self.0.is_none_or(|work| work > budget)
     }
 
-    fn times(self, factor: Work) -> Work {
+    pub(super) fn times(self, factor: Work) -> Work {
         match (self.0, factor.0) {
             // Nothing runs: the other factor does not matter, however large.
             (Some(0), _) | (_, Some(0)) => Work(Some(0)),
@@ -134,14 +133,14 @@ impl fmt::Display for WorkCulprit {
 }
 
 /// The work of one execution of `body` (see the module docs).
-fn block_work(body: &[Inst]) -> Work {
+pub(super) fn block_work(body: &[Inst]) -> Work {
     Work(
         body.iter()
             .try_fold(0u64, |sum, inst| sum.checked_add(inst_work(inst).0?)),
     )
 }
 
-fn inst_work(inst: &Inst) -> Work {
+pub(super) fn inst_work(inst: &Inst) -> Work {
     match inst {
         Inst::Loop { count, body, .. } => {
             let per_iteration = Work(block_work(body).0.and_then(|w| w.checked_add(1)));
@@ -149,63 +148,4 @@ fn inst_work(inst: &Inst) -> Work {
         }
         _ => Work(Some(1)),
     }
-}
-
-/// The work of `program` over its whole grid, when it is within `budget`.
-///
-/// # Errors
-///
-/// [`Rule::WorkOverBudget`], at the loop whose own work is over the budget (the innermost
-/// one), else for the program as a whole, naming the grid.
-pub(super) fn check_work(program: &Program, budget: u64) -> Result<u64, ValidationError> {
-    let per_program = block_work(&program.body);
-    let grid = Work(u64::try_from(program.grid).ok());
-    let total = grid.times(per_program);
-    if let Some(work) = total.0.filter(|work| *work <= budget) {
-        return Ok(work);
-    }
-    // Descend into the loop that weighs most while its own work is over the budget.
-    let (mut body, mut runs) = (program.body.as_slice(), grid);
-    let (mut path, mut at, mut work) = (Vec::new(), None, total);
-    let mut culprit = WorkCulprit::Grid {
-        grid: program.grid,
-        per_program,
-    };
-    while let Some((i, inst, loop_work)) = body
-        .iter()
-        .enumerate()
-        .map(|(i, inst)| (i, inst, runs.times(inst_work(inst))))
-        .filter(|(_, inst, loop_work)| matches!(inst, Inst::Loop { .. }) && loop_work.over(budget))
-        .max_by_key(|(_, _, loop_work)| loop_work.key())
-    {
-        let Inst::Loop {
-            var,
-            count,
-            body: inner,
-            ..
-        } = inst
-        else {
-            unreachable!("only loops are kept");
-        };
-        path.push(i);
-        (at, work) = (Some(inst), loop_work);
-        culprit = WorkCulprit::Loop {
-            var: *var,
-            count: *count,
-            per_iteration: Work(block_work(inner).0.and_then(|w| w.checked_add(1))),
-            runs,
-        };
-        runs = runs.times(Work(u64::try_from(*count).ok()));
-        body = inner;
-    }
-    Err(ValidationError {
-        op: program.op.clone(),
-        path,
-        inst: at.map(describe),
-        rule: Box::new(Rule::WorkOverBudget {
-            culprit,
-            work,
-            budget,
-        }),
-    })
 }
