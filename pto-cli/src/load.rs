@@ -40,7 +40,7 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
             path: name.to_owned(),
         });
     }
-    if path.is_file() {
+    if names_file(path) {
         return Ok(if is_onnx(path) {
             Model::load_onnx_with(path, &import_options(load)?)?
         } else {
@@ -62,7 +62,7 @@ pub(crate) fn load_unfused(name: &str, load: &LoadArgs) -> Result<Model, CliErro
 pub(crate) fn load_loaded(name: &str, load: &LoadArgs) -> Result<LoadedModel, CliError> {
     let path = Path::new(name);
     let options = import_options(load)?;
-    let loaded = if path.is_file() && options.is_empty() {
+    let loaded = if names_file(path) && options.is_empty() {
         if is_onnx(path) {
             LoadedModel::load_onnx(path)?
         } else {
@@ -85,6 +85,13 @@ pub(crate) fn load_loaded(name: &str, load: &LoadArgs) -> Result<LoadedModel, Cl
     }
 }
 
+/// True when `path` names something that is not a directory: a file, or a FIFO, a device or
+/// a link, which the loaders then refuse by name (never "no model file" for a path that is
+/// there).
+fn names_file(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| !m.is_dir())
+}
+
 /// True when a MODEL argument names a built-in model (no file at that path).
 pub(crate) fn names_builtin(name: &str) -> bool {
     !Path::new(name).exists() && find_builtin(name).ok().flatten().is_some()
@@ -93,7 +100,7 @@ pub(crate) fn names_builtin(name: &str) -> bool {
 /// The graph a MODEL argument names, for estimation: a built-in model's weights need not
 /// exist (see [`pto_op::models::ModelDef::describe`]).
 pub(crate) fn load_graph(name: &str, load: &LoadArgs) -> Result<(String, GraphDef), CliError> {
-    if !Path::new(name).is_file()
+    if !names_file(Path::new(name))
         && let Some(def) = find_builtin(name)?
     {
         let graph = def.graph().map_err(|e| CliError::build(def, e))?;

@@ -87,9 +87,11 @@ pub enum TensorFileError {
 /// (naming the tensor and what is wrong). Never panics, whatever the bytes.
 pub fn read_safetensors(path: &Path) -> Result<BTreeMap<String, Tensor>, TensorFileError> {
     let file = || path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| TensorFileError::Read {
-        path: file(),
-        source,
+    let bytes = pto_op::fs::read_regular(path, pto_op::fs::FileKind::Tensors).map_err(|e| {
+        TensorFileError::Read {
+            path: file(),
+            source: e.into_io(),
+        }
     })?;
     file::read_safetensors(&bytes).map_err(|source| TensorFileError::Invalid {
         path: file(),

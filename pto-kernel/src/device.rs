@@ -476,10 +476,14 @@ impl DeviceProfile {
 
     /// A profile from a JSON file of the built-in profiles' form.
     pub fn load(path: &Path) -> Result<DeviceProfile, DeviceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| DeviceError::Invalid {
+        let invalid = |message: String| DeviceError::Invalid {
             path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let bytes = pto_types::fs::read_regular(path, pto_types::fs::FileKind::DeviceProfile)
+            .map_err(|e| invalid(e.problem.to_string()))?;
+        let text =
+            String::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 text ({e})")))?;
         Self::from_json(&path.display().to_string(), &text)
     }
 

@@ -79,12 +79,9 @@ pub fn file_runtime_warning(
     path: impl AsRef<std::path::Path>,
 ) -> Result<(Option<i64>, Option<String>), OnnxError> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path)
-        .map_err(|e| OnnxError::Model(format!("cannot open `{}`: {e}", path.display())))?;
-    let len = file
-        .metadata()
-        .map_err(|e| OnnxError::Model(format!("cannot read `{}`: {e}", path.display())))?
-        .len();
+    let pto_op::fs::RegularFile { file, len } =
+        pto_op::fs::open_regular(path, pto_op::fs::FileKind::Onnx)
+            .map_err(|e| OnnxError::Model(e.to_string()))?;
     let skeleton = crate::read::skeleton(&mut std::io::BufReader::new(file), len)?;
     Ok(opset_warning(&skeleton.model))
 }

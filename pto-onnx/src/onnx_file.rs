@@ -6,6 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use pto_op::Model;
+use pto_op::fs::{FileKind, RegularFile, open_regular};
 
 use crate::error::OnnxError;
 use crate::export::to_onnx;
@@ -101,20 +102,15 @@ impl LoadedModel {
 }
 
 /// The ONNX file `path` opened, its length, and the directory its external data is read
-/// from; a directory is refused here, by name, rather than failing at its first byte.
+/// from: a regular file ([`open_regular`]), so a directory, a FIFO or a device is refused
+/// by name rather than failing at its first byte or blocking.
 fn open_onnx(path: &Path) -> Result<(fs::File, u64, Option<&Path>), OnnxError> {
     let io = |source| OnnxError::Io {
         path: path.to_owned(),
         source,
     };
-    let file = fs::File::open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    if metadata.is_dir() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "a directory, not an ONNX file",
-        )));
-    }
+    let RegularFile { file, len } =
+        open_regular(path, FileKind::Onnx).map_err(|e| io(e.into_io()))?;
     let dir = path.parent().map(|d| {
         if d.as_os_str().is_empty() {
             Path::new(".")
@@ -122,5 +118,5 @@ fn open_onnx(path: &Path) -> Result<(fs::File, u64, Option<&Path>), OnnxError> {
             d
         }
     });
-    Ok((file, metadata.len(), dir))
+    Ok((file, len, dir))
 }

@@ -16,7 +16,6 @@
 //! touched, so copying out of it holds the weights twice as surely as reading does, and it
 //! needs `unsafe` (the file may change under the map).
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
@@ -25,6 +24,7 @@ use prost::Message;
 use crate::error::OnnxError;
 use crate::proto::{GraphProto, ModelProto, TensorProto};
 use pto_op::dtype::DType;
+use pto_op::fs::{FileKind, RegularFile, open_regular};
 use pto_op::model::file::read_tensor;
 use pto_op::shape::Shape;
 use pto_op::tensor::Tensor;
@@ -288,12 +288,10 @@ pub(crate) fn read_external(
     };
     let offset = number("offset")?.unwrap_or(0);
     let path = dir.join(relative);
-    let file =
-        File::open(&path).map_err(|e| format!("external data file {}: {e}", path.display()))?;
-    let file_len = file
-        .metadata()
-        .map_err(|e| format!("external data file {}: {e}", path.display()))?
-        .len();
+    let RegularFile {
+        file,
+        len: file_len,
+    } = open_regular(&path, FileKind::OnnxExternalData).map_err(|e| e.to_string())?;
     let available = file_len.checked_sub(offset).ok_or_else(|| {
         format!(
             "external data offset {offset} is past the end of {} ({file_len} bytes)",

@@ -4,12 +4,12 @@
 //! reads and writes ([`pto_op::model::file`]); and a [`LoadedModel`] of either version.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use prost::Message;
 use pto_op::Model;
 use pto_op::dtype::DType;
+use pto_op::fs::{FileKind, read_regular};
 use pto_op::model::SymbolicValue;
 use pto_op::model::file::{
     BytesTensors, FORMAT, Header, Layout, METADATA_KEY, ModelFileError, SYMBOLIC_FORMAT_VERSION,
@@ -98,10 +98,10 @@ impl LoadedModel {
         if let Some(model) = load_streamed(path).map_err(|e| e.in_file(path))? {
             return Ok(model);
         }
-        let bytes = fs::read(path).map_err(|source| ModelFileError::Io {
+        let bytes = read_regular(path, FileKind::ModelFile).map_err(|e| ModelFileError::Io {
             file: path.to_owned(),
             operation: "read it".to_owned(),
-            source,
+            source: e.into_io(),
         })?;
         LoadedModel::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }

@@ -2,7 +2,7 @@
 //!
 //! Element types ([`DType`], the low-precision floats and integers of [`lowp`]), shapes,
 //! tensors and their comparison, tolerances, the error type of ops ([`OpError`]), and the
-//! atomic file writes ([`fs`]). Everything above (the kernel layer, op descriptions, ONNX,
+//! file access ([`fs`]: regular files only, capped reads, atomic writes). Everything above (the kernel layer, op descriptions, ONNX,
 //! the targets, the estimator) builds on these; this crate depends on no other pto crate.
 //!
 //! Op crates name these through `pto_op` (`pto_op::DType`, `pto_op::Tensor`, ...), which

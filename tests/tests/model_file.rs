@@ -718,13 +718,14 @@ fn a_failed_save_leaves_the_previous_file_intact() {
     );
     assert_eq!(std::fs::read(&path).expect("readable"), before);
 
-    // The rename fails on a directory in the way; the temporary file is cleaned up.
+    // A directory in the way is refused before anything is written.
     let occupied = dir.0.join("occupied.pto");
     std::fs::create_dir(&occupied).expect("can create a dir");
     let err = model.save(&occupied).expect_err("must fail").to_string();
     assert!(
         err.starts_with(&format!(
-            "model file: writing `{}`: cannot rename the temporary file over it",
+            "model file: writing `{}`: refusing to replace it: it is a directory, not a regular \
+             file",
             occupied.display()
         )),
         "{err}"

@@ -222,6 +222,48 @@ fn weights_in_external_data_files_are_read_beside_the_model() {
     assert!(error.contains("load the model from its file"), "{error}");
 }
 
+/// External data that names a FIFO or a device is refused at once: before the file access
+/// layer, a FIFO blocked the import forever and `/dev/zero` read until memory ran out. The
+/// load runs on a thread watched for 20 s, so a regression fails instead of hanging.
+#[cfg(unix)]
+#[test]
+fn external_data_that_is_no_regular_file_is_refused_at_once() {
+    let dir = temp_dir("onnx-files-external-special");
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.join("pipe.bin"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.bin")).expect("can link");
+    for (location, found) in [
+        ("pipe.bin", "it is a FIFO (named pipe), not a regular file"),
+        ("zero.bin", "it is a character device, not a regular file"),
+    ] {
+        let path = dir.join(location.replace(".bin", ".onnx"));
+        std::fs::write(
+            &path,
+            named_model(external_weight(location, None, Some(48))).encode_to_vec(),
+        )
+        .unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        let load = path.clone();
+        std::thread::spawn(move || send.send(Model::load_onnx(&load).map(|_| ())));
+        let error = receive
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("loading {location} still runs after 20 s"))
+            .expect_err("not a regular file")
+            .to_string();
+        let data = dir.join(location);
+        assert!(
+            error.contains(&format!(
+                "reading the ONNX external data file `{}`: {found}",
+                data.display()
+            )),
+            "{location}: {error}"
+        );
+    }
+}
+
 /// The weights are read straight from their place in the file: raw data given twice (the
 /// last wins, as in protobuf), and one split across the graph given twice (merged), import
 /// as the official decoding reads them.

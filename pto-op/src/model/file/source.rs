@@ -15,6 +15,7 @@ use super::safetensors::{
 };
 use super::tensor_data::read_tensor;
 use crate::dtype::DType;
+use crate::fs::{FileKind, RegularFile, open_regular};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
@@ -128,8 +129,10 @@ pub struct Streamed {
 /// [`ModelFileError::Io`] when the file cannot be read.
 pub fn open_streamed(path: &Path) -> Result<Option<Streamed>, ModelFileError> {
     let io_error = |source| read_error(path, source);
-    let mut file = fs::File::open(path).map_err(io_error)?;
-    let file_length = file.metadata().map_err(io_error)?.len();
+    let RegularFile {
+        mut file,
+        len: file_length,
+    } = open_regular(path, FileKind::ModelFile).map_err(|e| io_error(e.into_io()))?;
     let mut length = [0u8; HEADER_LENGTH_BYTES];
     if file_length < HEADER_LENGTH_BYTES as u64 {
         return Ok(None);

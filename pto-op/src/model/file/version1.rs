@@ -3,7 +3,6 @@
 //! version 2 read where a [`Model`] is needed is refused, naming its symbolic dims.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use super::checks::{check_graph, check_no_missing_weight, check_weight, weight_values};
@@ -11,6 +10,7 @@ use super::error::ModelFileError;
 use super::format::{FORMAT, FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION, entry_json};
 use super::safetensors::{Header, Layout};
 use super::source::{BytesTensors, TensorSource, open_streamed, read_error};
+use crate::fs::{FileKind, read_regular};
 use crate::graph::GraphDef;
 use crate::model::declared::{SymbolicValue, named_dims};
 use crate::model::{Model, ShippedKernel};
@@ -105,7 +105,8 @@ impl Model {
             }
             None => {}
         }
-        let bytes = fs::read(path).map_err(|source| read_error(path, source))?;
+        let bytes =
+            read_regular(path, FileKind::ModelFile).map_err(|e| read_error(path, e.into_io()))?;
         Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }
 
