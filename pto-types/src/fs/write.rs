@@ -124,13 +124,30 @@ pub fn write_atomic_with(
         _ => Path::new("."),
     };
     remove_stale_temporaries(directory, &file_name);
-    // Dropping `temporary` on any early return removes the file.
-    let mut temporary = tempfile::Builder::new()
-        .prefix(&temporary_prefix(&file_name, std::process::id()))
+    let prefix = temporary_prefix(&file_name, std::process::id());
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
         .suffix(TEMPORARY_SUFFIX)
-        .rand_bytes(TEMPORARY_RANDOM_CHARS)
+        .rand_bytes(TEMPORARY_RANDOM_CHARS);
+    // A new file gets 0666 less the umask (as `open` applies it to the mode asked for),
+    // as files other tools create do, not the 0600 of a temporary file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    // Dropping `temporary` on any early return removes the file.
+    let mut temporary = builder
         .tempfile_in(directory)
         .map_err(fail(WriteStep::CreateTemporary))?;
+    // A file replaced keeps its mode.
+    if let Ok(metadata) = std::fs::metadata(&target) {
+        temporary
+            .as_file()
+            .set_permissions(metadata.permissions())
+            .map_err(fail(WriteStep::CreateTemporary))?;
+    }
     write(temporary.as_file_mut()).map_err(fail(WriteStep::Write))?;
     temporary
         .as_file()
@@ -288,6 +305,29 @@ mod tests {
         expected.extend(["out.json".to_owned(), "victim".to_owned()]);
         expected.sort();
         assert_eq!(dir.entries(), expected);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_gets_the_umask_s_mode_and_a_replaced_one_keeps_its_own() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = TestDir::new("modes");
+        let mode = |path: &Path| {
+            std::fs::metadata(path)
+                .expect("exists")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        // The umask of this process, read back from a file `File::create` (0666) made.
+        let probe = dir.0.join("probe");
+        File::create(&probe).expect("writable");
+        let new = dir.0.join("new.onnx");
+        write_atomic(&new, b"x").expect("writes");
+        assert_eq!(mode(&new), mode(&probe), "as any new file, not 0600");
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        write_atomic(&new, b"y").expect("writes");
+        assert_eq!(mode(&new), 0o640, "a replaced file keeps its mode");
     }
 
     #[cfg(unix)]
