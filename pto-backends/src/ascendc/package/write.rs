@@ -9,7 +9,7 @@ use pto_op::Model;
 
 use super::error::PackageError;
 use super::generate::generate;
-use super::manifest::{MANIFEST_FILE, Manifest};
+use super::manifest::{MANIFEST_FILE, Manifest, parse_manifest};
 use crate::ascendc::Soc;
 
 /// Writes the custom-op package of `model` for `soc` into `dir`, atomically: everything is
@@ -64,8 +64,29 @@ fn check_replaceable(dir: &Path) -> Result<(), PackageError> {
             "a file"
         }));
     }
-    if dir.join(MANIFEST_FILE).is_file() {
-        return Ok(());
+    // A manifest is taken as the sign of a package only when it is one: a regular file (not
+    // a link to one elsewhere) that parses as a manifest. Anything else named like it is the
+    // user's, and the directory with it.
+    let manifest = dir.join(MANIFEST_FILE);
+    if let Ok(found) = fs::symlink_metadata(&manifest) {
+        if found.is_symlink() {
+            return Err(refuse(&format!(
+                "a directory holding a `{MANIFEST_FILE}` that is a symbolic link"
+            )));
+        }
+        if !found.is_file() {
+            return Err(refuse(&format!(
+                "a directory holding a `{MANIFEST_FILE}` that is not a regular file"
+            )));
+        }
+        return match parse_manifest(dir) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(refuse(&format!(
+                "a directory holding a `{MANIFEST_FILE}` that does not parse as a package \
+                 manifest: {}",
+                manifest_reason(&e)
+            ))),
+        };
     }
     let mut entries = fs::read_dir(dir).map_err(|source| PackageError::Io {
         action: "reading the directory",
@@ -77,6 +98,15 @@ fn check_replaceable(dir: &Path) -> Result<(), PackageError> {
         Some(_) => Err(refuse(&format!(
             "a directory with other files and no `{MANIFEST_FILE}`"
         ))),
+    }
+}
+
+/// Why a manifest was not read, without the path (the refusal names the directory).
+fn manifest_reason(error: &PackageError) -> String {
+    match error {
+        PackageError::Manifest { message, .. } => message.clone(),
+        PackageError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -206,7 +236,7 @@ mod tests {
         let empty = root.join("empty");
         fs::create_dir_all(&empty).expect("created");
         let package = root.join("pkg");
-        write_file(&package.join(MANIFEST_FILE), "{}").expect("written");
+        write_file(&package.join(MANIFEST_FILE), &package_manifest()).expect("written");
         for (dir, found) in [
             (&file, "is a file"),
             (&other, "is a directory with other files"),
@@ -224,6 +254,51 @@ mod tests {
         for dir in [&empty, &package, &root.join("new")] {
             check_replaceable(dir).expect("a package may go there");
         }
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+
+    /// The text of a manifest of a package.
+    fn package_manifest() -> String {
+        serde_json::to_string(&super::super::manifest::sample_manifest()).expect("serialized")
+    }
+
+    #[test]
+    fn a_file_named_like_the_manifest_does_not_make_a_directory_a_package() {
+        let root = std::env::temp_dir().join(format!("pto-fake-manifest-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let notes = root.join("notes");
+        write_file(&notes.join("my_notes.txt"), "mine").expect("written");
+        write_file(&notes.join(MANIFEST_FILE), "not even json").expect("written");
+        let err = check_replaceable(&notes).expect_err("refused").to_string();
+        assert!(
+            err.contains(&format!(
+                "holding a `{MANIFEST_FILE}` that does not parse as a package manifest: expected"
+            )),
+            "{err}"
+        );
+        // Refused before anything is generated or swapped: the user's files stay.
+        let model = Model::new("m".to_owned(), Default::default(), Default::default())
+            .expect("an empty model");
+        let err = write_package(&model, Soc::Kirin9030, &notes).expect_err("refused");
+        assert!(matches!(err, PackageError::NotAPackage { .. }), "{err}");
+        assert_eq!(
+            fs::read_to_string(notes.join("my_notes.txt")).expect("still there"),
+            "mine"
+        );
+
+        // A link to a real manifest elsewhere is not this directory's manifest either.
+        let package = root.join("pkg");
+        write_file(&package.join(MANIFEST_FILE), &package_manifest()).expect("written");
+        let linked = root.join("linked");
+        write_file(&linked.join("my_notes.txt"), "mine").expect("written");
+        std::os::unix::fs::symlink(package.join(MANIFEST_FILE), linked.join(MANIFEST_FILE))
+            .expect("linked");
+        let err = check_replaceable(&linked).expect_err("refused").to_string();
+        assert!(
+            err.contains(&format!("a `{MANIFEST_FILE}` that is a symbolic link")),
+            "{err}"
+        );
+        check_replaceable(&package).expect("a real package may be replaced");
         fs::remove_dir_all(&root).expect("cleaned up");
     }
 
