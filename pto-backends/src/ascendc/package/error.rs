@@ -151,6 +151,20 @@ pub enum PackageError {
         /// Its deployed kernels in the manifest.
         kernels: usize,
     },
+    /// The package to replace has a read-only directory: replacing it would remove it.
+    #[error(
+        "the package in `{}` is read-only (`{}` does not allow writing), and replacing it \
+         removes the previous package; make it writable (`chmod -R u+w`) or write the \
+         package elsewhere",
+        dir.display(),
+        path.display()
+    )]
+    ReadOnly {
+        /// The package directory.
+        dir: PathBuf,
+        /// Its read-only directory (the package directory itself, or one inside it).
+        path: PathBuf,
+    },
     /// A package holds something that is neither a directory nor a regular file.
     #[error(
         "`{}` is {found}: a package holds only directories and regular files, so it is \

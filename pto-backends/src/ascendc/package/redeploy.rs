@@ -41,7 +41,7 @@ use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
 use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
 use super::paths::package_file;
-use super::write::{replace_dir, sibling, write_file};
+use super::write::{check_writable, replace_dir, staging_dir, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
 use crate::sim::{Sim, SimError, SimOptions, Simulator};
@@ -784,23 +784,21 @@ fn write_redeployed(
             path: dir.join(MANIFEST_FILE),
             message: e.to_string(),
         })?;
-    let staging = sibling(dir, "tmp")?;
-    let written = (|| {
-        copy_dir(dir, &staging)?;
-        for file in files {
-            write_file(&staging.join(&file.path), &file.text)?;
-        }
-        write_file(&staging.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
-        replace_dir(&staging, dir)
-    })();
-    if written.is_err() {
-        // The staging directory is ours alone; a failure to remove it leaves only litter.
-        let _ = fs::remove_dir_all(&staging);
+    check_writable(dir)?;
+    let staging = staging_dir(dir)?;
+    let path = staging.path();
+    copy_dir(dir, path)?;
+    for file in files {
+        write_file(&path.join(&file.path), &file.text)?;
     }
-    written
+    write_file(&path.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
+    replace_dir(path, dir)?;
+    // Swapped (see `write_package`); dropped on an error above, the copy is removed.
+    let _ = staging.keep();
+    Ok(())
 }
 
-/// Copies the directory `from` to `to` (which must not exist): directories and regular
+/// Copies the directory `from` into `to` (which is empty): directories and regular
 /// files, with their permissions. Anything else in the package is refused, naming it: a
 /// symbolic link (whose target would be copied in, or read, from outside the package), a
 /// FIFO (which would block the copy), a device or a socket.
