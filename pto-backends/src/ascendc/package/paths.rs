@@ -1,18 +1,19 @@
 //! The paths a manifest names, confined to its package. A package may come from anyone, so
 //! every name in `pto_package.json` that becomes a path (an op's `stem`, the keys of its
 //! `files` and of `shared_files`) is refused unless it is a relative path of plain names
-//! that stays inside the package and goes through no symbolic link there.
+//! that stays inside the package and goes through no symbolic link there (and a stem must be
+//! its op's).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use super::error::PackageError;
-use super::generate::kernel_file;
+use super::generate::{kernel_file, stem_name};
 use super::manifest::{MANIFEST_FILE, Manifest};
 
 /// Checks every path `manifest` names against the package in `dir`: each is a relative path
-/// of plain names (no root, no `..`, not empty), an op's `stem` is one name, and no part of
-/// any of them is a symbolic link inside `dir`.
+/// of plain names (no root, no `..`, not empty), an op's `stem` is one name (its op's), and
+/// no part of any of them is a symbolic link inside `dir`.
 ///
 /// # Errors
 ///
@@ -37,6 +38,16 @@ pub(super) fn check_manifest_paths(dir: &Path, manifest: &Manifest) -> Result<()
                 field,
                 &op.stem,
                 "is not one file name (it holds a path separator)".to_owned(),
+            ));
+        }
+        // A redeploy reads the op's files by the manifest's stem and writes them by the op's
+        // name: the two must agree.
+        let own = stem_name(&op.op);
+        if op.stem != own {
+            return Err(refuse(
+                field,
+                &op.stem,
+                format!("is not the stem of the op's name (`{own}`)"),
             ));
         }
         // The files a redeploy reads by the stem.
@@ -163,6 +174,12 @@ mod tests {
         let mut m = sample_manifest();
         m.ops[0].stem = "op_kernel/x".to_owned();
         cases.push((m, "`op_kernel/x` is not one file name"));
+        let mut m = sample_manifest();
+        m.ops[0].stem = "demo_other".to_owned();
+        cases.push((
+            m,
+            "`demo_other` is not the stem of the op's name (`demo_rms_norm`)",
+        ));
         let mut m = sample_manifest();
         m.ops[0].stem = String::new();
         cases.push((m, "ops[0].stem (op `demo.rms_norm`) `` is empty"));
