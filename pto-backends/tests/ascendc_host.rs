@@ -498,3 +498,107 @@ fn an_i32_iota_is_exact_to_its_range_and_stops_beyond_it() {
         );
     }
 }
+
+/// A scratch directory of this test binary's.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("host-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[test]
+fn a_kernel_that_never_ends_is_killed_at_its_timeout() {
+    use pto_backends::ascendc::{ChildLimits, HostBuild};
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, Instant};
+
+    let run = ChildLimits {
+        timeout: Duration::from_millis(500),
+        ..ChildLimits::RUN
+    };
+    let host = AscendcHost::on(None).with_limits(ChildLimits::BUILD, run);
+    let x = Tensor::random([4, 64], DType::F32, 1);
+    let types = [ty(DType::F32, &[4, 64]), ty(DType::F32, &[4, 64])];
+    let build = host
+        .build(ops::add::def(), &types, &Attributes::new())
+        .expect("std.add builds");
+    // A kernel that loops forever, as a hostile package's might.
+    let looping = scratch("timeout").join("kernel");
+    std::fs::write(&looping, "#!/bin/sh\nwhile :; do :; done\n").expect("written");
+    std::fs::set_permissions(&looping, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let forever = HostBuild {
+        kernel: build.kernel.clone(),
+        dir: build.dir.clone(),
+        binary: looping.clone(),
+        compiled: false,
+    };
+    let started = Instant::now();
+    let err = host.run(&forever, &[&x, &x]).expect_err("killed");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, HostError::TimedOut { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "op `std.add`: running `{}` took longer than its wall-clock limit of 500ms, so it \
+             was killed with its process group (set PTO_HOST_RUN_TIMEOUT_S to a number of \
+             seconds to allow more)",
+            looping.display()
+        )
+    );
+    // The real build still runs under the same limits.
+    let y = host.run(&build, &[&x, &x]).expect("runs");
+    assert_eq!(y[0].dims(), &[4, 64]);
+}
+
+#[test]
+fn a_compiler_out_of_address_space_is_said_to_be() {
+    use pto_backends::ascendc::ChildLimits;
+
+    let cache = scratch("memory");
+    let build = ChildLimits {
+        address_space: 64 << 20,
+        ..ChildLimits::BUILD
+    };
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+    let host = AscendcHost::new(profile(), Soc::Kirin9030, &compiler, &cache)
+        .with_limits(build, ChildLimits::RUN);
+    let types = [ty(DType::F32, &[4, 64]), ty(DType::F32, &[4, 64])];
+    let err = host
+        .build(ops::add::def(), &types, &Attributes::new())
+        .expect_err("no compiler fits in 64 MiB");
+    assert!(matches!(err, HostError::MemoryLimit { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("op `std.add`: compiling `")
+            && text.contains("std_add.cpp` exceeded its address-space limit of 64 MiB"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_build_cache_others_may_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let cache = scratch("shared-cache");
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
+    let host = AscendcHost::new(profile(), Soc::Kirin9030, &compiler, &cache);
+    let types = [ty(DType::F32, &[4, 64]), ty(DType::F32, &[4, 64])];
+    let err = host
+        .build(ops::add::def(), &types, &Attributes::new())
+        .expect_err("a cache others may write");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the ascendc-host build cache `{}` may be written by others (mode 777); its builds \
+             are run, so it is not used: remove it, or set XDG_CACHE_HOME to a directory of \
+             your own",
+            cache.display()
+        )
+    );
+}

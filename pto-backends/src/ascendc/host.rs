@@ -8,16 +8,21 @@
 //!   the profile must be one of a known SoC ([`Soc`]).
 //! - The compiler is `CXX`, else `g++`, run as `-std=c++17 -O1` (`CXX` is the one variable
 //!   read here: the conventional name of the C++ compiler, as build tools read it).
-//! - Builds are cached on disk by a hash of every source and flag, under `ascendc-host/`
-//!   beside the running binary's cargo target directory (`target/debug/ascendc-host`), else
-//!   the system temp directory ([`AscendcHost::new`] takes another); each build directory
-//!   appears by an atomic rename, so concurrent test processes share it safely.
-//! - Inputs and outputs go through files in a fresh directory per call.
+//! - Builds are cached on disk by a hash of every source and flag, under
+//!   `$XDG_CACHE_HOME/pto-op/ascendc-host`, else `$HOME/.cache/pto-op/ascendc-host`, else
+//!   `pto-op-ascendc-host-<uid>` in the system temp directory ([`AscendcHost::new`] takes
+//!   another); a cache directory that is not this user's own, or that others may write, is
+//!   refused, since its binaries are run. Each build is made in a private directory that
+//!   appears in the cache by an atomic rename, so concurrent processes share it safely.
+//! - The compiler and the compiled kernel run under limits ([`ChildLimits`]): a wall-clock
+//!   timeout (300 s and 60 s; `PTO_HOST_BUILD_TIMEOUT_S`, `PTO_HOST_RUN_TIMEOUT_S`) and an
+//!   address-space limit (4 GiB and 2 GiB), in a process group killed whole at the timeout.
+//! - Inputs and outputs go through files in a fresh private directory per call.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use pto_op::__private::linkme;
 use pto_op::kernel::ValidProgram;
@@ -27,6 +32,9 @@ use pto_op::{
     TensorType,
 };
 
+use super::child::{
+    BUILD_TIMEOUT_ENV, ChildLimits, Ended, RUN_TIMEOUT_ENV, out_of_memory, output_limited,
+};
 use super::{LowerError, LoweredKernel, Soc, lower_program, lower_with_profile};
 use crate::cpu::Cpu;
 use crate::instances::InstanceCache;
@@ -120,6 +128,60 @@ pub enum HostError {
         /// rule: detail`).
         message: String,
     },
+    /// The compiler or the compiled kernel ran past its wall-clock limit and was killed.
+    #[error(
+        "op `{op}`: {action} `{}` took longer than its wall-clock limit of {limit:?}, so it \
+         was killed with its process group (set {variable} to a number of seconds to allow \
+         more)",
+        file.display()
+    )]
+    TimedOut {
+        /// The op.
+        op: String,
+        /// `compiling` or `running`.
+        action: &'static str,
+        /// The source compiled or the binary run.
+        file: PathBuf,
+        /// The limit exceeded.
+        limit: Duration,
+        /// The environment variable that sets it.
+        variable: &'static str,
+    },
+    /// The compiler or the compiled kernel ran out of memory under its address-space limit.
+    #[error(
+        "op `{op}`: {action} `{}` exceeded its address-space limit of {} and failed: \
+         {message}",
+        file.display(),
+        super::child::bytes_text(*limit)
+    )]
+    MemoryLimit {
+        /// The op.
+        op: String,
+        /// `compiling` or `running`.
+        action: &'static str,
+        /// The source compiled or the binary run.
+        file: PathBuf,
+        /// The limit, in bytes.
+        limit: u64,
+        /// The exit status, then what it printed (the first lines of its errors).
+        message: String,
+    },
+    /// A setting of the target is not valid (an environment variable).
+    #[error("the ascendc-host target: {0}")]
+    Setting(String),
+    /// The build cache directory is not this user's own private one: its binaries would be
+    /// run, so it is not used.
+    #[error(
+        "the ascendc-host build cache `{}` {why}; its builds are run, so it is not used: \
+         remove it, or set XDG_CACHE_HOME to a directory of your own",
+        dir.display()
+    )]
+    UntrustedCache {
+        /// The cache directory.
+        dir: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A file of the build or of a run could not be written or read.
     #[error("{path}")]
     Io {
@@ -191,17 +253,21 @@ pub struct AscendcHost {
     device: Result<(DeviceProfile, Soc), String>,
     compiler: String,
     cache_dir: PathBuf,
+    /// The compiler's limits, or why the environment's are not valid.
+    build_limits: Result<ChildLimits, String>,
+    /// The compiled kernel's limits, or why the environment's are not valid.
+    run_limits: Result<ChildLimits, String>,
     /// Compiled builds by op instance.
     builds: InstanceCache<HostBuild>,
 }
 
-static RUNS: AtomicU64 = AtomicU64::new(0);
-
 impl AscendcHost {
     /// The target on `device`, else on the built-in [`DEFAULT_DEVICE`]: what the
     /// `ascendc-host` target of a [`pto_op::target::TargetConfig`] makes. The compiler is
-    /// `CXX`, else `g++`; builds are cached beside the cargo target directory. Should the
-    /// profile be of no known SoC, every call fails with that error.
+    /// `CXX`, else `g++`; builds are cached in the user's cache directory; the limits are
+    /// [`ChildLimits::BUILD`] and [`ChildLimits::RUN`] with the environment's timeouts.
+    /// Should the profile be of no known SoC, or a timeout variable not be a number of
+    /// seconds, every call fails with that error.
     pub fn on(device: Option<&DeviceProfile>) -> AscendcHost {
         let profile = match device {
             Some(profile) => Ok(profile.clone()),
@@ -219,18 +285,32 @@ impl AscendcHost {
             device,
             compiler: std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned()),
             cache_dir: default_cache_dir(),
+            build_limits: ChildLimits::BUILD.with_env_timeout(BUILD_TIMEOUT_ENV),
+            run_limits: ChildLimits::RUN.with_env_timeout(RUN_TIMEOUT_ENV),
             builds: InstanceCache::new(),
         }
     }
 
     /// The target on `profile` (of `soc`), compiling with `compiler`, caching under
-    /// `cache_dir`.
+    /// `cache_dir`, with the limits of [`AscendcHost::on`].
     pub fn new(profile: DeviceProfile, soc: Soc, compiler: &str, cache_dir: &Path) -> AscendcHost {
         AscendcHost {
             device: Ok((profile, soc)),
             compiler: compiler.to_owned(),
             cache_dir: cache_dir.to_owned(),
+            build_limits: ChildLimits::BUILD.with_env_timeout(BUILD_TIMEOUT_ENV),
+            run_limits: ChildLimits::RUN.with_env_timeout(RUN_TIMEOUT_ENV),
             builds: InstanceCache::new(),
+        }
+    }
+
+    /// The target with `build` as the compiler's limits and `run` as the compiled kernel's,
+    /// in place of the defaults and the environment's.
+    pub fn with_limits(self, build: ChildLimits, run: ChildLimits) -> AscendcHost {
+        AscendcHost {
+            build_limits: Ok(build),
+            run_limits: Ok(run),
+            ..self
         }
     }
 
@@ -336,6 +416,8 @@ impl AscendcHost {
             .cache_dir
             .join(format!("{}-{:016x}", kernel.entry, hash.finish()));
         let binary = dir.join("kernel");
+        // Checked before a cached binary is trusted.
+        self.check_cache()?;
         if binary.is_file() {
             return Ok(HostBuild {
                 kernel,
@@ -348,13 +430,9 @@ impl AscendcHost {
             let path = path.display().to_string();
             move |source| HostError::Io { path, source }
         };
-        std::fs::create_dir_all(&self.cache_dir).map_err(io(&self.cache_dir))?;
-        let tmp = self.cache_dir.join(format!(
-            ".tmp-{}-{}-{}",
-            kernel.entry,
-            std::process::id(),
-            RUNS.fetch_add(1, Ordering::Relaxed)
-        ));
+        let limits = self.build_limits.clone().map_err(HostError::Setting)?;
+        let staging = private_dir(&self.cache_dir, &format!(".tmp-{}-", kernel.entry))?;
+        let tmp = staging.path().to_path_buf();
         std::fs::create_dir_all(tmp.join("include/ascendc_host")).map_err(io(&tmp))?;
         let source = format!("{}.cpp", kernel.entry);
         let files = [
@@ -377,7 +455,8 @@ impl AscendcHost {
             let path = tmp.join("include").join(name);
             std::fs::write(&path, text).map_err(io(&path))?;
         }
-        let output = Command::new(&self.compiler)
+        let mut command = Command::new(&self.compiler);
+        command
             .args(&flags)
             .arg("-Iinclude")
             .arg("-I.")
@@ -385,12 +464,22 @@ impl AscendcHost {
             .arg("main.cpp")
             .arg("-o")
             .arg("kernel")
-            .current_dir(&tmp)
-            .output()
-            .map_err(|source| HostError::CompilerMissing {
+            .current_dir(&tmp);
+        let ended =
+            output_limited(&mut command, &limits).map_err(|source| HostError::CompilerMissing {
                 compiler: self.compiler.clone(),
                 source,
             })?;
+        // A failed build stays for the error to point at.
+        let tmp = staging.keep();
+        let output = limited_output(
+            ended,
+            &kernel.op,
+            "compiling",
+            &tmp.join(&source),
+            &limits,
+            BUILD_TIMEOUT_ENV,
+        )?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let shown: Vec<&str> = stderr.lines().take(40).collect();
@@ -429,23 +518,28 @@ impl AscendcHost {
             let path = path.display().to_string();
             move |source| HostError::Io { path, source }
         };
+        let limits = self.run_limits.clone().map_err(HostError::Setting)?;
         let runs = self.cache_dir.join("runs");
-        let dir = runs.join(format!(
-            "{}-{}-{}",
-            build.kernel.entry,
-            std::process::id(),
-            RUNS.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let result = (|| {
+        std::fs::create_dir_all(&runs).map_err(io(&runs))?;
+        // Removed when dropped, at the end of the run.
+        let run_dir = private_dir(&runs, &format!("{}-", build.kernel.entry))?;
+        let dir = run_dir.path();
+        {
             for (i, t) in inputs.iter().enumerate() {
                 let path = dir.join(format!("in{i}.bin"));
                 std::fs::write(&path, t.to_le_bytes()).map_err(io(&path))?;
             }
-            let output = Command::new(&build.binary)
-                .arg(&dir)
-                .output()
-                .map_err(io(&build.binary))?;
+            let mut command = Command::new(&build.binary);
+            command.arg(dir).current_dir(dir);
+            let ended = output_limited(&mut command, &limits).map_err(io(&build.binary))?;
+            let output = limited_output(
+                ended,
+                &build.kernel.op,
+                "running",
+                &build.binary,
+                &limits,
+                RUN_TIMEOUT_ENV,
+            )?;
             if !output.status.success() {
                 let stderr = String::from_utf8_lossy(&output.stderr);
                 let message = stderr
@@ -475,10 +569,103 @@ impl AscendcHost {
                     })
                 })
                 .collect()
-        })();
-        let _ = std::fs::remove_dir_all(&dir);
-        result
+        }
     }
+
+    /// Refuses a build cache directory that is not this user's own private one (Unix): one
+    /// another user owns, or that others may write, could hold a planted `kernel` binary
+    /// under a build's name, which would then be run.
+    fn check_cache(&self) -> Result<(), HostError> {
+        let dir = &self.cache_dir;
+        std::fs::create_dir_all(dir).map_err(|source| HostError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let metadata = std::fs::symlink_metadata(dir).map_err(|source| HostError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+            let untrusted = |why: String| HostError::UntrustedCache {
+                dir: dir.clone(),
+                why,
+            };
+            if metadata.file_type().is_symlink() {
+                return Err(untrusted("is a symbolic link".to_owned()));
+            }
+            let user = rustix::process::geteuid().as_raw();
+            if metadata.uid() != user {
+                return Err(untrusted(format!(
+                    "is owned by user {}, not by this user ({user})",
+                    metadata.uid()
+                )));
+            }
+            if metadata.mode() & 0o022 != 0 {
+                return Err(untrusted(format!(
+                    "may be written by others (mode {:o})",
+                    metadata.mode() & 0o777
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A new directory in `parent` only this user may enter, named `<prefix>XXXXXX` (random),
+/// removed when dropped.
+fn private_dir(parent: &Path, prefix: &str) -> Result<tempfile::TempDir, HostError> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    builder.tempdir_in(parent).map_err(|source| HostError::Io {
+        path: parent.display().to_string(),
+        source,
+    })
+}
+
+/// The output of a child that ended under `limits`, or the error of one that exceeded them:
+/// killed at the timeout, or out of memory under the address-space limit.
+fn limited_output(
+    ended: Ended,
+    op: &str,
+    action: &'static str,
+    file: &Path,
+    limits: &ChildLimits,
+    variable: &'static str,
+) -> Result<Output, HostError> {
+    let output = match ended {
+        Ended::Exited(output) => output,
+        Ended::TimedOut => {
+            return Err(HostError::TimedOut {
+                op: op.to_owned(),
+                action,
+                file: file.to_path_buf(),
+                limit: limits.timeout,
+                variable,
+            });
+        }
+    };
+    if !output.status.success() && out_of_memory(&output) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(HostError::MemoryLimit {
+            op: op.to_owned(),
+            action,
+            file: file.to_path_buf(),
+            limit: limits.address_space,
+            message: format!(
+                "{}; its output:\n{}",
+                output.status,
+                stderr.lines().take(10).collect::<Vec<_>>().join("\n")
+            ),
+        });
+    }
+    Ok(output)
 }
 
 impl Executor for AscendcHost {
@@ -573,17 +760,26 @@ impl Executor for AscendcHost {
     }
 }
 
+/// The build cache: `$XDG_CACHE_HOME/pto-op/ascendc-host`, else
+/// `$HOME/.cache/pto-op/ascendc-host`, else `pto-op-ascendc-host-<uid>` in the system temp
+/// directory (a name of this user's: [`AscendcHost::check_cache`] refuses one of another's).
 fn default_cache_dir() -> PathBuf {
-    let beside_target = std::env::current_exe().ok().and_then(|exe| {
-        let dir = exe.parent()?;
-        let dir = if dir.file_name()? == "deps" || dir.file_name()? == "examples" {
-            dir.parent()?
-        } else {
-            dir
-        };
-        Some(dir.join("ascendc-host"))
-    });
-    beside_target.unwrap_or_else(|| std::env::temp_dir().join("pto-ascendc-host"))
+    let from = |variable: &str| {
+        std::env::var_os(variable)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(cache) = from("XDG_CACHE_HOME") {
+        return cache.join("pto-op").join("ascendc-host");
+    }
+    if let Some(home) = from("HOME") {
+        return home.join(".cache").join("pto-op").join("ascendc-host");
+    }
+    #[cfg(target_os = "linux")]
+    let user = rustix::process::geteuid().as_raw().to_string();
+    #[cfg(not(target_os = "linux"))]
+    let user = "user".to_owned();
+    std::env::temp_dir().join(format!("pto-op-ascendc-host-{user}"))
 }
 
 /// FNV-1a, 64 bits: a hash stable across Rust releases, for cache keys.

@@ -29,6 +29,7 @@
 //! ```
 
 pub mod capability;
+pub mod child;
 pub mod host;
 mod lower;
 pub mod package;
@@ -39,6 +40,7 @@ pub mod soc;
 use pto_op::device::PerBuffer;
 use pto_op::{DType, OpError};
 
+pub use child::ChildLimits;
 pub use host::{AscendcHost, HostBuild, HostError};
 pub use lower::{lower, lower_program, lower_with_profile};
 pub use soc::{CANN_VERSION, Soc};

@@ -41,7 +41,8 @@
 //! `custom_ops.rs` (a model's custom ops and their instances), `generate.rs` (which files a
 //! package holds and their text, from `cpp.rs` for the C++ sources and `project.rs` for the
 //! msopgen project), `write.rs` (placing the directory atomically), `check.rs` (a package
-//! against a model), `build.rs` (`build.sh`, `CMakeLists.txt`, running the build),
+//! against a model), `paths.rs` (the manifest's paths, confined to the package), `build.rs`
+//! (`build.sh`, `CMakeLists.txt`, running the build),
 //! `cann_types.rs` (CANN's names of the types), `error.rs`, `toolkit.rs`, and [`redeploy`](mod@redeploy).
 
 mod build;
@@ -52,6 +53,7 @@ mod custom_ops;
 mod error;
 mod generate;
 mod manifest;
+mod paths;
 mod project;
 pub mod redeploy;
 mod toolkit;

@@ -116,6 +116,67 @@ pub enum PackageError {
         /// Why.
         message: String,
     },
+    /// A name in the manifest that becomes a path leaves the package: absolute, with a `..`
+    /// component, empty, or through a symbolic link.
+    #[error(
+        "the package manifest `{}`: {field} `{value}` {reason}; a package's paths stay inside \
+         the package, so it is refused (re-run `pto package` for a package of your own)",
+        manifest.display()
+    )]
+    UnsafePath {
+        /// The manifest's path.
+        manifest: PathBuf,
+        /// The manifest's field, e.g. `ops[0].stem (op `demo.rms_norm`)`.
+        field: String,
+        /// The value found there.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// An op's deployed kernels are not one per instance (an emptied list, or a package
+    /// written before kernels were shipped): what would run is not what the package says.
+    #[error(
+        "the package manifest `{}`: op `{op}` has {instances} instance(s) and {kernels} \
+         deployed kernel(s) (`kernels`), expected one kernel per instance (and at least one \
+         instance); re-run `pto package`",
+        manifest.display()
+    )]
+    DeployedKernels {
+        /// The manifest's path.
+        manifest: PathBuf,
+        /// The op.
+        op: String,
+        /// Its instances in the manifest.
+        instances: usize,
+        /// Its deployed kernels in the manifest.
+        kernels: usize,
+    },
+    /// The package to replace has a read-only directory: replacing it would remove it.
+    #[error(
+        "the package in `{}` is read-only (`{}` does not allow writing), and replacing it \
+         removes the previous package; make it writable (`chmod -R u+w`) or write the \
+         package elsewhere",
+        dir.display(),
+        path.display()
+    )]
+    ReadOnly {
+        /// The package directory.
+        dir: PathBuf,
+        /// Its read-only directory (the package directory itself, or one inside it).
+        path: PathBuf,
+    },
+    /// A package holds something that is neither a directory nor a regular file.
+    #[error(
+        "`{}` is {found}: a package holds only directories and regular files, so it is \
+         refused",
+        path.display()
+    )]
+    NotAFile {
+        /// The entry's path.
+        path: PathBuf,
+        /// What it is (`a symbolic link`, `a FIFO`, `a device`, `a socket`).
+        found: &'static str,
+    },
     /// The model uses an op the package does not hold.
     #[error(
         "the package in `{}` has no op `{op}`, which the model uses; re-run `pto package`",

@@ -10,6 +10,7 @@ use pto_op::{Attributes, Fingerprint, TensorType};
 use serde::{Deserialize, Serialize};
 
 use super::error::PackageError;
+use super::paths::check_manifest_paths;
 
 /// The manifest's file name in a package directory.
 pub const MANIFEST_FILE: &str = "pto_package.json";
@@ -176,14 +177,44 @@ pub struct DeployedKernel {
     pub traced_digest: String,
 }
 
-/// Reads the manifest of the package in `dir`.
+/// Reads the manifest of the package in `dir`, which is untrusted input: every path it names
+/// must stay inside the package, and every op must have one deployed kernel per instance.
 ///
 /// # Errors
 ///
 /// [`PackageError::Io`] when it cannot be read, [`PackageError::Manifest`] when it does not
-/// parse or is of another format.
+/// parse or is of another format, [`PackageError::UnsafePath`] for a path that leaves the
+/// package (or a manifest that is a symbolic link), [`PackageError::DeployedKernels`] for an op
+/// whose deployed kernels are not one per instance.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
+    let manifest = parse_manifest(dir)?;
+    check_manifest_paths(dir, &manifest)?;
+    for op in &manifest.ops {
+        if op.instances.is_empty() || op.kernels.len() != op.instances.len() {
+            return Err(PackageError::DeployedKernels {
+                manifest: dir.join(MANIFEST_FILE),
+                op: op.op.clone(),
+                instances: op.instances.len(),
+                kernels: op.kernels.len(),
+            });
+        }
+    }
+    Ok(manifest)
+}
+
+/// Reads and parses the manifest of the package in `dir`, without checking what it names:
+/// enough to tell a directory `pto package` wrote. A manifest that is a symbolic link is
+/// refused (it is not this package's).
+pub(super) fn parse_manifest(dir: &Path) -> Result<Manifest, PackageError> {
     let path = dir.join(MANIFEST_FILE);
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+        return Err(PackageError::UnsafePath {
+            manifest: path,
+            field: "the manifest".to_owned(),
+            value: MANIFEST_FILE.to_owned(),
+            reason: "is a symbolic link; a package holds no links".to_owned(),
+        });
+    }
     let text = fs::read_to_string(&path).map_err(|source| PackageError::Io {
         action: "reading the package manifest",
         path: path.clone(),
@@ -230,4 +261,94 @@ pub(super) fn attrs_text(attrs: &Attributes) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     )
+}
+
+/// A manifest of one op, `demo.rms_norm` with one instance and its deployed kernel, for the
+/// tests of reading and checking a package.
+#[cfg(test)]
+pub(super) fn sample_manifest() -> Manifest {
+    Manifest {
+        format: MANIFEST_FORMAT,
+        model: "m".to_owned(),
+        soc: "kirin9030".to_owned(),
+        soc_version: "Kirin9030".to_owned(),
+        cann_version: "9.0".to_owned(),
+        pto_op_version: "0".to_owned(),
+        ops: vec![PackagedOp {
+            op: "demo.rms_norm".to_owned(),
+            op_type: "DemoRmsNorm".to_owned(),
+            stem: "demo_rms_norm".to_owned(),
+            version: 1,
+            fingerprint: Fingerprint(1),
+            origin_op_type: "demo::1::rms_norm".to_owned(),
+            instances: vec![Instance {
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                attrs: Attributes::new(),
+            }],
+            tilings: Vec::new(),
+            files: [("op_kernel/demo_rms_norm.cpp".to_owned(), 1)].into(),
+            kernels: vec![DeployedKernel {
+                text: "kernel demo.rms_norm grid 1\n".to_owned(),
+                traced_digest: String::new(),
+            }],
+            kernel_origin: KernelOrigin::Lowered,
+            cpp_digest: String::new(),
+        }],
+        shared_files: [("build.sh".to_owned(), 1)].into(),
+    }
+}
+
+/// Writes `manifest` as the manifest of a package in `dir`.
+#[cfg(test)]
+pub(super) fn write_sample(dir: &Path, manifest: &Manifest) {
+    fs::create_dir_all(dir).expect("created");
+    fs::write(
+        dir.join(MANIFEST_FILE),
+        serde_json::to_string_pretty(manifest).expect("serialized"),
+    )
+    .expect("written");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory for one test.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("pto-manifest-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn an_op_without_its_deployed_kernels_is_refused_not_traced_again() {
+        let dir = scratch("no-kernels");
+        let mut manifest = sample_manifest();
+        write_sample(&dir, &manifest);
+        read_manifest(&dir).expect("a whole manifest");
+        manifest.ops[0].kernels.clear();
+        write_sample(&dir, &manifest);
+        let err = read_manifest(&dir).expect_err("an emptied kernel list");
+        assert!(
+            matches!(&err, PackageError::DeployedKernels { op, instances: 1, kernels: 0, .. } if op == "demo.rms_norm"),
+            "{err}"
+        );
+        // So is an op with no instance (a kernel file of no kernel would pass as one).
+        manifest.ops[0].instances.clear();
+        write_sample(&dir, &manifest);
+        let err = read_manifest(&dir).expect_err("no instance").to_string();
+        assert!(
+            err.contains("has 0 instance(s) and 0 deployed kernel(s)"),
+            "{err}"
+        );
+        // `pto package --check` and `--kernels` read the manifest this way too.
+        let model = pto_op::Model::new("m".to_owned(), Default::default(), Default::default())
+            .expect("an empty model");
+        let err = super::super::check_package(&model, &dir).expect_err("a difference");
+        assert!(matches!(err, PackageError::DeployedKernels { .. }), "{err}");
+        let err = super::super::redeploy::package_kernels(&dir).expect_err("nothing to run");
+        assert!(matches!(err, PackageError::DeployedKernels { .. }), "{err}");
+        fs::remove_dir_all(&dir).expect("cleaned up");
+    }
 }

@@ -40,7 +40,8 @@ use super::custom_ops::OpUse;
 use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
 use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
-use super::write::{replace_dir, sibling, write_file};
+use super::paths::package_file;
+use super::write::{check_writable, replace_dir, staging_dir, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
 use crate::sim::{Sim, SimError, SimOptions, Simulator};
@@ -95,18 +96,6 @@ pub enum RedeployError {
         op: String,
         /// The registry's error.
         source: Box<pto_op::RegistryError>,
-    },
-    /// The package was written before kernels were shipped: it has no text form.
-    #[error(
-        "op `{op}`: the package in `{}` ships no text-form kernel (written by an older \
-         pto-op); re-run `pto package`",
-        dir.display()
-    )]
-    NoKernelText {
-        /// The package.
-        dir: PathBuf,
-        /// The op.
-        op: String,
     },
     /// The kernel file holds another number of kernels than the op has instances.
     #[error(
@@ -516,18 +505,14 @@ fn find_edit(
         op: packaged.op.clone(),
         source: Box::new(source),
     })?;
-    if packaged.kernels.len() != packaged.instances.len() {
-        return Err(RedeployError::NoKernelText {
-            dir: dir.to_path_buf(),
-            op: packaged.op.clone(),
-        });
-    }
+    // `read_manifest` made sure of one deployed kernel per instance, and of the stem.
     let text_path = kernel_file(&packaged.stem);
     let cpp_path = format!("op_kernel/{}.cpp", packaged.stem);
     let read = |path: &str| {
-        fs::read_to_string(dir.join(path)).map_err(|source| PackageError::Io {
+        let file = package_file(dir, &stem_field(packaged), path)?;
+        fs::read_to_string(&file).map_err(|source| PackageError::Io {
             action: "reading",
-            path: dir.join(path),
+            path: file,
             source,
         })
     };
@@ -596,6 +581,11 @@ fn find_edit(
         }
         (false, true) => Ok(Some(Edit::AscendC(cpp))),
     }
+}
+
+/// The manifest field a packaged op's file names come from, for errors.
+fn stem_field(packaged: &PackagedOp) -> String {
+    format!("the stem of op `{}`", packaged.op)
 }
 
 /// A deployed kernel's program (the manifest's text).
@@ -747,7 +737,7 @@ fn redeploy_op(
         .into_iter()
         .filter(|f| f.path != text_path)
         .collect();
-    let text_lines = fs::read_to_string(&text_file)
+    let text_lines = fs::read_to_string(package_file(dir, &stem_field(packaged), &text_path)?)
         .map(|t| t.lines().count())
         .map_err(|source| PackageError::Io {
             action: "reading",
@@ -794,24 +784,24 @@ fn write_redeployed(
             path: dir.join(MANIFEST_FILE),
             message: e.to_string(),
         })?;
-    let staging = sibling(dir, "tmp")?;
-    let written = (|| {
-        copy_dir(dir, &staging)?;
-        for file in files {
-            write_file(&staging.join(&file.path), &file.text)?;
-        }
-        write_file(&staging.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
-        replace_dir(&staging, dir)
-    })();
-    if written.is_err() {
-        // The staging directory is ours alone; a failure to remove it leaves only litter.
-        let _ = fs::remove_dir_all(&staging);
+    check_writable(dir)?;
+    let staging = staging_dir(dir)?;
+    let path = staging.path();
+    copy_dir(dir, path)?;
+    for file in files {
+        write_file(&path.join(&file.path), &file.text)?;
     }
-    written
+    write_file(&path.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
+    replace_dir(path, dir)?;
+    // Swapped (see `write_package`); dropped on an error above, the copy is removed.
+    let _ = staging.keep();
+    Ok(())
 }
 
-/// Copies the directory `from` to `to` (which must not exist): directories and files, with
-/// their permissions.
+/// Copies the directory `from` into `to` (which is empty): directories and regular
+/// files, with their permissions. Anything else in the package is refused, naming it: a
+/// symbolic link (whose target would be copied in, or read, from outside the package), a
+/// FIFO (which would block the copy), a device or a socket.
 fn copy_dir(from: &Path, to: &Path) -> Result<(), PackageError> {
     let io = |action: &'static str, path: &Path| {
         let path = path.to_path_buf();
@@ -830,16 +820,100 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), PackageError> {
             .map_err(io("reading the file type of", &source))?;
         if kind.is_dir() {
             copy_dir(&source, &target)?;
-        } else {
+        } else if kind.is_file() {
             fs::copy(&source, &target).map_err(io("copying", &source))?;
+        } else {
+            return Err(PackageError::NotAFile {
+                path: source,
+                found: file_kind(kind),
+            });
         }
     }
     Ok(())
 }
 
+/// What a directory entry that is neither a directory nor a regular file is.
+#[cfg(unix)]
+fn file_kind(kind: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// What a directory entry that is neither a directory nor a regular file is.
+#[cfg(not(unix))]
+fn file_kind(kind: fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A package directory with one file, for the copy tests.
+    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("pto-copy-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let dir = root.join("pkg");
+        write_file(&dir.join("op_kernel/a.cpp"), "a").expect("written");
+        (root, dir)
+    }
+
+    #[test]
+    fn a_link_in_a_package_is_refused_not_followed() {
+        let (root, dir) = scratch("link");
+        let secret = root.join("secret.txt");
+        fs::write(&secret, "not the package's").expect("written");
+        let link = dir.join("op_kernel/b.cpp");
+        std::os::unix::fs::symlink(&secret, &link).expect("linked");
+        let err = copy_dir(&dir, &root.join("copy")).expect_err("a link");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` is a symbolic link: a package holds only directories and regular files, \
+                 so it is refused",
+                link.display()
+            )
+        );
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+
+    #[test]
+    fn a_fifo_in_a_package_is_refused_without_blocking() {
+        let (root, dir) = scratch("fifo");
+        let fifo = dir.join("op_kernel/b.cpp");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success(), "mkfifo {}", fifo.display());
+        // Reading a FIFO with no writer blocks: the copy runs on a thread with a deadline.
+        let (send, receive) = std::sync::mpsc::channel();
+        let (from, to) = (dir.clone(), root.join("copy"));
+        std::thread::spawn(move || send.send(copy_dir(&from, &to).map_err(|e| e.to_string())));
+        let copied = receive
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the copy returns instead of blocking on the FIFO");
+        let err = copied.expect_err("a FIFO");
+        assert!(
+            err.starts_with(&format!("`{}` is a FIFO", fifo.display())),
+            "{err}"
+        );
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
 
     #[test]
     fn kernels_split_on_kernel_lines_and_keep_the_file_s_line_numbers() {

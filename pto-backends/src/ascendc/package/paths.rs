@@ -1,0 +1,249 @@
+//! The paths a manifest names, confined to its package. A package may come from anyone, so
+//! every name in `pto_package.json` that becomes a path (an op's `stem`, the keys of its
+//! `files` and of `shared_files`) is refused unless it is a relative path of plain names
+//! that stays inside the package and goes through no symbolic link there (and a stem must be
+//! its op's).
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use super::error::PackageError;
+use super::generate::{kernel_file, stem_name};
+use super::manifest::{MANIFEST_FILE, Manifest};
+
+/// Checks every path `manifest` names against the package in `dir`: each is a relative path
+/// of plain names (no root, no `..`, not empty), an op's `stem` is one name (its op's), and
+/// no part of any of them is a symbolic link inside `dir`.
+///
+/// # Errors
+///
+/// [`PackageError::UnsafePath`] naming the field, the value and why.
+pub(super) fn check_manifest_paths(dir: &Path, manifest: &Manifest) -> Result<(), PackageError> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let refuse = |field: String, value: &str, reason: String| PackageError::UnsafePath {
+        manifest: manifest_path.clone(),
+        field,
+        value: value.to_owned(),
+        reason,
+    };
+    let check = |field: String, value: &str| -> Result<(), PackageError> {
+        check_relative(value).map_err(|reason| refuse(field.clone(), value, reason.to_owned()))?;
+        check_no_link(dir, value).map_err(|reason| refuse(field, value, reason))
+    };
+    for (i, op) in manifest.ops.iter().enumerate() {
+        let field = format!("ops[{i}].stem (op `{}`)", op.op);
+        check(field.clone(), &op.stem)?;
+        if op.stem.contains(['/', '\\']) {
+            return Err(refuse(
+                field,
+                &op.stem,
+                "is not one file name (it holds a path separator)".to_owned(),
+            ));
+        }
+        // A redeploy reads the op's files by the manifest's stem and writes them by the op's
+        // name: the two must agree.
+        let own = stem_name(&op.op);
+        if op.stem != own {
+            return Err(refuse(
+                field,
+                &op.stem,
+                format!("is not the stem of the op's name (`{own}`)"),
+            ));
+        }
+        // The files a redeploy reads by the stem.
+        for path in [kernel_file(&op.stem), format!("op_kernel/{}.cpp", op.stem)] {
+            check_no_link(dir, &path).map_err(|reason| refuse(field.clone(), &op.stem, reason))?;
+        }
+        for path in op.files.keys() {
+            check(format!("ops[{i}].files (op `{}`)", op.op), path)?;
+        }
+    }
+    for path in manifest.shared_files.keys() {
+        check("shared_files".to_owned(), path)?;
+    }
+    Ok(())
+}
+
+/// Why `value` is not a relative path of plain names, if it is not.
+fn check_relative(value: &str) -> Result<(), &'static str> {
+    if value.is_empty() {
+        return Err("is empty");
+    }
+    for component in Path::new(value).components() {
+        match component {
+            Component::Normal(_) => {}
+            Component::ParentDir => return Err("has a `..` component, which leaves the package"),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("is an absolute path, outside the package");
+            }
+            Component::CurDir => return Err("has a `.` component"),
+        }
+    }
+    Ok(())
+}
+
+/// Why `relative` (already checked by [`check_relative`]) goes through a symbolic link
+/// inside `dir`, if it does. A part that does not exist is no link: reading it fails later
+/// with the path.
+fn check_no_link(dir: &Path, relative: &str) -> Result<(), String> {
+    let mut path = dir.to_path_buf();
+    for component in Path::new(relative).components() {
+        path.push(component);
+        match fs::symlink_metadata(&path) {
+            Ok(metadata) if metadata.is_symlink() => {
+                let target = fs::read_link(&path)
+                    .map_or_else(|_| "?".to_owned(), |t| t.display().to_string());
+                return Err(format!(
+                    "goes through `{}`, a symbolic link (to `{target}`); a package holds no links",
+                    path.display()
+                ));
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// `relative` (a path the manifest names, checked by [`check_manifest_paths`]) in the package
+/// in `dir`, checked again for links just before it is read.
+///
+/// # Errors
+///
+/// [`PackageError::UnsafePath`] when a part of it is a symbolic link.
+pub(super) fn package_file(
+    dir: &Path,
+    field: &str,
+    relative: &str,
+) -> Result<PathBuf, PackageError> {
+    let refuse = |reason: String| PackageError::UnsafePath {
+        manifest: dir.join(MANIFEST_FILE),
+        field: field.to_owned(),
+        value: relative.to_owned(),
+        reason,
+    };
+    check_relative(relative).map_err(|reason| refuse(reason.to_owned()))?;
+    check_no_link(dir, relative).map_err(refuse)?;
+    Ok(dir.join(relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::manifest::{read_manifest, sample_manifest, write_sample};
+    use super::*;
+
+    #[test]
+    fn only_relative_paths_of_plain_names_are_inside_a_package() {
+        for (value, reason) in [
+            ("", "is empty"),
+            ("../../outside/evil", "has a `..` component"),
+            ("op_kernel/../../evil", "has a `..` component"),
+            ("/etc/passwd", "is an absolute path"),
+            ("./op_kernel/x.cpp", "has a `.` component"),
+        ] {
+            let err = check_relative(value).expect_err(value);
+            assert!(err.starts_with(reason), "{value}: {err}");
+        }
+        check_relative("op_kernel/demo_rms_norm.cpp").expect("inside");
+    }
+
+    /// A fresh directory for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pto-paths-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn a_manifest_naming_paths_outside_its_package_is_refused() {
+        let root = scratch("outside");
+        let dir = root.join("a/b/pkg");
+        let mut cases = Vec::new();
+        let mut m = sample_manifest();
+        m.ops[0].stem = "../../outside/evil".to_owned();
+        cases.push((
+            m,
+            "ops[0].stem (op `demo.rms_norm`) `../../outside/evil` has a `..`",
+        ));
+        let mut m = sample_manifest();
+        m.ops[0].stem = "/tmp/evil".to_owned();
+        cases.push((
+            m,
+            "ops[0].stem (op `demo.rms_norm`) `/tmp/evil` is an absolute path",
+        ));
+        let mut m = sample_manifest();
+        m.ops[0].stem = "op_kernel/x".to_owned();
+        cases.push((m, "`op_kernel/x` is not one file name"));
+        let mut m = sample_manifest();
+        m.ops[0].stem = "demo_other".to_owned();
+        cases.push((
+            m,
+            "`demo_other` is not the stem of the op's name (`demo_rms_norm`)",
+        ));
+        let mut m = sample_manifest();
+        m.ops[0].stem = String::new();
+        cases.push((m, "ops[0].stem (op `demo.rms_norm`) `` is empty"));
+        let mut m = sample_manifest();
+        m.ops[0].files.insert("op_host/../../../x".to_owned(), 1);
+        cases.push((
+            m,
+            "ops[0].files (op `demo.rms_norm`) `op_host/../../../x` has a `..`",
+        ));
+        let mut m = sample_manifest();
+        m.shared_files.insert("/etc/passwd".to_owned(), 1);
+        cases.push((m, "shared_files `/etc/passwd` is an absolute path"));
+        for (manifest, expected) in cases {
+            write_sample(&dir, &manifest);
+            let err = read_manifest(&dir).expect_err(expected).to_string();
+            assert!(err.contains(expected), "{err}");
+            // A redeploy reads the manifest first: it stops there, before reading any file.
+            let err = super::super::redeploy(&dir, &Default::default()).expect_err(expected);
+            assert!(err.to_string().contains(expected), "{err}");
+        }
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+
+    #[test]
+    fn a_package_file_that_is_a_link_out_of_the_package_is_refused() {
+        let root = scratch("link");
+        let dir = root.join("pkg");
+        let secret = root.join("secret.txt");
+        fs::create_dir_all(dir.join("op_kernel")).expect("created");
+        fs::write(&secret, "not the package's").expect("written");
+        write_sample(&dir, &sample_manifest());
+        read_manifest(&dir).expect("no link yet");
+        let link = dir.join("op_kernel/demo_rms_norm.pto");
+        std::os::unix::fs::symlink(&secret, &link).expect("linked");
+        let err = read_manifest(&dir).expect_err("a link").to_string();
+        assert!(
+            err.contains(&format!(
+                "goes through `{}`, a symbolic link (to `{}`)",
+                link.display(),
+                secret.display()
+            )),
+            "{err}"
+        );
+        // A linked directory is refused as well, for every file under it.
+        fs::remove_file(&link).expect("removed");
+        fs::remove_dir_all(dir.join("op_kernel")).expect("removed");
+        std::os::unix::fs::symlink(&root, dir.join("op_kernel")).expect("linked");
+        let err = read_manifest(&dir)
+            .expect_err("a linked directory")
+            .to_string();
+        assert!(err.contains("a symbolic link"), "{err}");
+        // And a manifest that is itself a link.
+        let other = root.join("other");
+        fs::create_dir_all(&other).expect("created");
+        std::os::unix::fs::symlink(dir.join(MANIFEST_FILE), other.join(MANIFEST_FILE))
+            .expect("linked");
+        let err = read_manifest(&other)
+            .expect_err("a linked manifest")
+            .to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        assert_eq!(
+            fs::read_to_string(&secret).expect("untouched"),
+            "not the package's"
+        );
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+}
