@@ -362,14 +362,14 @@ fn a_huge_grid_is_over_the_work_budget() {
     for grid in ["18446744073709551615", "4294967296"] {
         let message = refused(&copy_in_loops(grid, &[]));
         let work = if grid == "4294967296" {
-            "8589934592".to_owned()
+            "12884901888".to_owned()
         } else {
             format!("more than {}", u64::MAX)
         };
         assert_eq!(
             message,
             format!(
-                "line 1: op `t`: the kernel does too much work: grid {grid} x 2 \
+                "line 1: op `t`: the kernel does too much work: grid {grid} x 3 \
                  instruction(s) per block program is {work} instruction executions, over the \
                  kernel work budget of {budget} (PTO_WORK_BUDGET=N raises it on the `pto` \
                  command line, pto_kernel::validate::set_work_budget in a program)"
@@ -396,10 +396,10 @@ fn a_huge_loop_is_named_in_the_work_error() {
     // Many loops none of which is over the budget alone: the grid is named.
     let program = parse(&copy_in_loops("4", &[1000])).expect("a small kernel");
     let again = program.into_program();
-    // 4 x 1000 x (1 + 2) = 12,000 executions.
+    // 4 x (1 + 1000 x (1 + 2)) = 12,004 executions.
     assert_eq!(
-        again.clone().validate_within(12_000).map(|p| p.work()),
-        Ok(12_000)
+        again.clone().validate_within(12_004).map(|p| p.work()),
+        Ok(12_004)
     );
     let error = again.validate_within(11_999).unwrap_err();
     assert_eq!(error.path, vec![0], "{error}");
@@ -414,9 +414,28 @@ fn a_huge_loop_is_named_in_the_work_error() {
 #[test]
 fn work_is_counted_per_iteration_and_over_the_grid() {
     let program = parse(&copy_in_loops("3", &[2, 5])).expect("a small kernel");
-    // grid 3 x (2 x (1 + 5 x (1 + 2))) = 3 x 32.
-    assert_eq!(program.work(), 96);
-    // A loop that never runs costs nothing, whatever it holds.
+    // grid 3 x (1 + 2 x (1 + 5 x (1 + 2))) = 3 x 33.
+    assert_eq!(program.work(), 99);
+    // A loop that never runs costs nothing, whatever it holds: one block program, 1.
     let never = parse(&copy_in_loops("1", &[0, u64::MAX])).expect("a loop of 0 iterations");
-    assert_eq!(never.work(), 0);
+    assert_eq!(never.work(), 1);
+}
+
+/// Found by the mutation fuzzer (`fuzz_mutation.rs`, case seed 0xd3a168b8fe5ad8d8 of
+/// stream 77): a kernel text cut after its globals, `grid 2147483648` over no instruction,
+/// had work 0 and ran 2^31 empty block programs on the simulator (minutes). A block
+/// program now counts 1.
+#[test]
+fn a_huge_grid_of_empty_programs_is_over_the_work_budget() {
+    let text = "kernel t grid 2147483648\nglobal @0 x: f32[64, 128] input\n";
+    let message = refused(text);
+    assert!(
+        message.contains(
+            "grid 2147483648 x 1 instruction(s) per block program is 2147483648 instruction \
+             executions, over the kernel work budget"
+        ),
+        "{message}"
+    );
+    let small = parse("kernel t grid 4\nglobal @0 x: f32[64, 128] input\n").expect("valid");
+    assert_eq!(small.work(), 4);
 }

@@ -424,7 +424,9 @@ impl From<Rule> for Failure {
 /// [`Rule::WorkOverBudget`], at the loop whose own work is over the budget (the innermost
 /// one), else for the program as a whole, naming the grid.
 fn check_work(program: &Program, budget: u64) -> Result<u64, ValidationError> {
-    let per_program = block_work(&program.body);
+    // A block program costs 1 besides its instructions (the simulator starts each one), so a
+    // huge grid of empty programs is over the budget too.
+    let per_program = Work(block_work(&program.body).0.and_then(|w| w.checked_add(1)));
     let grid = Work(u64::try_from(program.grid).ok());
     let total = grid.times(per_program);
     if let Some(work) = total.0.filter(|work| *work <= budget) {

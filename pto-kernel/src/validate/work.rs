@@ -8,7 +8,9 @@
 //! - an instruction counts 1 each time it runs;
 //! - a loop counts 1 per iteration (its overhead), besides its body, so
 //!   `loop i in 0..N { b }` counts `N x (1 + work(b))`, and a loop of 0 iterations 0;
-//! - the program counts `grid x work(body)`.
+//! - the program counts `grid x (1 + work(body))`: a block program counts 1 (its start)
+//!   besides its instructions, so `grid 2147483648` over an empty body is over the budget
+//!   too (the mutation fuzzer found the simulator spinning through one).
 //!
 //! The budget is process-wide: [`DEFAULT_WORK_BUDGET`] unless a program sets another with
 //! [`set_work_budget`] (the `pto` command line does from `PTO_WORK_BUDGET`).
@@ -22,7 +24,7 @@
 //!             %0: f32[4]@ub = full 1.0\n\
 //!             store @0[0], %0\n";
 //! let err = parse(text).unwrap_err().to_string();
-//! assert!(err.contains("grid 18446744073709551615 x 2 instruction(s) per block program"), "{err}");
+//! assert!(err.contains("grid 18446744073709551615 x 3 instruction(s) per block program"), "{err}");
 //! assert!(err.contains("over the kernel work budget of 268435456"), "{err}");
 //! ```
 
@@ -94,7 +96,7 @@ pub enum WorkCulprit {
     Grid {
         /// The program's grid.
         grid: usize,
-        /// The work of one block program.
+        /// The work of one block program (its instructions, and 1 for the program).
         per_program: Work,
     },
     /// A loop: its iterations times their work, times how often the loop runs.
