@@ -668,7 +668,7 @@ fn supervise(kind: Kind, test: &str, seed: u64, cases: u64, hang: Duration) -> F
                         (Some("@done"), _, _) => done = true,
                         _ => {
                             tail.push(line);
-                            if tail.len() > 8 {
+                            if tail.len() > 40 {
                                 tail.remove(0);
                             }
                         }
@@ -745,8 +745,13 @@ fn fuzz_and_check(kind: Kind, test: &str) {
     assert!(
         found.is_empty(),
         "{}: replay one with PTO_FUZZ_SEED={seed} PTO_FUZZ_REPLAY=<case seed> cargo test -p \
-         pto-tests --test fuzz_mutation {test} -- --nocapture:\n{}",
+         pto-tests{} --test fuzz_mutation {test} -- --nocapture:\n{}",
         kind.name(),
+        if cfg!(feature = "device") {
+            " --features device"
+        } else {
+            ""
+        },
         found.join("\n")
     );
     let counted = findings.outcomes.values().sum::<u64>();

@@ -91,8 +91,14 @@ pub struct PackagedOp {
 impl PackagedOp {
     /// Generated lines of this op's own files.
     pub fn lines(&self) -> usize {
-        self.files.values().sum()
+        total_lines(self.files.values().copied())
     }
+}
+
+/// The sum of line counts, saturating: the counts come from a manifest, which a hand edit
+/// may fill with anything (the mutation fuzzer's `usize::MAX`).
+fn total_lines(counts: impl Iterator<Item = usize>) -> usize {
+    counts.fold(0, usize::saturating_add)
 }
 
 /// The manifest `pto_package.json`: what was packaged, from what, for which SoC.
@@ -149,9 +155,13 @@ impl fmt::Display for Manifest {
         write!(
             f,
             "shared files: {} lines; total {} lines",
-            self.shared_files.values().sum::<usize>(),
-            self.ops.iter().map(PackagedOp::lines).sum::<usize>()
-                + self.shared_files.values().sum::<usize>()
+            total_lines(self.shared_files.values().copied()),
+            total_lines(
+                self.ops
+                    .iter()
+                    .map(PackagedOp::lines)
+                    .chain(self.shared_files.values().copied())
+            )
         )
     }
 }
@@ -319,6 +329,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pto-manifest-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    /// Found by the mutation fuzzer (`fuzz_mutation.rs`, stream 24301, case seeds
+    /// 0x3dcaa81fbf077a86 and 0xe0d8c92e9e279380): line counts edited to `usize::MAX`
+    /// overflowed the sum `pto package --check` prints (a panic in a debug build).
+    #[test]
+    fn line_counts_a_hand_edit_made_huge_saturate_in_the_summary() {
+        let mut manifest = sample_manifest();
+        manifest.ops[0]
+            .files
+            .insert("op_host/demo_rms_norm.cpp".to_owned(), usize::MAX);
+        assert_eq!(manifest.ops[0].lines(), usize::MAX);
+        let summary = manifest.to_string();
+        assert!(
+            summary.ends_with(&format!(
+                "shared files: 1 lines; total {} lines",
+                usize::MAX
+            )),
+            "{summary}"
+        );
     }
 
     #[test]
