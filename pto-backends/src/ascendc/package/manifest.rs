@@ -6,11 +6,12 @@ use std::fmt;
 use std::fs;
 use std::path::Path;
 
+use pto_op::fs::FileKind;
 use pto_op::{Attributes, Fingerprint, TensorType};
 use serde::{Deserialize, Serialize};
 
 use super::error::PackageError;
-use super::paths::check_manifest_paths;
+use super::paths::{check_manifest_paths, read_package_text};
 
 /// The manifest's file name in a package directory.
 pub const MANIFEST_FILE: &str = "pto_package.json";
@@ -215,11 +216,11 @@ pub(super) fn parse_manifest(dir: &Path) -> Result<Manifest, PackageError> {
             reason: "is a symbolic link; a package holds no links".to_owned(),
         });
     }
-    let text = fs::read_to_string(&path).map_err(|source| PackageError::Io {
-        action: "reading the package manifest",
-        path: path.clone(),
-        source,
-    })?;
+    let text = read_package_text(
+        &path,
+        FileKind::PackageManifest,
+        "reading the package manifest",
+    )?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| PackageError::Manifest {
         path: path.clone(),
         message: e.to_string(),
@@ -349,6 +350,33 @@ mod tests {
         assert!(matches!(err, PackageError::DeployedKernels { .. }), "{err}");
         let err = super::super::redeploy::package_kernels(&dir).expect_err("nothing to run");
         assert!(matches!(err, PackageError::DeployedKernels { .. }), "{err}");
+        fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_the_manifest_is_refused_by_name_not_blocked_on() {
+        let dir = scratch("fifo");
+        fs::create_dir_all(&dir).expect("created");
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.join(MANIFEST_FILE))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo");
+        // A regression would block on opening the FIFO: the watchdog fails it instead.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let reader_dir = dir.clone();
+        std::thread::spawn(move || {
+            let _ = sender.send(read_manifest(&reader_dir).map(|_| ()));
+        });
+        let result = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("read_manifest blocked on the FIFO for 10 s");
+        let err = result.expect_err("a FIFO is no manifest").to_string();
+        assert!(
+            err.contains("reading the package manifest") && err.contains("a FIFO (named pipe)"),
+            "{err}"
+        );
         fs::remove_dir_all(&dir).expect("cleaned up");
     }
 }

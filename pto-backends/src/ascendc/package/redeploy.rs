@@ -28,6 +28,7 @@ use core::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use pto_op::fs::FileKind;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::text::ParseError;
 use pto_op::model::kernels::text_digest;
@@ -40,7 +41,7 @@ use super::custom_ops::OpUse;
 use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
 use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
-use super::paths::package_file;
+use super::paths::{package_file, read_package_text};
 use super::write::{check_writable, replace_dir, staging_dir, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
@@ -510,11 +511,7 @@ fn find_edit(
     let cpp_path = format!("op_kernel/{}.cpp", packaged.stem);
     let read = |path: &str| {
         let file = package_file(dir, &stem_field(packaged), path)?;
-        fs::read_to_string(&file).map_err(|source| PackageError::Io {
-            action: "reading",
-            path: file,
-            source,
-        })
+        read_package_text(&file, FileKind::KernelSource, "reading the kernel source")
     };
     let text = read(&text_path)?;
     let cpp = read(&cpp_path)?;
@@ -737,13 +734,13 @@ fn redeploy_op(
         .into_iter()
         .filter(|f| f.path != text_path)
         .collect();
-    let text_lines = fs::read_to_string(package_file(dir, &stem_field(packaged), &text_path)?)
-        .map(|t| t.lines().count())
-        .map_err(|source| PackageError::Io {
-            action: "reading",
-            path: text_file.clone(),
-            source,
-        })?;
+    let text_lines = read_package_text(
+        &package_file(dir, &stem_field(packaged), &text_path)?,
+        FileKind::KernelSource,
+        "reading the kernel source",
+    )?
+    .lines()
+    .count();
     new_op.files.insert(text_path.clone(), text_lines);
     let mut notes = Vec::new();
     match (&cpp, packaged.kernel_origin) {
