@@ -36,11 +36,13 @@ use pto_op::model::{ShippedKernel, ShippedKernelError};
 use pto_op::parity::{ParityCase, check_parity};
 use pto_op::{DeviceProfile, Model, OpDef, OpError};
 
-use super::check::check_package;
+use super::check::{CheckedEdit, check_package_kernels};
 use super::custom_ops::OpUse;
 use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
-use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
+use super::manifest::{
+    DeployedKernel, Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest,
+};
 use super::paths::{package_file, read_package_text};
 use super::write::{check_writable, replace_dir, staging_dir, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
@@ -329,14 +331,29 @@ pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
 
 /// `model` with the kernels deployed in the package in `dir` in place of its own shipped
 /// kernels of the same instances, after checking the package against the model
-/// ([`super::check_package`]): compiled, it runs the package's kernels, and its compile report
-/// says `kernel: shipped` or `kernel: shipped, edited`.
+/// ([`super::check_package`], which runs every edited deployed kernel against the op's
+/// reference first): compiled, it runs the package's kernels, and its compile report says
+/// `kernel: shipped` or `kernel: shipped, edited`.
 ///
 /// # Errors
 ///
-/// The errors of [`super::check_package`].
+/// The errors of [`super::check_package`]: an edited kernel that fails parity is refused
+/// ([`PackageError::EditedKernel`]) before anything runs it.
 pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
-    check_package(model, dir)?;
+    load_package_kernels(model, dir).map(|(model, _)| model)
+}
+
+/// [`with_package_kernels`], with the edited kernels that passed parity on load (what
+/// `--kernels` says of them: `kernel edited, parity passed`).
+///
+/// # Errors
+///
+/// As [`with_package_kernels`].
+pub fn load_package_kernels(
+    model: &Model,
+    dir: &Path,
+) -> Result<(Model, Vec<CheckedEdit>), PackageError> {
+    let (_, edits) = check_package_kernels(model, dir)?;
     let packaged = package_kernels(dir)?;
     let mut model = model.clone();
     model.kernels.retain(|k| {
@@ -345,7 +362,45 @@ pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageE
             .any(|p| p.is_for(&k.op, &k.inputs, &k.params))
     });
     model.kernels.extend(packaged);
-    Ok(model)
+    Ok((model, edits))
+}
+
+/// Checks the deployed `kernel` of `instance` of `def` in a package for `profile` before it
+/// runs: `None` when it is the kernel the op traces for the profile (unedited, whatever its
+/// recorded digest says), the parity cases it passed when it is not, or why it may not run
+/// (it is not a kernel of the instance, does not run on the simulator, or the parity report
+/// with its max error against the tolerance).
+pub(super) fn check_deployed_kernel(
+    def: &'static OpDef,
+    packaged: &PackagedOp,
+    instance: &Instance,
+    kernel: &DeployedKernel,
+    profile: &DeviceProfile,
+) -> Result<Option<usize>, String> {
+    let traced = def
+        .trace_kernel_for(&instance.inputs, &instance.attrs, profile)
+        .map(|program| program.to_string());
+    if traced.is_ok_and(|text| text == kernel.text) {
+        return Ok(None);
+    }
+    let shipped = ShippedKernel {
+        op: packaged.op.clone(),
+        fingerprint: packaged.fingerprint,
+        inputs: instance.inputs.clone(),
+        params: instance.attrs.clone(),
+        text: kernel.text.clone(),
+        traced_digest: kernel.traced_digest.clone(),
+    };
+    let program = shipped.program(def).map_err(|e| e.to_string())?;
+    let sim = Sim::new(profile.clone());
+    sim.use_program(def, &instance.inputs, &instance.attrs, program)
+        .map_err(|e| format!("it does not run on the simulator: {e}"))?;
+    let cases = instance_cases(def, instance, RedeployOptions::default().random_cases);
+    match run_parity(def, &cases, &sim) {
+        Ok(passed) => Ok(Some(passed.len())),
+        Err(RedeployError::Parity { report }) => Err(report.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The kernels of a kernel file, one per `kernel` line (comments and blank lines before the
