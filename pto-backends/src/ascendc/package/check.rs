@@ -4,14 +4,13 @@ use core::fmt;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use pto_op::{DeviceProfile, Model};
+use pto_op::Model;
 
 use super::custom_ops::custom_ops;
 use super::error::PackageError;
 use super::generate::instance_text;
-use super::manifest::{MANIFEST_FILE, Manifest, attrs_text, read_manifest};
+use super::manifest::{Manifest, attrs_text, read_manifest};
 use super::redeploy::check_deployed_kernel;
-use crate::ascendc::Soc;
 
 /// A deployed kernel of a package that is not the kernel its op traces (edited by hand, or
 /// by a redeploy) and passed the checks on load: it validates as a kernel of its instance and
@@ -97,7 +96,13 @@ pub fn check_package_kernels(
             });
         }
     }
-    let uses = custom_ops(model)?;
+    let uses = custom_ops(model).unwrap_or_else(|e| {
+        problems.push(e);
+        Vec::new()
+    });
+    // The kernels are checked on the package's device; without one, they cannot be.
+    let profile = manifest.profile(dir).map_err(|e| problems.push(e)).ok();
+    let mut edits = Vec::new();
     for u in &uses {
         let Some(packaged) = manifest
             .op(u.def.name)
@@ -125,20 +130,13 @@ pub fn check_package_kernels(
                 });
             }
         }
-    }
-    let profile = package_profile(dir, &manifest)?;
-    let mut edits = Vec::new();
-    for u in &uses {
-        let Some(packaged) = manifest
-            .op(u.def.name)
-            .filter(|_| !unusable.contains(u.def.name))
-        else {
+        let Some((_, profile)) = &profile else {
             continue;
         };
         for (i, (instance, kernel)) in packaged.instances.iter().zip(&packaged.kernels).enumerate()
         {
             let name = || format!("{i} ({})", instance_text(u.def, instance));
-            match check_deployed_kernel(u.def, packaged, instance, kernel, &profile) {
+            match check_deployed_kernel(u.def, packaged, instance, kernel, profile) {
                 Ok(None) => {}
                 Ok(Some(cases)) => edits.push(CheckedEdit {
                     op: packaged.op.clone(),
@@ -162,16 +160,4 @@ pub fn check_package_kernels(
             problems,
         }),
     }
-}
-
-/// The device profile of the package's SoC: what its kernels were traced and sized for.
-fn package_profile(dir: &Path, manifest: &Manifest) -> Result<DeviceProfile, PackageError> {
-    let manifest_error = |message: String| PackageError::Manifest {
-        path: dir.join(MANIFEST_FILE),
-        message,
-    };
-    let soc = Soc::from_profile_name(&manifest.soc)
-        .ok_or_else(|| manifest_error(format!("unknown SoC `{}`", manifest.soc)))?;
-    DeviceProfile::builtin(soc.profile_name())
-        .map_err(|e| manifest_error(format!("no device profile for SoC `{}`: {e}", manifest.soc)))
 }

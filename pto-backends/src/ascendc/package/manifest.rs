@@ -7,11 +7,12 @@ use std::fs;
 use std::path::Path;
 
 use pto_op::fs::FileKind;
-use pto_op::{Attributes, Fingerprint, TensorType};
+use pto_op::{Attributes, DeviceProfile, Fingerprint, TensorType};
 use serde::{Deserialize, Serialize};
 
 use super::error::PackageError;
 use super::paths::{check_manifest_paths, read_package_text};
+use crate::ascendc::Soc;
 
 /// The manifest's file name in a package directory.
 pub const MANIFEST_FILE: &str = "pto_package.json";
@@ -121,6 +122,25 @@ impl Manifest {
     /// The packaged op named `op`.
     pub fn op(&self, op: &str) -> Option<&PackagedOp> {
         self.ops.iter().find(|p| p.op == op)
+    }
+
+    /// The package's SoC and its built-in device profile (what its kernels were traced and
+    /// sized for), the manifest being the one in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`PackageError::Manifest`] for an unknown SoC.
+    pub fn profile(&self, dir: &Path) -> Result<(Soc, DeviceProfile), PackageError> {
+        let manifest_error = |message: String| PackageError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            message,
+        };
+        let soc = Soc::from_profile_name(&self.soc)
+            .ok_or_else(|| manifest_error(format!("unknown SoC `{}`", self.soc)))?;
+        let profile = DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
+            manifest_error(format!("no device profile for SoC `{}`: {e}", self.soc))
+        })?;
+        Ok((soc, profile))
     }
 }
 
@@ -375,6 +395,23 @@ mod tests {
         let err = result.expect_err("a FIFO is no manifest").to_string();
         assert!(
             err.contains("reading the package manifest") && err.contains("a FIFO (named pipe)"),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[test]
+    fn a_huge_sparse_manifest_is_refused_unread() {
+        let dir = scratch("sparse");
+        fs::create_dir_all(&dir).expect("created");
+        let cap = pto_op::fs::FileKind::PackageManifest.max_bytes();
+        fs::File::create(dir.join(MANIFEST_FILE))
+            .and_then(|file| file.set_len(cap + 1))
+            .expect("a sparse file");
+        let err = read_manifest(&dir).expect_err("over the cap").to_string();
+        assert!(
+            err.contains("reading the package manifest")
+                && err.contains("over the 67108864 bytes (64.0 MiB) cap of a package manifest"),
             "{err}"
         );
         fs::remove_dir_all(&dir).expect("cleaned up");

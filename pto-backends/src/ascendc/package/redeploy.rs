@@ -499,15 +499,7 @@ enum Edit {
 /// does not parse); the package is then as it was.
 pub fn redeploy(dir: &Path, options: &RedeployOptions) -> Result<RedeployReport, RedeployError> {
     let mut manifest = read_manifest(dir)?;
-    let soc = Soc::from_profile_name(&manifest.soc).ok_or_else(|| PackageError::Manifest {
-        path: dir.join(MANIFEST_FILE),
-        message: format!("unknown SoC `{}`", manifest.soc),
-    })?;
-    let profile =
-        DeviceProfile::builtin(soc.profile_name()).map_err(|e| PackageError::Manifest {
-            path: dir.join(MANIFEST_FILE),
-            message: format!("no device profile for SoC `{}`: {e}", manifest.soc),
-        })?;
+    let (soc, profile) = manifest.profile(dir)?;
     if let Some(op) = &options.op
         && manifest.op(op).is_none()
     {
