@@ -91,9 +91,10 @@ pub struct PackagedOp {
 }
 
 impl PackagedOp {
-    /// Generated lines of this op's own files.
+    /// Generated lines of this op's own files (saturating: the counts are the manifest's,
+    /// which anyone may have written).
     pub fn lines(&self) -> usize {
-        self.files.values().sum()
+        saturating_sum(self.files.values().copied())
     }
 }
 
@@ -167,14 +168,18 @@ impl fmt::Display for Manifest {
                 op.fingerprint
             )?;
         }
+        let shared = saturating_sum(self.shared_files.values().copied());
         write!(
             f,
-            "shared files: {} lines; total {} lines",
-            self.shared_files.values().sum::<usize>(),
-            self.ops.iter().map(PackagedOp::lines).sum::<usize>()
-                + self.shared_files.values().sum::<usize>()
+            "shared files: {shared} lines; total {} lines",
+            saturating_sum(self.ops.iter().map(PackagedOp::lines)).saturating_add(shared)
         )
     }
+}
+
+/// The sum of line counts read from a manifest, `usize::MAX` rather than an overflow.
+fn saturating_sum(counts: impl Iterator<Item = usize>) -> usize {
+    counts.fold(0, usize::saturating_add)
 }
 
 /// What `op_kernel/<stem>.cpp` of a packaged op is.
@@ -415,5 +420,25 @@ mod tests {
             "{err}"
         );
         fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[test]
+    fn line_counts_that_overflow_are_shown_saturated_not_panicked_on() {
+        let mut manifest = sample_manifest();
+        manifest.ops[0]
+            .files
+            .insert("op_kernel/more.cpp".to_owned(), usize::MAX);
+        manifest
+            .shared_files
+            .insert("more.sh".to_owned(), usize::MAX);
+        assert_eq!(manifest.ops[0].lines(), usize::MAX);
+        let shown = manifest.to_string();
+        assert!(
+            shown.ends_with(&format!(
+                "shared files: {0} lines; total {0} lines",
+                usize::MAX
+            )),
+            "{shown}"
+        );
     }
 }
