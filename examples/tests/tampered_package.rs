@@ -287,8 +287,9 @@ fn pto_traced(root: &Path, args: &[&str]) -> (Output, usize) {
             .join("\n")
     );
     eprintln!(
-        "`pto {}`: {} path-writing syscalls traced, none outside {allowed:?}",
+        "`pto {}`: {} syscalls traced, {} of them writing a path, none outside {allowed:?}",
         args.join(" "),
+        trace.lines().count(),
         writes.len()
     );
     (output, writes.len())
@@ -529,9 +530,9 @@ fn assert_redeploy_refused(root: &Path, parts: &[&str]) {
     );
 }
 
-/// `pto ARGS` in `root` fails with a message holding every one of `parts`.
+/// `pto ARGS` in `root` (traced) fails with a message holding every one of `parts`.
 fn assert_refused(root: &Path, args: &[&str], parts: &[&str]) {
-    let out = pto(root, args);
+    let (out, _) = pto_traced(root, args);
     let message = text(&out);
     assert!(
         !out.status.success(),
