@@ -359,6 +359,40 @@ const CHILD_DIR: &str = "PTO_REDEPLOY_CHILD_DIR";
 
 /// Not a test of its own: the child process of the kill test. It alternates the package's
 /// `demo.rms_norm` kernel between blocks of 32 and 64 rows, redeploying each, until killed.
+/// Replaces `path` by a FIFO (by `mkfifo`).
+fn fifo_in_place_of(path: &Path) {
+    std::fs::remove_file(path).expect("removed");
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_in_place_of_the_kernel_text_is_refused_by_name_not_blocked_on() {
+    let dir = scratch("fifo-text").join("pkg");
+    write_package(&rms_norm_model(), Soc::Kirin9030, &dir).expect("packaged");
+    let text_file = dir.join("op_kernel/demo_rms_norm.pto");
+    fifo_in_place_of(&text_file);
+    // A regression would block on opening the FIFO: the watchdog fails it instead.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let package = dir.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(redeploy(&package, &RedeployOptions::default()).map(|_| ()));
+    });
+    let result = receiver
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the redeploy blocked on the FIFO for 30 s");
+    let err = result.expect_err("a FIFO is no kernel text").to_string();
+    assert!(
+        err.contains("reading the kernel source")
+            && err.contains(&text_file.display().to_string())
+            && err.contains("a FIFO (named pipe)"),
+        "{err}"
+    );
+}
+
 #[test]
 #[ignore = "the kill test's child process"]
 fn redeploy_child() {

@@ -31,7 +31,12 @@ fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<Compile
             if device.is_none() && std::env::var_os(edge::DEVICE_ENV).is_none() {
                 device = Some(pto_backends::ascendc::package::read_manifest(dir)?.soc);
             }
-            pto_backends::ascendc::package::with_package_kernels(&model, dir)?
+            let (model, edits) = pto_backends::ascendc::package::load_package_kernels(&model, dir)?;
+            // A kernel edited in the package runs only once it passed parity: say which.
+            for edit in edits {
+                eprintln!("note: `{}`: {edit}", dir.display());
+            }
+            model
         }
         None => model,
     };

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use pto_backends::ascendc::Soc;
 use pto_backends::ascendc::package::{
-    PackageError, RedeployOptions, build_package, check_package, redeploy, write_package,
+    PackageError, RedeployOptions, build_package, check_package_kernels, redeploy, write_package,
 };
 
 use crate::error::CliError;
@@ -32,7 +32,7 @@ pub(crate) fn package(
         .transpose()?;
     let model = load_model(model, load)?;
     if let Some(dir) = check {
-        let manifest = check_package(&model, dir)?;
+        let (manifest, edits) = check_package_kernels(&model, dir)?;
         if let Some(soc) = soc
             && manifest.soc != soc.profile_name()
         {
@@ -47,9 +47,13 @@ pub(crate) fn package(
             Ok(serde_json::to_string_pretty(&manifest)?)
         } else {
             Ok(format!(
-                "the package in `{}` matches model `{}`\n{manifest}",
+                "the package in `{}` matches model `{}`\n{manifest}{}",
                 dir.display(),
-                model.name
+                model.name,
+                edits
+                    .iter()
+                    .map(|edit| format!("\n{edit}"))
+                    .collect::<String>()
             ))
         };
     }

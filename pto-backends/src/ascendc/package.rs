@@ -60,7 +60,7 @@ mod toolkit;
 mod write;
 
 pub use build::{build_package, toolkit};
-pub use check::check_package;
+pub use check::{CheckedEdit, check_package, check_package_kernels};
 pub use error::PackageError;
 pub use generate::{cpp_literal, inference_sources, kernel_file, op_type_name, stem_name};
 pub use manifest::{
@@ -68,7 +68,8 @@ pub use manifest::{
     Manifest, PackagedOp, read_manifest,
 };
 pub use redeploy::{
-    RedeployError, RedeployOptions, RedeployReport, package_kernels, redeploy, with_package_kernels,
+    RedeployError, RedeployOptions, RedeployReport, load_package_kernels, package_kernels,
+    redeploy, with_package_kernels,
 };
 pub use toolkit::TOOLKIT_ENV;
 pub use write::write_package;

@@ -1,35 +1,94 @@
 //! Checking a package against a model before running the model with it.
 
+use core::fmt;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use pto_op::Model;
 
 use super::custom_ops::custom_ops;
 use super::error::PackageError;
+use super::generate::instance_text;
 use super::manifest::{Manifest, attrs_text, read_manifest};
+use super::redeploy::check_deployed_kernel;
+
+/// A deployed kernel of a package that is not the kernel its op traces (edited by hand, or
+/// by a redeploy) and passed the checks on load: it validates as a kernel of its instance and
+/// agrees with the op's reference on the simulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedEdit {
+    /// The op.
+    pub op: String,
+    /// The instance's number in the package and its description.
+    pub instance: String,
+    /// The parity cases it passed.
+    pub cases: usize,
+}
+
+/// `op `demo.rms_norm`, instance 0 (x=f32[64, 64], ...): kernel edited, parity passed (3
+/// cases on sim)`.
+impl fmt::Display for CheckedEdit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "op `{}`, instance {}: kernel edited, parity passed ({} case(s) on sim against \
+             the op's reference)",
+            self.op, self.instance, self.cases
+        )
+    }
+}
 
 /// Loads the package in `dir` for running `model`: refuses it (an error naming the op) when
 /// an op of the model is missing from it, has another fingerprint in the model than in the
-/// package, or is called with input types or params the package has no instance of.
+/// package, or is called with input types or params the package has no instance of, or when a
+/// deployed kernel of an op the model uses is not the kernel the op traces and fails parity
+/// against the op's reference (see [`check_package_kernels`]).
+///
+/// # Errors
+///
+/// As [`check_package_kernels`].
+pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError> {
+    check_package_kernels(model, dir).map(|(manifest, _)| manifest)
+}
+
+/// [`check_package`], with the edited kernels that passed: every deployed kernel of an op the
+/// model uses whose text is not the one the linked op traces for the package's SoC is
+/// validated as a kernel of its instance and run on the simulator against the op's reference
+/// (the op's `#[parity]` cases of the instance and random inputs of its own types, as a
+/// redeploy does) before anything runs it.
+///
+/// Every difference is reported, not only the first: one is returned as itself, several as
+/// [`PackageError::Differences`], in the model's order.
 ///
 /// # Errors
 ///
 /// [`PackageError::MissingOp`], [`PackageError::FingerprintMismatch`],
-/// [`PackageError::MissingInstance`], or an error of [`read_manifest`].
-pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError> {
+/// [`PackageError::MissingInstance`], [`PackageError::EditedKernel`] (with the parity report:
+/// the max error against the tolerance), several of them as [`PackageError::Differences`],
+/// or an error of [`read_manifest`].
+pub fn check_package_kernels(
+    model: &Model,
+    dir: &Path,
+) -> Result<(Manifest, Vec<CheckedEdit>), PackageError> {
     let manifest = read_manifest(dir)?;
+    let mut problems = Vec::new();
+    // Ops whose packaged kernels are not the model's op's: nothing more to compare.
+    let mut unusable = BTreeSet::new();
     for node in &model.graph.nodes {
-        if node.op.starts_with("std.") {
+        if node.op.starts_with("std.") || unusable.contains(&node.op) {
             continue;
         }
-        let packaged = manifest
-            .op(&node.op)
-            .ok_or_else(|| PackageError::MissingOp {
+        let Some(packaged) = manifest.op(&node.op) else {
+            unusable.insert(node.op.clone());
+            problems.push(PackageError::MissingOp {
                 dir: dir.to_path_buf(),
                 op: node.op.clone(),
-            })?;
+            });
+            continue;
+        };
         if packaged.fingerprint != node.fingerprint {
-            return Err(PackageError::FingerprintMismatch {
+            unusable.insert(node.op.clone());
+            problems.push(PackageError::FingerprintMismatch {
                 dir: dir.to_path_buf(),
                 op: node.op.clone(),
                 model: node.fingerprint,
@@ -37,8 +96,18 @@ pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError
             });
         }
     }
-    for u in custom_ops(model)? {
-        let Some(packaged) = manifest.op(u.def.name) else {
+    let uses = custom_ops(model).unwrap_or_else(|e| {
+        problems.push(e);
+        Vec::new()
+    });
+    // The kernels are checked on the package's device; without one, they cannot be.
+    let profile = manifest.profile(dir).map_err(|e| problems.push(e)).ok();
+    let mut edits = Vec::new();
+    for u in &uses {
+        let Some(packaged) = manifest
+            .op(u.def.name)
+            .filter(|_| !unusable.contains(u.def.name))
+        else {
             continue;
         };
         for instance in &u.instances {
@@ -47,7 +116,7 @@ pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError
                 .iter()
                 .any(|p| p.inputs == instance.inputs && p.attrs == instance.attrs);
             if !found {
-                return Err(PackageError::MissingInstance {
+                problems.push(PackageError::MissingInstance {
                     dir: dir.to_path_buf(),
                     op: u.def.name.to_owned(),
                     inputs: instance.inputs_text(),
@@ -61,6 +130,34 @@ pub fn check_package(model: &Model, dir: &Path) -> Result<Manifest, PackageError
                 });
             }
         }
+        let Some((_, profile)) = &profile else {
+            continue;
+        };
+        for (i, (instance, kernel)) in packaged.instances.iter().zip(&packaged.kernels).enumerate()
+        {
+            let name = || format!("{i} ({})", instance_text(u.def, instance));
+            match check_deployed_kernel(u.def, packaged, instance, kernel, profile) {
+                Ok(None) => {}
+                Ok(Some(cases)) => edits.push(CheckedEdit {
+                    op: packaged.op.clone(),
+                    instance: name(),
+                    cases,
+                }),
+                Err(problem) => problems.push(PackageError::EditedKernel {
+                    dir: dir.to_path_buf(),
+                    op: packaged.op.clone(),
+                    instance: name(),
+                    problem,
+                }),
+            }
+        }
     }
-    Ok(manifest)
+    match problems.len() {
+        0 => Ok((manifest, edits)),
+        1 => Err(problems.remove(0)),
+        _ => Err(PackageError::Differences {
+            dir: dir.to_path_buf(),
+            problems,
+        }),
+    }
 }

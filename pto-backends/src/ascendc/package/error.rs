@@ -94,6 +94,39 @@ pub enum PackageError {
         #[source]
         source: std::io::Error,
     },
+    /// A deployed kernel of the package is not the kernel its op traces (edited by hand, or
+    /// by a redeploy) and does not pass what a redeploy checks: it validates as a kernel of
+    /// its instance and agrees with the op's reference on the simulator. Running it would
+    /// give other numbers than the op's.
+    #[error(
+        "the package in `{}`: op `{op}`, instance {instance}: the deployed kernel is not the \
+         one the op traces (it was edited), and it is refused: {problem}; redeploy an edit \
+         with `pto redeploy`, or re-run `pto package`",
+        dir.display()
+    )]
+    EditedKernel {
+        /// The package.
+        dir: PathBuf,
+        /// The op.
+        op: String,
+        /// The instance's number and description.
+        instance: String,
+        /// What failed: the parity report (max error vs tolerance), or why it does not run.
+        problem: String,
+    },
+    /// The package has more than one problem for the model: every one, one a line.
+    #[error(
+        "the package in `{}` is refused for the model, {} problems:\n{}",
+        dir.display(),
+        problems.len(),
+        problems.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n")
+    )]
+    Differences {
+        /// The package.
+        dir: PathBuf,
+        /// Each difference (none of them `Differences`), in the model's order.
+        problems: Vec<PackageError>,
+    },
     /// The output path holds something that is not a package: a file, or a directory with
     /// other files and no manifest. Writing the package would replace it, so nothing is
     /// written.

@@ -6,11 +6,13 @@ use std::fmt;
 use std::fs;
 use std::path::Path;
 
-use pto_op::{Attributes, Fingerprint, TensorType};
+use pto_op::fs::FileKind;
+use pto_op::{Attributes, DeviceProfile, Fingerprint, TensorType};
 use serde::{Deserialize, Serialize};
 
 use super::error::PackageError;
-use super::paths::check_manifest_paths;
+use super::paths::{check_manifest_paths, read_package_text};
+use crate::ascendc::Soc;
 
 /// The manifest's file name in a package directory.
 pub const MANIFEST_FILE: &str = "pto_package.json";
@@ -89,16 +91,11 @@ pub struct PackagedOp {
 }
 
 impl PackagedOp {
-    /// Generated lines of this op's own files.
+    /// Generated lines of this op's own files (saturating: the counts are the manifest's,
+    /// which anyone may have written).
     pub fn lines(&self) -> usize {
-        total_lines(self.files.values().copied())
+        saturating_sum(self.files.values().copied())
     }
-}
-
-/// The sum of line counts, saturating: the counts come from a manifest, which a hand edit
-/// may fill with anything (the mutation fuzzer's `usize::MAX`).
-fn total_lines(counts: impl Iterator<Item = usize>) -> usize {
-    counts.fold(0, usize::saturating_add)
 }
 
 /// The manifest `pto_package.json`: what was packaged, from what, for which SoC.
@@ -127,6 +124,25 @@ impl Manifest {
     pub fn op(&self, op: &str) -> Option<&PackagedOp> {
         self.ops.iter().find(|p| p.op == op)
     }
+
+    /// The package's SoC and its built-in device profile (what its kernels were traced and
+    /// sized for), the manifest being the one in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`PackageError::Manifest`] for an unknown SoC.
+    pub fn profile(&self, dir: &Path) -> Result<(Soc, DeviceProfile), PackageError> {
+        let manifest_error = |message: String| PackageError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            message,
+        };
+        let soc = Soc::from_profile_name(&self.soc)
+            .ok_or_else(|| manifest_error(format!("unknown SoC `{}`", self.soc)))?;
+        let profile = DeviceProfile::builtin(soc.profile_name()).map_err(|e| {
+            manifest_error(format!("no device profile for SoC `{}`: {e}", self.soc))
+        })?;
+        Ok((soc, profile))
+    }
 }
 
 impl fmt::Display for Manifest {
@@ -152,18 +168,18 @@ impl fmt::Display for Manifest {
                 op.fingerprint
             )?;
         }
+        let shared = saturating_sum(self.shared_files.values().copied());
         write!(
             f,
-            "shared files: {} lines; total {} lines",
-            total_lines(self.shared_files.values().copied()),
-            total_lines(
-                self.ops
-                    .iter()
-                    .map(PackagedOp::lines)
-                    .chain(self.shared_files.values().copied())
-            )
+            "shared files: {shared} lines; total {} lines",
+            saturating_sum(self.ops.iter().map(PackagedOp::lines)).saturating_add(shared)
         )
     }
+}
+
+/// The sum of line counts read from a manifest, `usize::MAX` rather than an overflow.
+fn saturating_sum(counts: impl Iterator<Item = usize>) -> usize {
+    counts.fold(0, usize::saturating_add)
 }
 
 /// What `op_kernel/<stem>.cpp` of a packaged op is.
@@ -225,11 +241,11 @@ pub(super) fn parse_manifest(dir: &Path) -> Result<Manifest, PackageError> {
             reason: "is a symbolic link; a package holds no links".to_owned(),
         });
     }
-    let text = fs::read_to_string(&path).map_err(|source| PackageError::Io {
-        action: "reading the package manifest",
-        path: path.clone(),
-        source,
-    })?;
+    let text = read_package_text(
+        &path,
+        FileKind::PackageManifest,
+        "reading the package manifest",
+    )?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| PackageError::Manifest {
         path: path.clone(),
         message: e.to_string(),
@@ -331,26 +347,6 @@ mod tests {
         dir
     }
 
-    /// Found by the mutation fuzzer (`fuzz_mutation.rs`, stream 24301, case seeds
-    /// 0x3dcaa81fbf077a86 and 0xe0d8c92e9e279380): line counts edited to `usize::MAX`
-    /// overflowed the sum `pto package --check` prints (a panic in a debug build).
-    #[test]
-    fn line_counts_a_hand_edit_made_huge_saturate_in_the_summary() {
-        let mut manifest = sample_manifest();
-        manifest.ops[0]
-            .files
-            .insert("op_host/demo_rms_norm.cpp".to_owned(), usize::MAX);
-        assert_eq!(manifest.ops[0].lines(), usize::MAX);
-        let summary = manifest.to_string();
-        assert!(
-            summary.ends_with(&format!(
-                "shared files: 1 lines; total {} lines",
-                usize::MAX
-            )),
-            "{summary}"
-        );
-    }
-
     #[test]
     fn an_op_without_its_deployed_kernels_is_refused_not_traced_again() {
         let dir = scratch("no-kernels");
@@ -380,5 +376,69 @@ mod tests {
         let err = super::super::redeploy::package_kernels(&dir).expect_err("nothing to run");
         assert!(matches!(err, PackageError::DeployedKernels { .. }), "{err}");
         fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_the_manifest_is_refused_by_name_not_blocked_on() {
+        let dir = scratch("fifo");
+        fs::create_dir_all(&dir).expect("created");
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.join(MANIFEST_FILE))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo");
+        // A regression would block on opening the FIFO: the watchdog fails it instead.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let reader_dir = dir.clone();
+        std::thread::spawn(move || {
+            let _ = sender.send(read_manifest(&reader_dir).map(|_| ()));
+        });
+        let result = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("read_manifest blocked on the FIFO for 10 s");
+        let err = result.expect_err("a FIFO is no manifest").to_string();
+        assert!(
+            err.contains("reading the package manifest") && err.contains("a FIFO (named pipe)"),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[test]
+    fn a_huge_sparse_manifest_is_refused_unread() {
+        let dir = scratch("sparse");
+        fs::create_dir_all(&dir).expect("created");
+        let cap = pto_op::fs::FileKind::PackageManifest.max_bytes();
+        fs::File::create(dir.join(MANIFEST_FILE))
+            .and_then(|file| file.set_len(cap + 1))
+            .expect("a sparse file");
+        let err = read_manifest(&dir).expect_err("over the cap").to_string();
+        assert!(
+            err.contains("reading the package manifest")
+                && err.contains("over the 67108864 bytes (64.0 MiB) cap of a package manifest"),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[test]
+    fn line_counts_that_overflow_are_shown_saturated_not_panicked_on() {
+        let mut manifest = sample_manifest();
+        manifest.ops[0]
+            .files
+            .insert("op_kernel/more.cpp".to_owned(), usize::MAX);
+        manifest
+            .shared_files
+            .insert("more.sh".to_owned(), usize::MAX);
+        assert_eq!(manifest.ops[0].lines(), usize::MAX);
+        let shown = manifest.to_string();
+        assert!(
+            shown.ends_with(&format!(
+                "shared files: {0} lines; total {0} lines",
+                usize::MAX
+            )),
+            "{shown}"
+        );
     }
 }

@@ -7,6 +7,8 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use pto_op::fs::{FileKind, read_regular};
+
 use super::error::PackageError;
 use super::generate::{kernel_file, stem_name};
 use super::manifest::{MANIFEST_FILE, Manifest};
@@ -125,6 +127,30 @@ pub(super) fn package_file(
     check_relative(relative).map_err(|reason| refuse(reason.to_owned()))?;
     check_no_link(dir, relative).map_err(refuse)?;
     Ok(dir.join(relative))
+}
+
+/// The text of the file at `path` in a package, read as a file of `kind` through the one
+/// file-access layer ([`pto_op::fs::read_regular`]): a FIFO, a device or a directory in its
+/// place is refused by name without blocking, and a file over the kind's cap (a huge sparse
+/// file) unread.
+///
+/// # Errors
+///
+/// [`PackageError::Io`] naming `action` and the path: what is there, the cap, or the
+/// operating system's error; text that is not UTF-8 is [`std::io::ErrorKind::InvalidData`].
+pub(super) fn read_package_text(
+    path: &Path,
+    kind: FileKind,
+    action: &'static str,
+) -> Result<String, PackageError> {
+    let io = |source| PackageError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = read_regular(path, kind).map_err(|e| io(e.into_io()))?;
+    String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use core::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use pto_op::fs::FileKind;
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::text::ParseError;
 use pto_op::model::kernels::text_digest;
@@ -35,12 +36,14 @@ use pto_op::model::{ShippedKernel, ShippedKernelError};
 use pto_op::parity::{ParityCase, check_parity};
 use pto_op::{DeviceProfile, Model, OpDef, OpError};
 
-use super::check::check_package;
+use super::check::{CheckedEdit, check_package_kernels};
 use super::custom_ops::OpUse;
 use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
-use super::manifest::{Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest};
-use super::paths::package_file;
+use super::manifest::{
+    DeployedKernel, Instance, KernelOrigin, MANIFEST_FILE, Manifest, PackagedOp, read_manifest,
+};
+use super::paths::{package_file, read_package_text};
 use super::write::{check_writable, replace_dir, staging_dir, write_file};
 use crate::ascendc::{AscendcHost, HostError, LowerError, Soc, lower_program};
 use crate::cpu::Cpu;
@@ -328,14 +331,29 @@ pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
 
 /// `model` with the kernels deployed in the package in `dir` in place of its own shipped
 /// kernels of the same instances, after checking the package against the model
-/// ([`super::check_package`]): compiled, it runs the package's kernels, and its compile report
-/// says `kernel: shipped` or `kernel: shipped, edited`.
+/// ([`super::check_package`], which runs every edited deployed kernel against the op's
+/// reference first): compiled, it runs the package's kernels, and its compile report says
+/// `kernel: shipped` or `kernel: shipped, edited`.
 ///
 /// # Errors
 ///
-/// The errors of [`super::check_package`].
+/// The errors of [`super::check_package`]: an edited kernel that fails parity is refused
+/// ([`PackageError::EditedKernel`]) before anything runs it.
 pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
-    check_package(model, dir)?;
+    load_package_kernels(model, dir).map(|(model, _)| model)
+}
+
+/// [`with_package_kernels`], with the edited kernels that passed parity on load (what
+/// `--kernels` says of them: `kernel edited, parity passed`).
+///
+/// # Errors
+///
+/// As [`with_package_kernels`].
+pub fn load_package_kernels(
+    model: &Model,
+    dir: &Path,
+) -> Result<(Model, Vec<CheckedEdit>), PackageError> {
+    let (_, edits) = check_package_kernels(model, dir)?;
     let packaged = package_kernels(dir)?;
     let mut model = model.clone();
     model.kernels.retain(|k| {
@@ -344,7 +362,45 @@ pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageE
             .any(|p| p.is_for(&k.op, &k.inputs, &k.params))
     });
     model.kernels.extend(packaged);
-    Ok(model)
+    Ok((model, edits))
+}
+
+/// Checks the deployed `kernel` of `instance` of `def` in a package for `profile` before it
+/// runs: `None` when it is the kernel the op traces for the profile (unedited, whatever its
+/// recorded digest says), the parity cases it passed when it is not, or why it may not run
+/// (it is not a kernel of the instance, does not run on the simulator, or the parity report
+/// with its max error against the tolerance).
+pub(super) fn check_deployed_kernel(
+    def: &'static OpDef,
+    packaged: &PackagedOp,
+    instance: &Instance,
+    kernel: &DeployedKernel,
+    profile: &DeviceProfile,
+) -> Result<Option<usize>, String> {
+    let traced = def
+        .trace_kernel_for(&instance.inputs, &instance.attrs, profile)
+        .map(|program| program.to_string());
+    if traced.is_ok_and(|text| text == kernel.text) {
+        return Ok(None);
+    }
+    let shipped = ShippedKernel {
+        op: packaged.op.clone(),
+        fingerprint: packaged.fingerprint,
+        inputs: instance.inputs.clone(),
+        params: instance.attrs.clone(),
+        text: kernel.text.clone(),
+        traced_digest: kernel.traced_digest.clone(),
+    };
+    let program = shipped.program(def).map_err(|e| e.to_string())?;
+    let sim = Sim::new(profile.clone());
+    sim.use_program(def, &instance.inputs, &instance.attrs, program)
+        .map_err(|e| format!("it does not run on the simulator: {e}"))?;
+    let cases = instance_cases(def, instance, RedeployOptions::default().random_cases);
+    match run_parity(def, &cases, &sim) {
+        Ok(passed) => Ok(Some(passed.len())),
+        Err(RedeployError::Parity { report }) => Err(report.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The kernels of a kernel file, one per `kernel` line (comments and blank lines before the
@@ -443,15 +499,7 @@ enum Edit {
 /// does not parse); the package is then as it was.
 pub fn redeploy(dir: &Path, options: &RedeployOptions) -> Result<RedeployReport, RedeployError> {
     let mut manifest = read_manifest(dir)?;
-    let soc = Soc::from_profile_name(&manifest.soc).ok_or_else(|| PackageError::Manifest {
-        path: dir.join(MANIFEST_FILE),
-        message: format!("unknown SoC `{}`", manifest.soc),
-    })?;
-    let profile =
-        DeviceProfile::builtin(soc.profile_name()).map_err(|e| PackageError::Manifest {
-            path: dir.join(MANIFEST_FILE),
-            message: format!("no device profile for SoC `{}`: {e}", manifest.soc),
-        })?;
+    let (soc, profile) = manifest.profile(dir)?;
     if let Some(op) = &options.op
         && manifest.op(op).is_none()
     {
@@ -510,11 +558,7 @@ fn find_edit(
     let cpp_path = format!("op_kernel/{}.cpp", packaged.stem);
     let read = |path: &str| {
         let file = package_file(dir, &stem_field(packaged), path)?;
-        fs::read_to_string(&file).map_err(|source| PackageError::Io {
-            action: "reading",
-            path: file,
-            source,
-        })
+        read_package_text(&file, FileKind::KernelSource, "reading the kernel source")
     };
     let text = read(&text_path)?;
     let cpp = read(&cpp_path)?;
@@ -737,13 +781,13 @@ fn redeploy_op(
         .into_iter()
         .filter(|f| f.path != text_path)
         .collect();
-    let text_lines = fs::read_to_string(package_file(dir, &stem_field(packaged), &text_path)?)
-        .map(|t| t.lines().count())
-        .map_err(|source| PackageError::Io {
-            action: "reading",
-            path: text_file.clone(),
-            source,
-        })?;
+    let text_lines = read_package_text(
+        &package_file(dir, &stem_field(packaged), &text_path)?,
+        FileKind::KernelSource,
+        "reading the kernel source",
+    )?
+    .lines()
+    .count();
     new_op.files.insert(text_path.clone(), text_lines);
     let mut notes = Vec::new();
     match (&cpp, packaged.kernel_origin) {
