@@ -109,7 +109,7 @@ pub use perf::{
 pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
-pub use shape::{MAX_TENSOR_BYTES, Shape};
+pub use shape::{MAX_DIM, MAX_TENSOR_BYTES, Shape, SizeError};
 pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tolerance::Tolerance;
 

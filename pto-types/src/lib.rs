@@ -26,7 +26,7 @@ pub mod tolerance;
 
 pub use dtype::DType;
 pub use error::{BackendError, OpError, OutputMismatch};
-pub use shape::{MAX_TENSOR_BYTES, Shape};
+pub use shape::{MAX_DIM, MAX_TENSOR_BYTES, Shape, SizeError};
 pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tensor_type::TensorType;
 pub use tolerance::Tolerance;

@@ -379,6 +379,30 @@ fn values_too_large_to_address_are_refused_when_traced() {
     assert_eq!(big.ty().shape.numel(), 1 << 41);
 }
 
+/// A zero-element value is checked whatever its byte count (zero): before the fix, tracing
+/// on `f32[0, 18446744073709551615]` succeeded and export wrote the dim as -1.
+#[test]
+fn zero_element_values_with_huge_dims_are_refused_when_traced_and_exported() {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([0, usize::MAX]), DType::F32);
+    let error = pto_op::ops::neg::apply(&x, &Default::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "op `std.neg`: output `y` would be f32[0, 18446744073709551615], whose dim 1, \
+         18446744073709551615, is more than the 9223372036854775807 a dim may be (ONNX dims \
+         are int64)"
+    );
+    // An input passed straight through is no node's output: export refuses its dim rather
+    // than writing it as -1.
+    g.output(&x);
+    let model = g.to_model("passthrough").expect("a model");
+    assert_eq!(
+        to_onnx(&model).unwrap_err().to_string(),
+        "value `x`: dim 1 of f32[0, 18446744073709551615] is 18446744073709551615, more than \
+         the 9223372036854775807 an ONNX dim (int64) may be"
+    );
+}
+
 /// A one-node model of `op_type` whose inputs are f32 graph inputs of the given dims, with
 /// one output `y` of undeclared type.
 fn one_node_model(op_type: &str, inputs: &[(&str, &[i64])]) -> ModelProto {
