@@ -148,6 +148,19 @@ pub fn level_index(level: MemLevel) -> usize {
 /// Byte alignment of tiles in each level's pool.
 const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
 
+/// The fewest bytes a kernel that uses `level` reserves there: its pool is rounded up to
+/// the level's alignment (a 32-byte UB block, a 512-byte cube fractal, 1024 bytes of L0C),
+/// so a device profile's buffer must hold at least this much for any kernel to run.
+///
+/// ```
+/// use pto_kernel::ir::MemLevel;
+/// assert_eq!(pto_kernel::ub_plan::smallest_pool_bytes(MemLevel::Ub), 32);
+/// assert_eq!(pto_kernel::ub_plan::smallest_pool_bytes(MemLevel::L0C), 1024);
+/// ```
+pub fn smallest_pool_bytes(level: MemLevel) -> u64 {
+    POOL_ALIGN[level_index(level)]
+}
+
 /// The tile whose storage `t` uses, following aliases.
 pub fn root(storage: &IdVec<TileId, Storage>, mut t: TileId) -> TileId {
     while let Some(Storage::Alias(next)) = storage.get(t) {
