@@ -88,7 +88,7 @@ pub mod target;
 // (`pto_op::DType`, `pto_op::kernel::ir`, `pto_op::device::DeviceProfile`, ...).
 pub use pto_kernel as kernel;
 pub use pto_kernel::device;
-pub use pto_types::{dtype, error, fs, lowp, shape, table, tensor, tolerance};
+pub use pto_types::{dtype, error, fs, lowp, name, shape, table, tensor, tolerance};
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{

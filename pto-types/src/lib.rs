@@ -18,6 +18,7 @@ pub mod dtype;
 pub mod error;
 pub mod fs;
 pub mod lowp;
+pub mod name;
 pub mod shape;
 pub mod table;
 pub mod tensor;

@@ -723,6 +723,39 @@ fn zero_element_values_with_huge_dims_are_refused_on_load() {
     assert!(Model::from_bytes(&empty).is_ok());
 }
 
+/// A value name from a file is shown escaped in errors: C0 and C1 controls and the bidi
+/// overrides and isolates print as `\u{..}`, never raw.
+#[test]
+fn names_with_control_and_bidi_characters_are_escaped_in_errors() {
+    let bytes = rms_norm_model().to_bytes().expect("serializes");
+    for (name, shown) in [
+        ("x\u{202e}y", "x\\u{202e}y"),
+        ("a\u{1b}[2Jb", "a\\u{1b}[2Jb"),
+        ("\u{9b}\u{2067}", "\\u{9b}\\u{2067}"),
+        ("tab\there", "tab\\u{9}here"),
+    ] {
+        let edited = edit_graph(&bytes, |g| {
+            g.values[0].name = name.to_owned();
+            g.values[1].name = name.to_owned();
+        });
+        assert_eq!(
+            load_error(&edited),
+            format!(
+                "model file: invalid graph: two values are named `{shown}`; value names are unique"
+            )
+        );
+    }
+    let edited = edit_graph(&bytes, |g| {
+        g.values[0].name = String::new();
+        g.values[1].name = String::new();
+    });
+    assert_eq!(
+        load_error(&edited),
+        "model file: invalid graph: two values are named `` (an empty name); value names are \
+         unique"
+    );
+}
+
 #[test]
 fn a_model_json_cannot_hold_is_not_written() {
     let mut model = rms_norm_model();

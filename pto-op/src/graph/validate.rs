@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{GraphDef, ValueDef, ValueId, ValueKind};
+use crate::name::quoted;
 
 /// A structural fault of a [`GraphDef`], naming the place (e.g. `node 2 (`demo.rms_norm`)
 /// input 1`) and the value at fault.
@@ -21,14 +22,15 @@ pub enum GraphError {
         count: usize,
     },
     /// Two values share a name.
-    #[error("two values are named `{name}`; value names are unique")]
+    #[error("two values are named {}; value names are unique", quoted(name))]
     DuplicateName {
         /// The name.
         name: String,
     },
     /// A value is listed or produced as a kind it is not.
     #[error(
-        "{place} is value {id} `{name}`, which is {}, not {}",
+        "{place} is value {id} {}, which is {}, not {}",
+        quoted(name),
         kind_name(*actual),
         kind_name(*expected)
     )]
@@ -53,7 +55,10 @@ pub enum GraphError {
         place: String,
     },
     /// A node reads a value that no earlier node, input or weight produces.
-    #[error("{place} reads value {id} `{name}` before anything produces it")]
+    #[error(
+        "{place} reads value {id} {} before anything produces it",
+        quoted(name)
+    )]
     ReadBeforeProduced {
         /// The node input.
         place: String,
@@ -63,7 +68,7 @@ pub enum GraphError {
         name: String,
     },
     /// A graph output that nothing produces.
-    #[error("{place} is value {id} `{name}`, which nothing produces")]
+    #[error("{place} is value {id} {}, which nothing produces", quoted(name))]
     OutputNotProduced {
         /// The graph output.
         place: String,
@@ -77,7 +82,7 @@ pub enum GraphError {
     /// refused so that the element counts and byte sizes computed from a graph's types
     /// (buffer plans, estimates, kernels, runs, exports) cannot overflow, whether the graph
     /// was traced or read from a file, and whether or not the value has elements.
-    #[error("value {id} `{name}` is {ty}, {problem}")]
+    #[error("value {id} {} is {ty}, {problem}", quoted(name))]
     TooLarge {
         /// The value.
         id: ValueId,
@@ -89,7 +94,10 @@ pub enum GraphError {
         problem: crate::SizeError,
     },
     /// A value that is not a listed input, a listed weight or a node output.
-    #[error("value {id} `{name}` is neither a listed input, a listed weight nor a node output")]
+    #[error(
+        "value {id} {} is neither a listed input, a listed weight nor a node output",
+        quoted(name)
+    )]
     Unproduced {
         /// The value.
         id: ValueId,
