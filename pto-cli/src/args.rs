@@ -250,7 +250,8 @@ pub(crate) struct TargetArgs {
 #[derive(Debug, Args)]
 pub(crate) struct BudgetArg {
     /// Refuse, before allocating, a model whose weights and peak activations need more
-    /// than SIZE (bytes, or K, M, G, T: 512M, 1.5G; default: half of this machine's memory).
+    /// than SIZE (bytes, or K, M, G, T: 512M, 1.5G; default: half of this machine's memory,
+    /// or less where the address-space limit or the cgroup's memory limit leaves less).
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<MemoryBudget>,
 }
