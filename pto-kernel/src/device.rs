@@ -741,7 +741,7 @@ impl DeviceProfile {
                 ));
             }
             // The least any kernel that uses the buffer reserves there, and one aligned tile.
-            let least = crate::ub_plan::smallest_pool_bytes(level).max(alignment);
+            let least = level.pool_alignment().max(alignment);
             if !(least..=MAX_BUFFER_BYTES).contains(&bytes) {
                 return Err(format!(
                     "`buffers.{name}` is {bytes} bytes, outside {least}..={MAX_BUFFER_BYTES} \
