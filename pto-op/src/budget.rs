@@ -8,8 +8,9 @@
 //! percent of the machine's memory (`MemTotal` of `/proc/meminfo` on Linux), what the
 //! process's address-space limit (`RLIMIT_AS`, as `/proc/self/limits` gives it) leaves
 //! beyond what it maps already (`VmSize`), and what its cgroup's `memory.max` (cgroup v2)
-//! leaves beyond its `memory.current`: a run in a container or under `ulimit -v` is refused
-//! before it allocates, not killed or aborted while it does. It is
+//! leaves beyond its `memory.current` (less the page cache it may reclaim): a run in a
+//! container or under `ulimit -v` is refused before it allocates, not killed or aborted
+//! while it does. It is
 //! [`MemoryBudget::FALLBACK_BYTES`] where none can be read; a program passes another one
 //! where it knows better (`pto run --max-memory 64G`).
 //!
@@ -331,7 +332,8 @@ struct MemoryLimits {
     mem_total: Option<u64>,
     /// The address-space limit (`RLIMIT_AS`), and what the process maps already.
     address_space: Option<(u64, u64)>,
-    /// The cgroup's `memory.max`, and its `memory.current`.
+    /// The cgroup's `memory.max`, and its `memory.current` less the page cache it may
+    /// reclaim (`inactive_file` of `memory.stat`).
     cgroup: Option<(u64, u64)>,
 }
 
@@ -352,7 +354,12 @@ impl MemoryLimits {
             .and_then(|dir| {
                 let file = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();
                 let max = cgroup_bytes(&file("memory.max")?)?;
-                Some((max, file("memory.current").and_then(|t| cgroup_bytes(&t))?))
+                let current = cgroup_bytes(&file("memory.current")?)?;
+                // The page cache the kernel drops before it runs out of memory is not in use.
+                let reclaimable = file("memory.stat")
+                    .and_then(|text| memory_stat_inactive_file(&text))
+                    .unwrap_or(0);
+                Some((max, current.saturating_sub(reclaimable)))
             });
         MemoryLimits {
             mem_total: read("/proc/meminfo").and_then(|text| meminfo_total(&text)),
@@ -387,6 +394,13 @@ fn status_vm_size(text: &str) -> Option<u64> {
 fn cgroup_dir(text: &str) -> Option<String> {
     let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
     Some(format!("/sys/fs/cgroup{}", path.trim_end_matches('/')))
+}
+
+/// `inactive_file` of a cgroup v2 `memory.stat` text: the page cache the kernel reclaims
+/// first, counted in `memory.current`.
+fn memory_stat_inactive_file(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("inactive_file "))?;
+    line["inactive_file ".len()..].trim().parse().ok()
 }
 
 /// The bytes of a cgroup v2 `memory.max` or `memory.current`; `None` for `max` (no limit).
@@ -519,5 +533,8 @@ mod tests {
         assert_eq!(cgroup_dir("12:memory:/docker/abc\n"), None);
         assert_eq!(cgroup_bytes("max\n"), None);
         assert_eq!(cgroup_bytes("2147483648\n"), Some(2 << 30));
+        let stat = "anon 1000\nfile 5000\nactive_file 2000\ninactive_file 3000\n";
+        assert_eq!(memory_stat_inactive_file(stat), Some(3000));
+        assert_eq!(memory_stat_inactive_file("anon 1000\n"), None);
     }
 }
