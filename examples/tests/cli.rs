@@ -437,3 +437,39 @@ fn run_reads_named_inputs_from_a_safetensors_file() {
     );
     std::fs::remove_file(&file).unwrap();
 }
+
+/// The default memory budget heeds the process's address-space limit (issue 31 item 8):
+/// under `ulimit -v` of 1 GiB, a model of 2 GiB of activations is refused by the budget,
+/// naming the limit, instead of failing to allocate (without the limit, half of this
+/// machine's memory would take it).
+#[test]
+fn the_default_budget_heeds_the_address_space_limit() {
+    use pto_op::{DType, Graph, Shape};
+    let graph = Graph::new();
+    let x = graph.input("x", Shape::from([1 << 28]), DType::F32);
+    graph.output(&pto_op::ops::neg::apply(&x, &Default::default()).unwrap());
+    let dir = std::env::temp_dir().join(format!("pto-rlimit-as-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two-gib.pto");
+    std::fs::write(
+        &file,
+        graph.to_model("two-gib").unwrap().to_bytes().unwrap(),
+    )
+    .unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"ulimit -v 1048576 && exec "$0" compile "$1""#)
+        .arg(env!("CARGO_BIN_EXE_pto"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("more than the memory budget of")
+            && stderr
+                .contains("(what this process's address-space limit of 1.0 GiB leaves beyond the"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

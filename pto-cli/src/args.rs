@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use pto_op::Shape;
 use pto_op::budget::MemoryBudget;
+use pto_op::{MAX_DIM, Shape};
 
 /// Describe, compile, run and compare pto-op models on any linked target.
 #[derive(Debug, Parser)]
@@ -250,7 +250,8 @@ pub(crate) struct TargetArgs {
 #[derive(Debug, Args)]
 pub(crate) struct BudgetArg {
     /// Refuse, before allocating, a model whose weights and peak activations need more
-    /// than SIZE (bytes, or K, M, G, T: 512M, 1.5G; default: half of this machine's memory).
+    /// than SIZE (bytes, or K, M, G, T: 512M, 1.5G; default: half of this machine's memory,
+    /// or less where the address-space limit or the cgroup's memory limit leaves less).
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<MemoryBudget>,
 }
@@ -307,16 +308,102 @@ fn parse_shape(text: &str) -> Result<(String, Shape), String> {
     if name.is_empty() {
         return Err(format!("no input name before `=` in `{text}`"));
     }
+    // A message suggests the form that was written: one size binds a dim by name.
+    let form = if dims.contains(['x', 'X']) {
+        "INPUT=DIMS such as input_ids=1x128"
+    } else {
+        "DIM=SIZE such as seq=128"
+    };
     let dims = match dims {
         "" => Vec::new(),
         dims => dims
             .split(['x', 'X'])
-            .map(|d| {
-                d.trim().parse::<usize>().map_err(|_| {
-                    format!("dim `{d}` of `{text}` is not a size: expected INPUT=DIMS such as input_ids=1x128")
-                })
-            })
+            .map(|dim| parse_dim(dim, text, form))
             .collect::<Result<_, _>>()?,
     };
     Ok((name.to_owned(), Shape::new(dims)))
+}
+
+/// One size of `--shape` `text`: a whole number from 0 to [`MAX_DIM`] (ONNX dims are int64).
+fn parse_dim(dim: &str, text: &str, form: &str) -> Result<usize, String> {
+    let digits = dim.trim();
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return digits
+            .parse::<u64>()
+            .ok()
+            .filter(|&size| size <= MAX_DIM)
+            .and_then(|size| usize::try_from(size).ok())
+            .ok_or_else(|| {
+                format!(
+                    "dim `{dim}` of `{text}` is too large: a dim is at most {MAX_DIM} \
+                     (ONNX dims are int64)"
+                )
+            });
+    }
+    let problem = if digits.starts_with('-') {
+        "is negative"
+    } else {
+        "is not a size"
+    };
+    Err(format!(
+        "dim `{dim}` of `{text}` {problem}: a size is a whole number from 0 to {MAX_DIM}; \
+         expected {form}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse_by_dim_and_by_input() {
+        assert_eq!(
+            parse_shape("batch=2"),
+            Ok(("batch".to_owned(), Shape::from([2])))
+        );
+        assert_eq!(
+            parse_shape("input_ids=0x9223372036854775807"),
+            Ok(("input_ids".to_owned(), Shape::from([0, i64::MAX as usize])))
+        );
+        assert_eq!(parse_shape("x="), Ok(("x".to_owned(), Shape::scalar())));
+    }
+
+    #[test]
+    fn a_dim_above_int64_is_too_large_not_unknown() {
+        assert_eq!(
+            parse_shape("batch=9223372036854775808").unwrap_err(),
+            "dim `9223372036854775808` of `batch=9223372036854775808` is too large: a dim is \
+             at most 9223372036854775807 (ONNX dims are int64)"
+        );
+        assert_eq!(
+            parse_shape("input_ids=0x18446744073709551615").unwrap_err(),
+            "dim `18446744073709551615` of `input_ids=0x18446744073709551615` is too large: a \
+             dim is at most 9223372036854775807 (ONNX dims are int64)"
+        );
+        // Beyond u64 too.
+        assert!(
+            parse_shape("batch=99999999999999999999999")
+                .unwrap_err()
+                .contains("is too large")
+        );
+    }
+
+    #[test]
+    fn a_negative_dim_suggests_the_form_written() {
+        assert_eq!(
+            parse_shape("batch=-1").unwrap_err(),
+            "dim `-1` of `batch=-1` is negative: a size is a whole number from 0 to \
+             9223372036854775807; expected DIM=SIZE such as seq=128"
+        );
+        assert_eq!(
+            parse_shape("input_ids=2x-1").unwrap_err(),
+            "dim `-1` of `input_ids=2x-1` is negative: a size is a whole number from 0 to \
+             9223372036854775807; expected INPUT=DIMS such as input_ids=1x128"
+        );
+        assert_eq!(
+            parse_shape("input_ids=2xbig").unwrap_err(),
+            "dim `big` of `input_ids=2xbig` is not a size: a size is a whole number from 0 to \
+             9223372036854775807; expected INPUT=DIMS such as input_ids=1x128"
+        );
+    }
 }

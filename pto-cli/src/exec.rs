@@ -7,6 +7,7 @@ use pto_backends::compiler::{
     CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile, compile_owned,
 };
 use pto_backends::parity::compare_compiled;
+use pto_op::name::quoted;
 use pto_op::target::TargetConfig;
 use pto_op::{Tensor, TensorType};
 use serde::Serialize;
@@ -212,14 +213,30 @@ impl core::fmt::Display for RunSummary {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         writeln!(
             f,
-            "model `{}` on target `{}`, inputs: {}",
-            self.model, self.target, self.inputs
+            "model {} on target `{}`, inputs: {}",
+            quoted(&self.model),
+            self.target,
+            self.inputs
         )?;
         for o in &self.outputs {
+            let name = quoted(&o.name);
+            // No values have no min or max (the folds' infinities are no answer).
+            if o.count == 0 {
+                writeln!(f, "output {name} {}: empty (0 elements)", o.ty)?;
+                continue;
+            }
+            if o.nan == o.count {
+                writeln!(
+                    f,
+                    "output {name} {}: all {} values are NaN, first {:?}",
+                    o.ty, o.count, o.first
+                )?;
+                continue;
+            }
             write!(
                 f,
-                "output `{}` {}: min {:.4}, max {:.4}, mean {:.4}, first {:?}",
-                o.name, o.ty, o.min, o.max, o.mean, o.first
+                "output {name} {}: min {:.4}, max {:.4}, mean {:.4}, first {:?}",
+                o.ty, o.min, o.max, o.mean, o.first
             )?;
             if o.nan > 0 {
                 write!(
@@ -305,6 +322,42 @@ mod tests {
                  values are NaN: min and max are of the others)"
             ),
             "{text}"
+        );
+    }
+
+    fn summary_of(tensor: &pto_op::Tensor) -> String {
+        let info = super::ValueInfo {
+            name: "y".to_owned(),
+            ty: pto_op::TensorType {
+                shape: tensor.shape(),
+                dtype: tensor.dtype(),
+            },
+        };
+        super::RunSummary {
+            written: None,
+            model: "m".to_owned(),
+            target: "cpu".to_owned(),
+            inputs: "random".to_owned(),
+            outputs: vec![super::OutputSummary::of(info, tensor)],
+            node_times: vec![],
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn an_empty_output_says_so_instead_of_infinite_bounds() {
+        use pto_op::{DType, Shape, Tensor};
+        let empty = Tensor::zeros(Shape::from([0, 4]), DType::F32);
+        assert_eq!(
+            summary_of(&empty),
+            "model `m` on target `cpu`, inputs: random\noutput `y` f32[0, 4]: empty (0 \
+             elements)\n"
+        );
+        let nan = Tensor::from_vec([2], vec![f32::NAN, f32::NAN]).unwrap();
+        assert_eq!(
+            summary_of(&nan),
+            "model `m` on target `cpu`, inputs: random\noutput `y` f32[2]: all 2 values are \
+             NaN, first [NaN, NaN]\n"
         );
     }
 

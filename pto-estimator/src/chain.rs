@@ -410,6 +410,58 @@ mod tests {
         (choice.source, choice.location.map(|l| l.line))
     }
 
+    fn infinite(_: &OpInvokeInfo, _: &DeviceProfile) -> Estimate {
+        Estimate::seconds(f64::INFINITY)
+    }
+
+    fn add_call() -> OpInvokeInfo {
+        let t = pto_op::TensorType {
+            shape: pto_op::Shape::from([64, 128]),
+            dtype: pto_op::DType::F16,
+        };
+        let add = pto_op::registry::find("std.add").unwrap();
+        add.invoke_info(&[t.clone(), t], &Default::default())
+            .unwrap()
+    }
+
+    /// An infinite estimate is an error naming where it came from, not a report of `inf`.
+    #[test]
+    fn an_estimate_that_is_not_finite_is_an_error_naming_its_source() {
+        let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+        let all = [EstimatorRegistration {
+            estimate: infinite,
+            ..estimator("std.add", None, Level::User, false, 9)
+        }];
+        let chain = Chain::new([], &all, &[]);
+        let error = crate::Estimator::new(&chain, &kirin)
+            .estimate(&add_call())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "op `std.add` on `kirin9030`: the estimate is inf seconds, not a finite time (the \
+             estimate of the user estimator at tests (chain.rs:9))"
+        );
+        // A calibration whose correction overflows, on the kernel's own estimate.
+        let mut calibrated = kirin.clone();
+        calibrated.calibration.insert(
+            "std.add".to_owned(),
+            pto_op::OpCalibration {
+                log_scale: 1000.0,
+                exponent: 1.0,
+                cases: 1,
+            },
+        );
+        let chain = Chain::new([], &[], &[]);
+        let error = crate::Estimator::new(&chain, &calibrated)
+            .estimate(&add_call())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "op `std.add` on `kirin9030`: the estimate is inf seconds, not a finite time (the \
+             calibrated estimate of the kernel IR)"
+        );
+    }
+
     #[test]
     fn each_link_of_the_chain_beats_the_next() {
         use Level::{Default, User};

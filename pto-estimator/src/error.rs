@@ -37,6 +37,21 @@ pub enum EstimateError {
         /// What is wrong.
         message: String,
     },
+    /// An estimate that is not a finite time: a direct estimator or a calibration gave
+    /// infinity, NaN or a negative time, or the times of a model add up beyond `f64`.
+    #[error(
+        "op `{op}` on `{device}`: the estimate is {seconds} seconds, not a finite time ({what})"
+    )]
+    NotFinite {
+        /// The op (or the model, for its total).
+        op: String,
+        /// The device profile's name.
+        device: String,
+        /// The estimate.
+        seconds: f64,
+        /// Where it came from.
+        what: String,
+    },
     /// A file could not be written; it is as it was.
     #[error(transparent)]
     Write(#[from] pto_op::fs::WriteError),

@@ -157,14 +157,35 @@ impl<'a> Estimator<'a> {
             return Ok(hit.clone());
         }
         let mut estimate = self.estimate_uncached(info)?;
+        self.check_finite(&estimate, "the estimate")?;
         if let Some(calibration) = self.device.calibration.get(&info.op) {
             // The correction is of the kernel's time; the launch cost stays as it is.
             let launch = estimate.launch_seconds();
             estimate.seconds = launch + calibration.apply(estimate.seconds - launch);
             estimate.calibrated = true;
+            self.check_finite(&estimate, "the calibrated estimate")?;
         }
         self.cache.insert(key, estimate.clone());
         Ok(estimate)
+    }
+
+    /// An estimate is a finite time, never silently infinite or NaN: the device profile's
+    /// bounds keep the models' times finite, so one that is not comes from a direct
+    /// estimator or a calibration, which the error names.
+    fn check_finite(&self, estimate: &OpEstimate, what: &str) -> Result<(), EstimateError> {
+        if estimate.seconds.is_finite() && estimate.seconds >= 0.0 {
+            return Ok(());
+        }
+        let from = match (&estimate.location, estimate.source) {
+            (Some(location), source) => format!("{what} of the {source} at {location}"),
+            (None, source) => format!("{what} of the {source}"),
+        };
+        Err(EstimateError::NotFinite {
+            op: estimate.op.clone(),
+            device: self.device.name.clone(),
+            seconds: estimate.seconds,
+            what: from,
+        })
     }
 
     fn estimate_uncached(&self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {

@@ -193,6 +193,14 @@ impl ModelReport {
             start += e.seconds;
         }
         let total = start;
+        if !total.is_finite() {
+            return Err(EstimateError::NotFinite {
+                op: name.to_owned(),
+                device: estimator.device().name.clone(),
+                seconds: total,
+                what: "the sum of the ops' estimates".to_owned(),
+            });
+        }
         let mut seconds_by_source = BTreeMap::new();
         let mut seconds_by_bound = BTreeMap::new();
         for row in &mut ops {

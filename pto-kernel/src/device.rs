@@ -421,10 +421,28 @@ pub enum DeviceError {
     },
 }
 
+// The bounds of a profile's numbers. Each is far beyond any real device (the built-in
+// profiles show the scale), so that a profile outside them is a typo (`1e-300` for
+// `1e300`, bytes for kilobytes), not a device. The upper bounds keep the simulator from
+// allocating or looping without end; the lower bounds of the rates keep every instruction
+// within MAX_INSTRUCTION_SECONDS, so that estimates and simulated times stay finite and
+// cycle counts far from overflowing. Every instruction moves, computes or multiplies at
+// most one tile, of at most MAX_BUFFER_BYTES, and pays fixed costs of at most MAX_CYCLES
+// each (1000 s at MIN_CLOCK_HZ); each lower bound below is derived from that tile.
+
+/// The longest one instruction may take on a profile within the bounds: a day.
+pub const MAX_INSTRUCTION_SECONDS: f64 = 86_400.0;
 /// The most AI cores a profile may have (real chips: 1 to a few dozen).
 const MAX_CORES: f64 = 4096.0;
+/// The lowest clock a profile may have, in Hz (real: about 1 to 2 GHz): the fixed costs of
+/// an instruction, at most [`MAX_CYCLES`] each, take at most 1000 s at it.
+const MIN_CLOCK_HZ: f64 = 1e6;
 /// The highest clock a profile may have, in Hz (real: about 1 to 2 GHz).
 const MAX_CLOCK_HZ: f64 = 1e11;
+/// The least global memory (or L2) bandwidth per AI core, in bytes per second (real: a few
+/// GB/s per core): the cores in use share it, and a tile of [`MAX_BUFFER_BYTES`] streams in
+/// 7.5 hours at it, whatever the clock.
+const MIN_BANDWIDTH_PER_CORE: f64 = 1e4;
 /// The most global memory bandwidth a profile may have, in bytes per second (real: tens of
 /// GB/s to a few TB/s).
 const MAX_BANDWIDTH: f64 = 1e15;
@@ -432,12 +450,38 @@ const MAX_BANDWIDTH: f64 = 1e15;
 const MAX_BUFFER_BYTES: u64 = 1 << 28;
 /// The largest buffer alignment a profile may have, in bytes (real: 32 to 512).
 const MAX_ALIGNMENT: u64 = 1 << 16;
-/// The most bytes per cycle a data path or a vector repeat may move (real: 32 to 256).
+/// The least bytes per cycle a data path may move (real: 32 to 512): a tile of
+/// [`MAX_BUFFER_BYTES`] takes 2.7e10 cycles, 7.5 hours at [`MIN_CLOCK_HZ`].
+const MIN_BYTES_PER_CYCLE: f64 = 0.01;
+/// The most bytes per cycle a data path or a vector repeat may move (real: 32 to 512).
 const MAX_BYTES_PER_CYCLE: f64 = 1e6;
+/// The fewest bytes of a vector repeat (real: 256 or 512): with [`MAX_CYCLES_PER_REPEAT`],
+/// a tile of [`MAX_BUFFER_BYTES`] takes 3.4e10 cycles, 9.5 hours at [`MIN_CLOCK_HZ`].
+const MIN_VECTOR_BYTES_PER_REPEAT: f64 = 1.0;
+/// The most cycles of one vector repeat (real: 1 to about 10).
+const MAX_CYCLES_PER_REPEAT: f64 = 128.0;
+/// The fewest cube multiply-accumulates per cycle of a dtype the cube takes (real: 512 to
+/// 8192): a matmul of tiles in L0 buffers of [`MAX_BUFFER_BYTES`] has at most 2^41 of them
+/// (`m k n = sqrt(mk kn mn)`, with `mn` in 4-byte L0C), 3.4e10 cycles, 9.5 hours at
+/// [`MIN_CLOCK_HZ`].
+const MIN_MACS_PER_CYCLE: f64 = 64.0;
 /// The most cube multiply-accumulates per cycle (real: up to about 10^4).
 const MAX_MACS_PER_CYCLE: f64 = 1e8;
-/// The most cycles any fixed cost or per-repeat cost may take (real: 1 to a few hundred).
+/// The most cycles any fixed cost may take (real: 1 to a few hundred).
 const MAX_CYCLES: f64 = 1e9;
+/// The smallest efficiency of the roofline estimator (real: 0.3 to 0.9): a thousandth of a
+/// peak, so that an estimate is at most a thousand times the peak's time.
+const MIN_EFFICIENCY: f64 = 1e-3;
+
+/// `value` as a message shows it: in exponent form when plain digits would run long
+/// (`1e-300`, `1e300`), else plainly (`1850000000`).
+fn readable(value: f64) -> String {
+    if value != 0.0 && !(1e-3..1e21).contains(&value.abs()) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
 
 const BUILTIN: [(&str, &str); 4] = [
     (
@@ -508,7 +552,7 @@ impl DeviceProfile {
         Ok(profile)
     }
 
-    /// Checks that every rate, capacity and count is positive.
+    /// Checks that every rate, capacity and count is positive, then within the bounds.
     fn check(&self) -> Result<(), String> {
         let positive = [
             ("clock_hz", self.clock_hz),
@@ -613,7 +657,6 @@ impl DeviceProfile {
             }
             _ => {}
         }
-        self.check_plausible()?;
         if let Some((dtype, v)) = self
             .cube_macs_per_cycle
             .iter()
@@ -623,20 +666,23 @@ impl DeviceProfile {
                 "`cube_macs_per_cycle.{dtype}` must be a positive number, got {v}"
             ));
         }
-        Ok(())
+        self.check_plausible()
     }
 
-    /// Checks that every number is within what a device can have, far above any real one:
-    /// a profile of `ai_cores: 4e9` or a terabyte of unified buffer would make the
-    /// simulator allocate (or loop) without end, and is a typo, not a device.
+    /// Checks that every number is within what a device can have (the bounds above, far
+    /// beyond any real one): a profile of `ai_cores: 4e9` or a terabyte of unified buffer
+    /// would make the simulator allocate (or loop) without end, one of `clock_hz: 1e-300`
+    /// would make an estimate of 300 digits or infinity, and each is a typo, not a device.
     fn check_plausible(&self) -> Result<(), String> {
-        let at_most = |field: &str, value: f64, limit: f64, unit: &str| {
-            if value.is_finite() && value <= limit {
+        let within = |field: &str, value: f64, (least, most): (f64, f64), unit: &str| {
+            if value.is_finite() && (least..=most).contains(&value) {
                 Ok(())
             } else {
                 Err(format!(
-                    "`{field}` is {value}, more than the {limit:e} {unit} any device has: a \
-                     typo? (the built-in profiles show the scale)"
+                    "`{field}` is {} {unit}, outside {least:e}..={most:e}: a typo? (the \
+                     built-in profiles show the scale; within the range no instruction takes \
+                     longer than a day)",
+                    readable(value)
                 ))
             }
         };
@@ -647,31 +693,64 @@ impl DeviceProfile {
                 Err(format!("`{field}` must be zero or positive, got {value}"))
             }
         };
-        at_most("ai_cores", f64::from(self.ai_cores), MAX_CORES, "cores")?;
-        at_most("clock_hz", self.clock_hz, MAX_CLOCK_HZ, "Hz")?;
-        at_most(
+        within(
+            "ai_cores",
+            f64::from(self.ai_cores),
+            (1.0, MAX_CORES),
+            "cores",
+        )?;
+        within(
+            "clock_hz",
+            self.clock_hz,
+            (MIN_CLOCK_HZ, MAX_CLOCK_HZ),
+            "Hz",
+        )?;
+        // The cores in use share global memory and L2: each core's share has the floor.
+        let bandwidth = (
+            MIN_BANDWIDTH_PER_CORE * f64::from(self.ai_cores),
+            MAX_BANDWIDTH,
+        );
+        let per_core = format!(
+            "bytes per second (at least {MIN_BANDWIDTH_PER_CORE:e} per core, of {} cores)",
+            self.ai_cores
+        );
+        within(
             "memory_bandwidth",
             self.memory_bandwidth,
-            MAX_BANDWIDTH,
-            "bytes per second",
+            bandwidth,
+            &per_core,
         )?;
+        if self.l2.capacity > 0 {
+            within("l2.bandwidth", self.l2.bandwidth, bandwidth, &per_core)?;
+        }
+        if self.l2.write_bandwidth != 0.0 {
+            within(
+                "l2.write_bandwidth",
+                self.l2.write_bandwidth,
+                bandwidth,
+                &per_core,
+            )?;
+        }
         let buffers = [
-            ("ub", self.buffers.ub, self.alignment.ub),
-            ("l1", self.buffers.l1, self.alignment.l1),
-            ("l0a", self.buffers.l0a, self.alignment.l0a),
-            ("l0b", self.buffers.l0b, self.alignment.l0b),
-            ("l0c", self.buffers.l0c, self.alignment.l0c),
+            (MemLevel::Ub, "ub", self.buffers.ub, self.alignment.ub),
+            (MemLevel::L1, "l1", self.buffers.l1, self.alignment.l1),
+            (MemLevel::L0A, "l0a", self.buffers.l0a, self.alignment.l0a),
+            (MemLevel::L0B, "l0b", self.buffers.l0b, self.alignment.l0b),
+            (MemLevel::L0C, "l0c", self.buffers.l0c, self.alignment.l0c),
         ];
-        for (name, bytes, alignment) in buffers {
-            if bytes == 0 || bytes > MAX_BUFFER_BYTES {
-                return Err(format!(
-                    "`buffers.{name}` is {bytes} bytes, outside 1..={MAX_BUFFER_BYTES} (on-core \
-                     buffers are kilobytes to a few megabytes)"
-                ));
-            }
+        for (level, name, bytes, alignment) in buffers {
             if !(alignment.is_power_of_two() && alignment <= MAX_ALIGNMENT) {
                 return Err(format!(
                     "`alignment.{name}` is {alignment}, not a power of two up to {MAX_ALIGNMENT}"
+                ));
+            }
+            // The least any kernel that uses the buffer reserves there, and one aligned tile.
+            let least = level.pool_alignment().max(alignment);
+            if !(least..=MAX_BUFFER_BYTES).contains(&bytes) {
+                return Err(format!(
+                    "`buffers.{name}` is {bytes} bytes, outside {least}..={MAX_BUFFER_BYTES} \
+                     (a kernel that uses {name} reserves at least {least} bytes there; on-core \
+                     buffers are kilobytes to a few megabytes)"
                 ));
             }
         }
@@ -684,25 +763,52 @@ impl DeviceProfile {
             ("copy_bytes_per_cycle.l0c_out", rates.l0c_out),
             ("copy_bytes_per_cycle.ub_to_gm", rates.ub_to_gm),
             ("copy_bytes_per_cycle.ub_to_l1", rates.ub_to_l1),
-            ("vector_bytes_per_repeat", self.vector_bytes_per_repeat),
         ] {
-            at_most(field, value, MAX_BYTES_PER_CYCLE, "bytes per cycle")?;
+            within(
+                field,
+                value,
+                (MIN_BYTES_PER_CYCLE, MAX_BYTES_PER_CYCLE),
+                "bytes per cycle",
+            )?;
         }
+        within(
+            "vector_bytes_per_repeat",
+            self.vector_bytes_per_repeat,
+            (MIN_VECTOR_BYTES_PER_REPEAT, MAX_BYTES_PER_CYCLE),
+            "bytes",
+        )?;
         for (dtype, &macs) in &self.cube_macs_per_cycle {
-            at_most(
+            within(
                 &format!("cube_macs_per_cycle.{dtype}"),
                 macs,
-                MAX_MACS_PER_CYCLE,
+                (MIN_MACS_PER_CYCLE, MAX_MACS_PER_CYCLE),
                 "multiply-accumulates per cycle",
             )?;
         }
-        let costs = self.vector_cycles_per_repeat;
+        let fixed = |field: &str, value: f64| {
+            at_least_zero(field, value)?;
+            within(field, value, (0.0, MAX_CYCLES), "cycles")
+        };
+        let per_repeat = |field: &str, value: f64| {
+            at_least_zero(field, value)?;
+            within(
+                field,
+                value,
+                (0.0, MAX_CYCLES_PER_REPEAT),
+                "cycles per repeat",
+            )
+        };
         for (field, value) in [
             ("copy_latency_cycles", self.copy_latency_cycles),
             ("cube_latency_cycles", self.cube_latency_cycles),
             ("vector_latency_cycles", self.vector_latency_cycles),
             ("issue_cycles", self.issue_cycles),
             ("loop_overhead_cycles", self.loop_overhead_cycles),
+        ] {
+            fixed(field, value)?;
+        }
+        let costs = self.vector_cycles_per_repeat;
+        for (field, value) in [
             ("vector_cycles_per_repeat.simple", costs.simple),
             (
                 "vector_cycles_per_repeat.transcendental",
@@ -710,8 +816,7 @@ impl DeviceProfile {
             ),
             ("vector_cycles_per_repeat.reduce", costs.reduce),
         ] {
-            at_least_zero(field, value)?;
-            at_most(field, value, MAX_CYCLES, "cycles")?;
+            per_repeat(field, value)?;
         }
         if let Some(model) = &self.pipe_model {
             for (field, value) in [
@@ -726,8 +831,7 @@ impl DeviceProfile {
                 ("pipe_model.mte1_latency_cycles", model.mte1_latency_cycles),
                 ("pipe_model.cube_latency_cycles", model.cube_latency_cycles),
             ] {
-                at_least_zero(field, value)?;
-                at_most(field, value, MAX_CYCLES, "cycles")?;
+                fixed(field, value)?;
             }
             let mut known = Inst::vector_op_names();
             known.extend(ROW_REDUCE_STEP_NAMES);
@@ -740,21 +844,34 @@ impl DeviceProfile {
                     ));
                 }
                 for (dtype, cost) in by_dtype {
-                    for (what, value) in [
-                        ("cycles_per_repeat", cost.cycles_per_repeat),
-                        ("latency_cycles", cost.latency_cycles),
-                    ] {
-                        let field = format!("pipe_model.vector_ops.{op}.{dtype}.{what}");
-                        at_least_zero(&field, value)?;
-                        at_most(&field, value, MAX_CYCLES, "cycles")?;
-                    }
+                    let field = |what: &str| format!("pipe_model.vector_ops.{op}.{dtype}.{what}");
+                    per_repeat(&field("cycles_per_repeat"), cost.cycles_per_repeat)?;
+                    fixed(&field("latency_cycles"), cost.latency_cycles)?;
                 }
             }
         }
-        at_most(
+        for (field, value) in [
+            ("estimator.cube_efficiency", self.estimator.cube_efficiency),
+            (
+                "estimator.vector_efficiency",
+                self.estimator.vector_efficiency,
+            ),
+            (
+                "estimator.memory_efficiency",
+                self.estimator.memory_efficiency,
+            ),
+        ] {
+            within(
+                field,
+                value,
+                (MIN_EFFICIENCY, 1.0),
+                "(a fraction of the peak)",
+            )?;
+        }
+        within(
             "estimator.static_seconds",
             self.estimator.static_seconds,
-            1.0,
+            (0.0, 1.0),
             "seconds",
         )?;
         Ok(())
@@ -1008,6 +1125,143 @@ mod tests {
         // The profile's JSON round-trips the field.
         let back = DeviceProfile::from_json("a.json", &a.to_json().unwrap()).unwrap();
         assert_eq!(back, a);
+    }
+
+    /// The bound of the longest instruction the bounds allow, in seconds: a tile of
+    /// `MAX_BUFFER_BYTES` moved at the slowest copy path or memory share, computed at the
+    /// slowest vector repeat or multiplied at the slowest cube, plus its fixed costs (a
+    /// copy's latency, a pipe model's GM latency, the issue, a loop iteration's overhead).
+    #[test]
+    fn within_the_bounds_no_instruction_takes_longer_than_a_day() {
+        let tile = MAX_BUFFER_BYTES as f64;
+        let copy = tile / MIN_BYTES_PER_CYCLE / MIN_CLOCK_HZ;
+        let memory = tile / MIN_BANDWIDTH_PER_CORE;
+        let vector = tile / MIN_VECTOR_BYTES_PER_REPEAT * MAX_CYCLES_PER_REPEAT / MIN_CLOCK_HZ;
+        // m k n = sqrt(mk kn mn): 1-byte inputs in L0A and L0B, 4-byte results in L0C.
+        let macs = (tile * tile * tile / 4.0).sqrt();
+        assert_eq!(macs, 2f64.powi(41));
+        let cube = macs / MIN_MACS_PER_CYCLE / MIN_CLOCK_HZ;
+        let fixed = 4.0 * MAX_CYCLES / MIN_CLOCK_HZ;
+        let longest = copy.max(memory).max(vector).max(cube) + fixed;
+        assert!(longest <= MAX_INSTRUCTION_SECONDS, "{longest} s");
+        // And not far below: the bounds are no tighter than they need to be.
+        assert!(longest > MAX_INSTRUCTION_SECONDS / 4.0, "{longest} s");
+    }
+
+    /// A profile edited at `pointer` to `value`, loaded as `x.json`: its error.
+    fn edited_error(pointer: &str, value: serde_json::Value) -> String {
+        let mut profile: serde_json::Value =
+            serde_json::from_str(include_str!("../data/devices/kirin9030.json")).unwrap();
+        *profile.pointer_mut(pointer).unwrap() = value;
+        DeviceProfile::from_json("x.json", &profile.to_string())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn rates_too_small_for_an_instruction_to_end_within_a_day_are_refused() {
+        let suffix = ": a typo? (the built-in profiles show the scale; within the range no \
+                      instruction takes longer than a day)";
+        let cases = [
+            (
+                "/memory_bandwidth",
+                "`memory_bandwidth` is 1e-300 bytes per second (at least 1e4 per core, of 1 \
+                 cores), outside 1e4..=1e15",
+            ),
+            ("/clock_hz", "`clock_hz` is 1e-300 Hz, outside 1e6..=1e11"),
+            (
+                "/copy_bytes_per_cycle/gm_to_ub",
+                "`copy_bytes_per_cycle.gm_to_ub` is 1e-300 bytes per cycle, outside 1e-2..=1e6",
+            ),
+            (
+                "/vector_bytes_per_repeat",
+                "`vector_bytes_per_repeat` is 1e-300 bytes, outside 1e0..=1e6",
+            ),
+            (
+                "/cube_macs_per_cycle/f16",
+                "`cube_macs_per_cycle.f16` is 1e-300 multiply-accumulates per cycle, outside \
+                 6.4e1..=1e8",
+            ),
+            (
+                "/estimator/memory_efficiency",
+                "`estimator.memory_efficiency` is 1e-300 (a fraction of the peak), outside \
+                 1e-3..=1e0",
+            ),
+        ];
+        for (pointer, expected) in cases {
+            assert_eq!(
+                edited_error(pointer, 1e-300.into()),
+                format!("device profile x.json: {expected}{suffix}"),
+                "{pointer}"
+            );
+        }
+        assert_eq!(
+            edited_error("/vector_cycles_per_repeat/transcendental", 1e300.into()),
+            format!(
+                "device profile x.json: `vector_cycles_per_repeat.transcendental` is 1e300 \
+                 cycles per repeat, outside 0e0..=1.28e2{suffix}"
+            )
+        );
+    }
+
+    #[test]
+    fn a_buffer_smaller_than_any_kernel_needs_is_refused() {
+        assert_eq!(
+            edited_error("/buffers/ub", 1.into()),
+            "device profile x.json: `buffers.ub` is 1 bytes, outside 32..=268435456 (a kernel \
+             that uses ub reserves at least 32 bytes there; on-core buffers are kilobytes to a \
+             few megabytes)"
+        );
+        assert_eq!(
+            edited_error("/buffers/l0c", 1000.into()),
+            "device profile x.json: `buffers.l0c` is 1000 bytes, outside 1024..=268435456 (a \
+             kernel that uses l0c reserves at least 1024 bytes there; on-core buffers are \
+             kilobytes to a few megabytes)"
+        );
+    }
+
+    #[test]
+    fn a_profile_at_the_edges_of_the_ranges_loads() {
+        let mut profile: serde_json::Value =
+            serde_json::from_str(include_str!("../data/devices/kirin9030.json")).unwrap();
+        for (pointer, value) in [
+            ("/clock_hz", serde_json::json!(MIN_CLOCK_HZ)),
+            (
+                "/memory_bandwidth",
+                serde_json::json!(MIN_BANDWIDTH_PER_CORE),
+            ),
+            ("/buffers/ub", serde_json::json!(32)),
+            ("/buffers/l1", serde_json::json!(512)),
+            ("/buffers/l0a", serde_json::json!(512)),
+            ("/buffers/l0b", serde_json::json!(512)),
+            ("/buffers/l0c", serde_json::json!(1024)),
+            ("/alignment/l0c", serde_json::json!(1024)),
+            (
+                "/copy_bytes_per_cycle/gm_to_ub",
+                serde_json::json!(MIN_BYTES_PER_CYCLE),
+            ),
+            (
+                "/vector_bytes_per_repeat",
+                serde_json::json!(MIN_VECTOR_BYTES_PER_REPEAT),
+            ),
+            (
+                "/vector_cycles_per_repeat/transcendental",
+                serde_json::json!(MAX_CYCLES_PER_REPEAT),
+            ),
+            (
+                "/cube_macs_per_cycle/f16",
+                serde_json::json!(MIN_MACS_PER_CYCLE),
+            ),
+            (
+                "/estimator/memory_efficiency",
+                serde_json::json!(MIN_EFFICIENCY),
+            ),
+            ("/copy_latency_cycles", serde_json::json!(MAX_CYCLES)),
+        ] {
+            *profile.pointer_mut(pointer).unwrap() = value;
+        }
+        let edge = DeviceProfile::from_json("edge.json", &profile.to_string()).unwrap();
+        assert_eq!((edge.clock_hz, edge.buffers.ub), (MIN_CLOCK_HZ, 32));
     }
 
     #[test]

@@ -44,6 +44,25 @@ impl MemLevel {
         MemLevel::L0C,
     ];
 
+    /// The alignment of this level's pool of tiles, in bytes: a 32-byte UB block, a
+    /// 512-byte cube fractal, 1024 bytes of L0C (GM has no pool: 1). A kernel that uses the
+    /// level reserves a multiple of it there (the UB plan rounds each pool up to it), so a
+    /// device profile's buffer must hold at least this much.
+    ///
+    /// ```
+    /// use pto_kernel::ir::MemLevel;
+    /// assert_eq!(MemLevel::Ub.pool_alignment(), 32);
+    /// assert_eq!(MemLevel::L0C.pool_alignment(), 1024);
+    /// ```
+    pub const fn pool_alignment(self) -> u64 {
+        match self {
+            MemLevel::Ub => 32,
+            MemLevel::L1 | MemLevel::L0A | MemLevel::L0B => 512,
+            MemLevel::L0C => 1024,
+            MemLevel::Gm => 1,
+        }
+    }
+
     /// The lowercase name used in the text form and messages.
     pub const fn name(self) -> &'static str {
         match self {

@@ -30,7 +30,7 @@ use crate::row_reduce::{REPEAT_MAX, RowReduce};
 use crate::vector_split::{mixes_cube_and_vector, row_split};
 
 /// Bytes of UB alignment: every buffer starts at a multiple of it.
-pub const UB_ALIGN: u64 = 32;
+pub const UB_ALIGN: u64 = MemLevel::Ub.pool_alignment();
 
 /// Elements of one UB row are padded to a multiple of this (32 bytes of f16, 64 of f32), so
 /// every row of every dtype starts 32-byte aligned: the rule the simulator prices a row
@@ -145,8 +145,14 @@ pub fn level_index(level: MemLevel) -> usize {
     }
 }
 
-/// Byte alignment of tiles in each level's pool.
-const POOL_ALIGN: [u64; 5] = [UB_ALIGN, 512, 512, 512, 1024];
+/// Byte alignment of tiles in each level's pool, by [`level_index`].
+const POOL_ALIGN: [u64; 5] = [
+    MemLevel::Ub.pool_alignment(),
+    MemLevel::L1.pool_alignment(),
+    MemLevel::L0A.pool_alignment(),
+    MemLevel::L0B.pool_alignment(),
+    MemLevel::L0C.pool_alignment(),
+];
 
 /// The tile whose storage `t` uses, following aliases.
 pub fn root(storage: &IdVec<TileId, Storage>, mut t: TileId) -> TileId {

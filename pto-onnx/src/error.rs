@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use pto_op::error::OpError;
+use pto_op::name::quoted;
 use pto_op::registry::RegistryError;
 
 /// An error of ONNX export or import. Messages name the node (by name, or `#index`), the
@@ -38,7 +39,11 @@ pub enum OnnxError {
     #[error("{0}")]
     Model(String),
     /// A node's operator has no pto-op op.
-    #[error("node {node}: no op for domain `{domain}`, op_type `{op_type}`: {reason}")]
+    #[error(
+        "node {node}: no op for domain {}, op_type {}: {reason}",
+        quoted(domain),
+        quoted(op_type)
+    )]
     UnknownOp {
         /// The node, by name or `#index`.
         node: String,
@@ -50,7 +55,7 @@ pub enum OnnxError {
         reason: String,
     },
     /// An attribute is missing, unknown, or not of the type its param needs.
-    #[error("node {node}: attribute `{attribute}`: {problem}")]
+    #[error("node {node}: attribute {}: {problem}", quoted(attribute))]
     Attribute {
         /// The node, by name or `#index`.
         node: String,
@@ -76,7 +81,7 @@ pub enum OnnxError {
         source: OpError,
     },
     /// A value (input, output, initializer, constant) has a type or data pto-op cannot use.
-    #[error("value `{value}`: {problem}")]
+    #[error("value {}: {problem}", quoted(value))]
     Value {
         /// The value's name.
         value: String,
@@ -128,9 +133,12 @@ pub(crate) fn node_label(index: usize, name: &str, domain: &str, op_type: &str) 
     } else {
         format!("{domain}.{op_type}")
     };
+    // The names are the file's: escaped, as every name a message shows.
+    let op = quoted(&op).to_string();
+    let op = op.trim_matches('`');
     if name.is_empty() {
         format!("#{index} ({op})")
     } else {
-        format!("#{index} `{name}` ({op})")
+        format!("#{index} {} ({op})", quoted(name))
     }
 }

@@ -198,7 +198,7 @@ impl Exporter<'_> {
             .values
             .get(id)
             .ok_or_else(|| OnnxError::Model(format!("the graph has no value {id}")))?;
-        Ok(value_info(&value.name, &value.ty))
+        value_info(&value.name, &value.ty)
     }
 
     /// A fresh value name starting with `base`.
@@ -548,8 +548,26 @@ fn tensor_proto(name: &str, tensor: &Tensor) -> TensorProto {
     }
 }
 
-fn value_info(name: &str, ty: &TensorType) -> ValueInfoProto {
-    ValueInfoProto {
+/// The value's type as ONNX writes it; a dim that int64 cannot hold is an error, never a
+/// negative dim (which the import would refuse).
+fn value_info(name: &str, ty: &TensorType) -> Result<ValueInfoProto, OnnxError> {
+    let dim = |(axis, &d): (usize, &usize)| {
+        i64::try_from(d)
+            .map(|d| Dimension {
+                dim_value: Some(d),
+                dim_param: None,
+            })
+            .map_err(|_| OnnxError::Value {
+                value: name.to_owned(),
+                problem: format!(
+                    "dim {axis} of {}{} is {d}, more than the {} an ONNX dim (int64) may be",
+                    ty.dtype,
+                    ty.shape,
+                    i64::MAX
+                ),
+            })
+    };
+    Ok(ValueInfoProto {
         name: name.to_owned(),
         r#type: Some(TypeProto {
             tensor_type: Some(TensorTypeProto {
@@ -559,13 +577,11 @@ fn value_info(name: &str, ty: &TensorType) -> ValueInfoProto {
                         .shape
                         .dims()
                         .iter()
-                        .map(|&d| Dimension {
-                            dim_value: Some(d as i64),
-                            dim_param: None,
-                        })
-                        .collect(),
+                        .enumerate()
+                        .map(dim)
+                        .collect::<Result<_, _>>()?,
                 }),
             }),
         }),
-    }
+    })
 }

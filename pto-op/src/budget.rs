@@ -4,9 +4,14 @@
 //! its weights, and the activations alive at once at the peak of its [`Liveness`] plan.
 //! The graph compiler checks both against a [`MemoryBudget`] and refuses a model that
 //! exceeds it, naming the value that weighs most, instead of trying to allocate terabytes
-//! for a 77-byte ONNX file. The default budget is [`MemoryBudget::SHARE_PERCENT`] percent of
-//! the machine's memory (`MemTotal` of `/proc/meminfo` on Linux), or
-//! [`MemoryBudget::FALLBACK_BYTES`] where that cannot be read; a program passes another one
+//! for a 77-byte ONNX file. The default budget is the least of [`MemoryBudget::SHARE_PERCENT`]
+//! percent of the machine's memory (`MemTotal` of `/proc/meminfo` on Linux), what the
+//! process's address-space limit (`RLIMIT_AS`, as `/proc/self/limits` gives it) leaves
+//! beyond what it maps already (`VmSize`), and what its cgroup's `memory.max` (cgroup v2)
+//! leaves beyond its `memory.current` (less the page cache it may reclaim): a run in a
+//! container or under `ulimit -v` is refused before it allocates, not killed or aborted
+//! while it does. It is
+//! [`MemoryBudget::FALLBACK_BYTES`] where none can be read; a program passes another one
 //! where it knows better (`pto run --max-memory 64G`).
 //!
 //! ```
@@ -46,6 +51,20 @@ enum Source {
     Given,
     /// A share of the machine's memory, of this many bytes.
     Machine(u64),
+    /// What the address-space limit leaves: the limit, and what the process maps already.
+    AddressSpace {
+        /// `RLIMIT_AS`, in bytes.
+        limit: u64,
+        /// `VmSize`, in bytes.
+        mapped: u64,
+    },
+    /// What the cgroup's memory limit leaves: `memory.max`, and `memory.current`.
+    Cgroup {
+        /// `memory.max`, in bytes.
+        max: u64,
+        /// `memory.current`, in bytes.
+        current: u64,
+    },
     /// The machine's memory could not be read.
     Fallback,
 }
@@ -65,20 +84,37 @@ impl MemoryBudget {
         }
     }
 
-    /// The default: [`SHARE_PERCENT`](Self::SHARE_PERCENT) percent of the machine's memory
-    /// (read once, from `/proc/meminfo`), else [`FALLBACK_BYTES`](Self::FALLBACK_BYTES).
+    /// The default, read once: the least of [`SHARE_PERCENT`](Self::SHARE_PERCENT) percent
+    /// of the machine's memory, what the address-space limit leaves and what the cgroup's
+    /// memory limit leaves (see the module's docs), else
+    /// [`FALLBACK_BYTES`](Self::FALLBACK_BYTES).
     pub fn machine() -> MemoryBudget {
         static MACHINE: OnceLock<MemoryBudget> = OnceLock::new();
-        *MACHINE.get_or_init(|| match machine_memory() {
-            Some(total) => MemoryBudget {
-                bytes: total / 100 * Self::SHARE_PERCENT,
-                source: Source::Machine(total),
-            },
-            None => MemoryBudget {
+        *MACHINE.get_or_init(|| MemoryBudget::of_limits(&MemoryLimits::of_this_process()))
+    }
+
+    /// The least budget that `limits` allow, and which limit it is.
+    fn of_limits(limits: &MemoryLimits) -> MemoryBudget {
+        let share = limits.mem_total.map(|total| MemoryBudget {
+            bytes: total / 100 * Self::SHARE_PERCENT,
+            source: Source::Machine(total),
+        });
+        let address_space = limits.address_space.map(|(limit, mapped)| MemoryBudget {
+            bytes: limit.saturating_sub(mapped),
+            source: Source::AddressSpace { limit, mapped },
+        });
+        let cgroup = limits.cgroup.map(|(max, current)| MemoryBudget {
+            bytes: max.saturating_sub(current),
+            source: Source::Cgroup { max, current },
+        });
+        [share, address_space, cgroup]
+            .into_iter()
+            .flatten()
+            .min_by_key(|budget| budget.bytes)
+            .unwrap_or(MemoryBudget {
                 bytes: Self::FALLBACK_BYTES,
                 source: Source::Fallback,
-            },
-        })
+            })
     }
 
     /// The budget, in bytes.
@@ -195,6 +231,18 @@ impl fmt::Display for MemoryBudget {
                 Self::SHARE_PERCENT,
                 human_bytes(total)
             ),
+            Source::AddressSpace { limit, mapped } => write!(
+                f,
+                " (what this process's address-space limit of {} leaves beyond the {} it maps)",
+                human_bytes(limit),
+                human_bytes(mapped)
+            ),
+            Source::Cgroup { max, current } => write!(
+                f,
+                " (what this process's cgroup memory limit of {} leaves beyond the {} it uses)",
+                human_bytes(max),
+                human_bytes(current)
+            ),
             Source::Fallback => f.write_str(" (the default where the machine's memory is unknown)"),
         }
     }
@@ -277,10 +325,87 @@ fn human_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// The machine's memory in bytes: `MemTotal` of `/proc/meminfo` (Linux).
-fn machine_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    meminfo_total(&text)
+/// The limits on this process's memory, in bytes, each where it is set and can be read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct MemoryLimits {
+    /// The machine's memory.
+    mem_total: Option<u64>,
+    /// The address-space limit (`RLIMIT_AS`), and what the process maps already.
+    address_space: Option<(u64, u64)>,
+    /// The cgroup's `memory.max`, and its `memory.current` less the page cache it may
+    /// reclaim (`inactive_file` of `memory.stat`).
+    cgroup: Option<(u64, u64)>,
+}
+
+impl MemoryLimits {
+    /// This process's limits, from `/proc` and `/sys/fs/cgroup` (Linux; none elsewhere).
+    fn of_this_process() -> MemoryLimits {
+        let read = |path: &str| std::fs::read_to_string(path).ok();
+        let address_space = read("/proc/self/limits")
+            .and_then(|text| address_space_limit(&text))
+            .map(|limit| {
+                let mapped = read("/proc/self/status")
+                    .and_then(|text| status_vm_size(&text))
+                    .unwrap_or(0);
+                (limit, mapped)
+            });
+        let cgroup = read("/proc/self/cgroup")
+            .and_then(|text| cgroup_dir(&text))
+            .and_then(|dir| {
+                let file = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();
+                let max = cgroup_bytes(&file("memory.max")?)?;
+                let current = cgroup_bytes(&file("memory.current")?)?;
+                // The page cache the kernel drops before it runs out of memory is not in use.
+                let reclaimable = file("memory.stat")
+                    .and_then(|text| memory_stat_inactive_file(&text))
+                    .unwrap_or(0);
+                Some((max, current.saturating_sub(reclaimable)))
+            });
+        MemoryLimits {
+            mem_total: read("/proc/meminfo").and_then(|text| meminfo_total(&text)),
+            address_space,
+            cgroup,
+        }
+    }
+}
+
+/// The soft `Max address space` of a `/proc/self/limits` text, in bytes; `None` when it is
+/// unlimited or not there.
+fn address_space_limit(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
+    let soft = line["Max address space".len()..]
+        .split_whitespace()
+        .next()?;
+    soft.parse().ok()
+}
+
+/// `VmSize` of a `/proc/self/status` text (the bytes the process maps), in bytes.
+fn status_vm_size(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("VmSize:"))?;
+    let mut words = line["VmSize:".len()..].split_whitespace();
+    let number: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => number.checked_mul(1024),
+        _ => None,
+    }
+}
+
+/// The cgroup v2 directory of a `/proc/self/cgroup` text (its `0::/path` line).
+fn cgroup_dir(text: &str) -> Option<String> {
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(format!("/sys/fs/cgroup{}", path.trim_end_matches('/')))
+}
+
+/// `inactive_file` of a cgroup v2 `memory.stat` text: the page cache the kernel reclaims
+/// first, counted in `memory.current`.
+fn memory_stat_inactive_file(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("inactive_file "))?;
+    line["inactive_file ".len()..].trim().parse().ok()
+}
+
+/// The bytes of a cgroup v2 `memory.max` or `memory.current`; `None` for `max` (no limit).
+fn cgroup_bytes(text: &str) -> Option<u64> {
+    text.trim().parse().ok()
 }
 
 /// `MemTotal` of a `/proc/meminfo` text, in bytes.
@@ -339,14 +464,77 @@ mod tests {
     }
 
     #[test]
-    fn the_machine_budget_is_a_share_of_its_memory() {
-        let budget = MemoryBudget::machine();
-        match machine_memory() {
-            Some(total) => {
-                assert_eq!(budget.limit(), total / 100 * MemoryBudget::SHARE_PERCENT);
-                assert!(budget.to_string().contains("% of this machine's"));
-            }
-            None => assert_eq!(budget.limit(), MemoryBudget::FALLBACK_BYTES),
-        }
+    fn the_machine_budget_is_the_least_of_its_limits() {
+        const GIB: u64 = 1 << 30;
+        let total = |gib: u64| MemoryLimits {
+            mem_total: Some(gib * GIB),
+            ..MemoryLimits::default()
+        };
+        let budget = MemoryBudget::of_limits(&total(24));
+        assert_eq!(budget.limit(), 24 * GIB / 100 * 50);
+        assert_eq!(
+            budget.to_string(),
+            "12.0 GiB (50% of this machine's 24.0 GiB)"
+        );
+        let budget = MemoryBudget::of_limits(&MemoryLimits {
+            address_space: Some((4 * GIB, GIB)),
+            ..total(24)
+        });
+        assert_eq!(budget.limit(), 3 * GIB);
+        assert_eq!(
+            budget.to_string(),
+            "3.0 GiB (what this process's address-space limit of 4.0 GiB leaves beyond the \
+             1.0 GiB it maps)"
+        );
+        let budget = MemoryBudget::of_limits(&MemoryLimits {
+            address_space: Some((4 * GIB, GIB)),
+            cgroup: Some((2 * GIB, GIB / 2)),
+            ..total(24)
+        });
+        assert_eq!(budget.limit(), 3 * GIB / 2);
+        assert_eq!(
+            budget.to_string(),
+            "1.5 GiB (what this process's cgroup memory limit of 2.0 GiB leaves beyond the \
+             512.0 MiB it uses)"
+        );
+        // A limit already used up leaves nothing; no limit at all leaves the fallback.
+        let used_up = MemoryLimits {
+            cgroup: Some((GIB, 2 * GIB)),
+            ..total(24)
+        };
+        assert_eq!(MemoryBudget::of_limits(&used_up).limit(), 0);
+        assert_eq!(
+            MemoryBudget::of_limits(&MemoryLimits::default()).limit(),
+            MemoryBudget::FALLBACK_BYTES
+        );
+    }
+
+    #[test]
+    fn the_limits_parse_from_proc_and_the_cgroup_files() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max stack size            8388608              unlimited            bytes     \n\
+                      Max address space         4294967296           unlimited            bytes     \n";
+        assert_eq!(address_space_limit(limits), Some(4 << 30));
+        let unlimited =
+            "Max address space         unlimited            unlimited            bytes\n";
+        assert_eq!(address_space_limit(unlimited), None);
+        assert_eq!(
+            address_space_limit("Max stack size 8388608 unlimited bytes\n"),
+            None
+        );
+        let status = "Name:\tpto\nVmPeak:\t  20000 kB\nVmSize:\t   12288 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(status_vm_size(status), Some(12288 * 1024));
+        assert_eq!(status_vm_size("VmSize:\t12 MB\n"), None);
+        assert_eq!(
+            cgroup_dir("0::/user.slice/session-1.scope\n").as_deref(),
+            Some("/sys/fs/cgroup/user.slice/session-1.scope")
+        );
+        assert_eq!(cgroup_dir("0::/\n").as_deref(), Some("/sys/fs/cgroup"));
+        assert_eq!(cgroup_dir("12:memory:/docker/abc\n"), None);
+        assert_eq!(cgroup_bytes("max\n"), None);
+        assert_eq!(cgroup_bytes("2147483648\n"), Some(2 << 30));
+        let stat = "anon 1000\nfile 5000\nactive_file 2000\ninactive_file 3000\n";
+        assert_eq!(memory_stat_inactive_file(stat), Some(3000));
+        assert_eq!(memory_stat_inactive_file("anon 1000\n"), None);
     }
 }

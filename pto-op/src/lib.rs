@@ -88,7 +88,7 @@ pub mod target;
 // (`pto_op::DType`, `pto_op::kernel::ir`, `pto_op::device::DeviceProfile`, ...).
 pub use pto_kernel as kernel;
 pub use pto_kernel::device;
-pub use pto_types::{dtype, error, fs, lowp, shape, table, tensor, tolerance};
+pub use pto_types::{dtype, error, fs, lowp, name, shape, table, tensor, tolerance};
 
 pub use attr::{AttrType, AttrValue, Attributes, OpParams, ParamValue};
 pub use device::{
@@ -109,7 +109,7 @@ pub use perf::{
 pub use pto_op_macros::custom_op;
 pub use registry::RegistryError;
 pub use schema::{Fingerprint, OpSchema};
-pub use shape::{MAX_TENSOR_BYTES, Shape};
+pub use shape::{MAX_DIM, MAX_TENSOR_BYTES, Shape, SizeError};
 pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tolerance::Tolerance;
 

@@ -50,7 +50,7 @@ pub static OPERATORS: [OpDef];
 #[non_exhaustive]
 pub enum RegistryError {
     /// No linked op has this name.
-    #[error("no op named `{name}` is registered{}", suggestion(.close))]
+    #[error("no op named {} is registered{}", crate::name::quoted(name), suggestion(.close))]
     Unknown {
         /// The name looked up.
         name: String,

@@ -3,6 +3,8 @@
 use core::fmt;
 use std::sync::Arc;
 
+use crate::name::quoted;
+
 /// An error raised by an op: by the author's shape, dtype, reference or kernel functions, or
 /// by the framework when a call does not match the op's description.
 ///
@@ -29,7 +31,7 @@ pub enum OpError {
         message: String,
     },
     /// A param is missing, unknown or of the wrong type.
-    #[error("op `{op}`: param `{param}`: {problem}")]
+    #[error("op {}: param {}: {problem}", quoted(op), quoted(param))]
     Param {
         /// The op.
         op: String,
@@ -39,7 +41,10 @@ pub enum OpError {
         problem: String,
     },
     /// A call passed the wrong number of inputs.
-    #[error("op `{op}`: expected {expected} input(s) ({names}), got {actual}")]
+    #[error(
+        "op {}: expected {expected} input(s) ({names}), got {actual}",
+        quoted(op)
+    )]
     InputCount {
         /// The op.
         op: String,
@@ -54,7 +59,7 @@ pub enum OpError {
     #[error("{0}")]
     OutputMismatch(Box<OutputMismatch>),
     /// The op has no implementation for what was asked of it.
-    #[error("op `{op}`: {message}")]
+    #[error("op {}: {message}", quoted(op))]
     Unsupported {
         /// The op.
         op: String,
@@ -183,7 +188,7 @@ struct OpPrefix<'a>(Option<&'a str>);
 impl fmt::Display for OpPrefix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(op) => write!(f, "op `{op}`: "),
+            Some(op) => write!(f, "op {}: ", crate::name::quoted(op)),
             None => Ok(()),
         }
     }
@@ -194,7 +199,7 @@ struct InputPrefix<'a>(Option<&'a str>);
 impl fmt::Display for InputPrefix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(input) => write!(f, "input `{input}`: "),
+            Some(input) => write!(f, "input {}: ", crate::name::quoted(input)),
             None => Ok(()),
         }
     }

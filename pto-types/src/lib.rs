@@ -18,6 +18,7 @@ pub mod dtype;
 pub mod error;
 pub mod fs;
 pub mod lowp;
+pub mod name;
 pub mod shape;
 pub mod table;
 pub mod tensor;
@@ -26,7 +27,7 @@ pub mod tolerance;
 
 pub use dtype::DType;
 pub use error::{BackendError, OpError, OutputMismatch};
-pub use shape::{MAX_TENSOR_BYTES, Shape};
+pub use shape::{MAX_DIM, MAX_TENSOR_BYTES, Shape, SizeError};
 pub use tensor::{Comparison, Element, Mismatch, SplitMix64, Tensor, TensorData, TensorError};
 pub use tensor_type::TensorType;
 pub use tolerance::Tolerance;

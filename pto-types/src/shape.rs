@@ -10,6 +10,37 @@ use crate::error::OpError;
 /// that the sizes of a million tensors sum without overflow.
 pub const MAX_TENSOR_BYTES: u64 = 1 << 44;
 
+/// The largest dim a shape may have: ONNX and the model file's graph write dims as int64,
+/// so a larger one could not be written back (it would read as negative).
+pub const MAX_DIM: u64 = i64::MAX as u64;
+
+/// Why a shape is too large for a tensor of its dtype (see [`Shape::check_size`]). Each
+/// message reads after the tensor's type, e.g. `f32[0, 18446744073709551615], whose dim 1 ...`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SizeError {
+    /// A dim above [`MAX_DIM`].
+    #[error(
+        "whose dim {axis}, {dim}, is more than the {MAX_DIM} a dim may be (ONNX dims are int64)"
+    )]
+    Dim {
+        /// The dim's index, outermost 0.
+        axis: usize,
+        /// Its size.
+        dim: usize,
+    },
+    /// More than [`MAX_TENSOR_BYTES`].
+    #[error("larger than the {MAX_TENSOR_BYTES} bytes a tensor may have")]
+    Bytes,
+    /// A tensor with no elements whose other dims make more than [`MAX_TENSOR_BYTES`]: its
+    /// strides and the row sizes computed from its dims would still overflow.
+    #[error(
+        "which has no elements, but whose nonzero dims make more than the {MAX_TENSOR_BYTES} \
+         bytes a tensor may have"
+    )]
+    ZeroElementExtent,
+}
+
 /// The dimensions of a tensor, outermost first.
 ///
 /// ```
@@ -70,7 +101,8 @@ impl Shape {
     }
 
     /// The bytes of a `dtype` tensor of this shape, or an error naming the shape when they
-    /// exceed [`MAX_TENSOR_BYTES`] (so that sums of many tensors' sizes cannot overflow).
+    /// exceed [`MAX_TENSOR_BYTES`] (so that sums of many tensors' sizes cannot overflow), or
+    /// when [`check_size`](Shape::check_size) refuses it for another reason.
     ///
     /// ```
     /// use pto_types::{DType, Shape};
@@ -78,16 +110,53 @@ impl Shape {
     /// assert!(Shape::from([1 << 30, 1 << 20]).checked_bytes(DType::F32).is_err());
     /// ```
     pub fn checked_bytes(&self, dtype: crate::dtype::DType) -> Result<u64, OpError> {
-        self.0
+        self.check_size(dtype).map_err(|problem| {
+            OpError::invalid(format!(
+                "{dtype}{self} cannot be a tensor: it would be a tensor {problem}"
+            ))
+        })
+    }
+
+    /// The bytes of a `dtype` tensor of this shape, checked whatever its element count: every
+    /// dim is at most [`MAX_DIM`], and the bytes, with zero dims counted as one, are at most
+    /// [`MAX_TENSOR_BYTES`]. A tensor with no elements is no exception: its other dims still
+    /// give its strides, the row sizes of its kernels, and its dims in an ONNX file, so
+    /// `f32[0, 18446744073709551615]` is refused, not passed on as zero bytes. The bound also
+    /// keeps the element count far below `isize::MAX`, the most an array may hold.
+    ///
+    /// ```
+    /// use pto_types::shape::SizeError;
+    /// use pto_types::{DType, Shape};
+    /// assert_eq!(Shape::from([0, 8]).check_size(DType::F32), Ok(0));
+    /// assert_eq!(
+    ///     Shape::from([0, usize::MAX]).check_size(DType::F32),
+    ///     Err(SizeError::Dim { axis: 1, dim: usize::MAX })
+    /// );
+    /// assert_eq!(
+    ///     Shape::from([0, 1 << 62]).check_size(DType::F32),
+    ///     Err(SizeError::ZeroElementExtent)
+    /// );
+    /// ```
+    pub fn check_size(&self, dtype: crate::dtype::DType) -> Result<u64, SizeError> {
+        if let Some((axis, &dim)) = self
+            .0
             .iter()
-            .try_fold(dtype.size_bytes() as u64, |n, &d| n.checked_mul(d as u64))
-            .filter(|&bytes| bytes <= MAX_TENSOR_BYTES)
-            .ok_or_else(|| {
-                OpError::invalid(format!(
-                    "a {dtype} tensor of shape {self} is larger than the {MAX_TENSOR_BYTES} \
-                     bytes a tensor may have"
-                ))
-            })
+            .enumerate()
+            .find(|&(_, &d)| d as u64 > MAX_DIM)
+        {
+            return Err(SizeError::Dim { axis, dim });
+        }
+        let within = |bytes: Option<u64>| bytes.filter(|&b| b <= MAX_TENSOR_BYTES);
+        let extent = within(
+            self.0
+                .iter()
+                .filter(|&&d| d != 0)
+                .try_fold(dtype.size_bytes() as u64, |n, &d| n.checked_mul(d as u64)),
+        );
+        if self.0.contains(&0) {
+            return extent.map(|_| 0).ok_or(SizeError::ZeroElementExtent);
+        }
+        extent.ok_or(SizeError::Bytes)
     }
 
     /// The normalized index of `axis`; negative axes count from the end (-1 is the last).
@@ -273,5 +342,45 @@ mod tests {
         assert_eq!(Shape::scalar().numel(), 1);
         assert_eq!(Shape::scalar().to_string(), "[]");
         assert!(Shape::scalar().last().is_err());
+    }
+
+    #[test]
+    fn zero_element_shapes_are_checked_whatever_their_byte_count() {
+        use crate::DType;
+        let check = |dims: &[usize]| Shape::from(dims).check_size(DType::F32);
+        assert_eq!(check(&[0, 8]), Ok(0));
+        assert_eq!(check(&[0, 1 << 20, 16]), Ok(0));
+        assert_eq!(
+            check(&[0, usize::MAX]),
+            Err(SizeError::Dim {
+                axis: 1,
+                dim: usize::MAX
+            })
+        );
+        assert_eq!(
+            check(&[1 << 63, 0]),
+            Err(SizeError::Dim {
+                axis: 0,
+                dim: 1 << 63
+            })
+        );
+        // The largest int64 dim is within MAX_DIM, but its bytes are not.
+        assert_eq!(
+            check(&[0, (1 << 63) - 1]),
+            Err(SizeError::ZeroElementExtent)
+        );
+        assert_eq!(check(&[0, 1 << 62, 4]), Err(SizeError::ZeroElementExtent));
+        assert_eq!(check(&[1 << 62, 16]), Err(SizeError::Bytes));
+        assert_eq!(check(&[1 << 42]), Ok(1 << 44));
+        assert_eq!(check(&[(1 << 42) + 1]), Err(SizeError::Bytes));
+        assert_eq!(
+            Shape::from([0, usize::MAX])
+                .checked_bytes(DType::F32)
+                .unwrap_err()
+                .to_string(),
+            "f32[0, 18446744073709551615] cannot be a tensor: it would be a tensor whose dim 1, \
+             18446744073709551615, is more than the 9223372036854775807 a dim may be (ONNX \
+             dims are int64)"
+        );
     }
 }

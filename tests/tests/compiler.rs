@@ -265,3 +265,22 @@ fn a_broken_graph_is_refused_with_the_graphs_own_check() {
         "{err}"
     );
 }
+
+/// The names of a model (its own, its inputs', its values') come from a file: the
+/// compiler's and the runner's errors show them escaped (issue 31 item 11).
+#[test]
+fn names_in_compile_and_run_errors_are_escaped() {
+    let graph = Graph::new();
+    let x = graph.input("x\u{202e}", Shape::from([2, 4]), DType::F32);
+    graph.output(&pto_op::ops::neg::apply(&x, &Default::default()).expect("traces"));
+    let model = graph.to_model("m\u{1b}[2J").expect("a model");
+    let compiled = compile(&model, "cpu").expect("compiles");
+    let error = compiled
+        .run(&[Tensor::zeros(Shape::from([3]), DType::F32)])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "model `m\\u{1b}[2J`: input `x\\u{202e}`: expected f32[2, 4], got f32[3]"
+    );
+}

@@ -271,3 +271,99 @@ fn the_feed_forward_product_of_the_7b_model_fits_kirin9030_in_column_chunks() {
         assert!(report.seconds > 0.0, "{device}");
     }
 }
+
+/// A profile file of kirin9030 with the fields at `pointers` set, written in a scratch
+/// directory: its path.
+fn edited_profile(
+    dir: &std::path::Path,
+    file: &str,
+    edits: &[(&str, serde_json::Value)],
+) -> String {
+    let mut profile: serde_json::Value =
+        serde_json::from_str(&kirin().to_json().expect("JSON")).expect("a profile");
+    for (pointer, value) in edits {
+        *profile
+            .pointer_mut(pointer)
+            .expect("a field of the profile") = value.clone();
+    }
+    let path = dir.join(file);
+    std::fs::write(&path, profile.to_string()).expect("writable");
+    path.to_string_lossy().into_owned()
+}
+
+/// Before the bounds of issue 31 item 9, `memory_bandwidth: 1e-300` estimated `inf` per
+/// node, `clock_hz: 1e-300` printed a 300-digit total, and `buffers.ub: 1` passed compile
+/// and failed run: each is refused at load, naming the file, the field, the value and the
+/// range; a profile at the edges of the ranges estimates finite times.
+#[test]
+fn extreme_profiles_are_refused_and_the_edges_estimate_finite_times() {
+    let dir = std::env::temp_dir().join(format!("pto-extreme-profiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let cases = [
+        (
+            "/memory_bandwidth",
+            serde_json::json!(1e-300),
+            "`memory_bandwidth` is 1e-300 bytes per second (at least 1e4 per core, of 1 cores), \
+             outside 1e4..=1e15",
+        ),
+        (
+            "/clock_hz",
+            serde_json::json!(1e-300),
+            "`clock_hz` is 1e-300 Hz, outside 1e6..=1e11",
+        ),
+        (
+            "/buffers/ub",
+            serde_json::json!(1),
+            "`buffers.ub` is 1 bytes, outside 32..=268435456",
+        ),
+    ];
+    for (index, (pointer, value, expected)) in cases.into_iter().enumerate() {
+        let path = edited_profile(&dir, &format!("bad{index}.json"), &[(pointer, value)]);
+        for args in [
+            &["estimate", "pipeline"][..],
+            &["compile", "pipeline", "--target", "sim"],
+            &["run", "pipeline", "--target", "sim"],
+        ] {
+            let args = std::iter::once("pto")
+                .chain(args.iter().copied())
+                .chain(["--device", path.as_str()]);
+            let error = pto_cli::run(args).expect_err("refused").to_string();
+            assert!(
+                error.contains(&format!("device profile {path}: {expected}")),
+                "{pointer}: {error}"
+            );
+        }
+    }
+    let edge = edited_profile(
+        &dir,
+        "edge.json",
+        &[
+            ("/clock_hz", serde_json::json!(1e6)),
+            ("/memory_bandwidth", serde_json::json!(1e4)),
+            ("/copy_bytes_per_cycle/gm_to_ub", serde_json::json!(0.01)),
+            ("/copy_bytes_per_cycle/ub_to_gm", serde_json::json!(0.01)),
+            ("/estimator/memory_efficiency", serde_json::json!(1e-3)),
+            ("/estimator/vector_efficiency", serde_json::json!(1e-3)),
+        ],
+    );
+    let device = DeviceProfile::load(std::path::Path::new(&edge)).expect("the edges load");
+    let model = pto_op::models::find_builtin("pipeline")
+        .expect("the registry is sound")
+        .expect("pto-examples registers the model");
+    let model = (model.build)().expect("builds");
+    let report = ModelReport::of_graph(
+        "pipeline",
+        &model.graph,
+        &mut Estimator::linked(&device).expect("links"),
+    )
+    .expect("estimates");
+    for op in &report.ops {
+        assert!(
+            op.seconds.is_finite() && op.seconds > 0.0 && op.seconds < 86_400.0,
+            "{}: {} s",
+            op.op,
+            op.seconds
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

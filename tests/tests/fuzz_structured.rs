@@ -20,7 +20,7 @@
 //! [`FUZZ_WORK_BUDGET`], so validation refuses every kernel over it (that refusal is what
 //! is tested) and every kernel it accepts is executed.
 //!
-//! `PTO_FUZZ_CASES` sets the cases per fuzzer (default small, for CI), `PTO_FUZZ_SEED` the
+//! `PTO_FUZZ_CASES` sets the cases per fuzzer (default [`CI_CASES`]), `PTO_FUZZ_SEED` the
 //! stream; each prints its counts per stage. Run them in a debug build (overflow checks on):
 //!
 //! ```text
@@ -66,6 +66,12 @@ const GLOBAL_ELEMENTS_CAP: u128 = 1 << 20;
 fn fuzz_work_budget() {
     pto_op::kernel::validate::set_work_budget(FUZZ_WORK_BUDGET);
 }
+
+/// The cases per fuzzer without `PTO_FUZZ_CASES`, as CI runs them: enough that the model
+/// file fuzzer, from the default seed, finds the zero-element value with a dim above int64
+/// (`f32[0, 2^64 - 2]`, case 1149 before the fix of issue 31 item 7), and few enough that
+/// the four run in about 15 s on two idle cores in a debug build (30 s on busy ones).
+const CI_CASES: u64 = 2000;
 
 /// `name` from the environment as a number, else `default`.
 fn knob(name: &str, default: u64) -> u64 {
@@ -310,12 +316,25 @@ fn integer_seed() -> Result<Model, OpError> {
     g.to_model("integer_seed")
 }
 
-/// The seed models: the three above and the example models small enough to run.
+/// Values with no elements: `x` passed straight through, so that one edit of its other
+/// dim reaches a run (any node would re-infer its output and refuse the edit), and one
+/// through a node.
+fn empty_seed() -> Result<Model, OpError> {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([0, 4]), DType::F32);
+    g.output(&x);
+    let y = g.input("y", Shape::from([3, 0]), DType::F32);
+    g.output(&ops::neg::apply(&y, &Default::default())?);
+    g.to_model("empty_seed")
+}
+
+/// The seed models: the four above and the example models small enough to run.
 fn seed_models() -> Vec<Model> {
     let mut models = vec![
         mlp_seed().expect("the MLP seed traces"),
         shape_seed().expect("the shape seed traces"),
         integer_seed().expect("the integer seed traces"),
+        empty_seed().expect("the empty seed traces"),
     ];
     for name in ["pipeline", "mixed"] {
         let def = pto_op::models::find_builtin(name)
@@ -918,7 +937,10 @@ fn onnx_case(
 #[test]
 fn fuzz_onnx_fields() {
     fuzz_work_budget();
-    let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
+    let (cases, seed) = (
+        knob("PTO_FUZZ_CASES", CI_CASES),
+        knob("PTO_FUZZ_SEED", 0x5eed),
+    );
     let seeds = onnx_seeds();
     let scratch = Scratch::new("onnx");
     let (start, mut seeds_rng, mut tally) =
@@ -1110,7 +1132,10 @@ fn edit_embedded_json(rng: &mut SplitMix64, header: &mut serde_json::Value, key:
 #[test]
 fn fuzz_model_file_fields() {
     fuzz_work_budget();
-    let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
+    let (cases, seed) = (
+        knob("PTO_FUZZ_CASES", CI_CASES),
+        knob("PTO_FUZZ_SEED", 0x5eed),
+    );
     let seeds: Vec<Vec<u8>> = seed_models()
         .iter()
         .map(|m| m.to_bytes().expect("a seed model serializes"))
@@ -1213,7 +1238,10 @@ fn poke_values(rng: &mut SplitMix64, header: &serde_json::Value, data: &mut [u8]
 #[test]
 fn fuzz_inputs_file_fields() {
     fuzz_work_budget();
-    let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
+    let (cases, seed) = (
+        knob("PTO_FUZZ_CASES", CI_CASES),
+        knob("PTO_FUZZ_SEED", 0x5eed),
+    );
     let scratch = Scratch::new("inputs");
     let cpu = pto_cli::edge::target_config("cpu", None).expect("the default device");
     // Each seed model as a model file, with a valid inputs file.
@@ -1603,7 +1631,10 @@ fn kernel_case(rng: &mut SplitMix64, seeds: &[String], profile: &DeviceProfile) 
 #[test]
 fn fuzz_kernel_text() {
     fuzz_work_budget();
-    let (cases, seed) = (knob("PTO_FUZZ_CASES", 300), knob("PTO_FUZZ_SEED", 0x5eed));
+    let (cases, seed) = (
+        knob("PTO_FUZZ_CASES", CI_CASES),
+        knob("PTO_FUZZ_SEED", 0x5eed),
+    );
     let seeds = kernel_seeds();
     for text in &seeds[..2] {
         if let Err(e) = parse(text) {

@@ -232,7 +232,7 @@ fn device_profiles_with_absurd_numbers_are_refused_on_load() {
         (
             "/memory_bandwidth",
             1e30.into(),
-            "`memory_bandwidth` is 1000000000000000000000000000000",
+            "`memory_bandwidth` is 1e30 bytes per second",
         ),
         (
             "/clock_hz",

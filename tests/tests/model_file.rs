@@ -617,14 +617,20 @@ fn broken_graphs_and_weights_are_named() {
 #[test]
 fn values_too_large_for_a_tensor_are_refused_on_load() {
     let bytes = rms_norm_model().to_bytes().expect("serializes");
+    let larger = "larger than the 17592186044416 bytes a tensor may have";
     let huge = [
-        (vec![1usize << 62, 16], DType::F32),
-        (vec![usize::MAX, 2], DType::U8),
-        (vec![1 << 20, 1 << 20, 1 << 20], DType::I64),
-        (vec![(1 << 42) + 1], DType::F32),
+        (vec![1usize << 62, 16], DType::F32, larger),
+        (
+            vec![usize::MAX, 2],
+            DType::U8,
+            "whose dim 0, 18446744073709551615, is more than the 9223372036854775807 a dim \
+             may be (ONNX dims are int64)",
+        ),
+        (vec![1 << 20, 1 << 20, 1 << 20], DType::I64, larger),
+        (vec![(1 << 42) + 1], DType::F32, larger),
     ];
     let dir = TempDir::new("too-large");
-    for (dims, dtype) in huge {
+    for (dims, dtype, problem) in huge {
         for value in 0..3 {
             let edited = edit_graph(&bytes, |g| {
                 g.values[value].ty = TensorType {
@@ -636,8 +642,7 @@ fn values_too_large_for_a_tensor_are_refused_on_load() {
             assert_eq!(
                 load_error(&edited),
                 format!(
-                    "model file: invalid graph: value {value} `{name}` is {dtype}{}, larger than \
-                     the 17592186044416 bytes a tensor may have",
+                    "model file: invalid graph: value {value} `{name}` is {dtype}{}, {problem}",
                     Shape::new(dims.clone())
                 )
             );
@@ -651,7 +656,7 @@ fn values_too_large_for_a_tensor_are_refused_on_load() {
             ] {
                 let err = pto_cli::run(std::iter::once("pto").chain(verb.iter().copied()))
                     .expect_err("refused");
-                assert!(err.to_string().contains("larger than"), "{err}");
+                assert!(err.to_string().contains(problem), "{err}");
             }
         }
     }
@@ -660,6 +665,95 @@ fn values_too_large_for_a_tensor_are_refused_on_load() {
         g.values[0].ty.shape = Shape::new(vec![1 << 38, 16]);
     });
     assert!(Model::from_bytes(&at_limit).is_ok());
+}
+
+/// A value with no elements is checked like any other: before the fix,
+/// `f32[0, 18446744073709551615, 16]` was 0 bytes and passed the size check, then `pto run`
+/// panicked in ndarray (cpu and sim) and `pto export` wrote the dim as -1, which the
+/// import refuses.
+#[test]
+fn zero_element_values_with_huge_dims_are_refused_on_load() {
+    let bytes = rms_norm_model().to_bytes().expect("serializes");
+    let dim_problem = |axis: usize, dim: usize| {
+        format!(
+            "whose dim {axis}, {dim}, is more than the 9223372036854775807 a dim may be (ONNX \
+             dims are int64)"
+        )
+    };
+    let zero_element = "which has no elements, but whose nonzero dims make more than the \
+                        17592186044416 bytes a tensor may have";
+    let cases = [
+        (vec![0, usize::MAX, 16], dim_problem(1, usize::MAX)),
+        (vec![0, 1 << 63, 16], dim_problem(1, 1 << 63)),
+        (vec![1 << 63, 0, 16], dim_problem(0, 1 << 63)),
+        (vec![0, 1 << 62, 16], zero_element.to_owned()),
+    ];
+    let dir = TempDir::new("zero-element");
+    for (dims, problem) in cases {
+        let edited = edit_graph(&bytes, |g| {
+            for value in [0, 2] {
+                g.values[value].ty.shape = Shape::new(dims.clone());
+            }
+        });
+        let shape = Shape::new(dims.clone());
+        assert_eq!(
+            load_error(&edited),
+            format!("model file: invalid graph: value 0 `x` is f32{shape}, {problem}")
+        );
+        let path = dir.0.join("zero.pto");
+        std::fs::write(&path, &edited).expect("writable");
+        let path = path.to_string_lossy().into_owned();
+        let onnx = dir.0.join("zero.onnx").to_string_lossy().into_owned();
+        for verb in [
+            &["run", &path, "--target", "cpu"][..],
+            &["run", &path, "--target", "sim"],
+            &["export", &path, "-o", &onnx],
+        ] {
+            let err = pto_cli::run(std::iter::once("pto").chain(verb.iter().copied()))
+                .expect_err("refused");
+            assert!(err.to_string().contains(&problem), "{verb:?}: {err}");
+        }
+    }
+    // A zero-element value whose other dims are within the limits loads.
+    let empty = edit_graph(&bytes, |g| {
+        for value in [0, 2] {
+            g.values[value].ty.shape = Shape::new(vec![0, 1 << 20, 16]);
+        }
+    });
+    assert!(Model::from_bytes(&empty).is_ok());
+}
+
+/// A value name from a file is shown escaped in errors: C0 and C1 controls and the bidi
+/// overrides and isolates print as `\u{..}`, never raw.
+#[test]
+fn names_with_control_and_bidi_characters_are_escaped_in_errors() {
+    let bytes = rms_norm_model().to_bytes().expect("serializes");
+    for (name, shown) in [
+        ("x\u{202e}y", "x\\u{202e}y"),
+        ("a\u{1b}[2Jb", "a\\u{1b}[2Jb"),
+        ("\u{9b}\u{2067}", "\\u{9b}\\u{2067}"),
+        ("tab\there", "tab\\u{9}here"),
+    ] {
+        let edited = edit_graph(&bytes, |g| {
+            g.values[0].name = name.to_owned();
+            g.values[1].name = name.to_owned();
+        });
+        assert_eq!(
+            load_error(&edited),
+            format!(
+                "model file: invalid graph: two values are named `{shown}`; value names are unique"
+            )
+        );
+    }
+    let edited = edit_graph(&bytes, |g| {
+        g.values[0].name = String::new();
+        g.values[1].name = String::new();
+    });
+    assert_eq!(
+        load_error(&edited),
+        "model file: invalid graph: two values are named `` (an empty name); value names are \
+         unique"
+    );
 }
 
 #[test]

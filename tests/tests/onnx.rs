@@ -379,6 +379,30 @@ fn values_too_large_to_address_are_refused_when_traced() {
     assert_eq!(big.ty().shape.numel(), 1 << 41);
 }
 
+/// A zero-element value is checked whatever its byte count (zero): before the fix, tracing
+/// on `f32[0, 18446744073709551615]` succeeded and export wrote the dim as -1.
+#[test]
+fn zero_element_values_with_huge_dims_are_refused_when_traced_and_exported() {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([0, usize::MAX]), DType::F32);
+    let error = pto_op::ops::neg::apply(&x, &Default::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "op `std.neg`: output `y` would be f32[0, 18446744073709551615], whose dim 1, \
+         18446744073709551615, is more than the 9223372036854775807 a dim may be (ONNX dims \
+         are int64)"
+    );
+    // An input passed straight through is no node's output: export refuses its dim rather
+    // than writing it as -1.
+    g.output(&x);
+    let model = g.to_model("passthrough").expect("a model");
+    assert_eq!(
+        to_onnx(&model).unwrap_err().to_string(),
+        "value `x`: dim 1 of f32[0, 18446744073709551615] is 18446744073709551615, more than \
+         the 9223372036854775807 an ONNX dim (int64) may be"
+    );
+}
+
 /// A one-node model of `op_type` whose inputs are f32 graph inputs of the given dims, with
 /// one output `y` of undeclared type.
 fn one_node_model(op_type: &str, inputs: &[(&str, &[i64])]) -> ModelProto {
@@ -690,4 +714,69 @@ fn a_cast_with_round_mode_is_written_at_opset_24_which_onnx_runtime_refuses() {
         let ours = x.cast_with(DType::F8E8M0, true, mode).cast(DType::F32);
         assert_eq!(ours, reference, "{round_mode}");
     }
+}
+
+/// A one-node Relu model `x -> relu -> y` with `edit` applied to its graph.
+fn relu_model(edit: impl FnOnce(&mut GraphProto)) -> Vec<u8> {
+    let mut graph = GraphProto {
+        node: vec![node("relu", "Relu", &["x"], "y")],
+        name: "g".to_owned(),
+        input: vec![f32_value("x", &[2, 4])],
+        output: vec![untyped_value("y")],
+        ..Default::default()
+    };
+    edit(&mut graph);
+    common::proto::model(17, graph).encode_to_vec()
+}
+
+/// Before issue 31 item 11, an output that no node produces was "used before it is
+/// defined", as if the nodes were out of order.
+#[test]
+fn an_output_no_node_produces_says_so() {
+    let bytes = relu_model(|g| g.output.push(untyped_value("z")));
+    assert_eq!(
+        from_onnx(&bytes).unwrap_err().to_string(),
+        "value `z`: a graph output that no node produces, and no graph input or initializer"
+    );
+}
+
+/// Before issue 31 item 11, an input with an empty name printed as "value ``".
+#[test]
+fn an_empty_input_name_is_called_an_empty_name() {
+    let bytes = relu_model(|g| {
+        g.input[0].name = String::new();
+        g.node[0].input[0] = String::new();
+    });
+    assert_eq!(
+        from_onnx(&bytes).unwrap_err().to_string(),
+        "value `` (an empty name): a value defined with an empty name; ONNX names every value \
+         it defines"
+    );
+}
+
+/// Names from a file are shown escaped: a right-to-left override or an escape sequence in
+/// a name cannot reorder or clear the line of the message that shows it.
+#[test]
+fn control_and_bidi_characters_in_names_are_escaped_in_messages() {
+    let bytes = relu_model(|g| {
+        g.output[0].name = "y\u{202e}txt.exe".to_owned();
+    });
+    assert_eq!(
+        from_onnx(&bytes).unwrap_err().to_string(),
+        "value `y\\u{202e}txt.exe`: a graph output that no node produces, and no graph input \
+         or initializer"
+    );
+    let bytes = relu_model(|g| {
+        g.node[0].op_type = "Relu\u{1b}[2J".to_owned();
+        g.node[0].name = "n\u{2066}".to_owned();
+    });
+    let error = from_onnx(&bytes).unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "node #0 `n\\u{2066}` (Relu\\u{1b}[2J): no op for domain `` (an empty name), \
+             op_type `Relu\\u{1b}[2J`"
+        ),
+        "{error}"
+    );
+    assert!(!error.contains(['\u{1b}', '\u{2066}']), "{error}");
 }

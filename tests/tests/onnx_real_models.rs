@@ -434,4 +434,18 @@ fn the_command_line_imports_fuses_and_binds_shapes() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("dim `big`"), "{err}");
+    // A dim no int64 holds is refused as too large, with the limit, not passed on.
+    let err = pto_cli::run([
+        "pto",
+        "run",
+        gpt2,
+        "--shape",
+        "input_ids=0x18446744073709551615",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("dim `18446744073709551615` of `input_ids=0x18446744073709551615` is too large: a dim is at most 9223372036854775807"),
+        "{err}"
+    );
 }

@@ -1,6 +1,7 @@
 //! The compiler's errors: [`CompileError`] (compiling a model) and [`RunError`] (running a
 //! compiled one), each naming the model, node and value at fault.
 
+use pto_op::name::quoted;
 use pto_op::registry::RegistryError;
 use pto_op::target::TargetError;
 use pto_op::{OpError, TensorType};
@@ -15,7 +16,7 @@ pub enum CompileError {
     #[error(transparent)]
     Target(#[from] TargetError),
     /// A node calls an op that is not linked.
-    #[error("model `{model}`: node {node}{}: {source}", named(node_name))]
+    #[error("model {m}: node {node}{}: {source}", named(node_name), m = quoted(model))]
     UnknownOp {
         /// The model.
         model: String,
@@ -28,8 +29,10 @@ pub enum CompileError {
     },
     /// The model records no schema for an op its graph uses.
     #[error(
-        "model `{model}`: node {node}{} calls `{op}`, but the model records no schema of it",
-        named(node_name)
+        "model {m}: node {node}{} calls {o}, but the model records no schema of it",
+        named(node_name),
+        m = quoted(model),
+        o = quoted(op)
     )]
     MissingSchema {
         /// The model.
@@ -43,9 +46,10 @@ pub enum CompileError {
     },
     /// The linked op's signature differs from the one the model was built against.
     #[error(
-        "op `{op}` changed since the model was built: {}; rebuild (re-export) the model \
+        "op {o} changed since the model was built: {}; rebuild (re-export) the model \
          against the linked op, or link the op's old version",
-        join(changes)
+        join(changes),
+        o = quoted(op)
     )]
     SchemaChanged {
         /// The op.
@@ -56,10 +60,11 @@ pub enum CompileError {
     /// A node's recorded version or fingerprint differs from the linked op's, although the
     /// model's schema of the op matches it: the node was traced against another signature.
     #[error(
-        "op `{op}` changed since the model was built: node {node}{} was traced against \
+        "op {o} changed since the model was built: node {node}{} was traced against \
          version {recorded_version} (fingerprint {recorded}), the linked op is version \
          {linked_version} (fingerprint {linked})",
-        named(node_name)
+        named(node_name),
+        o = quoted(op)
     )]
     NodeSignature {
         /// The op.
@@ -79,7 +84,7 @@ pub enum CompileError {
     },
     /// The model's weights are not exactly its graph's weight values, with their types, or
     /// do not fit their use ([`Model::check_pow_exponents`](pto_op::Model::check_pow_exponents)).
-    #[error("model `{model}`: {source}")]
+    #[error("model {m}: {source}", m = quoted(model))]
     Weights {
         /// The model.
         model: String,
@@ -87,7 +92,7 @@ pub enum CompileError {
         source: Box<OpError>,
     },
     /// The graph's structure is broken ([`pto_op::GraphDef::validate`]).
-    #[error("model `{model}`: invalid graph: {source}")]
+    #[error("model {m}: invalid graph: {source}", m = quoted(model))]
     InvalidGraph {
         /// The model.
         model: String,
@@ -96,7 +101,7 @@ pub enum CompileError {
     },
     /// A node refers to a value that does not exist, or records another number of outputs
     /// than its op has.
-    #[error("model `{model}`: {message}")]
+    #[error("model {m}: {message}", m = quoted(model))]
     Graph {
         /// The model.
         model: String,
@@ -104,7 +109,7 @@ pub enum CompileError {
         message: String,
     },
     /// An op's rules reject a node's inputs.
-    #[error("model `{model}`: node {node}{}: {source}", named(node_name))]
+    #[error("model {m}: node {node}{}: {source}", named(node_name), m = quoted(model))]
     Infer {
         /// The model.
         model: String,
@@ -117,9 +122,12 @@ pub enum CompileError {
     },
     /// An op's rules give another type than the model recorded for a value.
     #[error(
-        "model `{model}`: node {node}{} (`{op}`): value `{value}` is recorded as {recorded}, \
+        "model {m}: node {node}{} ({o}): value {v} is recorded as {recorded}, \
          but the op's rules now give {inferred}",
-        named(node_name)
+        named(node_name),
+        m = quoted(model),
+        o = quoted(op),
+        v = quoted(value)
     )]
     TypeMismatch {
         /// The model.
@@ -139,9 +147,11 @@ pub enum CompileError {
     },
     /// The target cannot run a node's op (it has no kernel) and has no fallback target.
     #[error(
-        "model `{model}`: node {node}{}: op `{op}` has no kernel, and target `{target}` has no \
+        "model {m}: node {node}{}: op {o} has no kernel, and target `{target}` has no \
          fallback to run its reference",
-        named(node_name)
+        named(node_name),
+        m = quoted(model),
+        o = quoted(op)
     )]
     NoFallback {
         /// The model.
@@ -161,7 +171,7 @@ pub enum CompileError {
     MemoryBudget(Box<pto_op::budget::BudgetError>),
     /// A kernel shipped with the model matches a node but cannot run: its op's signature
     /// changed since it was shipped, or its (edited) text does not parse or fit the node.
-    #[error("model `{model}`: node {node}: {source}")]
+    #[error("model {m}: node {node}: {source}", m = quoted(model))]
     ShippedKernel {
         /// The model.
         model: String,
@@ -172,8 +182,9 @@ pub enum CompileError {
     },
     /// The target could not prepare a node (its kernel does not trace, or does not fit).
     #[error(
-        "model `{model}`: node {node}{} on target `{target}`: {source}",
-        named(node_name)
+        "model {m}: node {node}{} on target `{target}`: {source}",
+        named(node_name),
+        m = quoted(model)
     )]
     Lower {
         /// The model.
@@ -194,7 +205,7 @@ pub enum CompileError {
 #[non_exhaustive]
 pub enum RunError {
     /// The wrong number of inputs.
-    #[error("model `{model}` takes {expected} input(s) ({names}), got {actual}")]
+    #[error("model {m} takes {expected} input(s) ({names}), got {actual}", m = quoted(model))]
     InputCount {
         /// The model.
         model: String,
@@ -206,7 +217,11 @@ pub enum RunError {
         actual: usize,
     },
     /// An input of another shape or dtype than the graph's.
-    #[error("model `{model}`: input `{input}`: expected {expected}, got {actual}")]
+    #[error(
+        "model {m}: input {i}: expected {expected}, got {actual}",
+        m = quoted(model),
+        i = quoted(input)
+    )]
     InputType {
         /// The model.
         model: String,
@@ -218,7 +233,7 @@ pub enum RunError {
         actual: Box<TensorType>,
     },
     /// A named input the graph lacks, or a graph input not given.
-    #[error("model `{model}`: {message}; its inputs are {names}")]
+    #[error("model {m}: {message}; its inputs are {names}", m = quoted(model))]
     InputName {
         /// The model.
         model: String,
@@ -229,8 +244,9 @@ pub enum RunError {
     },
     /// A node failed.
     #[error(
-        "model `{model}`: node {node}{} on target `{target}`: {source}",
-        named(node_name)
+        "model {m}: node {node}{} on target `{target}`: {source}",
+        named(node_name),
+        m = quoted(model)
     )]
     Node {
         /// The model.
@@ -251,7 +267,7 @@ fn named(name: &str) -> String {
     if name.is_empty() {
         String::new()
     } else {
-        format!(" `{name}`")
+        format!(" {}", quoted(name))
     }
 }
 

@@ -108,6 +108,15 @@ impl Importer {
             }
         }
         for output in &graph.output {
+            if !self.values.contains_key(&output.name) && !self.constants.contains_key(&output.name)
+            {
+                return Err(OnnxError::Value {
+                    value: output.name.clone(),
+                    problem: "a graph output that no node produces, and no graph input or \
+                              initializer"
+                        .to_owned(),
+                });
+            }
             let value = self.data_value(&output.name)?;
             if output.r#type.is_some() {
                 // Symbolic dims of an output take the size the ops infer.

@@ -60,11 +60,17 @@ impl Importer {
     /// Records `value` under its ONNX name, which it takes in the graph too (so that a
     /// model's `logits` output stays `logits`).
     pub(super) fn define(&mut self, name: &str, value: Value) -> Result<(), OnnxError> {
-        if name.is_empty() || self.values.contains_key(name) || self.constants.contains_key(name) {
+        if name.is_empty() {
+            return Err(OnnxError::Value {
+                value: String::new(),
+                problem: "a value defined with an empty name; ONNX names every value it defines"
+                    .to_owned(),
+            });
+        }
+        if self.values.contains_key(name) || self.constants.contains_key(name) {
             return Err(OnnxError::Value {
                 value: name.to_owned(),
-                problem: "defined twice (or with an empty name); ONNX values are assigned once"
-                    .to_owned(),
+                problem: "defined twice; ONNX values are assigned once".to_owned(),
             });
         }
         // A value the importer made without an ONNX name (an intermediate of a node lowered
@@ -101,10 +107,15 @@ impl Importer {
             return Ok(value.clone());
         }
         let Some(tensor) = self.constants.remove(name) else {
+            // ONNX writes an omitted optional input as an empty name.
+            let problem = if name.is_empty() {
+                "the node leaves out an input the op needs"
+            } else {
+                "used before it is defined (nodes must be in a topological order)"
+            };
             return Err(OnnxError::Value {
                 value: name.to_owned(),
-                problem: "used before it is defined (nodes must be in a topological order)"
-                    .to_owned(),
+                problem: problem.to_owned(),
             });
         };
         let value = self

@@ -309,12 +309,10 @@ impl Graph {
         // Every value's size is checked once here, so that the element counts and byte
         // sizes computed from it later (buffer plans, estimates, runs) cannot overflow.
         for (name, ty) in op.outputs.iter().zip(&out_types) {
-            if ty.shape.checked_bytes(ty.dtype).is_err() {
+            if let Err(problem) = ty.shape.check_size(ty.dtype) {
                 return Err(OpError::invalid(format!(
-                    "output `{name}` would be {}{}, larger than the {} bytes a tensor may have",
-                    ty.dtype,
-                    ty.shape,
-                    crate::shape::MAX_TENSOR_BYTES
+                    "output `{name}` would be {}{}, {problem}",
+                    ty.dtype, ty.shape
                 ))
                 .with_op(op.name));
             }

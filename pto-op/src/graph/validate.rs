@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{GraphDef, ValueDef, ValueId, ValueKind};
+use crate::name::quoted;
 
 /// A structural fault of a [`GraphDef`], naming the place (e.g. `node 2 (`demo.rms_norm`)
 /// input 1`) and the value at fault.
@@ -21,14 +22,15 @@ pub enum GraphError {
         count: usize,
     },
     /// Two values share a name.
-    #[error("two values are named `{name}`; value names are unique")]
+    #[error("two values are named {}; value names are unique", quoted(name))]
     DuplicateName {
         /// The name.
         name: String,
     },
     /// A value is listed or produced as a kind it is not.
     #[error(
-        "{place} is value {id} `{name}`, which is {}, not {}",
+        "{place} is value {id} {}, which is {}, not {}",
+        quoted(name),
         kind_name(*actual),
         kind_name(*expected)
     )]
@@ -53,7 +55,10 @@ pub enum GraphError {
         place: String,
     },
     /// A node reads a value that no earlier node, input or weight produces.
-    #[error("{place} reads value {id} `{name}` before anything produces it")]
+    #[error(
+        "{place} reads value {id} {} before anything produces it",
+        quoted(name)
+    )]
     ReadBeforeProduced {
         /// The node input.
         place: String,
@@ -63,7 +68,7 @@ pub enum GraphError {
         name: String,
     },
     /// A graph output that nothing produces.
-    #[error("{place} is value {id} `{name}`, which nothing produces")]
+    #[error("{place} is value {id} {}, which nothing produces", quoted(name))]
     OutputNotProduced {
         /// The graph output.
         place: String,
@@ -72,14 +77,12 @@ pub enum GraphError {
         /// Its name.
         name: String,
     },
-    /// A value larger than [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES): refused so
-    /// that the element counts and byte sizes computed from a graph's types (buffer plans,
-    /// estimates, kernels, runs) cannot overflow, whether the graph was traced or read
-    /// from a file.
-    #[error(
-        "value {id} `{name}` is {ty}, larger than the {} bytes a tensor may have",
-        crate::MAX_TENSOR_BYTES
-    )]
+    /// A value larger than [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES), or with a dim
+    /// above [`MAX_DIM`](crate::MAX_DIM) (see [`Shape::check_size`](crate::Shape::check_size)):
+    /// refused so that the element counts and byte sizes computed from a graph's types
+    /// (buffer plans, estimates, kernels, runs, exports) cannot overflow, whether the graph
+    /// was traced or read from a file, and whether or not the value has elements.
+    #[error("value {id} {} is {ty}, {problem}", quoted(name))]
     TooLarge {
         /// The value.
         id: ValueId,
@@ -87,9 +90,14 @@ pub enum GraphError {
         name: String,
         /// Its type.
         ty: crate::TensorType,
+        /// Which limit it exceeds.
+        problem: crate::SizeError,
     },
     /// A value that is not a listed input, a listed weight or a node output.
-    #[error("value {id} `{name}` is neither a listed input, a listed weight nor a node output")]
+    #[error(
+        "value {id} {} is neither a listed input, a listed weight nor a node output",
+        quoted(name)
+    )]
     Unproduced {
         /// The value.
         id: ValueId,
@@ -109,7 +117,8 @@ fn kind_name(kind: ValueKind) -> &'static str {
 
 impl GraphDef {
     /// Checks the graph's structure: every value's size is at most
-    /// [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES); every id refers to a value; every value is exactly one
+    /// [`MAX_TENSOR_BYTES`](crate::MAX_TENSOR_BYTES) and its dims at most
+    /// [`MAX_DIM`](crate::MAX_DIM); every id refers to a value; every value is exactly one
     /// of a listed input, a listed weight or a node output, of that kind, with a unique
     /// name; nodes read only values produced before them (the node order is topological);
     /// every graph output is produced. Whether the ops exist and accept their inputs is for
@@ -151,11 +160,12 @@ impl GraphDef {
                     name: value.name.clone(),
                 });
             }
-            if value.ty.shape.checked_bytes(value.ty.dtype).is_err() {
+            if let Err(problem) = value.ty.shape.check_size(value.ty.dtype) {
                 return Err(GraphError::TooLarge {
                     id,
                     name: value.name.clone(),
                     ty: value.ty.clone(),
+                    problem,
                 });
             }
         }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::dtype::DType;
 use crate::graph::{GraphError, ValueId};
+use crate::name::quoted;
 use crate::shape::Shape;
 
 /// An error of writing, reading or validating a model file.
@@ -100,8 +101,9 @@ pub enum ModelFileError {
     },
     /// A weight's tensor has another dtype, shape or size than the graph says.
     #[error(
-        "{}weight `{weight}`: the graph says {expected}, but its tensor is {actual}",
-        FilePrefix(file)
+        "{}weight {}: the graph says {expected}, but its tensor is {actual}",
+        FilePrefix(file),
+        quoted(weight)
     )]
     WeightMismatch {
         /// The model file, if there is one.
@@ -114,7 +116,11 @@ pub enum ModelFileError {
         actual: String,
     },
     /// A weight of the graph has no tensor.
-    #[error("{}weight `{weight}` of the graph has no tensor", FilePrefix(file))]
+    #[error(
+        "{}weight {} of the graph has no tensor",
+        FilePrefix(file),
+        quoted(weight)
+    )]
     MissingWeight {
         /// The model file, if there is one.
         file: Option<PathBuf>,
@@ -123,8 +129,9 @@ pub enum ModelFileError {
     },
     /// A tensor that is not a weight of the graph.
     #[error(
-        "{}tensor `{tensor}` is not a weight of the graph; weights are {weights}",
-        FilePrefix(file)
+        "{}tensor {} is not a weight of the graph; weights are {weights}",
+        FilePrefix(file),
+        quoted(tensor)
     )]
     ExtraWeight {
         /// The model file, if there is one.
