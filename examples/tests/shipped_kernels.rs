@@ -341,13 +341,13 @@ fn a_shipped_kernel_edited_past_the_work_budget_is_refused() {
     for (edit, expected) in [
         (
             regrid("grid 18446744073709551615"),
-            "the kernel does too much work: grid 18446744073709551615 x 7 instruction(s) per \
+            "the kernel does too much work: grid 18446744073709551615 x 8 instruction(s) per \
              block program is more than 18446744073709551615 instruction executions",
         ),
         (
             regrid("grid 4294967296"),
-            "the kernel does too much work: grid 4294967296 x 7 instruction(s) per block \
-             program is 30064771072 instruction executions",
+            "the kernel does too much work: grid 4294967296 x 8 instruction(s) per block \
+             program is 34359738368 instruction executions",
         ),
         (
             in_loop,

@@ -56,6 +56,40 @@ pub struct BufferPlan {
     /// The reusable buffers, each the dtype and the most elements of the values it holds
     /// in turn. Two values share a buffer only when their lives do not overlap.
     pub buffers: Vec<BufferDef>,
+    /// The most bytes a run holds at once: what [`RunMemory`] finds once the compiler
+    /// knows which nodes write into the plan's buffers ([`BufferPlan::with_run_memory`]);
+    /// until then, the activation peak.
+    pub run: RunMemory,
+}
+
+/// How a node of a run holds memory, for [`BufferPlan::with_run_memory`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeMemory {
+    /// It writes its outputs into the plan's buffers (a fast CPU path).
+    pub pooled: bool,
+    /// It copies its inputs while it runs (a kernel on the simulator or the host).
+    pub copies_inputs: bool,
+}
+
+/// The memory a run of a compiled model holds at its peak, as the runtime holds it, which
+/// is more than the activations alive at once ([`BufferPlan::peak_activation_bytes`]):
+///
+/// - the graph inputs for the whole run (the caller owns them: the run only borrows);
+/// - each planned buffer from the node that first writes it to the end of the run (the
+///   pool keeps a buffer for the next value, and for the next run);
+/// - the outputs of nodes that do not write into a buffer (references, the simulator, a
+///   fallback: each returns tensors of its own) and the graph outputs, from their node to
+///   their last reader (graph outputs: to the end);
+/// - while a kernel runs on a simulated or host target, a copy of its inputs (the
+///   simulator's global memory, the host's input files' bytes).
+///
+/// Measured against the process's peak RSS by `tests/tests/memory_budget.rs` (within 25%).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunMemory {
+    /// The most bytes held at once (weights not included).
+    pub peak_bytes: u64,
+    /// The node during which that peak is reached (`None` for a graph without nodes).
+    pub peak_node: Option<usize>,
 }
 
 /// One reusable activation buffer of a [`BufferPlan`].
@@ -86,8 +120,117 @@ impl BufferPlan {
             buffer_of: assign_buffers(graph, &liveness.release_after),
             buffers: Vec::new(),
             release_after: liveness.release_after,
+            run: RunMemory {
+                peak_bytes: liveness.peak_bytes,
+                peak_node: liveness.peak_node,
+            },
         }
         .with_buffer_sizes(graph)
+    }
+
+    /// The plan with [`run`](BufferPlan::run) computed for a run in which node `i` writes
+    /// its outputs into the plan's buffers when `nodes[i].pooled` (a fast CPU path), else
+    /// returns tensors of its own, and copies its inputs while it runs when
+    /// `nodes[i].copies_inputs` (a kernel on the simulator or the host).
+    ///
+    /// ```
+    /// use pto_backends::buffers::{BufferPlan, NodeMemory};
+    /// use pto_op::{DType, GraphDef, NodeDef, Shape, TensorType, ValueDef, ValueKind};
+    /// let value = |name: &str, kind| ValueDef {
+    ///     name: name.into(),
+    ///     ty: TensorType { shape: Shape::from([256]), dtype: DType::F32 },
+    ///     kind,
+    /// };
+    /// let node = |input, output| NodeDef {
+    ///     name: String::new(), op: "demo.softmax".into(), version: 1, fingerprint: pto_op::Fingerprint(0),
+    ///     inputs: vec![input], outputs: vec![output], attrs: Default::default(),
+    /// };
+    /// // x -> a -> b -> y, 1 KiB each: two alive at once, but the caller holds x, and a's
+    /// // buffer stays in the pool once b is made: x, a, b and y at the last node.
+    /// let graph = GraphDef {
+    ///     values: vec![value("x", ValueKind::Input), value("a", ValueKind::Node),
+    ///                  value("b", ValueKind::Node), value("y", ValueKind::Node)],
+    ///     inputs: vec![0], weights: vec![], outputs: vec![3],
+    ///     nodes: vec![node(0, 1), node(1, 2), node(2, 3)],
+    /// };
+    /// let fast = NodeMemory { pooled: true, copies_inputs: false };
+    /// let plan = BufferPlan::of(&graph).with_run_memory(&graph, &[fast; 3]);
+    /// assert_eq!((plan.peak_activation_bytes, plan.run.peak_bytes), (2048, 4096));
+    /// // Nodes that return their own tensors free a and b after their last reader; on the
+    /// // simulator each also holds a copy of its input while it runs.
+    /// let reference = NodeMemory { pooled: false, copies_inputs: false };
+    /// let plan = BufferPlan::of(&graph).with_run_memory(&graph, &[reference; 3]);
+    /// assert_eq!(plan.run.peak_bytes, 3072);
+    /// let sim = NodeMemory { pooled: false, copies_inputs: true };
+    /// let plan = BufferPlan::of(&graph).with_run_memory(&graph, &[sim; 3]);
+    /// assert_eq!(plan.run.peak_bytes, 4096);
+    /// ```
+    pub fn with_run_memory(mut self, graph: &GraphDef, nodes: &[NodeMemory]) -> BufferPlan {
+        let bytes = |id: ValueId| graph.values.get(id).map_or(0, |v| v.ty.bytes());
+        let inputs: u64 = graph
+            .inputs
+            .iter()
+            .map(|&id| bytes(id))
+            .fold(0, u64::saturating_add);
+        let buffer_bytes = |b: usize| {
+            self.buffers.get(b).map_or(0, |def| {
+                (def.elements as u64).saturating_mul(def.dtype.size_bytes() as u64)
+            })
+        };
+        let mut made = vec![false; self.buffers.len()];
+        let (mut pool, mut owned) = (0u64, 0u64);
+        let mut owned_values = vec![false; graph.values.len()];
+        let mut run = RunMemory {
+            peak_bytes: inputs,
+            peak_node: None,
+        };
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let holds = nodes.get(index).copied().unwrap_or_default();
+            let in_pool = holds.pooled;
+            let copies: u64 = if holds.copies_inputs {
+                node.inputs
+                    .iter()
+                    .map(|&id| bytes(id))
+                    .fold(0, u64::saturating_add)
+            } else {
+                0
+            };
+            for &id in &node.outputs {
+                match self.buffer_of.get(id).copied().flatten() {
+                    Some(b) if in_pool => {
+                        if !std::mem::replace(&mut made[b], true) {
+                            pool = pool.saturating_add(buffer_bytes(b));
+                        }
+                    }
+                    _ => {
+                        if let Some(flag) = owned_values.get_mut(id) {
+                            *flag = true;
+                            owned = owned.saturating_add(bytes(id));
+                        }
+                    }
+                }
+            }
+            let now = inputs
+                .saturating_add(pool)
+                .saturating_add(owned)
+                .saturating_add(copies);
+            // `now` holds the inputs at least: the first node is the peak until another
+            // holds more.
+            if run.peak_node.is_none() || now > run.peak_bytes {
+                run = RunMemory {
+                    peak_bytes: now,
+                    peak_node: Some(index),
+                };
+            }
+            for &id in self.release_after.get(index).into_iter().flatten() {
+                if owned_values.get(id).copied().unwrap_or(false) && !graph.outputs.contains(&id) {
+                    owned_values[id] = false;
+                    owned = owned.saturating_sub(bytes(id));
+                }
+            }
+        }
+        self.run = run;
+        self
     }
 
     /// Fills [`buffers`](BufferPlan::buffers) from `buffer_of`: each buffer's dtype and

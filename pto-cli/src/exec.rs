@@ -272,22 +272,31 @@ struct OutputSummary {
 }
 
 impl OutputSummary {
+    /// The summary of `tensor`, in one pass over its elements (no copy of them: the run's
+    /// peak memory is the plan's, not twice the largest output).
     fn of(info: ValueInfo, tensor: &Tensor) -> OutputSummary {
-        let values = tensor.to_f64_vec();
-        let count = values.len().max(1) as f64;
+        let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+        let (mut count, mut nan) = (0usize, 0usize);
+        let mut first = Vec::with_capacity(4);
+        tensor.for_each_f64(|v| {
+            min = min.min(v);
+            max = max.max(v);
+            sum += v;
+            nan += usize::from(v.is_nan());
+            if first.len() < 4 {
+                first.push((v * 1e4).round() / 1e4);
+            }
+            count += 1;
+        });
         OutputSummary {
             name: info.name,
             ty: info.ty,
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            mean: values.iter().sum::<f64>() / count,
-            first: values
-                .iter()
-                .take(4)
-                .map(|v| (v * 1e4).round() / 1e4)
-                .collect(),
-            count: values.len(),
-            nan: values.iter().filter(|v| v.is_nan()).count(),
+            min,
+            max,
+            mean: sum / count.max(1) as f64,
+            first,
+            count,
+            nan,
         }
     }
 }

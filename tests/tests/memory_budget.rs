@@ -7,8 +7,8 @@ mod common;
 
 use prost::Message;
 use pto_backends::compiler::{CompileError, compile};
-use pto_onnx::from_onnx;
 use pto_onnx::proto::GraphProto;
+use pto_onnx::{OnnxFile as _, from_onnx};
 use pto_op::Model;
 use pto_op::budget::MemoryBudget;
 use pto_op::ops::{add, matmul, relu};
@@ -110,13 +110,22 @@ fn the_peak_of_the_liveness_plan_is_what_counts() {
     g.output(&y);
     let model = g.to_model("chain").unwrap();
     let mib = 1 << 20;
-    // Peak: during node 1 (x, a, b) and node 2 (x, b, y): 3 MiB.
+    // Peak: during node 1 (x, a, b) and node 2 (x, b, y): 3 MiB. A run holds more: x (the
+    // caller's), a's and b's buffers (the pool keeps them) and y, 4 MiB at node 2.
     assert!(
         compile(
             &model,
-            TargetConfig::new("cpu").within(MemoryBudget::bytes(3 * mib))
+            TargetConfig::new("cpu").within(MemoryBudget::bytes(4 * mib))
         )
         .is_ok()
+    );
+    let error = refusal(&model, "cpu", MemoryBudget::bytes(4 * mib - 1));
+    assert!(
+        error.contains(
+            "a run holds 4.0 MiB at its peak during node 2 (`std.add`) (its inputs, the \
+             activation buffers once made, the nodes' own outputs) with 0 B of weights"
+        ),
+        "{error}"
     );
     let error = refusal(&model, "cpu", MemoryBudget::bytes(3 * mib - 1));
     assert!(
@@ -153,12 +162,16 @@ fn weights_over_the_budget_are_refused_naming_the_largest() {
         let error = refusal(&model, target, MemoryBudget::bytes(3 << 19));
         assert!(error.contains("of activations at its peak"), "{error}");
         assert!(error.contains("and 1.5 MiB of weights"), "{error}");
+        // A run also holds what its nodes copy: on sim, each matmul kernel's inputs, `w1`
+        // among them (1 MiB) while it runs.
+        let run_fits = if target == "sim" { 3 << 20 } else { 2 << 20 };
         assert!(
             compile(
                 &model,
-                TargetConfig::new(target).within(MemoryBudget::bytes(2 << 20))
+                TargetConfig::new(target).within(MemoryBudget::bytes(run_fits))
             )
-            .is_ok()
+            .is_ok(),
+            "{target}"
         );
     }
 }
@@ -295,4 +308,132 @@ fn device_profiles_with_absurd_numbers_are_refused_on_load() {
         assert!(DeviceProfile::builtin(name).is_ok(), "{name}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A line `NAME: N kB` of `/proc/self/status`, in bytes.
+fn status_bytes(name: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+        * 1024
+}
+
+/// The models the run peak is measured on, as ONNX, of f32 `dims` values: one node, two
+/// inputs, a chain, and a diamond (a value read by two nodes).
+fn rss_models(dims: &[i64]) -> Vec<(&'static str, Vec<u8>)> {
+    let graph = |nodes: Vec<pto_onnx::proto::NodeProto>, inputs: &[&str]| {
+        model(
+            17,
+            GraphProto {
+                node: nodes,
+                input: inputs.iter().map(|n| f32_value(*n, dims)).collect(),
+                output: vec![f32_value("y", dims)],
+                ..Default::default()
+            },
+        )
+        .encode_to_vec()
+    };
+    vec![
+        ("relu", graph(vec![node("", "Relu", &["x"], "y")], &["x"])),
+        (
+            "add",
+            graph(vec![node("", "Add", &["x", "z"], "y")], &["x", "z"]),
+        ),
+        (
+            "chain",
+            graph(
+                vec![
+                    node("", "Relu", &["x"], "a"),
+                    node("", "Sigmoid", &["a"], "b"),
+                    node("", "Tanh", &["b"], "y"),
+                ],
+                &["x"],
+            ),
+        ),
+        (
+            "diamond",
+            graph(
+                vec![
+                    node("", "Relu", &["x"], "a"),
+                    node("", "Sigmoid", &["x"], "b"),
+                    node("", "Mul", &["a", "b"], "c"),
+                    node("", "Tanh", &["c"], "y"),
+                ],
+                &["x"],
+            ),
+        ),
+    ]
+}
+
+/// The compile report's run peak (plus weights) is what a run takes (issue 31 item 8): each
+/// model runs with `pto run` in a child process, which measures its peak RSS (`VmHWM`)
+/// beyond its RSS before the run, and that is within 25% of the plan's figure, on cpu and
+/// sim. The activation peak alone understated it 2.0x to 3.0x: the caller's inputs, the
+/// buffers the pool keeps, the simulator's copy of a kernel's inputs, and the summary's
+/// f64 copy of each output (gone) were not in it.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_run_peak_of_the_plan_is_the_measured_peak_rss_within_25_percent() {
+    const TEST: &str = "the_run_peak_of_the_plan_is_the_measured_peak_rss_within_25_percent";
+    if let Ok(job) = std::env::var("PTO_RSS_CHILD") {
+        let (path, target) = job.split_once('|').expect("path|target");
+        let before = status_bytes("VmRSS");
+        pto_cli::run(["pto", "run", path, "--target", target]).expect("the model runs");
+        println!("\n@rss {before} {}", status_bytes("VmHWM"));
+        return;
+    }
+    let dir = temp_dir("rss-models");
+    // The peak RSS of a run beyond the RSS before it, and the plan's figure, for the model
+    // `name` of `dims` on `target`.
+    let measure = |name: &str, bytes: &[u8], dims: &str, target: &str| -> (u64, u64) {
+        let path = dir.join(format!("{name}-{dims}.onnx"));
+        std::fs::write(&path, bytes).expect("writable");
+        let loaded = Model::load_onnx(&path).expect("the model loads");
+        let compiled = compile(&loaded, TargetConfig::new(target)).expect("compiles");
+        let report = compiled.report();
+        let out = std::process::Command::new(std::env::current_exe().expect("the test"))
+            .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
+            .env("PTO_RSS_CHILD", format!("{}|{target}", path.display()))
+            .output()
+            .expect("the child runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("@rss "))
+            .unwrap_or_else(|| panic!("{name} on {target}: no measurement: {out:?}"));
+        let (before, peak) = line.split_once(' ').expect("two numbers");
+        let (before, peak): (u64, u64) = (before.parse().unwrap(), peak.parse().unwrap());
+        (
+            peak.saturating_sub(before),
+            report.run_peak_bytes + report.weight_bytes,
+        )
+    };
+    // The same models at [1, 16] give what a run costs whatever its values (the registry,
+    // the kernels traced, the allocator's arenas): not the plan's to predict.
+    let small = rss_models(&[1, 16]);
+    let mut rows = Vec::new();
+    for ((name, bytes), (_, small_bytes)) in rss_models(&[2048, 4096]).into_iter().zip(small) {
+        for target in ["cpu", "sim"] {
+            let (fixed, _) = measure(name, &small_bytes, "small", target);
+            let (measured, planned) = measure(name, &bytes, "large", target);
+            let measured = measured.saturating_sub(fixed);
+            let ratio = measured as f64 / planned as f64;
+            rows.push(format!(
+                "{name} on {target}: planned {:.1} MiB, measured {:.1} MiB beyond the {:.1} \
+                 MiB of a [1, 16] run, ratio {ratio:.2}",
+                planned as f64 / (1 << 20) as f64,
+                measured as f64 / (1 << 20) as f64,
+                fixed as f64 / (1 << 20) as f64
+            ));
+            assert!(
+                (0.75..=1.25).contains(&ratio),
+                "{name} on {target}: the plan says {planned} bytes, the run took {measured}:\n{}",
+                rows.join("\n")
+            );
+        }
+    }
+    eprintln!("{}", rows.join("\n"));
 }

@@ -60,16 +60,15 @@ mod toolkit;
 mod write;
 
 pub use build::{build_package, toolkit};
-pub use check::{CheckedEdit, check_package, check_package_kernels};
+pub use check::{
+    CheckedEdit, check_package, check_package_kernels, load_package_kernels, with_package_kernels,
+};
 pub use error::PackageError;
 pub use generate::{cpp_literal, inference_sources, kernel_file, op_type_name, stem_name};
 pub use manifest::{
     DeployedKernel, Instance, InstanceTiling, KernelOrigin, MANIFEST_FILE, MANIFEST_FORMAT,
     Manifest, PackagedOp, read_manifest,
 };
-pub use redeploy::{
-    RedeployError, RedeployOptions, RedeployReport, load_package_kernels, package_kernels,
-    redeploy, with_package_kernels,
-};
+pub use redeploy::{RedeployError, RedeployOptions, RedeployReport, package_kernels, redeploy};
 pub use toolkit::TOOLKIT_ENV;
 pub use write::write_package;

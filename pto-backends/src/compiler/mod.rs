@@ -25,6 +25,8 @@ use std::sync::Mutex;
 use pto_op::Model;
 use pto_op::target::TargetConfig;
 
+use crate::buffers::NodeMemory;
+
 mod compiled;
 mod compiled_node;
 mod error;
@@ -45,7 +47,7 @@ pub use run_result::{NodeTime, RunResult, TimeKind};
 pub use types::{NodeTypes, check_types};
 
 use compiled_node::{CompiledNode, prepare_cpu_kernels};
-use plan::plan;
+use plan::{check_run_memory, plan};
 
 /// Checks `model` against the linked ops and prepares it for `target` (a name, or a
 /// [`TargetConfig`] with a device profile): [`resolve`], [`check_types`], plan, [`lower`].
@@ -96,6 +98,18 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
     let plan = plan(model, &config)?;
     let lowered = lower(model, executor.as_ref(), &ops, &types)?;
     let fast = prepare_cpu_kernels(model, executor.as_ref(), &ops, &types, &lowered.runs)?;
+    // A kernel runs on the CPU only as a fast path; elsewhere (the simulator, the host) it
+    // copies its inputs into the target's memory.
+    let holds: Vec<NodeMemory> = fast
+        .iter()
+        .zip(&lowered.runs)
+        .map(|(fast, runs)| NodeMemory {
+            pooled: fast.is_some(),
+            copies_inputs: matches!(runs, NodeRuns::Kernel { .. }) && fast.is_none(),
+        })
+        .collect();
+    let plan = plan.with_run_memory(&model.graph, &holds);
+    check_run_memory(model, &config, &plan)?;
 
     let reports = types
         .into_iter()
@@ -122,6 +136,7 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
         fallbacks: lowered.fallbacks,
         peak_activation_bytes: plan.peak_activation_bytes,
         peak_node: plan.peak_node,
+        run_peak_bytes: plan.run.peak_bytes,
         weight_bytes: plan.weight_bytes,
     };
     let nodes = ops

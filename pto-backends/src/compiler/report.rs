@@ -122,6 +122,9 @@ pub struct CompileReport {
     pub peak_activation_bytes: u64,
     /// The node during which that peak is reached.
     pub peak_node: Option<usize>,
+    /// The most bytes a run holds at once, weights aside ([`crate::buffers::RunMemory`]:
+    /// the inputs, the plan's buffers once made, the nodes' own outputs).
+    pub run_peak_bytes: u64,
     /// Bytes of all weights.
     pub weight_bytes: u64,
 }
@@ -177,11 +180,13 @@ impl fmt::Display for CompileReport {
         }
         write!(
             f,
-            "peak activation memory {}{}, weights {}",
+            "peak activation memory {}{}, weights {}; a run holds up to {} besides its \
+             weights (inputs, buffers, outputs)",
             human_bytes(self.peak_activation_bytes),
             self.peak_node
                 .map_or(String::new(), |n| format!(" (during node {n})")),
-            human_bytes(self.weight_bytes)
+            human_bytes(self.weight_bytes),
+            human_bytes(self.run_peak_bytes)
         )
     }
 }

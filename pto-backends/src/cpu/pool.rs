@@ -122,13 +122,25 @@ pub(super) fn run(helpers: usize, job: &(dyn Fn(usize) + Sync)) {
         Ok(guard) => guard,
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         Err(TryLockError::WouldBlock) => {
-            // Taken: by another thread's job, or this is a part of a job calling in.
-            std::thread::scope(|scope| {
-                for part in 1..=helpers {
-                    scope.spawn(move || job(part));
+            // Taken: by another thread's job, or this is a part of a job calling in. Each
+            // part is joined here, so a part's panic reaches the caller as it was raised
+            // (an unjoined scoped thread's panic becomes "a scoped thread panicked").
+            let panic = std::thread::scope(|scope| {
+                let parts: Vec<_> = (1..=helpers)
+                    .map(|part| scope.spawn(move || job(part)))
+                    .collect();
+                let mut first =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(0))).err();
+                for part in parts {
+                    if let Err(payload) = part.join() {
+                        first.get_or_insert(payload);
+                    }
                 }
-                job(0);
+                first
             });
+            if let Some(payload) = panic {
+                std::panic::resume_unwind(payload);
+            }
             return;
         }
     };
@@ -218,6 +230,38 @@ mod tests {
                     }
                 });
             }
+        });
+    }
+
+    /// While another job holds the pool, a job runs on scoped threads: a part's panic still
+    /// reaches the caller with its own message (it came back as "a scoped thread panicked",
+    /// which failed the test below when the two ran at once).
+    #[test]
+    fn a_panic_in_a_part_of_a_job_beside_another_keeps_its_message() {
+        let pool_taken = std::sync::Barrier::new(2);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                run(1, &|part| {
+                    if part == 0 {
+                        pool_taken.wait();
+                        while !done.load(Ordering::Acquire) {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            });
+            pool_taken.wait();
+            let caught = std::panic::catch_unwind(|| {
+                run(2, &|part| assert_ne!(part, 2, "part {part} fails"));
+            });
+            done.store(true, Ordering::Release);
+            let message = caught.expect_err("the panic is resumed");
+            let text = message
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_default();
+            assert!(text.contains("part 2 fails"), "{text}");
         });
     }
 

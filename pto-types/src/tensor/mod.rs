@@ -363,6 +363,21 @@ impl Tensor {
         dispatch!(&self.data, a => a.iter().map(|x| x.to_f64()).collect())
     }
 
+    /// Calls `visit` with each element converted to f64, in row-major order, whatever the
+    /// dtype: [`to_f64_vec`](Tensor::to_f64_vec) without the copy (a summary of a 1 GiB f32
+    /// output needs no 2 GiB vector).
+    ///
+    /// ```
+    /// use pto_types::Tensor;
+    /// let t = Tensor::from_vec([3], vec![1.0f32, -2.0, 0.5]).unwrap();
+    /// let mut sum = 0.0;
+    /// t.for_each_f64(|v| sum += v);
+    /// assert_eq!(sum, -0.5);
+    /// ```
+    pub fn for_each_f64(&self, mut visit: impl FnMut(f64)) {
+        dispatch!(&self.data, a => a.iter().for_each(|x| visit(x.to_f64())))
+    }
+
     /// The tensor converted to `dtype` element by element, like an `as` cast: floats round
     /// to nearest-even (f16 and bf16 too), floats to integers truncate toward zero and
     /// saturate (NaN gives 0), integers to narrower integers wrap (keep the low bits, as

@@ -10,7 +10,7 @@ use super::custom_ops::custom_ops;
 use super::error::PackageError;
 use super::generate::instance_text;
 use super::manifest::{Manifest, attrs_text, read_manifest};
-use super::redeploy::check_deployed_kernel;
+use super::redeploy::{check_deployed_kernel, package_kernels};
 
 /// A deployed kernel of a package that is not the kernel its op traces (edited by hand, or
 /// by a redeploy) and passed the checks on load: it validates as a kernel of its instance and
@@ -160,4 +160,40 @@ pub fn check_package_kernels(
             problems,
         }),
     }
+}
+
+/// `model` with the kernels deployed in the package in `dir` in place of its own shipped
+/// kernels of the same instances, after checking the package against the model
+/// ([`super::check_package`], which runs every edited deployed kernel against the op's
+/// reference first): compiled, it runs the package's kernels, and its compile report says
+/// `kernel: shipped` or `kernel: shipped, edited`.
+///
+/// # Errors
+///
+/// The errors of [`super::check_package`]: an edited kernel that fails parity is refused
+/// ([`PackageError::EditedKernel`]) before anything runs it.
+pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
+    load_package_kernels(model, dir).map(|(model, _)| model)
+}
+
+/// [`with_package_kernels`], with the edited kernels that passed parity on load (what
+/// `--kernels` says of them: `kernel edited, parity passed`).
+///
+/// # Errors
+///
+/// As [`with_package_kernels`].
+pub fn load_package_kernels(
+    model: &Model,
+    dir: &Path,
+) -> Result<(Model, Vec<CheckedEdit>), PackageError> {
+    let (_, edits) = check_package_kernels(model, dir)?;
+    let packaged = package_kernels(dir)?;
+    let mut model = model.clone();
+    model.kernels.retain(|k| {
+        !packaged
+            .iter()
+            .any(|p| p.is_for(&k.op, &k.inputs, &k.params))
+    });
+    model.kernels.extend(packaged);
+    Ok((model, edits))
 }

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use pto_op::model::kernels::text_digest;
 use pto_op::{Model, OpDef};
 
+pub use super::paths::{kernel_file, stem_name};
+
 use super::custom_ops::{OpUse, custom_ops};
 use super::error::PackageError;
 use super::manifest::{
@@ -38,12 +40,6 @@ pub fn op_type_name(op: &str) -> String {
             })
         })
         .collect()
-}
-
-/// The file stem of an op name: `demo.rms_norm` -> `demo_rms_norm` (the kernel entry's
-/// name too).
-pub fn stem_name(op: &str) -> String {
-    op.replace('.', "_")
 }
 
 /// The files op_host's shape and dtype inference of `def` needs, by path in a package:
@@ -267,11 +263,6 @@ pub(super) fn op_package(
         cpp_digest: text_digest(&kernel_cpp),
     };
     Ok((packaged, op_files, op_desc))
-}
-
-/// The path of an op's text-form kernels in a package: `op_kernel/<stem>.pto`.
-pub fn kernel_file(stem: &str) -> String {
-    format!("op_kernel/{stem}.pto")
 }
 
 /// The text of `op_kernel/<stem>.pto`: a header, then each instance's kernel after a comment

@@ -11,11 +11,10 @@ use pto_op::{Attributes, DeviceProfile, Fingerprint, TensorType};
 use serde::{Deserialize, Serialize};
 
 use super::error::PackageError;
-use super::paths::{check_manifest_paths, read_package_text};
+use super::paths::{check_no_link, check_relative, kernel_file, read_package_text, stem_name};
 use crate::ascendc::Soc;
 
-/// The manifest's file name in a package directory.
-pub const MANIFEST_FILE: &str = "pto_package.json";
+pub use super::paths::MANIFEST_FILE;
 
 /// The manifest format written (and the only one read).
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -291,6 +290,59 @@ pub(super) fn attrs_text(attrs: &Attributes) -> String {
 
 /// A manifest of one op, `demo.rms_norm` with one instance and its deployed kernel, for the
 /// tests of reading and checking a package.
+/// Checks every path `manifest` names against the package in `dir`: each is a relative path
+/// of plain names (no root, no `..`, not empty), an op's `stem` is one name (its op's), and
+/// no part of any of them is a symbolic link inside `dir`.
+///
+/// # Errors
+///
+/// [`PackageError::UnsafePath`] naming the field, the value and why.
+pub(super) fn check_manifest_paths(dir: &Path, manifest: &Manifest) -> Result<(), PackageError> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let refuse = |field: String, value: &str, reason: String| PackageError::UnsafePath {
+        manifest: manifest_path.clone(),
+        field,
+        value: value.to_owned(),
+        reason,
+    };
+    let check = |field: String, value: &str| -> Result<(), PackageError> {
+        check_relative(value).map_err(|reason| refuse(field.clone(), value, reason.to_owned()))?;
+        check_no_link(dir, value).map_err(|reason| refuse(field, value, reason))
+    };
+    for (i, op) in manifest.ops.iter().enumerate() {
+        let field = format!("ops[{i}].stem (op `{}`)", op.op);
+        check(field.clone(), &op.stem)?;
+        if op.stem.contains(['/', '\\']) {
+            return Err(refuse(
+                field,
+                &op.stem,
+                "is not one file name (it holds a path separator)".to_owned(),
+            ));
+        }
+        // A redeploy reads the op's files by the manifest's stem and writes them by the op's
+        // name: the two must agree.
+        let own = stem_name(&op.op);
+        if op.stem != own {
+            return Err(refuse(
+                field,
+                &op.stem,
+                format!("is not the stem of the op's name (`{own}`)"),
+            ));
+        }
+        // The files a redeploy reads by the stem.
+        for path in [kernel_file(&op.stem), format!("op_kernel/{}.cpp", op.stem)] {
+            check_no_link(dir, &path).map_err(|reason| refuse(field.clone(), &op.stem, reason))?;
+        }
+        for path in op.files.keys() {
+            check(format!("ops[{i}].files (op `{}`)", op.op), path)?;
+        }
+    }
+    for path in manifest.shared_files.keys() {
+        check("shared_files".to_owned(), path)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(super) fn sample_manifest() -> Manifest {
     Manifest {

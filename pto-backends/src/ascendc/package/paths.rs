@@ -10,64 +10,23 @@ use std::path::{Component, Path, PathBuf};
 use pto_op::fs::{FileKind, read_regular};
 
 use super::error::PackageError;
-use super::generate::{kernel_file, stem_name};
-use super::manifest::{MANIFEST_FILE, Manifest};
 
-/// Checks every path `manifest` names against the package in `dir`: each is a relative path
-/// of plain names (no root, no `..`, not empty), an op's `stem` is one name (its op's), and
-/// no part of any of them is a symbolic link inside `dir`.
-///
-/// # Errors
-///
-/// [`PackageError::UnsafePath`] naming the field, the value and why.
-pub(super) fn check_manifest_paths(dir: &Path, manifest: &Manifest) -> Result<(), PackageError> {
-    let manifest_path = dir.join(MANIFEST_FILE);
-    let refuse = |field: String, value: &str, reason: String| PackageError::UnsafePath {
-        manifest: manifest_path.clone(),
-        field,
-        value: value.to_owned(),
-        reason,
-    };
-    let check = |field: String, value: &str| -> Result<(), PackageError> {
-        check_relative(value).map_err(|reason| refuse(field.clone(), value, reason.to_owned()))?;
-        check_no_link(dir, value).map_err(|reason| refuse(field, value, reason))
-    };
-    for (i, op) in manifest.ops.iter().enumerate() {
-        let field = format!("ops[{i}].stem (op `{}`)", op.op);
-        check(field.clone(), &op.stem)?;
-        if op.stem.contains(['/', '\\']) {
-            return Err(refuse(
-                field,
-                &op.stem,
-                "is not one file name (it holds a path separator)".to_owned(),
-            ));
-        }
-        // A redeploy reads the op's files by the manifest's stem and writes them by the op's
-        // name: the two must agree.
-        let own = stem_name(&op.op);
-        if op.stem != own {
-            return Err(refuse(
-                field,
-                &op.stem,
-                format!("is not the stem of the op's name (`{own}`)"),
-            ));
-        }
-        // The files a redeploy reads by the stem.
-        for path in [kernel_file(&op.stem), format!("op_kernel/{}.cpp", op.stem)] {
-            check_no_link(dir, &path).map_err(|reason| refuse(field.clone(), &op.stem, reason))?;
-        }
-        for path in op.files.keys() {
-            check(format!("ops[{i}].files (op `{}`)", op.op), path)?;
-        }
-    }
-    for path in manifest.shared_files.keys() {
-        check("shared_files".to_owned(), path)?;
-    }
-    Ok(())
+/// The manifest's file name in a package directory.
+pub const MANIFEST_FILE: &str = "pto_package.json";
+
+/// The file stem of an op name: `demo.rms_norm` -> `demo_rms_norm` (the kernel entry's
+/// name too).
+pub fn stem_name(op: &str) -> String {
+    op.replace('.', "_")
+}
+
+/// The path of an op's text-form kernels in a package: `op_kernel/<stem>.pto`.
+pub fn kernel_file(stem: &str) -> String {
+    format!("op_kernel/{stem}.pto")
 }
 
 /// Why `value` is not a relative path of plain names, if it is not.
-fn check_relative(value: &str) -> Result<(), &'static str> {
+pub(super) fn check_relative(value: &str) -> Result<(), &'static str> {
     if value.is_empty() {
         return Err("is empty");
     }
@@ -87,7 +46,7 @@ fn check_relative(value: &str) -> Result<(), &'static str> {
 /// Why `relative` (already checked by [`check_relative`]) goes through a symbolic link
 /// inside `dir`, if it does. A part that does not exist is no link: reading it fails later
 /// with the path.
-fn check_no_link(dir: &Path, relative: &str) -> Result<(), String> {
+pub(super) fn check_no_link(dir: &Path, relative: &str) -> Result<(), String> {
     let mut path = dir.to_path_buf();
     for component in Path::new(relative).components() {
         path.push(component);

@@ -34,9 +34,8 @@ use pto_op::kernel::text::ParseError;
 use pto_op::model::kernels::text_digest;
 use pto_op::model::{ShippedKernel, ShippedKernelError};
 use pto_op::parity::{ParityCase, check_parity};
-use pto_op::{DeviceProfile, Model, OpDef, OpError};
+use pto_op::{DeviceProfile, OpDef, OpError};
 
-use super::check::{CheckedEdit, check_package_kernels};
 use super::custom_ops::OpUse;
 use super::error::PackageError;
 use super::generate::{GeneratedFile, InstanceKernel, instance_text, kernel_file, op_package};
@@ -303,7 +302,7 @@ impl fmt::Display for RedeployReport {
 }
 
 /// The kernels deployed in the package in `dir` (the manifest's, not the editable files'),
-/// as shipped kernels: what a model compiled with them runs (see [`with_package_kernels`]).
+/// as shipped kernels: what a model compiled with them runs (see [`super::with_package_kernels`]).
 ///
 /// # Errors
 ///
@@ -327,42 +326,6 @@ pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
                 })
         })
         .collect())
-}
-
-/// `model` with the kernels deployed in the package in `dir` in place of its own shipped
-/// kernels of the same instances, after checking the package against the model
-/// ([`super::check_package`], which runs every edited deployed kernel against the op's
-/// reference first): compiled, it runs the package's kernels, and its compile report says
-/// `kernel: shipped` or `kernel: shipped, edited`.
-///
-/// # Errors
-///
-/// The errors of [`super::check_package`]: an edited kernel that fails parity is refused
-/// ([`PackageError::EditedKernel`]) before anything runs it.
-pub fn with_package_kernels(model: &Model, dir: &Path) -> Result<Model, PackageError> {
-    load_package_kernels(model, dir).map(|(model, _)| model)
-}
-
-/// [`with_package_kernels`], with the edited kernels that passed parity on load (what
-/// `--kernels` says of them: `kernel edited, parity passed`).
-///
-/// # Errors
-///
-/// As [`with_package_kernels`].
-pub fn load_package_kernels(
-    model: &Model,
-    dir: &Path,
-) -> Result<(Model, Vec<CheckedEdit>), PackageError> {
-    let (_, edits) = check_package_kernels(model, dir)?;
-    let packaged = package_kernels(dir)?;
-    let mut model = model.clone();
-    model.kernels.retain(|k| {
-        !packaged
-            .iter()
-            .any(|p| p.is_for(&k.op, &k.inputs, &k.params))
-    });
-    model.kernels.extend(packaged);
-    Ok((model, edits))
 }
 
 /// Checks the deployed `kernel` of `instance` of `def` in a package for `profile` before it
