@@ -209,7 +209,7 @@ enum Tiling {
 fn rows_that_fit(ub: usize, live: RowLive, rows: usize, cols: usize) -> usize {
     let working_set = |r: usize| live.bytes(r, cols);
     // The working set grows with the rows: the largest that fits, by bisection.
-    let (mut fits, mut over) = (1, rows + 1);
+    let (mut fits, mut over) = (1, rows.saturating_add(1));
     while over - fits > 1 {
         let mid = fits + (over - fits) / 2;
         if working_set(mid) <= ub {

@@ -215,6 +215,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
     let manifest = parse_manifest(dir)?;
     check_manifest_paths(dir, &manifest)?;
     for op in &manifest.ops {
+        check_instance_sizes(dir, op)?;
         if op.instances.is_empty() || op.kernels.len() != op.instances.len() {
             return Err(PackageError::DeployedKernels {
                 manifest: dir.join(MANIFEST_FILE),
@@ -225,6 +226,39 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
         }
     }
     Ok(manifest)
+}
+
+/// Checks the types of `op`'s instances as a graph's values are checked
+/// ([`pto_op::Shape::check_size`]): they are traced for their kernels, and a manifest may
+/// hold any dims (the mutation fuzzer's `usize::MAX` overflowed a row count in a trace).
+///
+/// # Errors
+///
+/// [`PackageError::Manifest`] naming the op, the instance, the value and the size problem.
+fn check_instance_sizes(dir: &Path, op: &PackagedOp) -> Result<(), PackageError> {
+    for (index, instance) in op.instances.iter().enumerate() {
+        let values = instance
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| (format!("input {i}"), ty))
+            .chain(
+                instance
+                    .outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| (format!("output {i}"), ty)),
+            );
+        for (value, ty) in values {
+            if let Err(problem) = ty.shape.check_size(ty.dtype) {
+                return Err(PackageError::Manifest {
+                    path: dir.join(MANIFEST_FILE),
+                    message: format!("op `{}`, instance {index}, {value} {ty}: {problem}", op.op),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads and parses the manifest of the package in `dir`, without checking what it names:
@@ -397,6 +431,27 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pto-manifest-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    /// Found by the mutation fuzzer (`fuzz_mutation.rs`, stream 99, case seed
+    /// 0x9c444a1226dfd80e): an instance input edited to a dim of `usize::MAX` was traced as
+    /// it stood and overflowed the row count of the op's kernel (a panic in `pto package
+    /// --check`). It is refused on read, as a graph's value would be.
+    #[test]
+    fn an_instance_of_impossible_size_is_refused_before_it_is_traced() {
+        let dir = scratch("huge-instance");
+        let mut manifest = sample_manifest();
+        manifest.ops[0].instances[0].inputs = vec![pto_op::TensorType {
+            shape: pto_op::Shape::from([usize::MAX, 8]),
+            dtype: pto_op::DType::F32,
+        }];
+        write_sample(&dir, &manifest);
+        let err = read_manifest(&dir).expect_err("a dim int64 cannot hold");
+        let text = err.to_string();
+        assert!(
+            text.contains("op `demo.rms_norm`, instance 0, input 0 f32[18446744073709551615, 8]"),
+            "{text}"
+        );
     }
 
     #[test]
