@@ -111,7 +111,7 @@ fn manifest_reason(error: &PackageError) -> String {
     }
 }
 
-/// The infix of a staging directory's name: `.<name>.pto-staging.XXXXXX` beside `<name>`.
+/// The infix of a staging directory's name: `.<name>.pto-staging.PID.XXXXXX` beside `<name>`.
 const STAGING: &str = "pto-staging";
 
 /// How old a staging directory of the same target must be for [`staging_dir`] to take it for
@@ -120,17 +120,18 @@ const STAGING: &str = "pto-staging";
 pub(super) const STALE_STAGING: Duration = Duration::from_secs(60 * 60);
 
 /// A new, empty directory beside `dir`, created atomically under a name no other process can
-/// predict (`.<name>.pto-staging.XXXXXX`), where a package is written before it replaces
+/// predict (`.<name>.pto-staging.PID.XXXXXX`), where a package is written before it replaces
 /// `dir`. It is removed when dropped: keep it ([`tempfile::TempDir::keep`]) once swapped in.
 ///
 /// A process killed while writing leaves its staging directory behind; this removes the ones
-/// of the same target last modified more than [`STALE_STAGING`] ago.
+/// of the same target whose process is gone (where `/proc` tells), and those of the older
+/// form without a pid last modified more than [`STALE_STAGING`] ago.
 pub(super) fn staging_dir(dir: &Path) -> Result<TempDir, PackageError> {
     let (parent, name) = parent_and_name(dir)?;
     let prefix = format!(".{name}.{STAGING}.");
     remove_stale_staging(&parent, &prefix, STALE_STAGING);
     tempfile::Builder::new()
-        .prefix(&prefix)
+        .prefix(&format!("{prefix}{}.", std::process::id()))
         .tempdir_in(&parent)
         .map_err(|source| PackageError::Io {
             action: "creating the staging directory beside the package",
@@ -156,10 +157,14 @@ fn parent_and_name(dir: &Path) -> Result<(PathBuf, String), PackageError> {
     Ok((parent, name))
 }
 
-/// Removes the directories in `parent` named `<prefix>XXXXXX` (a staging directory's name, six
-/// letters or digits after the prefix) and not modified for `age`. Only real directories of
-/// exactly that form are touched; a failure leaves them (litter, not an error).
+/// Removes the directories in `parent` named `<prefix>PID.XXXXXX` whose process `PID` is gone
+/// (where `/proc` tells), and those named `<prefix>XXXXXX` (no pid: written before pids were
+/// named) not modified for `age`; `XXXXXX` is six letters or digits. Only real directories of
+/// exactly those forms are touched; a failure leaves them (litter, not an error).
 fn remove_stale_staging(parent: &Path, prefix: &str, age: Duration) {
+    let proc = Path::new("/proc");
+    let procs_known = proc.join("self").exists();
+    let random = |s: &str| s.len() == 6 && s.bytes().all(|b| b.is_ascii_alphanumeric());
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
@@ -168,17 +173,24 @@ fn remove_stale_staging(parent: &Path, prefix: &str, age: Duration) {
         let Some(suffix) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
             continue;
         };
-        if suffix.len() != 6 || !suffix.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            continue;
-        }
+        let owner = suffix
+            .split_once('.')
+            .filter(|(pid, rest)| random(rest) && pid.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
         let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
             continue;
         };
-        let stale = metadata
-            .modified()
-            .ok()
-            .and_then(|modified| modified.elapsed().ok())
-            .is_some_and(|elapsed| elapsed > age);
+        let stale = match owner {
+            Some(pid) => {
+                procs_known && pid != std::process::id() && !proc.join(pid.to_string()).exists()
+            }
+            None if random(suffix) => metadata
+                .modified()
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|elapsed| elapsed > age),
+            None => false,
+        };
         if metadata.is_dir() && stale {
             let _ = fs::remove_dir_all(entry.path());
         }
@@ -481,9 +493,27 @@ mod tests {
                 .and_then(|d| d.set_modified(two_hours_ago))
                 .expect("aged");
         }
+        // Named by pid: removed at once when the process is gone (a pid above any pid_max),
+        // kept while it lives (pid 1), however old.
+        let dead = root.join(".pkg.pto-staging.999999999.k1lled");
+        let live = root.join(".pkg.pto-staging.1.k1lled");
+        for path in [&dead, &live] {
+            write_file(&path.join("f"), "left").expect("written");
+        }
         let third = staging_dir(&dir).expect("staged");
         assert!(!stale.exists(), "a stale staging directory is removed");
-        for kept in [&mine, &other, second.path(), third.path()] {
+        if Path::new("/proc/self").exists() {
+            assert!(
+                !dead.exists(),
+                "the staging directory of a process gone is removed"
+            );
+        }
+        let third_name = third.path().file_name().expect("named").to_string_lossy();
+        assert!(
+            third_name.starts_with(&format!(".pkg.pto-staging.{}.", std::process::id())),
+            "{third_name}"
+        );
+        for kept in [&mine, &other, &live, second.path(), third.path()] {
             assert!(kept.exists(), "{} is kept", kept.display());
         }
         drop((second, third));
