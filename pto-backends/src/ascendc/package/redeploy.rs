@@ -828,6 +828,19 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), PackageError> {
         if kind.is_dir() {
             copy_dir(&source, &target)?;
         } else if kind.is_file() {
+            // A package's files are generated sources: one past the cap of such a file (a
+            // huge sparse file planted in it) is refused, not copied whole.
+            let len = entry
+                .metadata()
+                .map_err(io("reading the size of", &source))?
+                .len();
+            let max = FileKind::KernelSource.max_bytes();
+            if len > max {
+                return Err(io("copying", &source)(std::io::Error::new(
+                    std::io::ErrorKind::FileTooLarge,
+                    format!("it holds {len} bytes, over the {max} a file of a package may hold"),
+                )));
+            }
             fs::copy(&source, &target).map_err(io("copying", &source))?;
         } else {
             return Err(PackageError::NotAFile {
@@ -894,6 +907,24 @@ mod tests {
                  so it is refused",
                 link.display()
             )
+        );
+        fs::remove_dir_all(&root).expect("cleaned up");
+    }
+
+    #[test]
+    fn a_huge_file_in_a_package_is_refused_not_copied() {
+        let (root, dir) = scratch("huge");
+        let huge = dir.join("op_kernel/b.cpp");
+        let file = fs::File::create(&huge).expect("created");
+        // Sparse: no disk is used, but a copy would write it all.
+        file.set_len(FileKind::KernelSource.max_bytes() + 1)
+            .expect("sparse files");
+        let err = copy_dir(&dir, &root.join("copy")).expect_err("over the cap");
+        assert!(
+            err.to_string().contains(
+                "it holds 67108865 bytes, over the 67108864 a file of a package may hold"
+            ),
+            "{err}"
         );
         fs::remove_dir_all(&root).expect("cleaned up");
     }
