@@ -754,6 +754,22 @@ fn an_empty_input_name_is_called_an_empty_name() {
     );
 }
 
+/// A node input with an empty name is ONNX's absent optional input: for an op that takes
+/// none there, the error says so (it said "an input is not a constant").
+#[test]
+fn an_absent_input_of_an_op_without_optional_inputs_says_so() {
+    let bytes = relu_model(|g| {
+        g.node[0].input[0] = String::new();
+    });
+    let error = from_onnx(&bytes).unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "input 0 has an empty name (an absent optional input), which `Relu` does not take"
+        ),
+        "{error}"
+    );
+}
+
 /// Names from a file are shown escaped: a right-to-left override or an escape sequence in
 /// a name cannot reorder or clear the line of the message that shows it.
 #[test]

@@ -396,9 +396,22 @@ impl Importer {
         };
         let tensors: Vec<Tensor> = names
             .iter()
-            .map(|n| self.constants.get(n.as_str()).cloned())
-            .collect::<Option<_>>()
-            .ok_or_else(|| OnnxError::node(label, "an input is not a constant".into()))?;
+            .enumerate()
+            .map(|(i, n)| {
+                self.constants.get(n.as_str()).cloned().ok_or_else(|| {
+                    let problem = if n.is_empty() {
+                        format!(
+                            "input {i} has an empty name (an absent optional input), which \
+                             `{}` does not take",
+                            node.op_type
+                        )
+                    } else {
+                        format!("input {i} `{n}` is not a constant")
+                    };
+                    OnnxError::node(label, problem)
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let run = |inputs: &[&Tensor]| -> Result<Tensor, OnnxError> {
             def.run_reference(inputs, &attrs)
                 .map_err(|source| OnnxError::Op {
