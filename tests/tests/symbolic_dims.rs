@@ -617,3 +617,26 @@ fn a_broken_symbolic_model_file_is_an_error_never_a_panic() {
     }
     println!("{cases} mutated files: {loaded} loaded, {bound} bound");
 }
+
+/// A size int64 cannot hold, given through the library (the command line refuses it as it
+/// parses `--shape`), is said to be too large, naming the input or dim and the limit: it was
+/// reported as "symbolic or unknown".
+#[test]
+fn a_size_past_int64_is_too_large_not_unknown() {
+    let model = add_model();
+    let huge = 1usize << 63;
+    let err = bind_error(&model, ImportOptions::default().shape("x", [huge, 4]));
+    assert_contains(
+        &err,
+        &[
+            "value `x`",
+            "dimension 0 of the shape given for it, 9223372036854775808, is more than the \
+             9223372036854775807 an ONNX dim (int64) can be",
+        ],
+    );
+    let err = bind_error(&model, ImportOptions::default().dim("batch", huge));
+    assert_contains(
+        &err,
+        &["`batch`", "is bound to 9223372036854775808, more than the"],
+    );
+}

@@ -50,6 +50,37 @@ pub(crate) fn bound_shapes(
     };
     let mut given: BTreeMap<&str, &Shape> = BTreeMap::new();
     let mut by_dim: Vec<(&str, usize, String)> = Vec::new();
+    // A size int64 cannot hold is no ONNX dim (the library's way in; `--shape` refuses it as
+    // it parses): said so here, not later as "symbolic or unknown".
+    let too_large = |size: usize| size as u64 > pto_op::shape::MAX_DIM;
+    for (name, shape) in &options.shapes {
+        if let Some((axis, &size)) = shape
+            .dims()
+            .iter()
+            .enumerate()
+            .find(|(_, d)| too_large(**d))
+        {
+            return Err(value_error(
+                name,
+                format!(
+                    "dimension {axis} of the shape given for it, {size}, is more than the {} an \
+                     ONNX dim (int64) can be",
+                    pto_op::shape::MAX_DIM
+                ),
+            ));
+        }
+    }
+    for (name, &size) in &options.dims {
+        if too_large(size) {
+            return Err(value_error(
+                name,
+                format!(
+                    "is bound to {size}, more than the {} an ONNX dim (int64) can be",
+                    pto_op::shape::MAX_DIM
+                ),
+            ));
+        }
+    }
     for (name, shape) in &options.shapes {
         if let Some(input) = inputs.iter().find(|i| &i.name == name) {
             if input.dims.len() != shape.rank() {
