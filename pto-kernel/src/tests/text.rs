@@ -270,6 +270,17 @@ fn rule_violations_name_the_line_and_instruction() {
             .starts_with("line 2: op `t`: global @0 `x` is f4e2m1"),
         "a program-wide rule names the global's line"
     );
+    let storage_only_tile = COPY.replace(
+        "store @1[0, 0], %0",
+        "%7: f8e5m2[4, 8]@ub = cast %0\nstore @1[0, 0], %0",
+    );
+    assert!(
+        parse(&storage_only_tile)
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 6: op `t`: tile %1 is f8e5m2"),
+        "a program-wide rule names the tile's line, and the tile as renumbered"
+    );
     let scoped = looped.replace("unary exp %9\n", "unary exp %2\n") + "store @0[i0], %2\n";
     assert_eq!(
         parse(&scoped).unwrap_err().to_string(),

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use crate::dtype::DType;
 
 use super::super::ir::{
-    BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel, Operand,
-    Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
+    BinaryOp, CmpOp, EntityId, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel,
+    Operand, Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
 use super::super::validate::{
     MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, Rule, ValidProgram, ValidationError,
@@ -104,7 +104,7 @@ impl<I> Default for Ids<I> {
     }
 }
 
-impl<I: Copy + crate::ir::EntityId> Ids<I> {
+impl<I: EntityId> Ids<I> {
     /// Defines the text's id `number` on `line` as the next dense id; a second definition
     /// is refused naming both lines (`what` describes the id, as `tile %7`).
     fn define(&mut self, number: u32, line: usize, what: &str) -> Result<I, String> {
