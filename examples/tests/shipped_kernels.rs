@@ -376,3 +376,91 @@ fn a_shipped_kernel_edited_past_the_work_budget_is_refused() {
     }
     std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
 }
+
+/// A kernel text with the instruction defining `%{tile}` deleted and its uses reading
+/// `%{instead}`: the later ids keep their numbers, leaving a gap at `%{tile}`.
+fn without_instruction(text: &str, tile: usize, instead: usize) -> String {
+    let (defined, used) = (format!("%{tile}:"), format!("%{tile}"));
+    let edited: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with(&defined))
+        .map(|line| {
+            let words: Vec<String> = line
+                .split(' ')
+                .map(|word| match word.strip_suffix(',') {
+                    Some(w) if w == used => format!("%{instead},"),
+                    _ if word == used => format!("%{instead}"),
+                    _ => word.to_owned(),
+                })
+                .collect();
+            words.join(" ") + "\n"
+        })
+        .collect();
+    assert_eq!(
+        edited.lines().count() + 1,
+        text.lines().count(),
+        "one line deleted"
+    );
+    edited
+}
+
+#[test]
+fn a_shipped_kernel_with_an_instruction_deleted_runs_with_the_same_result() {
+    let model = decoder_block();
+    let mut shipped = model.with_traced_kernels();
+    let kernel = shipped
+        .kernels
+        .iter_mut()
+        .find(|k| k.op == "demo.rms_norm")
+        .expect("shipped");
+    // The gamma tile is f32 already: its cast to f32 copies it, so the product can read
+    // the loaded tile (%2) and the cast (%3) goes, leaving %4..%10 as numbered.
+    let cast = "%3: f32[64]@ub = cast %2";
+    assert!(kernel.text.contains(cast), "{}", kernel.text);
+    let edited = without_instruction(&kernel.text, 3, 2);
+    assert!(!edited.contains("%3") && edited.contains("%10"), "{edited}");
+    kernel.text = edited;
+    assert!(kernel.edited());
+
+    let dir = std::env::temp_dir().join(format!("pto-gap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let (original, gapped) = (dir.join("original.pto"), dir.join("gapped.pto"));
+    std::fs::write(&original, model.to_bytes().expect("saves")).expect("writes");
+    std::fs::write(&gapped, shipped.to_bytes().expect("saves")).expect("writes");
+    let path = |file: &std::path::Path| file.to_str().expect("a UTF-8 path").to_owned();
+    let pto = |args: &[&str]| {
+        pto_cli::run(std::iter::once("pto").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("pto {args:?}: {e}"))
+    };
+    let report = pto(&["compile", &path(&gapped), "--target", "sim"]);
+    let norms: Vec<&str> = report
+        .lines()
+        .filter(|line| line.contains("demo.rms_norm"))
+        .collect();
+    assert!(
+        !norms.is_empty()
+            && norms
+                .iter()
+                .all(|line| line.contains("kernel: shipped, edited (grid 1)")),
+        "{report}"
+    );
+    // Every output value, written by `pto run --outputs`, is the same.
+    let outputs = |model: &std::path::Path| {
+        let written = dir.join("outputs.safetensors");
+        pto(&[
+            "run",
+            &path(model),
+            "--target",
+            "sim",
+            "--outputs",
+            &path(&written),
+        ]);
+        std::fs::read(&written).expect("written")
+    };
+    assert_eq!(
+        outputs(&gapped),
+        outputs(&original),
+        "the same outputs with the copy deleted"
+    );
+    std::fs::remove_dir_all(&dir).expect("removes the temp dir");
+}

@@ -4,7 +4,7 @@
 //!
 //! The tamperings: a deployed kernel edited with wrong numbers (refused under `--kernels` and
 //! `--check` with its parity report, digest forged or not) or to an equivalent one (runs,
-//! noted); a stem `../../outside/evil` or absolute; a link to `/etc/passwd` inside; a FIFO
+//! noted; `pto parity --kernels` checks the model with it); a stem `../../outside/evil` or absolute; a link to `/etc/passwd` inside; a FIFO
 //! inside (in place of the manifest, of the kernel text, or beside them); an emptied kernel
 //! list; `pto package -o` over a directory of notes with a bogus manifest; a read-only
 //! package; and, as the control, an untampered edit that redeploys.
@@ -189,6 +189,90 @@ fn a_deployed_kernel_edited_to_an_equivalent_one_runs_after_passing_parity() {
     assert!(
         !message.contains("demo.gelu_affine`, instance"),
         "{message}"
+    );
+}
+
+/// `text` without its first cast to the type its source has already (a copy), every use of
+/// the cast reading the source instead: the later tile ids keep their numbers, a gap where
+/// the cast was.
+fn without_a_copying_cast(text: &str) -> String {
+    let mut types: Vec<(&str, &str)> = Vec::new();
+    let mut copy: Option<(String, String)> = None;
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let definition = line.trim_start().split_once(": ").and_then(|(tile, rest)| {
+            let (ty, source) = rest.split_once(" = ")?;
+            Some((tile, ty, source))
+        });
+        if let (None, Some((tile, ty, source))) = (&copy, definition) {
+            let from = source.strip_prefix("cast ");
+            if let Some(from) = from.filter(|from| types.contains(&(*from, ty))) {
+                copy = Some((tile.to_owned(), from.to_owned()));
+                continue;
+            }
+            types.push((tile, ty));
+        }
+        let line = match &copy {
+            Some((cast, from)) => line
+                .split(' ')
+                .map(|word| match word.strip_suffix(',') {
+                    Some(w) if w == cast => format!("{from},"),
+                    _ if word == cast => from.clone(),
+                    _ => word.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => line.to_owned(),
+        };
+        lines.push(line);
+    }
+    assert!(copy.is_some(), "no copying cast in:\n{text}");
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn parity_under_kernels_checks_the_model_with_the_deployed_kernels() {
+    let (root, dir) = package("parity-kernels");
+    let parity = |args: &[&str]| {
+        let out = pto(&root, &[&["parity", MODEL, "--json"], args].concat());
+        let message = text(&out);
+        assert!(out.status.success(), "parity {args:?}: {message}");
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {message}"));
+        (json, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (traced, _) = parity(&[]);
+    let (packaged, notes) = parity(&["--kernels", "pkg"]);
+    assert_eq!(
+        packaged["outputs"], traced["outputs"],
+        "the same kernels as traced"
+    );
+    assert!(notes.is_empty(), "{notes}");
+    // The rms_norm kernel with an instruction deleted (its gamma tile's copy): it loads (the
+    // loader checks the edit's parity, and says so), and the model passes parity with it, in
+    // less simulated time than with the kernel as traced.
+    edit_manifest(&dir, |manifest| {
+        let kernel = &mut manifest["ops"][RMS_NORM]["kernels"][0];
+        let text = kernel["text"].as_str().expect("a kernel text");
+        kernel["text"] = without_a_copying_cast(text).into();
+    });
+    let (edited, notes) = parity(&["--kernels", "pkg"]);
+    assert!(
+        notes.contains("op `demo.rms_norm`, instance 0 (x=f32[64, 256], gamma=f32[256], eps=1e-6): kernel edited, parity passed"),
+        "{notes}"
+    );
+    let report = text(&pto(&root, &["parity", MODEL, "--kernels", "pkg"]));
+    assert!(
+        report.contains("parity of model `pipeline` (sim vs cpu) passed"),
+        "{report}"
+    );
+    let seconds =
+        |parity: &serde_json::Value| parity["simulated_seconds"].as_f64().expect("sim time");
+    assert!(
+        seconds(&edited) < seconds(&packaged),
+        "the deletion runs: {} s, as packaged {} s",
+        seconds(&edited),
+        seconds(&packaged)
     );
 }
 

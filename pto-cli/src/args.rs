@@ -91,6 +91,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         budget: BudgetArg,
         #[command(flatten)]
+        package: KernelsArg,
+        #[command(flatten)]
         inputs: InputArgs,
         /// Print JSON.
         #[arg(long)]
@@ -238,9 +240,17 @@ pub(crate) struct TargetArgs {
     pub device: DeviceArg,
     #[command(flatten)]
     pub budget: BudgetArg,
+    #[command(flatten)]
+    pub package: KernelsArg,
+}
+
+/// The package whose deployed kernels a model runs (`--kernels DIR`).
+#[derive(Debug, Args)]
+pub(crate) struct KernelsArg {
     /// Run the kernels deployed in this package (`pto package`, `pto redeploy`) where they
-    /// match a node; the compile report says `kernel: shipped` or `kernel: shipped, edited`.
-    /// Without `--device` (or PTO_DEVICE), the model runs on the package's device.
+    /// match a node (on both targets of `pto parity`); the compile report says `kernel:
+    /// shipped` or `kernel: shipped, edited`. Without `--device` (or PTO_DEVICE), the model
+    /// runs on the package's device.
     #[cfg(feature = "device")]
     #[arg(long, value_name = "DIR")]
     pub kernels: Option<PathBuf>,

@@ -9,10 +9,10 @@ use pto_backends::compiler::{
 use pto_backends::parity::compare_compiled;
 use pto_op::name::quoted;
 use pto_op::target::TargetConfig;
-use pto_op::{Tensor, TensorType};
+use pto_op::{Model, Tensor, TensorType};
 use serde::Serialize;
 
-use crate::args::{BudgetArg, InputArgs, LoadArgs, TargetArgs};
+use crate::args::{BudgetArg, InputArgs, KernelsArg, LoadArgs, TargetArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_model;
@@ -22,30 +22,41 @@ use crate::tensor_file::{read_safetensors, write_tensors};
 /// The model MODEL compiled for the target and device the arguments name.
 fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<CompiledModel, CliError> {
     let model = load_model(model, load)?;
-    #[cfg_attr(not(feature = "device"), allow(unused_mut))]
-    let mut device = target.device.device.clone();
-    #[cfg(feature = "device")]
-    let model = match &target.kernels {
-        Some(dir) => {
-            // The package's kernels were lowered and sized for its SoC: without `--device`
-            // (or PTO_DEVICE) they run on its profile, not on the default device's.
-            if device.is_none() && std::env::var_os(edge::DEVICE_ENV).is_none() {
-                device = Some(pto_backends::ascendc::package::read_manifest(dir)?.soc);
-            }
-            let (model, edits) = pto_backends::ascendc::package::load_package_kernels(&model, dir)?;
-            // A kernel edited in the package runs only once it passed parity: say which.
-            for edit in edits {
-                eprintln!("note: `{}`: {edit}", dir.display());
-            }
-            model
-        }
-        None => model,
-    };
+    let (model, device) =
+        with_package_kernels(model, &target.package, target.device.device.clone())?;
     let config = edge::target_config(
         &edge::target_name(target.target.as_deref()),
         device.as_deref(),
     )?;
     Ok(compile_owned(model, within(config, &target.budget))?)
+}
+
+/// `model` with the kernels of the package `--kernels DIR` names, if any, and the device to
+/// run on: `device` as given, else (without PTO_DEVICE) the package's, since its kernels
+/// were lowered and sized for its SoC. The one loader of `compile`, `run` and `parity`.
+fn with_package_kernels(
+    model: Model,
+    package: &KernelsArg,
+    device: Option<String>,
+) -> Result<(Model, Option<String>), CliError> {
+    #[cfg(feature = "device")]
+    if let Some(dir) = &package.kernels {
+        let device = match device {
+            None if std::env::var_os(edge::DEVICE_ENV).is_none() => {
+                Some(pto_backends::ascendc::package::read_manifest(dir)?.soc)
+            }
+            device => device,
+        };
+        let (model, edits) = pto_backends::ascendc::package::load_package_kernels(&model, dir)?;
+        // A kernel edited in the package runs only once it passed parity: say which.
+        for edit in edits {
+            eprintln!("note: `{}`: {edit}", dir.display());
+        }
+        return Ok((model, device));
+    }
+    #[cfg(not(feature = "device"))]
+    let _ = package;
+    Ok((model, device))
 }
 
 /// `config` within the budget the arguments give, if any.
@@ -115,8 +126,10 @@ pub(crate) fn run(
 pub(crate) struct ParityTargets<'a> {
     pub target: &'a str,
     pub reference: &'a str,
-    pub device: Option<&'a str>,
+    pub device: Option<String>,
     pub budget: &'a BudgetArg,
+    /// The package whose kernels both targets run, if any.
+    pub package: &'a KernelsArg,
 }
 
 /// `pto parity MODEL`: every output on `target` against `reference`, both on `device`.
@@ -128,9 +141,10 @@ pub(crate) fn parity(
     json: bool,
 ) -> Result<String, CliError> {
     let model = load_model(model, load)?;
+    let (model, device) = with_package_kernels(model, targets.package, targets.device.clone())?;
     let config = |name: &str| -> Result<TargetConfig, CliError> {
         Ok(within(
-            edge::target_config(name, targets.device)?,
+            edge::target_config(name, device.as_deref())?,
             targets.budget,
         ))
     };

@@ -187,6 +187,7 @@ where
             reference,
             device,
             budget,
+            package,
             inputs,
             json,
         } => exec::parity(
@@ -195,8 +196,9 @@ where
             &exec::ParityTargets {
                 target: &target,
                 reference: &reference,
-                device: device.device.as_deref(),
+                device: device.device,
                 budget: &budget,
+                package: &package,
             },
             &inputs,
             json,

@@ -219,7 +219,7 @@ fn typos_are_reported_with_line_and_column() {
         ),
         (
             COPY.replace("store @1[0, 0], %0", "store @1[0, 0], %1"),
-            (6, 17, "tile %1 is used but never defined"),
+            (6, 17, "tile %1 is used but no line above defines it"),
         ),
         (
             COPY.replace("[0, 0] pad", "[pid * q, 0] pad"),
@@ -260,16 +260,162 @@ fn rule_violations_name_the_line_and_instruction() {
                   } -> (%4: f32[4]@ub)\n";
     assert_eq!(
         parse(looped).unwrap_err().to_string(),
-        "line 6, column 27: tile %9 is used but never defined"
+        "line 6, column 27: tile %9 is used but no line above defines it"
     );
-    let gap = looped.replace("%9", "%0").replace("%4: f32", "%5: f32");
-    assert_eq!(
-        parse(&gap).unwrap_err().to_string(),
-        "line 1, column 1: tile %4 is missing: tile ids run from %0 without gaps"
+    let storage_only = COPY.replace("x: f32[4, 8] input", "x: f4e2m1[4, 8] input");
+    assert!(
+        parse(&storage_only)
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 2: op `t`: global @0 `x` is f4e2m1"),
+        "a program-wide rule names the global's line"
+    );
+    let storage_only_tile = COPY.replace(
+        "store @1[0, 0], %0",
+        "%7: f8e5m2[4, 8]@ub = cast %0\nstore @1[0, 0], %0",
+    );
+    assert!(
+        parse(&storage_only_tile)
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 6: op `t`: tile %1 is f8e5m2"),
+        "a program-wide rule names the tile's line, and the tile as renumbered"
     );
     let scoped = looped.replace("unary exp %9\n", "unary exp %2\n") + "store @0[i0], %2\n";
     assert_eq!(
         parse(&scoped).unwrap_err().to_string(),
         "line 9: op `t`: inst 2 (store): loop variable i0 is used outside its loop"
+    );
+}
+
+/// `text` with every tile, global and loop variable number `n` replaced by `f(n)`.
+fn renumbered(text: &str, f: impl Fn(char, u32) -> u32) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    let mut previous = ' ';
+    while let Some(c) = chars.next() {
+        out.push(c);
+        let prefix = matches!(c, '%' | '@') || (c == 'i' && !previous.is_ascii_alphanumeric());
+        let mut digits = String::new();
+        while let Some(d) = chars.peek().filter(|d| prefix && d.is_ascii_digit()) {
+            digits.push(*d);
+            chars.next();
+        }
+        // (`i32[..` is a dtype, not a loop variable.)
+        match digits.parse() {
+            Ok(n) if !(c == 'i' && chars.peek() == Some(&'[')) => out += &f(c, n).to_string(),
+            _ => out += &digits,
+        }
+        previous = c;
+    }
+    out
+}
+
+#[test]
+fn ids_with_gaps_and_out_of_order_parse_and_print_dense() -> Result<(), crate::error::OpError> {
+    for program in [rms_norm()?, matmul_k_loop()?, causal_attention()?] {
+        let text = program.to_string();
+        // Descending, with gaps: %0 %1 %2 become %900 %893 %886, i0 i1 i50 i53, @0 @1 @9 @8.
+        let scrambled = renumbered(&text, |prefix, n| match prefix {
+            '%' => 900 - 7 * n,
+            'i' => 50 + 3 * n,
+            _ => 9 - n,
+        });
+        assert_ne!(scrambled, text);
+        let parsed = parse(&scrambled).unwrap_or_else(|e| panic!("{e}\n{scrambled}"));
+        assert_eq!(parsed, program, "{scrambled}");
+        assert_eq!(parsed.to_string(), text);
+    }
+    Ok(())
+}
+
+#[test]
+fn deleting_an_instruction_leaves_a_gap_that_parses() {
+    let text = "kernel t grid 1
+global @0 x: f32[4, 8] input
+global @1 y: f32[4, 8] output
+%0: f32[4, 8]@ub = load @0[0, 0] pad 0.0
+%1: f32[4, 8]@ub = unary exp %0
+%2: f32[4, 8]@ub = binary add %0, 1.0
+store @1[0, 0], %2
+";
+    let edited = text.replace("%1: f32[4, 8]@ub = unary exp %0\n", "");
+    let parsed = parse(&edited).unwrap_or_else(|e| panic!("{e}\n{edited}"));
+    assert_eq!(
+        parsed.to_string(),
+        edited.replace("%2", "%1"),
+        "printed with dense ids"
+    );
+}
+
+#[test]
+fn a_second_definition_names_both_lines() {
+    let twice = COPY.replace(
+        "store @1[0, 0], %0",
+        "%1: f32[4, 8]@ub = unary exp %0\n%0: f32[4, 8]@ub = unary exp %1\nstore @1[0, 0], %0",
+    );
+    assert_eq!(
+        syntax_error(&twice),
+        (
+            7,
+            1,
+            "tile %0 is defined twice: first on line 5, again on line 7".to_owned()
+        )
+    );
+    let global = COPY.replace("global @1 y", "global @0 y");
+    assert_eq!(
+        syntax_error(&global),
+        (
+            3,
+            8,
+            "global @0 is defined twice: first on line 2, again on line 3".to_owned()
+        )
+    );
+    let loops = "kernel t grid 1\nglobal @0 y: f32[4] output\n\
+                 loop i3 in 0..2 {\n}\n\
+                 loop i3 in 0..2 {\n\
+                 %0: f32[4]@ub = full 1.0\n\
+                 store @0[i3], %0\n\
+                 }\n";
+    assert_eq!(
+        syntax_error(loops),
+        (
+            5,
+            6,
+            "loop variable i3 is defined twice: first on line 3, again on line 5".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_use_above_its_definition_is_refused_at_the_use() {
+    // Out of order is fine for numbers, not for lines: a tile is defined above its uses.
+    let early = "kernel t grid 1
+global @0 y: f32[4] output
+%1: f32[4]@ub = unary exp %0
+%0: f32[4]@ub = full 1.0
+store @0[0], %1
+";
+    assert_eq!(
+        syntax_error(early),
+        (
+            3,
+            27,
+            "tile %0 is used but no line above defines it".to_owned()
+        )
+    );
+    let var = COPY.replace("@1[0, 0]", "@1[0, i7]");
+    assert_eq!(
+        syntax_error(&var),
+        (
+            6,
+            13,
+            "loop variable i7 is used but no loop line above defines it".to_owned()
+        )
+    );
+    let global = COPY.replace("load @0", "load @5");
+    assert_eq!(
+        syntax_error(&global),
+        (5, 25, "global @5 is used but never declared".to_owned())
     );
 }

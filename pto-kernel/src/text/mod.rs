@@ -63,11 +63,16 @@
 //!       `\\` and `\u{..}` escapes
 //! ```
 //!
-//! The number of loop variables is the number of loops; tile types are given where tiles
-//! are defined (including loop params and results) and tile ids must be `%0..%N` without
-//! gaps, so the text holds exactly the program. That holds for valid programs; an invalid
-//! one prints as well as it can (a tile without a type as `<no type>`, a loop's carried
-//! tiles paired up to the shorter of `params` and `init`), for messages and debugging.
+//! Tile (`%N`), global (`@N`) and loop variable (`iN`) numbers are names: a text may use
+//! any numbers, in any order and with gaps, as long as each is defined once (a tile where
+//! its type is given, including loop params and results; a global by its `global` line; a
+//! variable by its `loop` line) above its uses. [`parse`] numbers each kind densely in order
+//! of definition, and the printer prints those numbers, so a printed program reads back to
+//! itself and a parsed text prints renumbered. The number of loop variables is the number
+//! of loops and tile types are given where tiles are defined, so the text holds exactly the
+//! program. That holds for valid programs; an invalid one prints as well as it can (a tile
+//! without a type as `<no type>`, a loop's carried tiles paired up to the shorter of
+//! `params` and `init`), for messages and debugging.
 
 mod parse;
 #[cfg(test)]

@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use crate::dtype::DType;
 
 use super::super::ir::{
-    BinaryOp, CmpOp, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel, Operand,
-    Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
+    BinaryOp, CmpOp, EntityId, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel,
+    Operand, Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
-use super::super::validate::{MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, ValidProgram, ValidationError};
+use super::super::validate::{
+    MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, Rule, ValidProgram, ValidationError,
+};
 
 /// Why a kernel text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +29,8 @@ pub enum ParseError {
     /// The text is well formed, but the program breaks a rule of the tile language.
     #[error("line {line}: {error}")]
     Invalid {
-        /// The line of the offending instruction (the header line for the whole program).
+        /// The line of the offending instruction, or of the global or tile breaking a rule
+        /// of the program as a whole (the header line for the whole program itself).
         line: usize,
         /// The rule that is broken.
         error: ValidationError,
@@ -65,49 +68,99 @@ pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
             !t.is_empty() && !t.starts_with("//")
         })
         .collect();
-    // Every tile is defined once, after a `%`, and every loop variable by one `loop` line:
-    // ids past these counts cannot be dense, so they are refused before anything is sized
-    // by them.
-    let max_tiles = text.bytes().filter(|b| *b == b'%').count();
-    let max_vars = lines
-        .iter()
-        .filter(|(_, l)| l.trim_start().starts_with("loop"))
-        .count();
     let mut parser = Parser {
         lines,
-        max_tiles,
-        max_vars,
         next: 0,
-        types: Vec::new(),
-        first_use: HashMap::new(),
-        vars: 0,
+        tiles: Ids::default(),
+        types: IdVec::new(),
+        globals: Ids::default(),
+        vars: Ids::default(),
         path: Vec::new(),
         lines_of: HashMap::new(),
     };
     let program = parser.program()?;
+    let storage_only_line = parser.storage_only_line(&program);
     program.validate().map_err(|error| ParseError::Invalid {
-        line: parser
-            .lines_of
-            .get(&error.path)
-            .copied()
-            .unwrap_or_else(|| parser.lines.first().map_or(1, |(n, _)| *n)),
+        line: parser.line_of(&error, storage_only_line),
         error,
     })
+}
+
+/// The ids of one kind (tiles, globals or loop variables) as the text numbers them, each
+/// with the dense id it stands for (numbered in order of definition) and its line: the
+/// text may number with gaps and in any order, and nothing is sized by its numbers.
+struct Ids<I> {
+    dense: HashMap<u32, (I, usize)>,
+    /// The line defining each dense id, in order.
+    lines: Vec<usize>,
+}
+
+impl<I> Default for Ids<I> {
+    fn default() -> Self {
+        Ids {
+            dense: HashMap::new(),
+            lines: Vec::new(),
+        }
+    }
+}
+
+impl<I: EntityId> Ids<I> {
+    /// Defines the text's id `number` on `line` as the next dense id; a second definition
+    /// is refused naming both lines (`what` describes the id, as `tile %7`).
+    fn define(&mut self, number: u32, line: usize, what: &str) -> Result<I, String> {
+        if let Some((_, first)) = self.dense.get(&number) {
+            return Err(format!(
+                "{what} is defined twice: first on line {first}, again on line {line}"
+            ));
+        }
+        let id = I::from_index(self.lines.len());
+        self.dense.insert(number, (id, line));
+        self.lines.push(line);
+        Ok(id)
+    }
+
+    /// The dense id of the text's id `number`, if a line above defines it.
+    fn get(&self, number: u32) -> Option<I> {
+        self.dense.get(&number).map(|(id, _)| *id)
+    }
+
+    fn count(&self) -> usize {
+        self.lines.len()
+    }
+}
+
+/// Replaces the text's loop variable numbers in `index` by their dense ids (every one is
+/// known to be defined: [`Parser::index_vars`] checks first).
+fn renumber_vars(index: &mut Index, vars: &Ids<VarId>) {
+    match index {
+        Index::Const(_) | Index::ProgramId => {}
+        Index::Var(var) => {
+            if let Some(dense) = vars.get(var.index() as u32) {
+                *var = dense;
+            }
+        }
+        Index::Add(a, b)
+        | Index::Sub(a, b)
+        | Index::Mul(a, b)
+        | Index::Div(a, b)
+        | Index::Rem(a, b)
+        | Index::Min(a, b)
+        | Index::Max(a, b) => {
+            renumber_vars(a, vars);
+            renumber_vars(b, vars);
+        }
+    }
 }
 
 struct Parser<'t> {
     /// Non-blank, non-comment lines with their 1-based numbers.
     lines: Vec<(usize, &'t str)>,
-    /// An upper bound of the number of tiles the text defines (its `%` count).
-    max_tiles: usize,
-    /// An upper bound of the number of loop variables (its `loop` lines).
-    max_vars: usize,
     next: usize,
-    /// The type of each tile id and where it was defined.
-    types: Vec<Option<(TileType, usize)>>,
-    /// Where each tile id was first mentioned, for "never defined" errors.
-    first_use: HashMap<TileId, (usize, usize)>,
-    vars: u32,
+    /// The tiles defined so far, and their types by dense id.
+    tiles: Ids<TileId>,
+    types: IdVec<TileId, TileType>,
+    globals: Ids<GlobalId>,
+    vars: Ids<VarId>,
     /// The index path of the instruction being parsed.
     path: Vec<usize>,
     /// The line of each instruction, by index path, to place validation errors.
@@ -145,35 +198,31 @@ impl<'t> Parser<'t> {
                 break;
             }
             let mut c = self.next_line().ok_or_else(|| self.end_error("a global"))?;
-            globals.push(self.global(&mut c, globals.len())?);
+            globals.push(self.global(&mut c)?);
         }
         // `yield` is refused outside loops, so the program body yields nothing.
         let (body, _, closing) = self.statements()?;
         if let Some(c) = closing {
             return Err(c.error_at(c.column() - 1, "`}` without a loop to close"));
         }
-        let tiles = self.tiles()?;
         Ok(Program {
             op,
             grid,
             globals,
-            tiles,
-            vars: self.vars,
+            tiles: std::mem::take(&mut self.types),
+            vars: u32::try_from(self.vars.count()).unwrap_or(u32::MAX),
             body,
         })
     }
 
-    fn global(&mut self, c: &mut Cursor<'t>, position: usize) -> Result<GlobalDecl, ParseError> {
+    fn global(&mut self, c: &mut Cursor<'t>) -> Result<GlobalDecl, ParseError> {
         c.keyword("global")?;
         c.skip_ws();
         let at = c.column();
-        let id = c.global_id()?;
-        if id.index() != position {
-            return Err(c.error_at(
-                at,
-                format!("globals are numbered in order: expected @{position}, got {id}"),
-            ));
-        }
+        let number = c.global_id()?;
+        self.globals
+            .define(number.as_u32(), c.line, &format!("global {number}"))
+            .map_err(|message| c.error_at(at, message))?;
         let name = c.name()?;
         c.punct(":")?;
         let dtype = c.dtype()?;
@@ -194,95 +243,92 @@ impl<'t> Parser<'t> {
         })
     }
 
-    /// The tile types by id, once every id `0..N` is defined.
-    fn tiles(&mut self) -> Result<IdVec<TileId, TileType>, ParseError> {
-        let undefined = |id: TileId| self.types.get(id.index()).is_none_or(Option::is_none);
-        // A use of an undefined tile is the likelier typo, so it is reported before a gap.
-        // (Uses are looked up, never sized by: a use of `%4294967295` allocates nothing.)
-        let used_undefined = self
-            .first_use
-            .iter()
-            .map(|(id, at)| (at, *id))
-            .filter(|(_, id)| undefined(*id))
-            .min();
-        if let Some((&(line, column), id)) = used_undefined {
-            return Err(ParseError::Syntax {
-                line,
-                column,
-                message: format!("tile {id} is used but never defined"),
-            });
+    /// The line of the first global, else the first tile, of a dtype pto-op computes
+    /// nothing in: the one validation refuses.
+    fn storage_only_line(&self, program: &Program) -> Option<usize> {
+        fn first(lines: &[usize], mut dtypes: impl Iterator<Item = DType>) -> Option<usize> {
+            dtypes
+                .position(DType::is_storage_only)
+                .and_then(|i| lines.get(i).copied())
         }
-        if let Some(id) = (0..self.types.len())
-            .map(TileId::from_index)
-            .find(|id| undefined(*id))
-        {
-            return Err(ParseError::Syntax {
-                line: self.lines.first().map_or(1, |(n, _)| *n),
-                column: 1,
-                message: format!("tile {id} is missing: tile ids run from %0 without gaps"),
-            });
-        }
-        Ok(self
-            .types
-            .iter()
-            .filter_map(|ty| ty.as_ref().map(|(ty, _)| ty.clone()))
-            .collect())
+        first(&self.globals.lines, program.globals.iter().map(|g| g.dtype))
+            .or_else(|| first(&self.tiles.lines, program.tiles.iter().map(|t| t.dtype)))
     }
 
+    /// The line to place a validation error at: its instruction's, or for a rule of the
+    /// program as a whole, the line of the global or tile that breaks it (the header's
+    /// when the program as a whole does).
+    fn line_of(&self, error: &ValidationError, storage_only_line: Option<usize>) -> usize {
+        let header = self.lines.first().map_or(1, |(n, _)| *n);
+        if let Some(line) = self.lines_of.get(&error.path) {
+            return *line;
+        }
+        match &*error.rule {
+            Rule::GlobalTooLarge { global, .. } => self.globals.lines.get(*global).copied(),
+            Rule::StorageOnlyDType { .. } => storage_only_line,
+            _ => None,
+        }
+        .unwrap_or(header)
+    }
+
+    /// A tile being used: the dense id of the text's `%N`, which a line above must define.
     fn use_tile(&mut self, c: &mut Cursor<'t>) -> Result<TileId, ParseError> {
         c.skip_ws();
-        let at = (c.line, c.column());
-        let id = c.tile_id()?;
-        self.first_use.entry(id).or_insert(at);
-        Ok(id)
+        let col = c.column();
+        let number = c.tile_id()?;
+        self.tiles.get(number.as_u32()).ok_or_else(|| {
+            c.error_at(
+                col,
+                format!("tile {number} is used but no line above defines it"),
+            )
+        })
     }
 
-    /// A tile id being defined, refused when the text is too short to define every tile
-    /// up to it (so that no table is sized by it).
-    fn new_tile_id(&mut self, c: &mut Cursor<'t>) -> Result<TileId, ParseError> {
+    /// A global being loaded or stored: the dense id of the text's `@N`, which a `global`
+    /// line must declare.
+    fn use_global(&mut self, c: &mut Cursor<'t>) -> Result<GlobalId, ParseError> {
         c.skip_ws();
         let col = c.column();
-        let id = c.tile_id()?;
-        if id.index() >= self.max_tiles {
-            return Err(c.error_at(
-                col,
-                format!(
-                    "tile {id} is out of range: tile ids run from %0 without gaps, and this \
-                     text has room for at most {} tiles",
-                    self.max_tiles
-                ),
-            ));
-        }
-        Ok(id)
+        let number = c.global_id()?;
+        self.globals
+            .get(number.as_u32())
+            .ok_or_else(|| c.error_at(col, format!("global {number} is used but never declared")))
     }
 
-    fn define(
-        &mut self,
-        c: &Cursor<'t>,
-        col: usize,
-        id: TileId,
-        ty: TileType,
-    ) -> Result<(), ParseError> {
-        let i = id.index();
-        if i >= self.types.len() {
-            self.types.resize(i + 1, None);
+    /// Index expressions with their loop variables renumbered; each must be defined by an
+    /// enclosing or earlier loop line (validation checks its scope).
+    fn index_vars(&mut self, c: &mut Cursor<'t>, indices: &mut [Index]) -> Result<(), ParseError> {
+        let uses = std::mem::take(&mut c.var_uses);
+        if let Some((number, col)) = uses.iter().find(|(n, _)| self.vars.get(*n).is_none()) {
+            return Err(c.error_at(
+                *col,
+                format!("loop variable i{number} is used but no loop line above defines it"),
+            ));
         }
-        if let Some((_, line)) = &self.types[i] {
-            return Err(c.error_at(col, format!("{id} is already defined on line {line}")));
+        for index in indices {
+            renumber_vars(index, &self.vars);
         }
-        self.types[i] = Some((ty, c.line));
-        self.first_use.entry(id).or_insert((c.line, col));
         Ok(())
+    }
+
+    fn offsets(&mut self, c: &mut Cursor<'t>) -> Result<Vec<Index>, ParseError> {
+        let mut offsets = c.offsets()?;
+        self.index_vars(c, &mut offsets)?;
+        Ok(offsets)
     }
 
     /// `TILE ":" type`, defining the tile.
     fn typed_def(&mut self, c: &mut Cursor<'t>) -> Result<TileId, ParseError> {
         c.skip_ws();
         let col = c.column();
-        let id = self.new_tile_id(c)?;
+        let number = c.tile_id()?;
         c.punct(":")?;
         let ty = c.tile_type()?;
-        self.define(c, col, id, ty)?;
+        let id = self
+            .tiles
+            .define(number.as_u32(), c.line, &format!("tile {number}"))
+            .map_err(|message| c.error_at(col, message))?;
+        self.types.push(ty);
         Ok(id)
     }
 
@@ -330,8 +376,8 @@ impl<'t> Parser<'t> {
             _ => match c.peek_word() {
                 Some("store") => {
                     c.keyword("store")?;
-                    let dst = c.global_id()?;
-                    let offsets = c.offsets()?;
+                    let dst = self.use_global(c)?;
+                    let offsets = self.offsets(c)?;
                     c.punct(",")?;
                     let src = self.use_tile(c)?;
                     c.end()?;
@@ -349,8 +395,8 @@ impl<'t> Parser<'t> {
         let (col, mnemonic) = c.word()?;
         let inst = match mnemonic {
             "load" => {
-                let src = c.global_id()?;
-                let offsets = c.offsets()?;
+                let src = self.use_global(c)?;
+                let offsets = self.offsets(c)?;
                 c.keyword("pad")?;
                 let pad = c.scalar()?;
                 Inst::Load {
@@ -368,7 +414,9 @@ impl<'t> Parser<'t> {
                 c.keyword("axis")?;
                 let axis = c.uint()?;
                 c.keyword("start")?;
-                let start = c.index(0)?.0;
+                let mut start = [c.index(0)?.0];
+                self.index_vars(c, &mut start)?;
+                let [start] = start;
                 Inst::Iota { dst, axis, start }
             }
             "unary" => {
@@ -472,7 +520,7 @@ impl<'t> Parser<'t> {
         c.keyword("loop")?;
         c.skip_ws();
         let col = c.column();
-        let var = c.var_id()?;
+        let number = c.var_id()?;
         if self.path.len() > MAX_LOOP_DEPTH {
             return Err(c.error_at(
                 1,
@@ -482,19 +530,10 @@ impl<'t> Parser<'t> {
                 ),
             ));
         }
-        let next = var.index() + 1;
-        if next > self.max_vars {
-            return Err(c.error_at(
-                col,
-                format!(
-                    "loop variable {var} is out of range: variables run from i0 without gaps, \
-                     and this text has {} loop(s)",
-                    self.max_vars
-                ),
-            ));
-        }
-        let next = next as u32;
-        self.vars = self.vars.max(next);
+        let var = self
+            .vars
+            .define(number.as_u32(), c.line, &format!("loop variable {number}"))
+            .map_err(|message| c.error_at(col, message))?;
         c.keyword("in")?;
         c.punct("0..")?;
         let count = c.uint()?;
@@ -555,6 +594,9 @@ struct Cursor<'t> {
     /// A byte offset and its column, from which [`Cursor::column`] counts on, so that
     /// columns cost time proportional to the distance moved, not to the line's length.
     known_column: Cell<(usize, usize)>,
+    /// The loop variables the index expressions read so far name, as the text numbers
+    /// them, with their columns (for [`Parser::index_vars`]).
+    var_uses: Vec<(u32, usize)>,
 }
 
 impl<'t> Cursor<'t> {
@@ -564,6 +606,7 @@ impl<'t> Cursor<'t> {
             text,
             pos: 0,
             known_column: Cell::new((0, 1)),
+            var_uses: Vec::new(),
         }
     }
 
@@ -982,7 +1025,10 @@ impl<'t> Cursor<'t> {
                 Ok((node(Box::new(a), Box::new(b)), depth))
             }
             _ => match word.strip_prefix('i').map(str::parse::<u32>) {
-                Some(Ok(v)) => Ok((Index::Var(VarId::new(v)), 0)),
+                Some(Ok(v)) => {
+                    self.var_uses.push((v, col));
+                    Ok((Index::Var(VarId::new(v)), 0))
+                }
                 _ => Err(self.error_at(
                     col,
                     format!(
