@@ -543,7 +543,7 @@ fn parity_test(case: &ParityCase) -> TokenStream {
     quote! {
         #[test]
         pub(crate) fn #name() {
-            ::pto_op::__private::parity::assert_parity(super::def(), &#value)
+            ::pto_op::__private::parity::assert_parity(super::def(), &#value);
         }
     }
 }

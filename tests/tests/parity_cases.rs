@@ -223,4 +223,36 @@ fn a_kernel_that_differs_fails_its_parity_test_with_the_report() {
         message.contains("rtol 2e-3, atol 1e-3); first at [0, 0]: actual "),
         "{message}"
     );
+    // Then every target's line.
+    assert!(
+        message.contains("\n  sim: ran, failed: output `y`: 1 of 256 elements differ"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_passing_case_says_which_targets_ran_and_which_were_skipped() {
+    let case = ParityCase {
+        inputs: vec![
+            TensorType {
+                shape: Shape::from([2, 8]),
+                dtype: DType::F32,
+            },
+            TensorType {
+                shape: Shape::from([8]),
+                dtype: DType::F32,
+            },
+        ],
+        attrs: Attributes::new(),
+        seed: 5,
+        tolerance: None,
+    };
+    let run = assert_parity(parity_cases::def(), &case);
+    assert_eq!(
+        run.to_string(),
+        "parity of `test.parity_cases` for x=f32[2, 8], gamma=f32[8], seed 5 (reference on \
+         cpu):\n  sim: ran, passed: output `y`: all 16 elements match (max abs error 0, max \
+         rel error 0, rtol 1.3e-6, atol 1e-5)\n  ascendc-host: skipped: not linked (needs \
+         pto-backends with its feature `device`)"
+    );
 }

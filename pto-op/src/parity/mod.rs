@@ -2,13 +2,17 @@
 //!
 //! An author declares cases next to the kernel, `#[parity(x = f16[4, 64], eps = 1e-5)]`,
 //! and `#[custom_op]` turns each into a `#[test]` that calls [`assert_parity`]: the
-//! reference runs on the `cpu` target, the kernel on `sim`, on the same random inputs, and
-//! every output must agree within the tolerance (the case's, else the op's declared one for
-//! the output dtype, else the default of `DEVICES.md`, [`Tolerance::for_dtype`](crate::tolerance::Tolerance::for_dtype)).
+//! reference runs on the `cpu` target, the kernel on `sim` and on each linked device target
+//! that can lower it ([`DEVICE_KERNEL_TARGETS`]), on the same random inputs, and the test
+//! prints a line per target, ran or skipped and why ([`ParityRun`]). Every output must
+//! agree within the tolerance (the case's, else the op's declared one for the output
+//! dtype, else the default of `DEVICES.md`,
+//! [`Tolerance::for_dtype`](crate::tolerance::Tolerance::for_dtype)).
 //!
 //! [`check_parity`] does the same on any two executors and returns a [`ParityReport`].
 
 mod case;
+mod run;
 
 use core::fmt;
 
@@ -19,6 +23,7 @@ use crate::target;
 use crate::tensor::{Comparison, Tensor};
 
 pub use case::{ParityCase, case_seed};
+pub use run::{ParityRun, TargetOutcome, TargetRun};
 
 /// The outcome of one parity check: each output's comparison of the kernel's values (actual)
 /// with the reference's (expected).
@@ -125,14 +130,22 @@ pub fn check_parity(
 }
 
 /// Checks `case` with the kernel on the `sim` target against the reference on `cpu`, then
-/// on each linked target of [`DEVICE_KERNEL_TARGETS`] that can hold the instance; what each
-/// `#[parity]` test runs.
+/// on each target of [`DEVICE_KERNEL_TARGETS`]; what each `#[parity]` test runs. Returns a
+/// [`ParityRun`], a line per target, and prints it to stderr (shown by
+/// `cargo test -- --nocapture`) whether the case passes or not.
+///
+/// A device target is skipped, and its line says why, when it is not linked (pto-backends
+/// without its feature `device`), when the op has no kernel, or when the target's lowering
+/// refuses the instance (a dtype or call path the device lacks: the line gives the
+/// lowering's reason). Refused on its default device, the target is tried on each device of
+/// [`DEVICE_PARITY_PROFILES`], with a line for each.
 ///
 /// # Panics
 ///
-/// With the report when an output differs; with the error when the case cannot run; and,
-/// when `cpu` or `sim` is not linked, with what to add to the op crate.
-pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
+/// With every line and the failed report when an output differs on a target that ran; with
+/// the error when the case cannot run; and, when `cpu` or `sim` is not linked, with what to
+/// add to the op crate.
+pub fn assert_parity(def: &'static OpDef, case: &ParityCase) -> ParityRun {
     let (reference, kernel) = match (target::target("cpu"), target::target("sim")) {
         (Ok(reference), Ok(kernel)) => (reference, kernel),
         (reference, kernel) => {
@@ -151,61 +164,84 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             );
         }
     };
-    let check = |kernel: &dyn Executor| match check_parity(def, case, reference.as_ref(), kernel) {
-        Ok(report) if report.passed() => {}
-        Ok(report) => panic!("{report}"),
-        Err(e) => panic!(
-            "parity of `{}` ({} vs {}) could not run for {}: {e}",
-            def.name,
-            kernel.target(),
-            reference.target(),
-            case.describe(def.inputs)
-        ),
+    let check = |kernel: &dyn Executor, target: String| -> TargetRun {
+        match check_parity(def, case, reference.as_ref(), kernel) {
+            Ok(report) => TargetRun {
+                target,
+                outcome: TargetOutcome::Ran(report),
+            },
+            Err(e) => panic!(
+                "parity of `{}` ({} vs {}) could not run for {}: {e}",
+                def.name,
+                kernel.target(),
+                reference.target(),
+                case.describe(def.inputs)
+            ),
+        }
     };
-    check(kernel.as_ref());
+    let skipped = |target: String, why: String| TargetRun {
+        target,
+        outcome: TargetOutcome::Skipped(why),
+    };
+    let mut targets = vec![check(kernel.as_ref(), kernel.target().to_owned())];
     for name in DEVICE_KERNEL_TARGETS {
-        let Ok(device) = target::target(name) else {
-            continue;
+        let device = match target::target(name) {
+            Ok(device) => device,
+            Err(_) => {
+                targets.push(skipped(
+                    name.to_owned(),
+                    "not linked (needs pto-backends with its feature `device`)".to_owned(),
+                ));
+                continue;
+            }
         };
-        // A target that cannot run the instance on its default device (bf16 on Kirin, a
-        // call path the SoC lacks such as an f32 Mmad on Kirin) declines it; the kernel's
-        // lowering is then checked on the devices of DEVICE_PARITY_PROFILES that can run it,
-        // and the report says so on stderr.
+        let label = |executor: &dyn Executor| match executor.device_profile() {
+            Some(profile) => format!("{name} on {}", profile.name),
+            None => name.to_owned(),
+        };
         match device.prepare(def, &case.inputs, &case.attrs) {
-            Ok(Lowering::NoKernel) if def.kernel.is_some() => {
-                let default = device
-                    .device_profile()
-                    .map_or_else(|| "its default device".to_owned(), |p| p.name.clone());
-                let mut ran = Vec::new();
+            Ok(Lowering::Declined { reason }) => {
+                targets.push(skipped(
+                    label(device.as_ref()),
+                    format!("the lowering refused the kernel: {reason}"),
+                ));
+                // A device that cannot run the instance (bf16 on Kirin, an f32 Mmad there)
+                // does not leave the kernel's lowering unchecked: another device may.
                 for profile in DEVICE_PARITY_PROFILES {
                     let Ok(profile) = crate::DeviceProfile::builtin(profile) else {
                         continue;
                     };
-                    let other = target::TargetConfig::new(name)
-                        .on(profile.clone())
-                        .executor();
-                    let Ok(other) = other else { continue };
-                    if let Ok(Lowering::Kernel { .. }) =
-                        other.prepare(def, &case.inputs, &case.attrs)
-                    {
-                        check(other.as_ref());
-                        ran.push(profile.name.clone());
-                    }
+                    let Ok(other) = target::TargetConfig::new(name).on(profile).executor() else {
+                        continue;
+                    };
+                    targets.push(match other.prepare(def, &case.inputs, &case.attrs) {
+                        Ok(Lowering::Declined { reason }) => skipped(
+                            label(other.as_ref()),
+                            format!("the lowering refused the kernel: {reason}"),
+                        ),
+                        Ok(Lowering::NoKernel) => skipped(
+                            label(other.as_ref()),
+                            "no kernel for these inputs or params".to_owned(),
+                        ),
+                        Ok(_) => check(other.as_ref(), label(other.as_ref())),
+                        Err(e) => panic!(
+                            "parity of `{}` ({} vs {}) could not run for {}: {e}",
+                            def.name,
+                            label(other.as_ref()),
+                            reference.target(),
+                            case.describe(def.inputs)
+                        ),
+                    });
                 }
-                eprintln!(
-                    "parity of `{}` for {}: {name} on {default}: declined (the device cannot \
-                     run this instance); ran on: {}",
-                    def.name,
-                    case.describe(def.inputs),
-                    if ran.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        ran.join(", ")
-                    }
-                );
             }
-            Ok(Lowering::NoKernel) => {}
-            Ok(_) => check(device.as_ref()),
+            Ok(Lowering::NoKernel) => targets.push(skipped(
+                label(device.as_ref()),
+                match def.kernel {
+                    Some(_) => "no kernel for these inputs or params".to_owned(),
+                    None => "the op has no kernel".to_owned(),
+                },
+            )),
+            Ok(_) => targets.push(check(device.as_ref(), label(device.as_ref()))),
             Err(e) => panic!(
                 "parity of `{}` ({name} vs {}) could not run for {}: {e}",
                 def.name,
@@ -214,6 +250,17 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             ),
         }
     }
+    let run = ParityRun {
+        op: def.name.to_owned(),
+        case: case.describe(def.inputs),
+        reference_target: reference.target().to_owned(),
+        targets,
+    };
+    if let Some(failed) = run.ran().find(|report| !report.passed()) {
+        panic!("{failed}\n{run}");
+    }
+    eprintln!("{run}");
+    run
 }
 
 /// Kernel targets that [`assert_parity`] also runs, after `sim`, where they are linked:
