@@ -72,6 +72,7 @@ fn case(shapes: &[&[usize]], dtype: DType) -> ParityCase {
     ParityCase {
         inputs: shapes.iter().map(|d| ty(dtype, d)).collect(),
         attrs: Attributes::new(),
+        ranges: Vec::new(),
         seed: 3,
         tolerance: None,
     }

@@ -21,6 +21,7 @@ use crate::executor::{Executor, Lowering};
 use crate::op::OpDef;
 use crate::target;
 use crate::tensor::{Comparison, Tensor};
+use crate::tolerance::Tolerance;
 
 pub use case::{ParityCase, case_seed};
 pub use run::{ParityRun, TargetOutcome, TargetRun};
@@ -75,8 +76,11 @@ impl fmt::Display for ParityReport {
 /// Runs `case` on `reference` and on `kernel` and compares every output.
 ///
 /// Input `i` holds `Tensor::random(shape, dtype, seed * 1000 + i)` ([`ParityCase::input_values`]).
-/// Each output is compared with the case's tolerance, else the op's declared tolerance for
-/// the output's dtype, else the default ([`OpDef::tolerance`]).
+/// Input `i` with a range ([`ParityCase::range`]) holds `Tensor::random_uniform` over it
+/// with the same seed. Each output is compared with the case's tolerance, else the op's
+/// declared tolerance for the output's dtype, else the default ([`OpDef::tolerance`]); a
+/// float output of a case with an integer input takes the looser of that and
+/// [`accumulation_tolerance`].
 ///
 /// # Errors
 ///
@@ -116,7 +120,10 @@ pub fn check_parity(
         .zip(&types)
         .zip(actual.iter().zip(&expected))
         .map(|((name, ty), (actual, expected))| {
-            let tolerance = case.tolerance.unwrap_or_else(|| def.tolerance(ty.dtype));
+            let tolerance = case.tolerance.unwrap_or_else(|| {
+                let declared = def.tolerance(ty.dtype);
+                accumulation_tolerance(case, expected).map_or(declared, |t| declared.looser(t))
+            });
             Ok(((*name).to_owned(), actual.compare(expected, tolerance)?))
         })
         .collect::<Result<_, OpError>>()?;
@@ -127,6 +134,60 @@ pub fn check_parity(
         case: case.describe(def.inputs),
         outputs,
     })
+}
+
+/// The tolerance a float output of a case with an integer input is held to besides the
+/// op's: `rtol = K u` and `atol = K u max|expected|`, where `u` is the unit roundoff of the
+/// output dtype (2^-24 for f32, 2^-11 for f16, 2^-8 for bf16) and `K` the largest dim of
+/// any input, a bound on the length of a product's sum. `None` for an integer output
+/// (integers compare exactly) or a case without integer inputs.
+///
+/// Integer inputs (int8 weights, or an int8 `x` in `-128..128`) make products whose terms
+/// are large and exact, and two targets that add the `K` terms in another order differ by
+/// up to about `K u` times the sum of the terms' magnitudes; where the terms cancel that is
+/// far above the f32 default (`rtol 1.3e-6, atol 1e-5`). `max|expected|` stands for the
+/// terms' size.
+///
+/// ```
+/// use pto_op::parity::{ParityCase, accumulation_tolerance};
+/// use pto_op::{Attributes, DType, Shape, Tensor, TensorType, Tolerance};
+/// let ty = |dims: [usize; 2], dtype| TensorType { shape: Shape::from(dims), dtype };
+/// let case = ParityCase {
+///     inputs: vec![ty([4, 128], DType::F32), ty([128, 8], DType::I8)],
+///     attrs: Attributes::new(),
+///     ranges: Vec::new(),
+///     seed: 1,
+///     tolerance: None,
+/// };
+/// let y = Tensor::from_vec([2], vec![-3.0f32, 2.0]).unwrap();
+/// let k_u = 128.0 * 2f64.powi(-24);
+/// assert_eq!(accumulation_tolerance(&case, &y), Some(Tolerance::new(k_u, 3.0 * k_u)));
+/// assert_eq!(accumulation_tolerance(&case, &y.cast(DType::I32)), None);
+/// ```
+pub fn accumulation_tolerance(case: &ParityCase, expected: &Tensor) -> Option<Tolerance> {
+    let roundoff = match expected.dtype() {
+        crate::DType::F32 => 2f64.powi(-24),
+        crate::DType::F16 => 2f64.powi(-11),
+        crate::DType::BF16 => 2f64.powi(-8),
+        crate::DType::F64 => 2f64.powi(-53),
+        _ => return None,
+    };
+    if !case.inputs.iter().any(|t| t.dtype.is_integer()) {
+        return None;
+    }
+    let reduction = case
+        .inputs
+        .iter()
+        .flat_map(|t| t.shape.dims().iter().copied())
+        .max()
+        .unwrap_or(1);
+    let scale = expected
+        .to_f64_vec()
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let rtol = reduction as f64 * roundoff;
+    Some(Tolerance::new(rtol, rtol * scale))
 }
 
 /// Checks `case` with the kernel on the `sim` target against the reference on `cpu`, then
@@ -323,6 +384,7 @@ mod tests {
                 dtype,
             }],
             attrs: Attributes::new(),
+            ranges: Vec::new(),
             seed: 2,
             tolerance: None,
         }
@@ -361,6 +423,77 @@ mod tests {
         let values = c.input_values();
         assert_eq!(values[0], Tensor::random([3, 5], DType::F16, 2000));
         assert_eq!(values[1], Tensor::random([3, 5], DType::F16, 2001));
+    }
+
+    fn to_f32(_: &[DType], _: &Attributes) -> Result<Vec<DType>, OpError> {
+        Ok(vec![DType::F32])
+    }
+
+    fn cast_to_f32(inputs: &[&Tensor], _: &Attributes) -> Result<Vec<Tensor>, OpError> {
+        Ok(vec![inputs[0].cast(DType::F32)])
+    }
+
+    /// An op of an integer input and a float output, as an int8-weight product is.
+    static WIDEN: OpDef = OpDef {
+        name: "test.widen",
+        infer_dtypes: to_f32,
+        reference: cast_to_f32,
+        tolerances: &[],
+        ..IDENTITY
+    };
+
+    /// The reference, with its first element off by `offset`.
+    struct Offset(f64);
+
+    impl Executor for Offset {
+        fn target(&self) -> &str {
+            "offset"
+        }
+
+        fn execute(
+            &self,
+            op: &'static OpDef,
+            inputs: &[&Tensor],
+            attrs: &Attributes,
+        ) -> Result<crate::Execution, OpError> {
+            let y = &op.run_reference(inputs, attrs)?[0];
+            let mut values = y.to_f64_vec().into_iter();
+            let first = Tensor::from_f64_fn(y.shape(), y.dtype(), |index| {
+                let offset = if index.iter().all(|i| *i == 0) {
+                    self.0
+                } else {
+                    0.0
+                };
+                values.next().unwrap_or_default() + offset
+            });
+            Ok(crate::Execution::untimed(vec![first]))
+        }
+    }
+
+    #[test]
+    fn an_integer_input_widens_the_float_default_by_its_reduction_length() {
+        let mut case = case(DType::I8);
+        case.inputs[0].shape = Shape::from([4, 128]);
+        case.ranges = vec![Some((-8.0, 8.0))];
+        let values = case.input_values();
+        let scale = values[0]
+            .to_f64_vec()
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let k_u = 128.0 * 2f64.powi(-24);
+        // Within K u max|expected| but outside the f32 default (rtol 1.3e-6, atol 1e-5).
+        let rounding = 0.8 * k_u * scale;
+        assert!(rounding > 1e-5 + 1.3e-6 * scale, "{rounding}");
+        let reference = Offset(0.0);
+        let report = check_parity(&WIDEN, &case, &reference, &Offset(rounding)).unwrap();
+        assert!(report.passed(), "{report}");
+        assert_eq!(
+            report.outputs[0].1.tolerance,
+            Tolerance::new(k_u, k_u * scale)
+        );
+        // A real error still fails.
+        let report = check_parity(&WIDEN, &case, &reference, &Offset(1e-2)).unwrap();
+        assert!(!report.passed(), "{report}");
     }
 
     #[test]
