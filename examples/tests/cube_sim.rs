@@ -312,6 +312,7 @@ fn attention_on_ascend910b_matches_the_reference() {
         let case = pto_op::parity::ParityCase {
             inputs: types(&[[s_q, 128], [s_kv, 128], [s_kv, 128]], dtype),
             attrs: params.to_attributes(),
+            ranges: Vec::new(),
             seed: 7,
             tolerance: None,
         };

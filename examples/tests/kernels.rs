@@ -83,6 +83,7 @@ fn a_wrong_kernel_fails_parity_with_a_readable_report() {
     let case = ParityCase {
         inputs: vec![ty(&[5, 33], DType::F32)],
         attrs: Attributes::new(),
+        ranges: Vec::new(),
         seed: 3,
         tolerance: None,
     };

@@ -4,10 +4,11 @@
 #![cfg(feature = "device")]
 
 use pto_backends::ascendc::{AscendcHost, HostError, Soc, lower, lower_with_profile};
+use pto_backends::compiler::compile;
 use pto_backends::cpu::Cpu;
-use pto_op::parity::{ParityCase, check_parity};
+use pto_op::parity::{ParityCase, assert_parity, check_parity};
 use pto_op::{
-    Attributes, DType, DeviceProfile, Execution, Executor, OpDef, OpError, Shape, Tensor,
+    Attributes, DType, DeviceProfile, Execution, Executor, Graph, OpDef, OpError, Shape, Tensor,
     TensorType, ops,
 };
 
@@ -71,6 +72,7 @@ fn case(shapes: &[&[usize]], dtype: DType) -> ParityCase {
     ParityCase {
         inputs: shapes.iter().map(|d| ty(dtype, d)).collect(),
         attrs: Attributes::new(),
+        ranges: Vec::new(),
         seed: 3,
         tolerance: None,
     }
@@ -194,6 +196,54 @@ fn bf16_is_a_lowering_error_on_kirin_and_lowers_for_the_910b() {
     let kernel = lower(add, &[a, b], &Attributes::new(), Soc::Ascend910B).expect("lowers");
     assert!(kernel.kernel_source.contains("Mmad("));
     assert!(kernel.kernel_source.contains("bfloat16_t"));
+}
+
+/// A bf16 matmul: Kirin has no bf16, the 910B does.
+fn bf16_matmul() -> ParityCase {
+    case(&[&[32, 64], &[64, 32]], DType::BF16)
+}
+
+#[test]
+fn a_parity_run_names_the_device_that_refused_the_kernel_and_why() {
+    let run = assert_parity(ops::matmul::def(), &bf16_matmul());
+    let text = run.to_string();
+    for line in [
+        "parity of `std.matmul` for a=bf16[32, 64], b=bf16[64, 32], seed 3 (reference on cpu):",
+        "\n  sim: ran, passed: output `y`: all 1024 elements match (max abs error ",
+        "\n  ascendc-host on kirin9030: skipped: the lowering refused the kernel: ",
+        "dtype bf16 of `a` is not supported on kirin9030 (dav-l311)",
+        "\n  ascendc-host on ascend910b: ran, passed: output `y`: all 1024 elements match",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    assert_eq!(run.targets.len(), 3, "{text}");
+}
+
+#[test]
+fn compile_says_why_the_lowering_refused_a_kernel() {
+    let graph = Graph::new();
+    let a = graph.input("a", Shape::from([32, 64]), DType::BF16);
+    let b = graph.input("b", Shape::from([64, 32]), DType::BF16);
+    let y = ops::matmul::apply(&a, &b, &ops::matmul::Params {}).expect("valid shapes");
+    graph.output(&y);
+    let model = graph.to_model("bf16_matmul").expect("std ops are linked");
+    let compiled = compile(&model, "ascendc-host").expect("falls back to the CPU");
+    let report = compiled.report();
+    let reason = report.nodes[0].declined.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("dtype bf16 of `a` is not supported on kirin9030 (dav-l311)"),
+        "{reason}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("reference (fallback: kernel refused, see below)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node 0 `std.matmul`: the ascendc-host lowering refused the op's kernel: "),
+        "{text}"
+    );
+    assert!(!text.contains("fallback: no kernel"), "{text}");
 }
 
 #[test]

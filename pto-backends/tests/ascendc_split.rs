@@ -121,6 +121,7 @@ fn a_mix_kernel_matches_the_cpu_on_the_910b_host() {
             let case = ParityCase {
                 inputs: shapes.iter().map(|s| ty(dtype, s)).collect(),
                 attrs: Attributes::new(),
+                ranges: Vec::new(),
                 seed: 5,
                 tolerance: None,
             };
@@ -141,6 +142,7 @@ fn the_two_vector_cores_share_the_block_programs_of_an_ai_core() {
         let case = ParityCase {
             inputs: vec![ty(dtype, &[130, 64]), ty(dtype, &[64, 96])],
             attrs: Attributes::new(),
+            ranges: Vec::new(),
             seed: 7,
             tolerance: None,
         };

@@ -55,12 +55,15 @@ pub struct ParityEntry {
 
 /// The value of a parity entry.
 pub enum ParityValue {
-    /// `f16[4, 64]`: an input's dtype and dims.
+    /// `f16[4, 64]`: an input's dtype and dims, and `in -1.5..1.5`, the range of its values,
+    /// when given.
     Tensor {
         /// The dtype's name, as written.
         dtype: Ident,
         /// The dims, as written; empty for a scalar.
         dims: Vec<LitInt>,
+        /// What follows `in`, as written.
+        range: Option<Expr>,
     },
     /// A literal: a param's value, a seed, a tolerance.
     Expr(Expr),
@@ -193,9 +196,16 @@ fn parse_parity_entry(input: ParseStream) -> syn::Result<ParityEntry> {
         let content;
         syn::bracketed!(content in input);
         let dims = Punctuated::<LitInt, Token![,]>::parse_terminated(&content)?;
+        let range = if input.peek(Token![in]) {
+            input.parse::<Token![in]>()?;
+            Some(input.parse()?)
+        } else {
+            None
+        };
         ParityValue::Tensor {
             dtype,
             dims: dims.into_iter().collect(),
+            range,
         }
     } else {
         ParityValue::Expr(input.parse()?)

@@ -516,6 +516,13 @@ fn parity_case(case: &ParityCase) -> TokenStream {
         let value = default_tokens(p.kind, &p.value);
         quote!((::std::string::String::from(#key), ::pto_op::AttrValue::#variant(#value)))
     });
+    let ranges = case.inputs.iter().map(|input| match input.range {
+        Some((low, high)) => {
+            let (low, high) = (Literal::f64_suffixed(low), Literal::f64_suffixed(high));
+            quote!(::core::option::Option::Some((#low, #high)))
+        }
+        None => quote!(::core::option::Option::None),
+    });
     let seed = match &case.seed {
         CaseSeed::Given(seed) => quote!(#seed),
         CaseSeed::OfText(text) => quote!(::pto_op::parity::case_seed(#text)),
@@ -531,6 +538,7 @@ fn parity_case(case: &ParityCase) -> TokenStream {
         ::pto_op::parity::ParityCase {
             inputs: ::std::vec::Vec::from([#(#inputs),*]),
             attrs: ::pto_op::Attributes::from([#(#attrs),*]),
+            ranges: ::std::vec::Vec::from([#(#ranges),*]),
             seed: #seed,
             tolerance: #tolerance,
         }
@@ -543,7 +551,7 @@ fn parity_test(case: &ParityCase) -> TokenStream {
     quote! {
         #[test]
         pub(crate) fn #name() {
-            ::pto_op::__private::parity::assert_parity(super::def(), &#value)
+            ::pto_op::__private::parity::assert_parity(super::def(), &#value);
         }
     }
 }

@@ -145,10 +145,12 @@ pub struct DeclaredTolerance {
     pub atol: f64,
 }
 
-/// One input of a parity case: its dtype variant and its dims.
+/// One input of a parity case: its dtype variant, its dims, and the half-open range
+/// `[low, high)` of its values when the case gives one.
 pub struct CaseInput {
     pub dtype: &'static str,
     pub dims: Vec<usize>,
+    pub range: Option<(f64, f64)>,
 }
 
 /// One param a parity case sets.

@@ -244,7 +244,7 @@ fn parity_cases_expand_into_a_test_module() {
     let out = custom_op_impl(
         quote!(name = "demo.rms_norm", params(eps: f32 = 1e-6, bias: i64), tolerance(f16 = (2e-3, 1e-3))),
         rms_norm_with_cases(quote! {
-            #[parity(x = f16[4, 64], gamma = f16[64], eps = 1e-5, bias = -2, seed = 7, rtol = 2e-3, atol = 1e-3)]
+            #[parity(x = f16[4, 64] in -4.5..4.5, gamma = f16[64], eps = 1e-5, bias = -2, seed = 7, rtol = 2e-3, atol = 1e-3)]
             #[parity(gamma = bf16[], x = bool[3], bias = 0)]
         }),
     );

@@ -20,6 +20,13 @@ pub enum Lowering {
     /// inputs or params ([`OpError::Unsupported`]): the caller
     /// must run its reference elsewhere (on the CPU).
     NoKernel,
+    /// The op has a kernel, but the target's lowering refuses this instance (a dtype the
+    /// device cannot hold, a call path it lacks): the caller runs the reference elsewhere,
+    /// as for [`Lowering::NoKernel`], and says why.
+    Declined {
+        /// The lowering's reason, as its error says it.
+        reason: String,
+    },
 }
 
 /// The time a target models for a call, where it models one (a simulator), rather than

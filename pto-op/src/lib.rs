@@ -121,6 +121,8 @@ pub mod prelude {
         Idx, Kernel, OpError, OpInvokeInfo, OpParams, PerformanceProperties, Shape, Tensor, Tile,
         Tolerance, Value, custom_op,
     };
+    // `Kernel::load_padded` and `Tile::extract` take one.
+    pub use crate::kernel::ir::MemLevel;
     pub use pto_op_macros::{
         estimator, infer_dtype, infer_shape, kernel, op_estimator, op_properties, parity,
         properties, reference,

@@ -99,6 +99,7 @@ fn case(dtype: DType, rows: usize, cols: usize) -> ParityCase {
             },
         ],
         attrs: Attributes::new(),
+        ranges: Vec::new(),
         seed: 0,
         tolerance: None,
     }

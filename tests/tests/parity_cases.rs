@@ -43,6 +43,7 @@ pub mod parity_cases {
 
     #[parity(x = f16[4, 64], gamma = f16[64])]
     #[parity(x = f32[2, 8], gamma = f32[8], bias = 0.5, seed = 7, rtol = 1e-2, atol = 1e-3)]
+    #[parity(x = f32[3, 4] in -100..100, gamma = f32[4] in 0.5..2.0, seed = 9)]
     #[kernel]
     fn kernel(k: &mut Kernel, _x: &Global, _gamma: &Global, _y: &Global) -> Result<(), OpError> {
         k.grid(1)
@@ -186,6 +187,27 @@ fn each_case_is_a_test_that_runs_its_inputs_and_params_on_sim() {
 }
 
 #[test]
+fn a_case_draws_an_input_from_its_range() {
+    parity_cases::__pto_parity::case_2_x_f32_3x4();
+    let expected = Call {
+        inputs: vec![
+            Tensor::random_uniform([3, 4], DType::F32, 9000, -100.0, 100.0),
+            Tensor::random_uniform([4], DType::F32, 9001, 0.5, 2.0),
+        ],
+        attrs: Attributes::new(),
+    };
+    assert!(
+        sim_calls().contains(&expected),
+        "no call of sim with the ranged inputs"
+    );
+    let case = &(parity_cases::def().parity_cases)()[2];
+    assert_eq!(
+        case.describe(parity_cases::def().inputs),
+        "x=f32[3, 4] in -100..100, gamma=f32[4] in 0.5..2, seed 9"
+    );
+}
+
+#[test]
 fn a_kernel_that_differs_fails_its_parity_test_with_the_report() {
     let case = ParityCase {
         inputs: vec![
@@ -203,6 +225,7 @@ fn a_kernel_that_differs_fails_its_parity_test_with_the_report() {
             perturb: true,
         }
         .to_attributes(),
+        ranges: Vec::new(),
         seed: 3,
         tolerance: None,
     };
@@ -222,5 +245,38 @@ fn a_kernel_that_differs_fails_its_parity_test_with_the_report() {
     assert!(
         message.contains("rtol 2e-3, atol 1e-3); first at [0, 0]: actual "),
         "{message}"
+    );
+    // Then every target's line.
+    assert!(
+        message.contains("\n  sim: ran, failed: output `y`: 1 of 256 elements differ"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_passing_case_says_which_targets_ran_and_which_were_skipped() {
+    let case = ParityCase {
+        inputs: vec![
+            TensorType {
+                shape: Shape::from([2, 8]),
+                dtype: DType::F32,
+            },
+            TensorType {
+                shape: Shape::from([8]),
+                dtype: DType::F32,
+            },
+        ],
+        attrs: Attributes::new(),
+        ranges: Vec::new(),
+        seed: 5,
+        tolerance: None,
+    };
+    let run = assert_parity(parity_cases::def(), &case);
+    assert_eq!(
+        run.to_string(),
+        "parity of `test.parity_cases` for x=f32[2, 8], gamma=f32[8], seed 5 (reference on \
+         cpu):\n  sim: ran, passed: output `y`: all 16 elements match (max abs error 0, max \
+         rel error 0, rtol 1.3e-6, atol 1e-5)\n  ascendc-host: skipped: not linked (needs \
+         pto-backends with its feature `device`)"
     );
 }

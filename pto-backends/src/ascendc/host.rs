@@ -697,8 +697,9 @@ impl Executor for AscendcHost {
         Ok(Execution::untimed(outputs))
     }
 
-    /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one, or
-    /// whose instance the SoC cannot run ([`LowerError::declines`]: bf16 on Kirin, a call
+    /// Lowers and compiles the kernel; [`Lowering::NoKernel`] for an op without one,
+    /// [`Lowering::Declined`] with the lowering's reason for one whose instance the SoC
+    /// cannot run ([`LowerError::declines`]: bf16 on Kirin, a call
     /// path the SoC lacks such as an f32 `Mmad` on Kirin).
     fn prepare(
         &self,
@@ -714,7 +715,9 @@ impl Executor for AscendcHost {
             Ok(build) => Ok(Lowering::Kernel {
                 grid: build.kernel.grid as usize,
             }),
-            Err(HostError::Lower(e)) if e.declines() => Ok(Lowering::NoKernel),
+            Err(HostError::Lower(e)) if e.declines() => Ok(Lowering::Declined {
+                reason: e.to_string(),
+            }),
             Err(e) => Err(e.into_op_error(op.name)),
         }
     }
@@ -728,7 +731,7 @@ impl Executor for AscendcHost {
     }
 
     /// Lowers `program` for the target's SoC, compiles it and runs it for these calls
-    /// ([`AscendcHost::use_kernel`]); [`Lowering::NoKernel`] for an instance whose dtype the
+    /// ([`AscendcHost::use_kernel`]); [`Lowering::Declined`] for an instance whose dtype the
     /// SoC cannot hold, as [`Executor::prepare`] does.
     fn prepare_program(
         &self,
@@ -743,7 +746,11 @@ impl Executor for AscendcHost {
             Ok(kernel) => kernel,
             // As for the op's own kernel: the CPU reference runs an instance the SoC cannot
             // hold (bf16 on Kirin).
-            Err(e) if e.declines() => return Ok(Some(Lowering::NoKernel)),
+            Err(e) if e.declines() => {
+                return Ok(Some(Lowering::Declined {
+                    reason: e.to_string(),
+                }));
+            }
             Err(e) => return Err(HostError::from(e).into_op_error(op.name)),
         };
         let build = self

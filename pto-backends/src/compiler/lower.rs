@@ -21,6 +21,9 @@ pub struct Lowered {
     pub edited: usize,
     /// Ops that run on the target's fallback, by name, each once.
     pub fallbacks: Vec<String>,
+    /// Per node, in node order: why the target's lowering refused the op's kernel, for a
+    /// node on the fallback although its op has a kernel ([`Lowering::Declined`]).
+    pub declined: Vec<Option<String>>,
 }
 
 /// Pass 4: prepares every node on `executor` (tracing and caching kernels); an op the
@@ -46,6 +49,7 @@ pub fn lower(
     let mut edited = BTreeSet::new();
     let mut fallbacks = BTreeSet::new();
     let mut runs = Vec::with_capacity(ops.len());
+    let mut declined = Vec::with_capacity(ops.len());
     // A shipped kernel is checked, traced for the device and prepared once per instance.
     let mut prepared_shipped: HashMap<String, Option<(Lowering, &ShippedKernel)>> = HashMap::new();
     for (index, ((node, op), types)) in model.graph.nodes.iter().zip(ops).zip(types).enumerate() {
@@ -76,6 +80,10 @@ pub fn lower(
                 None,
             ),
         };
+        declined.push(match &lowering {
+            Lowering::Declined { reason } => Some(reason.clone()),
+            _ => None,
+        });
         runs.push(match lowering {
             Lowering::Reference => NodeRuns::Reference,
             Lowering::Kernel { grid } => {
@@ -98,11 +106,11 @@ pub fn lower(
                 };
                 NodeRuns::Kernel { grid, source }
             }
-            Lowering::NoKernel if executor.fallback().is_some() => {
+            Lowering::NoKernel | Lowering::Declined { .. } if executor.fallback().is_some() => {
                 fallbacks.insert(op.name.to_owned());
                 NodeRuns::Fallback
             }
-            Lowering::NoKernel => {
+            Lowering::NoKernel | Lowering::Declined { .. } => {
                 return Err(CompileError::NoFallback {
                     model: model.name.clone(),
                     node: index,
@@ -119,6 +127,7 @@ pub fn lower(
         shipped: shipped.len(),
         edited: edited.len(),
         fallbacks: fallbacks.into_iter().collect(),
+        declined,
     })
 }
 

@@ -115,11 +115,13 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
         .into_iter()
         .zip(&lowered.runs)
         .zip(&ops)
+        .zip(lowered.declined)
         .enumerate()
-        .map(|(index, ((types, &runs), op))| NodeReport {
+        .map(|(index, (((types, &runs), op), declined))| NodeReport {
             node: index,
             op: op.name.to_owned(),
             runs,
+            declined,
             inputs: types.inputs,
             outputs: types.outputs,
             live_bytes: plan.live_bytes.get(index).copied().unwrap_or(0),

@@ -88,6 +88,10 @@ pub struct NodeReport {
     pub op: String,
     /// What runs it.
     pub runs: NodeRuns,
+    /// Why the target's lowering refused the op's kernel, when the node runs on the
+    /// fallback although its op has one (an int8 global, a dtype the device cannot hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declined: Option<String>,
     /// Its inputs.
     pub inputs: Vec<ValueInfo>,
     /// Its outputs.
@@ -154,9 +158,15 @@ impl fmt::Display for CompileReport {
         let runs: Vec<String> = self
             .nodes
             .iter()
-            .map(|n| match n.fast_path {
-                true => format!("{} (fast path)", n.runs),
-                false => n.runs.to_string(),
+            .map(|n| {
+                let runs = match n.declined {
+                    Some(_) => "reference (fallback: kernel refused, see below)".to_owned(),
+                    None => n.runs.to_string(),
+                };
+                match n.fast_path {
+                    true => format!("{runs} (fast path)"),
+                    false => runs,
+                }
             })
             .collect();
         let op_w = column_width("op", self.nodes.iter().map(|n| n.op.as_str()));
@@ -177,6 +187,15 @@ impl fmt::Display for CompileReport {
                 human_bytes(node.live_bytes),
                 outputs.join(", ")
             )?;
+        }
+        for node in &self.nodes {
+            if let Some(reason) = &node.declined {
+                writeln!(
+                    f,
+                    "node {} `{}`: the {} lowering refused the op's kernel: {reason}",
+                    node.node, node.op, self.target
+                )?;
+            }
         }
         write!(
             f,

@@ -334,7 +334,7 @@ fn case_text(case: &ParityAttr) -> String {
 
 /// An input's `dtype[dims]`.
 fn check_input(cx: &mut Ctxt, name: &Ident, value: &ParityValue) -> Option<CaseInput> {
-    let ParityValue::Tensor { dtype, dims } = value else {
+    let ParityValue::Tensor { dtype, dims, range } = value else {
         let ParityValue::Expr(expr) = value else {
             return None;
         };
@@ -365,11 +365,77 @@ fn check_input(cx: &mut Ctxt, name: &Ident, value: &ParityValue) -> Option<CaseI
         }
     }
     let dims_ok = good_dims.len() == dims.len();
+    let dtype = variant?;
+    let range = match range {
+        Some(range) => Some(check_range(cx, name, dtype, range)?),
+        None => None,
+    };
     Some(CaseInput {
-        dtype: variant?,
+        dtype,
         dims: good_dims,
+        range,
     })
     .filter(|_| dims_ok)
+}
+
+/// An input's value range, `in low..high`: two numbers, half-open, `low < high`; integers
+/// within the dtype's values for an integer dtype.
+fn check_range(cx: &mut Ctxt, name: &Ident, dtype: &str, range: &Expr) -> Option<(f64, f64)> {
+    let example = match dtype {
+        "F32" | "F16" | "BF16" => "-4.0..4.0",
+        "U8" => "0..256",
+        "Bool" => "0..2",
+        _ => "-128..128",
+    };
+    let bounds = match range {
+        Expr::Range(syn::ExprRange {
+            start: Some(start),
+            limits: syn::RangeLimits::HalfOpen(_),
+            end: Some(end),
+            ..
+        }) => float_lit(start).zip(float_lit(end)),
+        _ => None,
+    };
+    let Some((low, high)) = bounds.filter(|(l, h)| l.is_finite() && h.is_finite()) else {
+        cx.error_spanned_by(
+            range,
+            format!(
+                "the values of input `{name}` are a half-open range of two numbers, \
+                 `low..high`, e.g. `{name} = {}[..] in {example}`",
+                dtype.to_lowercase()
+            ),
+        );
+        return None;
+    };
+    if low >= high {
+        cx.error_spanned_by(
+            range,
+            format!("the range of input `{name}` is empty: `low..high` needs low < high"),
+        );
+        return None;
+    }
+    let integer_values = match dtype {
+        "I32" => Some((f64::from(i32::MIN), f64::from(i32::MAX) + 1.0)),
+        "I64" => Some((-(2f64.powi(63)), 2f64.powi(63))),
+        "I8" => Some((-128.0, 128.0)),
+        "U8" => Some((0.0, 256.0)),
+        "Bool" => Some((0.0, 2.0)),
+        _ => None,
+    };
+    if let Some((min, end)) = integer_values
+        && (low.fract() != 0.0 || high.fract() != 0.0 || low < min || high > end)
+    {
+        cx.error_spanned_by(
+            range,
+            format!(
+                "input `{name}` is {}: its range is of whole numbers within {min}..{end}, \
+                 e.g. `in {example}`",
+                dtype.to_lowercase()
+            ),
+        );
+        return None;
+    }
+    Some((low, high))
 }
 
 /// A dimension: an unsuffixed or `usize` integer literal.
@@ -427,7 +493,16 @@ fn check_seed(cx: &mut Ctxt, value: &ParityValue) -> Option<u64> {
 fn value_tokens(value: &ParityValue) -> proc_macro2::TokenStream {
     match value {
         ParityValue::Expr(expr) => quote::ToTokens::to_token_stream(expr),
-        ParityValue::Tensor { dtype, dims } => quote::quote!(#dtype [#(#dims),*]),
+        ParityValue::Tensor {
+            dtype,
+            dims,
+            range: None,
+        } => quote::quote!(#dtype [#(#dims),*]),
+        ParityValue::Tensor {
+            dtype,
+            dims,
+            range: Some(range),
+        } => quote::quote!(#dtype [#(#dims),*] in #range),
     }
 }
 

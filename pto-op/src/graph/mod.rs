@@ -191,9 +191,49 @@ impl Graph {
         Ok(value)
     }
 
-    /// Marks `value` as a graph output (in call order).
+    /// Marks `value` as a graph output (in call order). A node's output keeps the name the
+    /// trace gave it, `n{node}.{output}` (`n4.values`); [`Graph::output_named`] names it.
     pub fn output(&self, value: &Value) {
         self.data.borrow_mut().def.outputs.push(value.id);
+    }
+
+    /// Marks `value` as a graph output named `name`: the name `pto run`, `--outputs`
+    /// files, parity reports and an exported ONNX model give it.
+    ///
+    /// ```
+    /// use pto_op::ops::add;
+    /// use pto_op::{DType, Graph, Shape};
+    /// let graph = Graph::new();
+    /// let x = graph.input("x", Shape::from([4]), DType::F32);
+    /// let y = add::apply(&x, &x, &add::Params {})?;
+    /// graph.output_named("doubled", &y)?;
+    /// let def = graph.def();
+    /// assert_eq!(def.values[def.outputs[0]].name, "doubled");
+    /// // An input keeps its name, and names are unique.
+    /// assert!(graph.output_named("z", &x).is_err());
+    /// assert!(graph.output_named("x", &y).is_err());
+    /// # Ok::<(), pto_op::OpError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When another value has that name, or `value` is a graph input or a weight (which
+    /// keep their own names: an input named twice would change what a run is given).
+    pub fn output_named(&self, name: &str, value: &Value) -> Result<(), OpError> {
+        if let Some(kind @ (ValueKind::Input | ValueKind::Weight)) = self.kind(value.id) {
+            let old = self.data.borrow().def.values[value.id].name.clone();
+            return Err(OpError::invalid(format!(
+                "cannot name output `{old}` `{name}`: it is a graph {}, which keeps its name; \
+                 mark it with `Graph::output`",
+                match kind {
+                    ValueKind::Input => "input",
+                    _ => "weight",
+                }
+            )));
+        }
+        self.rename(value.id, name)?;
+        self.output(value);
+        Ok(())
     }
 
     /// A snapshot of the graph recorded so far.

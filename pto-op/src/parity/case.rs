@@ -17,6 +17,7 @@ use pto_types::TensorType;
 /// let case = ParityCase {
 ///     inputs: vec![TensorType { shape: Shape::from([4, 64]), dtype: DType::F16 }],
 ///     attrs: Attributes::from([("eps".to_owned(), AttrValue::F32(1e-5))]),
+///     ranges: Vec::new(),
 ///     seed: 7,
 ///     tolerance: Some(Tolerance::new(2e-3, 1e-3)),
 /// };
@@ -32,6 +33,10 @@ pub struct ParityCase {
     pub inputs: Vec<TensorType>,
     /// The params the case sets; the others take their defaults.
     pub attrs: Attributes,
+    /// Per input, in order, the half-open range `[low, high)` its values are drawn from
+    /// (`#[parity(w = i8[128, 64] in -128..128)]`); `None`, or an input past the end, takes
+    /// [`Tensor::random`]'s range for its dtype.
+    pub ranges: Vec<Option<(f64, f64)>>,
     /// The seed of the inputs' values (see [`check_parity`](super::check_parity)). A `#[parity]` case that does
     /// not set `seed` gets [`case_seed`] of its own text, so adding, removing or reordering
     /// cases leaves the inputs of every other case as they were.
@@ -48,9 +53,15 @@ impl ParityCase {
             .inputs
             .iter()
             .enumerate()
-            .map(|(i, t)| match names.get(i) {
-                Some(name) => format!("{name}={t}"),
-                None => t.to_string(),
+            .map(|(i, t)| {
+                let range = match self.range(i) {
+                    Some((low, high)) => format!(" in {low}..{high}"),
+                    None => String::new(),
+                };
+                match names.get(i) {
+                    Some(name) => format!("{name}={t}{range}"),
+                    None => format!("{t}{range}"),
+                }
             })
             .collect();
         parts.extend(self.attrs.iter().map(|(k, v)| format!("{k}={v}")));
@@ -61,17 +72,29 @@ impl ParityCase {
         parts.join(", ")
     }
 
+    /// The range input `index`'s values are drawn from, when the case gives one.
+    pub fn range(&self, index: usize) -> Option<(f64, f64)> {
+        self.ranges.get(index).copied().flatten()
+    }
+
     /// The values of input `index`: `Tensor::random(shape, dtype, seed * 1000 + index)`
-    /// (wrapping), so the inputs of one case differ from each other, and cases with
-    /// different seeds below 2^54 share no inputs for ops of fewer than 1000 inputs (two
-    /// default seeds, 64-bit hashes, meet with negligible odds).
+    /// (wrapping), or `Tensor::random_uniform` with the same seed over the input's
+    /// [`range`](ParityCase::range) when it has one, so the inputs of one case differ from
+    /// each other, and cases with different seeds below 2^54 share no inputs for ops of
+    /// fewer than 1000 inputs (two default seeds, 64-bit hashes, meet with negligible odds).
     pub fn input_values(&self) -> Vec<Tensor> {
         self.inputs
             .iter()
             .zip(0u64..)
-            .map(|(t, index)| {
+            .enumerate()
+            .map(|(i, (t, index))| {
                 let seed = self.seed.wrapping_mul(1000).wrapping_add(index);
-                Tensor::random(t.shape.clone(), t.dtype, seed)
+                match self.range(i) {
+                    Some((low, high)) => {
+                        Tensor::random_uniform(t.shape.clone(), t.dtype, seed, low, high)
+                    }
+                    None => Tensor::random(t.shape.clone(), t.dtype, seed),
+                }
             })
             .collect()
     }

@@ -2,13 +2,17 @@
 //!
 //! An author declares cases next to the kernel, `#[parity(x = f16[4, 64], eps = 1e-5)]`,
 //! and `#[custom_op]` turns each into a `#[test]` that calls [`assert_parity`]: the
-//! reference runs on the `cpu` target, the kernel on `sim`, on the same random inputs, and
-//! every output must agree within the tolerance (the case's, else the op's declared one for
-//! the output dtype, else the default of `DEVICES.md`, [`Tolerance::for_dtype`](crate::tolerance::Tolerance::for_dtype)).
+//! reference runs on the `cpu` target, the kernel on `sim` and on each linked device target
+//! that can lower it ([`DEVICE_KERNEL_TARGETS`]), on the same random inputs, and the test
+//! prints a line per target, ran or skipped and why ([`ParityRun`]). Every output must
+//! agree within the tolerance (the case's, else the op's declared one for the output
+//! dtype, else the default of `DEVICES.md`,
+//! [`Tolerance::for_dtype`](crate::tolerance::Tolerance::for_dtype)).
 //!
 //! [`check_parity`] does the same on any two executors and returns a [`ParityReport`].
 
 mod case;
+mod run;
 
 use core::fmt;
 
@@ -17,8 +21,10 @@ use crate::executor::{Executor, Lowering};
 use crate::op::OpDef;
 use crate::target;
 use crate::tensor::{Comparison, Tensor};
+use crate::tolerance::Tolerance;
 
 pub use case::{ParityCase, case_seed};
+pub use run::{ParityRun, TargetOutcome, TargetRun};
 
 /// The outcome of one parity check: each output's comparison of the kernel's values (actual)
 /// with the reference's (expected).
@@ -70,8 +76,11 @@ impl fmt::Display for ParityReport {
 /// Runs `case` on `reference` and on `kernel` and compares every output.
 ///
 /// Input `i` holds `Tensor::random(shape, dtype, seed * 1000 + i)` ([`ParityCase::input_values`]).
-/// Each output is compared with the case's tolerance, else the op's declared tolerance for
-/// the output's dtype, else the default ([`OpDef::tolerance`]).
+/// Input `i` with a range ([`ParityCase::range`]) holds `Tensor::random_uniform` over it
+/// with the same seed. Each output is compared with the case's tolerance, else the op's
+/// declared tolerance for the output's dtype, else the default ([`OpDef::tolerance`]); a
+/// float output of a case with an integer input takes the looser of that and
+/// [`accumulation_tolerance`].
 ///
 /// # Errors
 ///
@@ -111,7 +120,10 @@ pub fn check_parity(
         .zip(&types)
         .zip(actual.iter().zip(&expected))
         .map(|((name, ty), (actual, expected))| {
-            let tolerance = case.tolerance.unwrap_or_else(|| def.tolerance(ty.dtype));
+            let tolerance = case.tolerance.unwrap_or_else(|| {
+                let declared = def.tolerance(ty.dtype);
+                accumulation_tolerance(case, expected).map_or(declared, |t| declared.looser(t))
+            });
             Ok(((*name).to_owned(), actual.compare(expected, tolerance)?))
         })
         .collect::<Result<_, OpError>>()?;
@@ -124,15 +136,77 @@ pub fn check_parity(
     })
 }
 
+/// The tolerance a float output of a case with an integer input is held to besides the
+/// op's: `rtol = K u` and `atol = K u max|expected|`, where `u` is the unit roundoff of the
+/// output dtype (2^-24 for f32, 2^-11 for f16, 2^-8 for bf16) and `K` the largest dim of
+/// any input, a bound on the length of a product's sum. `None` for an integer output
+/// (integers compare exactly) or a case without integer inputs.
+///
+/// Integer inputs (int8 weights, or an int8 `x` in `-128..128`) make products whose terms
+/// are large and exact, and two targets that add the `K` terms in another order differ by
+/// up to about `K u` times the sum of the terms' magnitudes; where the terms cancel that is
+/// far above the f32 default (`rtol 1.3e-6, atol 1e-5`). `max|expected|` stands for the
+/// terms' size.
+///
+/// ```
+/// use pto_op::parity::{ParityCase, accumulation_tolerance};
+/// use pto_op::{Attributes, DType, Shape, Tensor, TensorType, Tolerance};
+/// let ty = |dims: [usize; 2], dtype| TensorType { shape: Shape::from(dims), dtype };
+/// let case = ParityCase {
+///     inputs: vec![ty([4, 128], DType::F32), ty([128, 8], DType::I8)],
+///     attrs: Attributes::new(),
+///     ranges: Vec::new(),
+///     seed: 1,
+///     tolerance: None,
+/// };
+/// let y = Tensor::from_vec([2], vec![-3.0f32, 2.0]).unwrap();
+/// let k_u = 128.0 * 2f64.powi(-24);
+/// assert_eq!(accumulation_tolerance(&case, &y), Some(Tolerance::new(k_u, 3.0 * k_u)));
+/// assert_eq!(accumulation_tolerance(&case, &y.cast(DType::I32)), None);
+/// ```
+pub fn accumulation_tolerance(case: &ParityCase, expected: &Tensor) -> Option<Tolerance> {
+    let roundoff = match expected.dtype() {
+        crate::DType::F32 => 2f64.powi(-24),
+        crate::DType::F16 => 2f64.powi(-11),
+        crate::DType::BF16 => 2f64.powi(-8),
+        crate::DType::F64 => 2f64.powi(-53),
+        _ => return None,
+    };
+    if !case.inputs.iter().any(|t| t.dtype.is_integer()) {
+        return None;
+    }
+    let reduction = case
+        .inputs
+        .iter()
+        .flat_map(|t| t.shape.dims().iter().copied())
+        .max()
+        .unwrap_or(1);
+    let scale = expected
+        .to_f64_vec()
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let rtol = reduction as f64 * roundoff;
+    Some(Tolerance::new(rtol, rtol * scale))
+}
+
 /// Checks `case` with the kernel on the `sim` target against the reference on `cpu`, then
-/// on each linked target of [`DEVICE_KERNEL_TARGETS`] that can hold the instance; what each
-/// `#[parity]` test runs.
+/// on each target of [`DEVICE_KERNEL_TARGETS`]; what each `#[parity]` test runs. Returns a
+/// [`ParityRun`], a line per target, and prints it to stderr (shown by
+/// `cargo test -- --nocapture`) whether the case passes or not.
+///
+/// A device target is skipped, and its line says why, when it is not linked (pto-backends
+/// without its feature `device`), when the op has no kernel, or when the target's lowering
+/// refuses the instance (a dtype or call path the device lacks: the line gives the
+/// lowering's reason). Refused on its default device, the target is tried on each device of
+/// [`DEVICE_PARITY_PROFILES`], with a line for each.
 ///
 /// # Panics
 ///
-/// With the report when an output differs; with the error when the case cannot run; and,
-/// when `cpu` or `sim` is not linked, with what to add to the op crate.
-pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
+/// With every line and the failed report when an output differs on a target that ran; with
+/// the error when the case cannot run; and, when `cpu` or `sim` is not linked, with what to
+/// add to the op crate.
+pub fn assert_parity(def: &'static OpDef, case: &ParityCase) -> ParityRun {
     let (reference, kernel) = match (target::target("cpu"), target::target("sim")) {
         (Ok(reference), Ok(kernel)) => (reference, kernel),
         (reference, kernel) => {
@@ -151,61 +225,84 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             );
         }
     };
-    let check = |kernel: &dyn Executor| match check_parity(def, case, reference.as_ref(), kernel) {
-        Ok(report) if report.passed() => {}
-        Ok(report) => panic!("{report}"),
-        Err(e) => panic!(
-            "parity of `{}` ({} vs {}) could not run for {}: {e}",
-            def.name,
-            kernel.target(),
-            reference.target(),
-            case.describe(def.inputs)
-        ),
+    let check = |kernel: &dyn Executor, target: String| -> TargetRun {
+        match check_parity(def, case, reference.as_ref(), kernel) {
+            Ok(report) => TargetRun {
+                target,
+                outcome: TargetOutcome::Ran(report),
+            },
+            Err(e) => panic!(
+                "parity of `{}` ({} vs {}) could not run for {}: {e}",
+                def.name,
+                kernel.target(),
+                reference.target(),
+                case.describe(def.inputs)
+            ),
+        }
     };
-    check(kernel.as_ref());
+    let skipped = |target: String, why: String| TargetRun {
+        target,
+        outcome: TargetOutcome::Skipped(why),
+    };
+    let mut targets = vec![check(kernel.as_ref(), kernel.target().to_owned())];
     for name in DEVICE_KERNEL_TARGETS {
-        let Ok(device) = target::target(name) else {
-            continue;
+        let device = match target::target(name) {
+            Ok(device) => device,
+            Err(_) => {
+                targets.push(skipped(
+                    name.to_owned(),
+                    "not linked (needs pto-backends with its feature `device`)".to_owned(),
+                ));
+                continue;
+            }
         };
-        // A target that cannot run the instance on its default device (bf16 on Kirin, a
-        // call path the SoC lacks such as an f32 Mmad on Kirin) declines it; the kernel's
-        // lowering is then checked on the devices of DEVICE_PARITY_PROFILES that can run it,
-        // and the report says so on stderr.
+        let label = |executor: &dyn Executor| match executor.device_profile() {
+            Some(profile) => format!("{name} on {}", profile.name),
+            None => name.to_owned(),
+        };
         match device.prepare(def, &case.inputs, &case.attrs) {
-            Ok(Lowering::NoKernel) if def.kernel.is_some() => {
-                let default = device
-                    .device_profile()
-                    .map_or_else(|| "its default device".to_owned(), |p| p.name.clone());
-                let mut ran = Vec::new();
+            Ok(Lowering::Declined { reason }) => {
+                targets.push(skipped(
+                    label(device.as_ref()),
+                    format!("the lowering refused the kernel: {reason}"),
+                ));
+                // A device that cannot run the instance (bf16 on Kirin, an f32 Mmad there)
+                // does not leave the kernel's lowering unchecked: another device may.
                 for profile in DEVICE_PARITY_PROFILES {
                     let Ok(profile) = crate::DeviceProfile::builtin(profile) else {
                         continue;
                     };
-                    let other = target::TargetConfig::new(name)
-                        .on(profile.clone())
-                        .executor();
-                    let Ok(other) = other else { continue };
-                    if let Ok(Lowering::Kernel { .. }) =
-                        other.prepare(def, &case.inputs, &case.attrs)
-                    {
-                        check(other.as_ref());
-                        ran.push(profile.name.clone());
-                    }
+                    let Ok(other) = target::TargetConfig::new(name).on(profile).executor() else {
+                        continue;
+                    };
+                    targets.push(match other.prepare(def, &case.inputs, &case.attrs) {
+                        Ok(Lowering::Declined { reason }) => skipped(
+                            label(other.as_ref()),
+                            format!("the lowering refused the kernel: {reason}"),
+                        ),
+                        Ok(Lowering::NoKernel) => skipped(
+                            label(other.as_ref()),
+                            "no kernel for these inputs or params".to_owned(),
+                        ),
+                        Ok(_) => check(other.as_ref(), label(other.as_ref())),
+                        Err(e) => panic!(
+                            "parity of `{}` ({} vs {}) could not run for {}: {e}",
+                            def.name,
+                            label(other.as_ref()),
+                            reference.target(),
+                            case.describe(def.inputs)
+                        ),
+                    });
                 }
-                eprintln!(
-                    "parity of `{}` for {}: {name} on {default}: declined (the device cannot \
-                     run this instance); ran on: {}",
-                    def.name,
-                    case.describe(def.inputs),
-                    if ran.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        ran.join(", ")
-                    }
-                );
             }
-            Ok(Lowering::NoKernel) => {}
-            Ok(_) => check(device.as_ref()),
+            Ok(Lowering::NoKernel) => targets.push(skipped(
+                label(device.as_ref()),
+                match def.kernel {
+                    Some(_) => "no kernel for these inputs or params".to_owned(),
+                    None => "the op has no kernel".to_owned(),
+                },
+            )),
+            Ok(_) => targets.push(check(device.as_ref(), label(device.as_ref()))),
             Err(e) => panic!(
                 "parity of `{}` ({name} vs {}) could not run for {}: {e}",
                 def.name,
@@ -214,6 +311,17 @@ pub fn assert_parity(def: &'static OpDef, case: &ParityCase) {
             ),
         }
     }
+    let run = ParityRun {
+        op: def.name.to_owned(),
+        case: case.describe(def.inputs),
+        reference_target: reference.target().to_owned(),
+        targets,
+    };
+    if let Some(failed) = run.ran().find(|report| !report.passed()) {
+        panic!("{failed}\n{run}");
+    }
+    eprintln!("{run}");
+    run
 }
 
 /// Kernel targets that [`assert_parity`] also runs, after `sim`, where they are linked:
@@ -276,6 +384,7 @@ mod tests {
                 dtype,
             }],
             attrs: Attributes::new(),
+            ranges: Vec::new(),
             seed: 2,
             tolerance: None,
         }
@@ -314,6 +423,77 @@ mod tests {
         let values = c.input_values();
         assert_eq!(values[0], Tensor::random([3, 5], DType::F16, 2000));
         assert_eq!(values[1], Tensor::random([3, 5], DType::F16, 2001));
+    }
+
+    fn to_f32(_: &[DType], _: &Attributes) -> Result<Vec<DType>, OpError> {
+        Ok(vec![DType::F32])
+    }
+
+    fn cast_to_f32(inputs: &[&Tensor], _: &Attributes) -> Result<Vec<Tensor>, OpError> {
+        Ok(vec![inputs[0].cast(DType::F32)])
+    }
+
+    /// An op of an integer input and a float output, as an int8-weight product is.
+    static WIDEN: OpDef = OpDef {
+        name: "test.widen",
+        infer_dtypes: to_f32,
+        reference: cast_to_f32,
+        tolerances: &[],
+        ..IDENTITY
+    };
+
+    /// The reference, with its first element off by `offset`.
+    struct Offset(f64);
+
+    impl Executor for Offset {
+        fn target(&self) -> &str {
+            "offset"
+        }
+
+        fn execute(
+            &self,
+            op: &'static OpDef,
+            inputs: &[&Tensor],
+            attrs: &Attributes,
+        ) -> Result<crate::Execution, OpError> {
+            let y = &op.run_reference(inputs, attrs)?[0];
+            let mut values = y.to_f64_vec().into_iter();
+            let first = Tensor::from_f64_fn(y.shape(), y.dtype(), |index| {
+                let offset = if index.iter().all(|i| *i == 0) {
+                    self.0
+                } else {
+                    0.0
+                };
+                values.next().unwrap_or_default() + offset
+            });
+            Ok(crate::Execution::untimed(vec![first]))
+        }
+    }
+
+    #[test]
+    fn an_integer_input_widens_the_float_default_by_its_reduction_length() {
+        let mut case = case(DType::I8);
+        case.inputs[0].shape = Shape::from([4, 128]);
+        case.ranges = vec![Some((-8.0, 8.0))];
+        let values = case.input_values();
+        let scale = values[0]
+            .to_f64_vec()
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let k_u = 128.0 * 2f64.powi(-24);
+        // Within K u max|expected| but outside the f32 default (rtol 1.3e-6, atol 1e-5).
+        let rounding = 0.8 * k_u * scale;
+        assert!(rounding > 1e-5 + 1.3e-6 * scale, "{rounding}");
+        let reference = Offset(0.0);
+        let report = check_parity(&WIDEN, &case, &reference, &Offset(rounding)).unwrap();
+        assert!(report.passed(), "{report}");
+        assert_eq!(
+            report.outputs[0].1.tolerance,
+            Tolerance::new(k_u, k_u * scale)
+        );
+        // A real error still fails.
+        let report = check_parity(&WIDEN, &case, &reference, &Offset(1e-2)).unwrap();
+        assert!(!report.passed(), "{report}");
     }
 
     #[test]

@@ -413,6 +413,7 @@ fn instance_cases(def: &OpDef, instance: &Instance, random: u64) -> Vec<ParityCa
     let own = (0..random).map(|seed| ParityCase {
         inputs: instance.inputs.clone(),
         attrs: instance.attrs.clone(),
+        ranges: Vec::new(),
         seed,
         tolerance: None,
     });
