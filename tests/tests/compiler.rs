@@ -284,3 +284,33 @@ fn names_in_compile_and_run_errors_are_escaped() {
         "model `m\\u{1b}[2J`: input `x\\u{202e}`: expected f32[2, 4], got f32[3]"
     );
 }
+
+/// A kernel that does not cover a node's params (std.softmax's kernel takes the last axis;
+/// one over axis 0 runs on the fallback) is said to be refused, with the kernel's own reason,
+/// on `sim` as on `ascendc-host`: it was reported as "fallback: no kernel".
+#[test]
+fn sim_says_why_a_kernel_does_not_cover_a_node() {
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([4, 8]), DType::F32);
+    let y = pto_op::ops::softmax::apply(&x, &pto_op::ops::softmax::Params { axis: 0 }).unwrap();
+    g.output(&y);
+    let model = g.to_model("softmax_axis0").unwrap();
+    let compiled = compile(&model, "sim").expect("compiles, the softmax on the fallback");
+    let report = compiled.report();
+    let reason = report.nodes[0]
+        .declined
+        .as_deref()
+        .expect("the kernel's reason is kept");
+    assert!(
+        reason.contains("the kernel takes the last axis"),
+        "{reason}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("reference (fallback: kernel refused, see below)")
+            && text.contains(&format!(
+                "node 0 `std.softmax`: the sim lowering refused the op's kernel: {reason}"
+            )),
+        "{text}"
+    );
+}

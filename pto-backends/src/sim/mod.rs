@@ -339,7 +339,8 @@ impl Executor for Sim {
         })
     }
 
-    /// Traces and caches the kernel; [`Lowering::NoKernel`] for an op without one.
+    /// Traces and caches the kernel; [`Lowering::NoKernel`] for an op without one,
+    /// [`Lowering::Declined`] with the kernel's reason when it does not cover the instance.
     fn prepare(
         &self,
         op: &'static OpDef,
@@ -353,8 +354,8 @@ impl Executor for Sim {
         match self.program(op, inputs, attrs) {
             Ok(program) => Ok(Lowering::Kernel { grid: program.grid }),
             // The kernel does not cover these inputs or params (softmax off the last axis, a
-            // batched matmul): the op runs on the fallback, as one without a kernel.
-            Err(OpError::Unsupported { .. }) => Ok(Lowering::NoKernel),
+            // batched matmul): the op runs on the fallback, and the kernel's reason is said.
+            Err(OpError::Unsupported { message, .. }) => Ok(Lowering::Declined { reason: message }),
             Err(e) => Err(e),
         }
     }
