@@ -32,6 +32,8 @@
 
 #![cfg(unix)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader};
@@ -47,8 +49,10 @@ use pto_examples as _;
 use pto_onnx::OnnxFile as _;
 use pto_op::kernel::text::parse;
 use pto_op::prelude::*;
+
+use common::run_cap::within_run_cap;
 use pto_op::tensor::SplitMix64;
-use pto_op::{DeviceProfile, Model, TensorType};
+use pto_op::{DeviceProfile, Model};
 
 /// The largest model a case runs: activations plus weights, and any one value, in bytes.
 const RUN_CAP_BYTES: u64 = 1 << 22;
@@ -374,33 +378,6 @@ fn cli(args: &[&str]) -> bool {
     pto_cli::run(all).is_ok()
 }
 
-/// The bytes of `ty`, `u64::MAX` past it.
-fn type_bytes(ty: &TensorType) -> u64 {
-    ty.shape
-        .dims()
-        .iter()
-        .try_fold(ty.dtype.size_bytes() as u64, |acc, &d| {
-            acc.checked_mul(d as u64)
-        })
-        .unwrap_or(u64::MAX)
-}
-
-/// Whether a run of `compiled` stays within [`RUN_CAP_BYTES`].
-fn within_run_cap(compiled: &CompiledModel) -> bool {
-    let report = compiled.report();
-    let values = report
-        .nodes
-        .iter()
-        .flat_map(|n| n.inputs.iter().chain(&n.outputs))
-        .chain(compiled.inputs().iter())
-        .all(|v| type_bytes(&v.ty) <= RUN_CAP_BYTES);
-    values
-        && report
-            .peak_activation_bytes
-            .saturating_add(report.weight_bytes)
-            <= RUN_CAP_BYTES
-}
-
 /// A loaded model (at `path`) through inspect, estimate, compile and a run on cpu and sim.
 fn exercise(model: Result<Model, String>, path: &str, seed: u64) -> &'static str {
     let Ok(model) = model else {
@@ -411,7 +388,7 @@ fn exercise(model: Result<Model, String>, path: &str, seed: u64) -> &'static str
     let Ok(cpu) = compile(&model, config("cpu", None)) else {
         return "refused at compile";
     };
-    if !within_run_cap(&cpu) {
+    if !within_run_cap(&cpu, RUN_CAP_BYTES) {
         return "compiled, over the run cap";
     }
     let inputs = cpu.random_inputs(seed);

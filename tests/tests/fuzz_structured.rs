@@ -27,6 +27,8 @@
 //! PTO_FUZZ_CASES=250000 cargo test -p pto-tests --test fuzz_structured -- --nocapture --test-threads 1
 //! ```
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -47,6 +49,8 @@ use pto_op::kernel::text::parse;
 use pto_op::kernel::validate::Rule;
 use pto_op::ops;
 use pto_op::prelude::*;
+
+use common::run_cap::within_run_cap;
 use pto_op::tensor::SplitMix64;
 use pto_op::{DeviceProfile, Model, TensorType, registry};
 
@@ -442,33 +446,6 @@ impl Tally {
     }
 }
 
-/// The bytes of `ty`, `u64::MAX` past it.
-fn type_bytes(ty: &TensorType) -> u64 {
-    ty.shape
-        .dims()
-        .iter()
-        .try_fold(ty.dtype.size_bytes() as u64, |acc, &d| {
-            acc.checked_mul(d as u64)
-        })
-        .unwrap_or(u64::MAX)
-}
-
-/// Whether a run of `compiled` stays within [`RUN_CAP_BYTES`].
-fn within_run_cap(compiled: &CompiledModel) -> bool {
-    let report = compiled.report();
-    let values = report
-        .nodes
-        .iter()
-        .flat_map(|n| n.inputs.iter().chain(&n.outputs))
-        .chain(compiled.inputs().iter())
-        .all(|v| type_bytes(&v.ty) <= RUN_CAP_BYTES);
-    values
-        && report
-            .peak_activation_bytes
-            .saturating_add(report.weight_bytes)
-            <= RUN_CAP_BYTES
-}
-
 /// A scratch directory for the case files, removed at the end.
 struct Scratch(PathBuf);
 
@@ -514,7 +491,7 @@ fn exercise(model: Result<Model, String>, path: &str, seed: u64) -> &'static str
     let Ok(cpu) = compile(&model, config("cpu")) else {
         return "refused at compile";
     };
-    if !within_run_cap(&cpu) {
+    if !within_run_cap(&cpu, RUN_CAP_BYTES) {
         return "compiled, over the run cap";
     }
     let inputs = cpu.random_inputs(seed);

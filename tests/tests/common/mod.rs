@@ -5,6 +5,7 @@
 
 pub mod proto;
 pub mod python;
+pub mod run_cap;
 
 use std::path::{Path, PathBuf};
 
