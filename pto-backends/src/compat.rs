@@ -108,7 +108,7 @@ impl fmt::Display for SchemaChange {
 ///   "implements":{"kernel":false,"estimator":false,"properties":false},
 ///   "fingerprint":"00000000000000ff"}"#).unwrap();
 /// let mut new = old.clone();
-/// new.inputs.push(TensorSchema { name: "mask".into() });
+/// new.inputs.push(TensorSchema::named("mask"));
 /// let changes: Vec<String> = schema_changes(&old, &new).iter().map(|c| c.to_string()).collect();
 /// assert_eq!(changes, ["input `mask` was added"]);
 /// ```

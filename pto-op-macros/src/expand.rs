@@ -215,6 +215,26 @@ fn read_params(f: &FnModel, attrs: &Ident, params: &Ident) -> TokenStream {
     }
 }
 
+/// `let [in0, in1, ..] = ..;` over the slice `items` of a call's inputs: each a `T`, or for an
+/// optional input an `Option<T>` (`None` when the call leaves it out).
+fn unpack_inputs(model: &Model, ins: &[Ident], items: &Ident) -> TokenStream {
+    let n = model.inputs.len();
+    if !model.optional.contains(&true) {
+        return quote!(let [#(#ins),*] = ::pto_op::__private::inputs::<_, #n>(self::def(), #items)?;);
+    }
+    let required = model
+        .optional
+        .iter()
+        .zip(ins)
+        .filter(|(optional, _)| !**optional)
+        .map(|(_, ident)| ident)
+        .collect::<Vec<_>>();
+    quote! {
+        let [#(#ins),*] = ::pto_op::__private::optional_inputs::<_, #n>(self::def(), #items)?;
+        #(let #required = ::pto_op::__private::present(self::def(), #required)?;)*
+    }
+}
+
 /// A wrapper over `&[In]` + attributes, calling the author's function and returning a Vec.
 fn io_wrapper(
     model: &Model,
@@ -231,7 +251,7 @@ fn io_wrapper(
     );
     let ins = locals("in", model.inputs.len());
     let outs = locals("out", model.outputs.len());
-    let n = model.inputs.len();
+    let unpack = unpack_inputs(model, &ins, &items);
     let read = read_params(f, &attrs, &params);
     let call = call(f, &ins, &params);
     let call = quote_spanned!(f.ret_span=> #call?);
@@ -246,7 +266,7 @@ fn io_wrapper(
             #attrs: &::pto_op::Attributes,
         ) -> ::core::result::Result<::std::vec::Vec<#output_ty>, ::pto_op::OpError> {
             #read
-            let [#(#ins),*] = ::pto_op::__private::inputs::<_, #n>(self::def(), #items)?;
+            #unpack
             let #result = #call;
             ::core::result::Result::Ok(#collect)
         }
@@ -257,6 +277,7 @@ fn op_def(model: &Model) -> TokenStream {
     let name_doc = &model.doc;
     let version = model.version;
     let inputs: Vec<String> = model.inputs.iter().map(ToString::to_string).collect();
+    let required_inputs = model.optional.iter().filter(|o| !**o).count();
     let outputs: Vec<String> = model.outputs.iter().map(ToString::to_string).collect();
     let param_defs = model.params.iter().map(|p| {
         let key = p.ident.to_string();
@@ -310,7 +331,8 @@ fn op_def(model: &Model) -> TokenStream {
             );
             let ins = locals("in", model.inputs.len());
             let outs = locals("out", model.outputs.len());
-            let (n_in, n_out) = (model.inputs.len(), model.outputs.len());
+            let n_out = model.outputs.len();
+            let unpack = unpack_inputs(model, &ins, &ins_arg);
             let read = read_params(f, &attrs, &params);
             let args: Vec<Ident> = ins.iter().chain(&outs).cloned().collect();
             let builder_then_io: Vec<Ident> =
@@ -326,7 +348,7 @@ fn op_def(model: &Model) -> TokenStream {
                         #attrs: &::pto_op::Attributes,
                     ) -> ::core::result::Result<(), ::pto_op::OpError> {
                         #read
-                        let [#(#ins),*] = ::pto_op::__private::inputs::<_, #n_in>(self::def(), #ins_arg)?;
+                        #unpack
                         let [#(#outs),*] = ::pto_op::__private::output_slots::<_, #n_out>(self::def(), #outs_arg)?;
                         #call
                     }
@@ -364,6 +386,7 @@ fn op_def(model: &Model) -> TokenStream {
             version: #version,
             doc: #name_doc,
             inputs: &[#(#inputs),*],
+            required_inputs: #required_inputs,
             outputs: &[#(#outputs),*],
             params: &[#(#param_defs),*],
             source: ::pto_op::SourceLocation {
@@ -417,19 +440,54 @@ fn typed_outputs(model: &Model, ty: &TokenStream, list: &Ident) -> (TokenStream,
 }
 
 fn io_docs(model: &Model) -> (String, String) {
-    let list = |ids: &[Ident]| {
+    let list = |ids: &[Ident], optional: &[bool]| {
         ids.iter()
-            .map(|i| format!("`{i}`"))
+            .enumerate()
+            .map(|(i, id)| match optional.get(i) {
+                Some(true) => format!("`{id}` (optional: `None` leaves it out)"),
+                _ => format!("`{id}`"),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
-    (list(&model.inputs), list(&model.outputs))
+    (
+        list(&model.inputs, &model.optional),
+        list(&model.outputs, &[]),
+    )
+}
+
+/// The argument types of `run` / `apply`'s inputs (`&T`, or `Option<&T>` for an optional
+/// one), and the expression of the slice of the inputs a call gives.
+fn typed_inputs(model: &Model, ty: &TokenStream) -> (Vec<TokenStream>, TokenStream) {
+    let inputs = &model.inputs;
+    let types = model
+        .optional
+        .iter()
+        .map(|optional| match optional {
+            true => quote!(::core::option::Option<&#ty>),
+            false => quote!(&#ty),
+        })
+        .collect();
+    if !model.optional.contains(&true) {
+        return (types, quote!(&[#(#inputs),*]));
+    }
+    let wrapped = model
+        .optional
+        .iter()
+        .zip(inputs)
+        .map(|(optional, id)| match optional {
+            true => quote!(#id),
+            false => quote!(::core::option::Option::Some(#id)),
+        });
+    let given = quote!(&::pto_op::__private::given_inputs(self::def(), [#(#wrapped),*])?);
+    (types, given)
 }
 
 fn run_fn(model: &Model) -> TokenStream {
     let (executor, params, list) = (local("executor"), local("params"), local("outputs"));
     let inputs = &model.inputs;
     let tensor = quote!(::pto_op::Tensor);
+    let (types, given) = typed_inputs(model, &tensor);
     let (ret, block) = typed_outputs(model, &tensor, &list);
     let (ins, outs) = io_docs(model);
     let doc = format!(
@@ -441,10 +499,10 @@ fn run_fn(model: &Model) -> TokenStream {
         #[doc = #doc]
         pub fn run(
             #executor: &dyn ::pto_op::Executor,
-            #(#inputs: &::pto_op::Tensor,)*
+            #(#inputs: #types,)*
             #params: &Params,
         ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
-            let #list = #executor.execute(self::def(), &[#(#inputs),*], &::pto_op::OpParams::to_attributes(#params))?.outputs;
+            let #list = #executor.execute(self::def(), #given, &::pto_op::OpParams::to_attributes(#params))?.outputs;
             #block
         }
     }
@@ -454,6 +512,7 @@ fn apply_fn(model: &Model) -> TokenStream {
     let (params, list) = (local("params"), local("outputs"));
     let inputs = &model.inputs;
     let value = quote!(::pto_op::Value);
+    let (types, given) = typed_inputs(model, &value);
     let (ret, block) = typed_outputs(model, &value, &list);
     let (ins, outs) = io_docs(model);
     let doc = format!(
@@ -465,10 +524,10 @@ fn apply_fn(model: &Model) -> TokenStream {
     quote! {
         #[doc = #doc]
         pub fn apply(
-            #(#inputs: &::pto_op::Value,)*
+            #(#inputs: #types,)*
             #params: &Params,
         ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
-            let #list = ::pto_op::Graph::trace(self::def(), &[#(#inputs),*], ::pto_op::OpParams::to_attributes(#params))?;
+            let #list = ::pto_op::Graph::trace(self::def(), #given, ::pto_op::OpParams::to_attributes(#params))?;
             #block
         }
     }

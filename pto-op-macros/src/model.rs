@@ -124,6 +124,9 @@ pub struct Model {
     pub doc: String,
     pub params: Vec<Param>,
     pub inputs: Vec<Ident>,
+    /// One per input: whether it is optional (`Option<&Shape>` in #[infer_shape]). Optional
+    /// inputs come after every required one.
+    pub optional: Vec<bool>,
     pub outputs: Vec<Ident>,
     pub infer_shape: FnModel,
     pub infer_dtype: FnModel,
@@ -173,7 +176,8 @@ pub enum CaseSeed {
 pub struct ParityCase {
     /// The generated test's name, e.g. `case_0_x_f16_4x64`.
     pub test_name: Ident,
-    /// One per op input, in order.
+    /// One per op input the case gives, in order: every required input, then the optional
+    /// ones up to the last the case gives (the others are absent).
     pub inputs: Vec<CaseInput>,
     /// The params the case sets; the others take their defaults.
     pub params: Vec<CaseParam>,

@@ -470,3 +470,131 @@ fn a_param_named_like_an_input_is_an_error() {
     let out = one_input_op(quote!(name = "demo.no_clash", params(alpha: f32 = 1.0)));
     assert_eq!(error_count(&out), 0, "{out}");
 }
+
+/// An op whose `bias` is optional, every function declaring it alike.
+fn affine(
+    shape_bias: proc_macro2::TokenStream,
+    reference_bias: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    quote! {
+        pub mod affine {
+            use super::*;
+
+            #[infer_shape]
+            fn infer_shape(x: &Shape, w: &Shape, bias: #shape_bias) -> Result<Shape, OpError> {
+                Ok(x.clone())
+            }
+
+            #[infer_dtype]
+            fn infer_dtype(x: DType, w: DType, bias: Option<DType>) -> Result<DType, OpError> {
+                Ok(x)
+            }
+
+            #[reference]
+            fn reference(x: &Tensor, w: &Tensor, bias: #reference_bias) -> Result<Tensor, OpError> {
+                todo_reference(x)
+            }
+
+            #[parity(x = f32[4, 8], w = f32[8])]
+            #[parity(x = f32[4, 8], w = f32[8], bias = f32[8])]
+            #[kernel]
+            fn kernel(k: &mut Kernel, x: &Global, w: &Global, bias: Option<&Global>, y: &Global) -> Result<(), OpError> {
+                k.grid(1)
+            }
+        }
+    }
+}
+
+#[test]
+fn an_optional_input_is_declared_with_option_and_counted_as_not_required() {
+    let out = custom_op_impl(
+        quote!(name = "demo.affine"),
+        affine(quote!(Option<&Shape>), quote!(Option<&Tensor>)),
+    );
+    assert_eq!(error_count(&out), 0, "{out}");
+    let text = squash(&pretty(out));
+    for expected in [
+        "required_inputs:2usize",
+        "::pto_op::__private::optional_inputs::<_,3usize,>(self::def(),items)?",
+        "letin0=::pto_op::__private::present(self::def(),in0)?;letin1=::pto_op::__private::present(self::def(),in1)?;letresult=reference(in0,in1,in2)?;",
+        "bias:::core::option::Option<&::pto_op::Value>",
+        "::pto_op::__private::given_inputs(self::def(),[::core::option::Option::Some(x),::core::option::Option::Some(w),bias",
+    ] {
+        assert!(
+            text.contains(&squash(expected)),
+            "{expected:?} not in: {text}"
+        );
+    }
+}
+
+#[test]
+fn optional_inputs_that_disagree_or_come_before_a_required_one_are_refused() {
+    // #[reference] takes `bias` as required while #[infer_shape] makes it optional.
+    let out = custom_op_impl(
+        quote!(name = "demo.affine"),
+        affine(quote!(Option<&Shape>), quote!(&Tensor)),
+    );
+    let text = out.to_string();
+    assert!(
+        text.contains("input `bias` is optional in #[infer_shape]; write `Option<&Tensor>` here"),
+        "{text}"
+    );
+    // A required input after an optional one.
+    let out = custom_op_impl(
+        quote!(name = "demo.affine"),
+        quote! {
+            pub mod affine {
+                use super::*;
+                #[infer_shape]
+                fn infer_shape(x: &Shape, bias: Option<&Shape>, w: &Shape) -> Result<Shape, OpError> { Ok(x.clone()) }
+                #[infer_dtype]
+                fn infer_dtype(x: DType, bias: Option<DType>, w: DType) -> Result<DType, OpError> { Ok(x) }
+                #[reference]
+                fn reference(x: &Tensor, bias: Option<&Tensor>, w: &Tensor) -> Result<Tensor, OpError> { todo_reference(x) }
+            }
+        },
+    );
+    let text = out.to_string();
+    assert!(
+        text.contains(
+            "input `w` of #[infer_shape] is required but comes after optional input `bias`"
+        ),
+        "{text}"
+    );
+    // A parity case that leaves out an optional input but gives a later one, and a kernel
+    // whose output is optional.
+    let out = custom_op_impl(
+        quote!(name = "demo.two"),
+        quote! {
+            pub mod two {
+                use super::*;
+                #[infer_shape]
+                fn infer_shape(x: &Shape, a: Option<&Shape>, b: Option<&Shape>) -> Result<Shape, OpError> { Ok(x.clone()) }
+                #[infer_dtype]
+                fn infer_dtype(x: DType, a: Option<DType>, b: Option<DType>) -> Result<DType, OpError> { Ok(x) }
+                #[reference]
+                fn reference(x: &Tensor, a: Option<&Tensor>, b: Option<&Tensor>) -> Result<Tensor, OpError> { todo_reference(x) }
+                #[parity(x = f32[4], b = f32[4])]
+                #[kernel]
+                fn kernel(k: &mut Kernel, x: &Global, a: Option<&Global>, b: Option<&Global>, y: Option<&Global>) -> Result<(), OpError> { k.grid(1) }
+            }
+        },
+    );
+    let text = out.to_string();
+    for message in [
+        "this #[parity] case leaves out optional input `a` but gives `b` after it",
+        "output `y` is `&Global`, never `Option`",
+    ] {
+        assert!(text.contains(message), "{message:?} not in: {text}");
+    }
+    // The error for a type that is neither says what an optional input is written as.
+    let out = custom_op_impl(
+        quote!(name = "demo.affine"),
+        affine(quote!(Vec<Shape>), quote!(Option<&Tensor>)),
+    );
+    assert!(
+        out.to_string()
+            .contains("expected `&Shape`, or `Option<&Shape>` for an optional input"),
+        "{out}"
+    );
+}

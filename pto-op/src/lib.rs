@@ -156,10 +156,70 @@ pub mod __private {
         op.check_input_count(items.len())?;
         <[T; N]>::try_from(items).map_err(|_| OpError::InputCount {
             op: op.name.to_owned(),
-            expected: N,
-            names: op.inputs.join(", "),
+            expected: N.to_string(),
+            names: op.input_list(),
             actual: items.len(),
         })
+    }
+
+    /// The inputs of a call of an op with optional inputs, as an array of `N`: `None` for
+    /// each optional input the call leaves out (a trailing run), after checking their number.
+    pub fn optional_inputs<T: Copy, const N: usize>(
+        op: &OpDef,
+        items: &[T],
+    ) -> Result<[Option<T>; N], OpError> {
+        op.check_input_count(items.len())?;
+        if items.len() > N {
+            return Err(OpError::InputCount {
+                op: op.name.to_owned(),
+                expected: N.to_string(),
+                names: op.input_list(),
+                actual: items.len(),
+            });
+        }
+        Ok(std::array::from_fn(|i| items.get(i).copied()))
+    }
+
+    /// A required input out of [`optional_inputs`]' array: present, since the count was
+    /// checked; an error rather than a panic if it is not.
+    pub fn present<T>(op: &OpDef, item: Option<T>) -> Result<T, OpError> {
+        item.ok_or_else(|| OpError::Unsupported {
+            op: op.name.to_owned(),
+            message: format!(
+                "internal error: a required input is missing after the input count was \
+                 checked (inputs {})",
+                op.input_list()
+            ),
+        })
+    }
+
+    /// The inputs a typed call (`run`, `apply`) gives, in order: every required one, then the
+    /// optional ones through the last given. An optional input left out before one that is
+    /// given is an error naming both: a call leaves out a trailing run.
+    pub fn given_inputs<T, const N: usize>(
+        op: &OpDef,
+        items: [Option<T>; N],
+    ) -> Result<Vec<T>, OpError> {
+        let count = items.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        let mut given = Vec::with_capacity(count);
+        for (i, item) in items.into_iter().take(count).enumerate() {
+            match item {
+                Some(item) => given.push(item),
+                None => {
+                    let later = op.inputs.get(count - 1).copied().unwrap_or("?");
+                    return Err(OpError::input(
+                        op.inputs.get(i).copied().unwrap_or("?"),
+                        format!(
+                            "optional input left out while `{later}` after it is given; a \
+                             call leaves out only a trailing run of optional inputs, so give \
+                             this one too"
+                        ),
+                    )
+                    .with_op(op.name));
+                }
+            }
+        }
+        Ok(given)
     }
 
     /// The output tensors a kernel is traced with, as an array, after checking their number.

@@ -45,6 +45,10 @@ pub struct OpDef {
     pub doc: &'static str,
     /// Input names, in order.
     pub inputs: &'static [&'static str],
+    /// How many of `inputs` are required: the first `required_inputs`. The others are
+    /// optional (`Option<&Shape>` in the description), and a call leaves out a trailing run
+    /// of them (ONNX's trailing optional inputs).
+    pub required_inputs: usize,
     /// Output names, in order.
     pub outputs: &'static [&'static str],
     /// Declared params, in order.
@@ -129,18 +133,44 @@ impl OpDef {
             .collect()
     }
 
-    /// Checks the number of inputs a call passes.
-    pub fn check_input_count(&self, actual: usize) -> Result<(), OpError> {
-        if actual == self.inputs.len() {
-            Ok(())
-        } else {
-            Err(OpError::InputCount {
-                op: self.name.to_owned(),
-                expected: self.inputs.len(),
-                names: self.inputs.join(", "),
-                actual,
+    /// The input names, an optional one marked `?`: `x, w, bias?`.
+    pub fn input_list(&self) -> String {
+        self.inputs
+            .iter()
+            .enumerate()
+            .map(|(i, name)| match self.is_optional_input(i) {
+                true => format!("{name}?"),
+                false => (*name).to_owned(),
             })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// How many inputs a call takes: `3`, or `2 to 3` with an optional input.
+    pub fn input_count_text(&self) -> String {
+        match self.required_inputs == self.inputs.len() {
+            true => self.inputs.len().to_string(),
+            false => format!("{} to {}", self.required_inputs, self.inputs.len()),
         }
+    }
+
+    /// Whether input `index` is optional.
+    pub fn is_optional_input(&self, index: usize) -> bool {
+        index >= self.required_inputs && index < self.inputs.len()
+    }
+
+    /// Checks the number of inputs a call passes: every required one, and any leading run of
+    /// the optional ones.
+    pub fn check_input_count(&self, actual: usize) -> Result<(), OpError> {
+        if (self.required_inputs..=self.inputs.len()).contains(&actual) {
+            return Ok(());
+        }
+        Err(OpError::InputCount {
+            op: self.name.to_owned(),
+            expected: self.input_count_text(),
+            names: self.input_list(),
+            actual,
+        })
     }
 
     /// Runs the op's shape and dtype rules: the output types for the given input types.

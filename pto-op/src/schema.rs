@@ -65,7 +65,9 @@ impl TryFrom<String> for Fingerprint {
 }
 
 /// The canonical text a fingerprint hashes, e.g.
-/// `demo.rms_norm(x, gamma) -> (y) params(eps: f32)`.
+/// `demo.rms_norm(x, gamma) -> (y) params(eps: f32)`; an optional input is written `bias?`
+/// (so making an input optional changes the fingerprint, and an op without optional inputs
+/// keeps the fingerprint it always had).
 pub fn signature_text(op: &OpDef) -> String {
     let params: Vec<String> = op
         .params
@@ -75,7 +77,7 @@ pub fn signature_text(op: &OpDef) -> String {
     format!(
         "{}({}) -> ({}) params({})",
         op.name,
-        op.inputs.join(", "),
+        op.input_list(),
         op.outputs.join(", "),
         params.join(", ")
     )
@@ -86,6 +88,19 @@ pub fn signature_text(op: &OpDef) -> String {
 pub struct TensorSchema {
     /// Its name, from the description.
     pub name: String,
+    /// An optional input (`Option<&Shape>` in the description): a call may leave it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+}
+
+impl TensorSchema {
+    /// A required input, or an output, named `name`.
+    pub fn named(name: impl Into<String>) -> TensorSchema {
+        TensorSchema {
+            name: name.into(),
+            optional: false,
+        }
+    }
 }
 
 /// One param of an op.
@@ -162,11 +177,13 @@ impl OpDef {
 impl OpSchema {
     /// The schema of `op`.
     pub fn of(op: &OpDef) -> OpSchema {
-        let tensors = |names: &[&str]| {
+        let tensors = |names: &[&str], required: usize| {
             names
                 .iter()
-                .map(|n| TensorSchema {
+                .enumerate()
+                .map(|(i, n)| TensorSchema {
                     name: (*n).to_owned(),
+                    optional: i >= required,
                 })
                 .collect()
         };
@@ -174,8 +191,8 @@ impl OpSchema {
             name: op.name.to_owned(),
             version: op.version,
             doc: op.doc.to_owned(),
-            inputs: tensors(op.inputs),
-            outputs: tensors(op.outputs),
+            inputs: tensors(op.inputs, op.required_inputs),
+            outputs: tensors(op.outputs, op.outputs.len()),
             params: op
                 .params
                 .iter()

@@ -48,9 +48,10 @@ pub enum OpError {
     InputCount {
         /// The op.
         op: String,
-        /// The number of inputs in the description.
-        expected: usize,
-        /// The input names, comma-separated.
+        /// The number of inputs the description takes: `3`, or `2 to 3` for an op with an
+        /// optional input.
+        expected: String,
+        /// The input names, comma-separated, an optional one marked `?`.
         names: String,
         /// The number passed.
         actual: usize,

@@ -42,9 +42,7 @@ fn every_kind_of_signature_change_is_listed() {
     let schema = old.schemas.get_mut("demo.rms_norm").unwrap();
     schema.version = 0;
     schema.inputs[1].name = "weight".into();
-    schema.outputs.push(TensorSchema {
-        name: "inv_rms".into(),
-    });
+    schema.outputs.push(TensorSchema::named("inv_rms"));
     schema.params[0].name = "epsilon".into();
     let err = compile(&old, "sim").unwrap_err();
     assert_eq!(

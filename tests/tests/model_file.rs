@@ -44,14 +44,7 @@ fn rms_norm_model() -> Model {
 }
 
 fn schema(name: &str, inputs: &[&str], outputs: &[&str], params: &[(&str, AttrType)]) -> OpSchema {
-    let tensors = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| TensorSchema {
-                name: (*n).to_owned(),
-            })
-            .collect()
-    };
+    let tensors = |names: &[&str]| names.iter().map(|n| TensorSchema::named(*n)).collect();
     OpSchema {
         name: name.to_owned(),
         version: 2,

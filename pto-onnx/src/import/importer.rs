@@ -136,18 +136,40 @@ impl Importer {
         def: &OpDef,
         label: &str,
     ) -> Result<Vec<Value>, OnnxError> {
-        if names.len() != def.inputs.len() {
-            return Err(OnnxError::Node {
-                node: label.to_owned(),
-                problem: format!(
-                    "`{}` takes {} input(s) ({}), the node has {}",
-                    def.name,
-                    def.inputs.len(),
-                    def.inputs.join(", "),
-                    names.len()
+        // ONNX leaves out an optional input with an empty name, or by ending the list early.
+        let given = names
+            .iter()
+            .rposition(|n| !n.is_empty())
+            .map_or(0, |i| i + 1);
+        let names = &names[..given];
+        let node_error = |problem: String| OnnxError::Node {
+            node: label.to_owned(),
+            problem,
+        };
+        if let Some(gap) = names.iter().position(String::is_empty) {
+            let input = def.inputs.get(gap).copied().unwrap_or("?");
+            return Err(node_error(match def.is_optional_input(gap) {
+                true => format!(
+                    "`{}` leaves out optional input `{input}` (an empty name) but gives an \
+                     input after it; pto-op represents only a trailing run of left-out \
+                     optional inputs",
+                    def.name
                 ),
-            });
+                false => format!(
+                    "`{}` input `{input}` is required, but the node gives an empty name for it",
+                    def.name
+                ),
+            }));
         }
+        def.check_input_count(names.len()).map_err(|_| {
+            node_error(format!(
+                "`{}` takes {} input(s) ({}), the node has {}",
+                def.name,
+                def.input_count_text(),
+                def.input_list(),
+                names.len()
+            ))
+        })?;
         names.iter().map(|n| self.data_value(n)).collect()
     }
 

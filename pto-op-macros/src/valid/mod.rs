@@ -71,16 +71,16 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
 
     // The inputs and the number of outputs come from #[infer_shape]; the others must agree.
     let shape = shape_fn.and_then(|f| check_io_fn(cx, f, None, "Shape", true));
-    let inputs = shape.as_ref().map(|(_, inputs, _)| inputs.clone());
+    let declared = shape.as_ref().map(|(_, inputs, _)| inputs);
+    let inputs = declared.map(|d| d.names.clone());
     let arity = shape.as_ref().and_then(|(_, _, arity)| *arity);
     let outputs = check_outputs(cx, args, arity);
     if let Some(inputs) = &inputs {
         check_param_input_clash(cx, args, inputs);
     }
 
-    let dtype = dtype_fn.and_then(|f| check_io_fn(cx, f, inputs.as_deref(), "DType", false));
-    let reference =
-        reference_fn.and_then(|f| check_io_fn(cx, f, inputs.as_deref(), "Tensor", true));
+    let dtype = dtype_fn.and_then(|f| check_io_fn(cx, f, declared, "DType", false));
+    let reference = reference_fn.and_then(|f| check_io_fn(cx, f, declared, "Tensor", true));
     for (checked, f) in [(&dtype, dtype_fn), (&reference, reference_fn)] {
         if let (Some((_, _, Some(n))), Some(expected), Some(f)) = (checked, arity, f)
             && *n != expected
@@ -94,13 +94,20 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
             );
         }
     }
-    let kernel = kernel_fn.and_then(|f| check_kernel(cx, f, inputs.as_deref(), outputs.as_deref()));
+    let kernel = kernel_fn.and_then(|f| check_kernel(cx, f, declared, outputs.as_deref()));
     let estimator = estimator_fn
         .and_then(|f| check_fixed(cx, f, &["OpInvokeInfo", "DeviceProfile"], "Estimate"));
     let properties =
         properties_fn.and_then(|f| check_fixed(cx, f, &["OpInvokeInfo"], "PerformanceProperties"));
     let tolerances = parity::check_tolerances(cx, &args.tolerances);
-    let parity = parity::check_cases(cx, &op, inputs.as_deref(), &args.params, params.as_deref());
+    let optional = declared.map(|d| d.optional.clone());
+    let parity = parity::check_cases(
+        cx,
+        &op,
+        inputs.as_deref().zip(optional.as_deref()),
+        &args.params,
+        params.as_deref(),
+    );
 
     if !cx.is_ok() {
         return None;
@@ -112,6 +119,7 @@ pub fn check(cx: &mut Ctxt, args: &OpArgs, op: OpModule) -> Option<Model> {
         version: version?,
         params: params?,
         inputs: inputs?,
+        optional: optional?,
         outputs: outputs?,
         infer_shape: shape?.0,
         infer_dtype: dtype?.0,

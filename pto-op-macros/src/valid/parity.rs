@@ -104,7 +104,7 @@ const CASE_KEYS: [&str; 3] = ["seed", "rtol", "atol"];
 pub fn check_cases(
     cx: &mut Ctxt,
     op: &OpModule,
-    inputs: Option<&[Ident]>,
+    inputs: Option<(&[Ident], &[bool])>,
     decls: &[ParamDecl],
     params: Option<&[Param]>,
 ) -> Option<Vec<ParityCase>> {
@@ -136,7 +136,7 @@ pub fn check_cases(
         );
         ok = false;
     }
-    let inputs = inputs?;
+    let (inputs, optional) = inputs?;
     let mut cases = Vec::new();
     let kernel_cases: Vec<&ParityAttr> = op
         .role_fns
@@ -166,7 +166,7 @@ pub fn check_cases(
         }
     }
     for (index, case) in kernel_cases.into_iter().enumerate() {
-        match check_case(cx, index, case, inputs, decls, params) {
+        match check_case(cx, index, case, (inputs, optional), decls, params) {
             Some(case) => cases.push(case),
             None => ok = false,
         }
@@ -174,13 +174,13 @@ pub fn check_cases(
     ok.then_some(cases)
 }
 
-/// Checks one case: every input given once, params with good values, `seed`, and `rtol`
-/// with `atol` or neither.
+/// Checks one case: every required input given once (optional ones given or left out, a
+/// trailing run of them), params with good values, `seed`, and `rtol` with `atol` or neither.
 fn check_case(
     cx: &mut Ctxt,
     index: usize,
     case: &ParityAttr,
-    inputs: &[Ident],
+    (inputs, optional): (&[Ident], &[bool]),
     decls: &[ParamDecl],
     params: Option<&[Param]>,
 ) -> Option<ParityCase> {
@@ -255,16 +255,35 @@ fn check_case(
     let missing: Vec<&Ident> = inputs
         .iter()
         .zip(&given)
-        .filter(|(_, given)| !**given)
-        .map(|(input, _)| input)
+        .zip(optional)
+        .filter(|((_, given), optional)| !**given && !**optional)
+        .map(|((input, _), _)| input)
         .collect();
+    // The case's inputs: through the last one given; an optional input left out before one
+    // that is given cannot be represented (a call leaves out a trailing run).
+    let given_count = given.iter().rposition(|g| *g).map_or(0, |last| last + 1);
+    if let Some(gap) = (0..given_count).find(|&i| optional[i] && !given[i]) {
+        let later = (gap..given_count)
+            .find(|&i| given[i])
+            .map_or_else(String::new, |i| inputs[i].to_string());
+        cx.error_spanned_by(
+            &case.attr,
+            format!(
+                "this #[parity] case leaves out optional input `{}` but gives `{later}` after \
+                 it; a call leaves out a trailing run of optional inputs, so give `{}` too or \
+                 leave out `{later}`",
+                inputs[gap], inputs[gap]
+            ),
+        );
+        ok = false;
+    }
     if let Some(first) = missing.first() {
         let list: Vec<String> = missing.iter().map(|i| format!("`{i}`")).collect();
         cx.error_spanned_by(
             &case.attr,
             format!(
-                "this #[parity] case does not give input {}; give every input of the op as \
-                 `name = dtype[dims]`, e.g. `{first} = f32[4, 64]`",
+                "this #[parity] case does not give input {}; give every required input of the \
+                 op as `name = dtype[dims]`, e.g. `{first} = f32[4, 64]`",
                 list.join(", "),
             ),
         );
@@ -302,7 +321,10 @@ fn check_case(
     if !ok {
         return None;
     }
-    let case_inputs: Vec<CaseInput> = case_inputs.into_iter().collect::<Option<_>>()?;
+    let case_inputs: Vec<CaseInput> = case_inputs
+        .into_iter()
+        .take(given_count)
+        .collect::<Option<_>>()?;
     Some(ParityCase {
         test_name: test_name(index, inputs.first().zip(case_inputs.first())),
         inputs: case_inputs,

@@ -6,7 +6,9 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use super::types::{code, describe_expected, is_named, is_named_params, is_ref_to, result_ok_type};
+use super::types::{
+    code, describe_expected, is_named, is_named_params, is_ref_to, option_inner, result_ok_type,
+};
 use crate::ast::RoleFn;
 use crate::ctxt::Ctxt;
 use crate::model::FnModel;
@@ -139,29 +141,99 @@ fn check_input_names(cx: &mut Ctxt, f: &RoleFn, args: &[(Ident, Type)], inputs: 
     ok
 }
 
-/// Each input argument has type `elem` (`&elem` when `by_ref`).
+/// `elem` (`&elem` when `by_ref`).
+fn is_elem(ty: &Type, elem: &str, by_ref: bool) -> bool {
+    if by_ref {
+        is_ref_to(ty, elem, false)
+    } else {
+        is_named(ty, elem)
+    }
+}
+
+/// Each input argument has type `elem` (`&elem` when `by_ref`), or `Option<elem>` for an
+/// optional input. Returns which inputs are optional, when every type is good.
 fn check_arg_types(
     cx: &mut Ctxt,
     f: &RoleFn,
     args: &[(Ident, Type)],
     elem: &str,
     by_ref: bool,
+) -> Option<Vec<bool>> {
+    let mut ok = true;
+    let mut optional = Vec::with_capacity(args.len());
+    for (name, ty) in args {
+        if is_elem(ty, elem, by_ref) {
+            optional.push(false);
+            continue;
+        }
+        if option_inner(ty).is_some_and(|inner| is_elem(inner, elem, by_ref)) {
+            optional.push(true);
+            continue;
+        }
+        let expected = describe_expected(elem, by_ref);
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "input `{name}` of {} has type `{}`; expected `{expected}`, or \
+                 `Option<{expected}>` for an optional input",
+                f.role,
+                code(ty),
+            ),
+        );
+        ok = false;
+    }
+    ok.then_some(optional)
+}
+
+/// The declaring function's optional inputs come after every required one: a call leaves
+/// out a trailing run of them.
+fn check_optional_last(
+    cx: &mut Ctxt,
+    f: &RoleFn,
+    args: &[(Ident, Type)],
+    optional: &[bool],
+) -> bool {
+    let Some(first) = optional.iter().position(|o| *o) else {
+        return true;
+    };
+    let mut ok = true;
+    for ((name, ty), _) in args.iter().zip(optional).skip(first).filter(|(_, o)| !**o) {
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "input `{name}` of {} is required but comes after optional input `{}`; \
+                 optional inputs go after every required one, since a call leaves out a \
+                 trailing run of them (as ONNX does)",
+                f.role, args[first].0
+            ),
+        );
+        ok = false;
+    }
+    ok
+}
+
+/// A function's optional inputs are the declaring function's (#[infer_shape]'s).
+fn check_optional_agree(
+    cx: &mut Ctxt,
+    args: &[(Ident, Type)],
+    optional: &[bool],
+    declared: &[bool],
+    elem: &str,
+    by_ref: bool,
 ) -> bool {
     let mut ok = true;
-    for (name, ty) in args {
-        let good = if by_ref {
-            is_ref_to(ty, elem, false)
-        } else {
-            is_named(ty, elem)
-        };
-        if !good {
+    for (((name, ty), here), want) in args.iter().zip(optional).zip(declared) {
+        if here != want {
+            let expected = describe_expected(elem, by_ref);
+            let (what, write) = match want {
+                true => ("optional", format!("Option<{expected}>")),
+                false => ("required", expected),
+            };
             cx.error_spanned_by(
                 ty,
                 format!(
-                    "input `{name}` of {} has type `{}`; expected `{}`",
-                    f.role,
-                    code(ty),
-                    describe_expected(elem, by_ref)
+                    "input `{name}` is {what} in #[infer_shape]; write `{write}` here, as every \
+                     function declares the op's inputs alike"
                 ),
             );
             ok = false;
@@ -184,22 +256,37 @@ fn output_arity(output: &ReturnType, elem: &str) -> Option<usize> {
     }
 }
 
-/// #[infer_shape], #[infer_dtype] and #[reference]: inputs of one type, then `&Params`.
-/// Returns the function, its inputs, and its number of outputs (when its return type is good).
+/// The op's inputs as #[infer_shape] declares them: names, and which are optional.
+pub(crate) struct DeclaredInputs {
+    pub names: Vec<Ident>,
+    pub optional: Vec<bool>,
+}
+
+/// #[infer_shape], #[infer_dtype] and #[reference]: inputs of one type (or `Option` of it for
+/// an optional input), then `&Params`. `inputs` is the op's, from #[infer_shape]; `None` when
+/// this is #[infer_shape]. Returns the function, its inputs, and its number of outputs (when
+/// its return type is good).
 pub(crate) fn check_io_fn(
     cx: &mut Ctxt,
     f: &RoleFn,
-    inputs: Option<&[Ident]>,
+    inputs: Option<&DeclaredInputs>,
     elem: &str,
     by_ref: bool,
-) -> Option<(FnModel, Vec<Ident>, Option<usize>)> {
+) -> Option<(FnModel, DeclaredInputs, Option<usize>)> {
     let plain = check_plain_fn(cx, f);
     let mut args = typed_args(cx, &f.item)?;
     let takes_params = split_params(cx, f, &mut args);
-    let types_ok = check_arg_types(cx, f, &args, elem, by_ref);
+    let optional = check_arg_types(cx, f, &args, elem, by_ref);
     let names_ok = match inputs {
-        Some(inputs) => check_input_names(cx, f, &args, inputs),
+        Some(inputs) => check_input_names(cx, f, &args, &inputs.names),
         None => true,
+    };
+    let optional_ok = match (&optional, inputs) {
+        (Some(optional), None) => check_optional_last(cx, f, &args, optional),
+        (Some(optional), Some(inputs)) if names_ok => {
+            check_optional_agree(cx, &args, optional, &inputs.optional, elem, by_ref)
+        }
+        _ => true,
     };
     let arity = output_arity(&f.item.sig.output, elem);
     if arity.is_none() {
@@ -216,15 +303,16 @@ pub(crate) fn check_io_fn(
             ),
         );
     }
-    let inputs = args.into_iter().map(|(n, _)| n).collect();
-    (plain && types_ok && names_ok).then(|| {
+    let optional = optional?;
+    let names = args.into_iter().map(|(n, _)| n).collect();
+    (plain && names_ok && optional_ok).then(|| {
         (
             FnModel {
                 ident: f.item.sig.ident.clone(),
                 takes_params,
                 ret_span: ret_span(&f.item),
             },
-            inputs,
+            DeclaredInputs { names, optional },
             arity,
         )
     })
@@ -234,7 +322,7 @@ pub(crate) fn check_io_fn(
 pub(crate) fn check_kernel(
     cx: &mut Ctxt,
     f: &RoleFn,
-    inputs: Option<&[Ident]>,
+    inputs: Option<&DeclaredInputs>,
     outputs: Option<&[Ident]>,
 ) -> Option<FnModel> {
     let plain = check_plain_fn(cx, f);
@@ -260,9 +348,10 @@ pub(crate) fn check_kernel(
             return None;
         }
     }
-    ok &= check_arg_types(cx, f, &args, "Global", true);
+    let optional = check_arg_types(cx, f, &args, "Global", true);
+    ok &= optional.is_some();
     if let (Some(inputs), Some(outputs)) = (inputs, outputs) {
-        let io: Vec<Ident> = inputs.iter().chain(outputs).cloned().collect();
+        let io: Vec<Ident> = inputs.names.iter().chain(outputs).cloned().collect();
         if args.len() != io.len() || args.iter().zip(&io).any(|((a, _), b)| a != b) {
             let here: Vec<String> = args.iter().map(|(n, _)| n.to_string()).collect();
             let want: Vec<String> = io.iter().map(ToString::to_string).collect();
@@ -276,6 +365,20 @@ pub(crate) fn check_kernel(
                 ),
             );
             ok = false;
+        } else if let Some(optional) = &optional {
+            ok &= check_optional_agree(cx, &args, optional, &inputs.optional, "Global", true);
+            // Outputs are never optional: a kernel writes every one.
+            let n = inputs.names.len();
+            for ((name, ty), _) in args[n..].iter().zip(&optional[n..]).filter(|(_, o)| **o) {
+                cx.error_spanned_by(
+                    ty,
+                    format!(
+                        "output `{name}` is `&Global`, never `Option`: the kernel writes every \
+                         output of the op"
+                    ),
+                );
+                ok = false;
+            }
         }
     }
     if !returns_unit_result(&f.item.sig.output) {

@@ -21,6 +21,21 @@ pub(crate) fn is_named(ty: &Type, name: &str) -> bool {
     path_tail(ty).is_some_and(|(ident, args)| ident == name && args.is_none())
 }
 
+/// `Option<T>` -> `T`.
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
+    let (ident, args) = path_tail(ty)?;
+    if ident != "Option" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = args else {
+        return None;
+    };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
+    }
+}
+
 /// `&Name` (or `&mut Name` when `mutable`).
 pub(crate) fn is_ref_to(ty: &Type, name: &str, mutable: bool) -> bool {
     match ty {

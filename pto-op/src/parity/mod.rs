@@ -313,6 +313,7 @@ mod tests {
         version: 1,
         doc: "",
         inputs: &["x"],
+        required_inputs: 1,
         outputs: &["y"],
         params: &[],
         source: SourceLocation {
