@@ -17,7 +17,8 @@ use crate::valid::{is_named_params, result_ok_type};
 /// The shape of the generated surface, guessed from a description that has errors.
 pub struct Surface {
     name: String,
-    inputs: usize,
+    /// One per input: whether it is declared `Option<..>`.
+    inputs: Vec<bool>,
     outputs: usize,
 }
 
@@ -30,13 +31,16 @@ impl Surface {
         let declaring = [Role::InferShape, Role::InferDtype, Role::Reference]
             .into_iter()
             .find_map(|role| op.role_fns.iter().find(|f| f.role == role));
-        let inputs = declaring.map_or(1, |f| {
+        let inputs = declaring.map_or(vec![false], |f| {
             f.item
                 .sig
                 .inputs
                 .iter()
-                .filter(|arg| matches!(arg, FnArg::Typed(t) if !is_named_params(&t.ty)))
-                .count()
+                .filter_map(|arg| match arg {
+                    FnArg::Typed(t) if !is_named_params(&t.ty) => Some(is_option(&t.ty)),
+                    _ => None,
+                })
+                .collect()
         });
         let outputs = match &args.outputs {
             Some((_, names)) if !names.is_empty() => names.len(),
@@ -48,6 +52,11 @@ impl Surface {
             outputs,
         }
     }
+}
+
+/// `Option<..>`: an optional input.
+fn is_option(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option"))
 }
 
 /// The number of outputs a `Result<(A, B, ..), OpError>` return type names; 1 for anything
@@ -91,9 +100,23 @@ pub fn fallback(module: &ItemMod, args: &OpArgs, surface: &Surface) -> TokenStre
             }
         }
     });
-    let ins: Vec<Ident> = (0..surface.inputs)
+    let ins: Vec<Ident> = (0..surface.inputs.len())
         .map(|i| Ident::new(&format!("input{i}"), Span::mixed_site()))
         .collect();
+    let typed = |ty: TokenStream| -> Vec<TokenStream> {
+        surface
+            .inputs
+            .iter()
+            .map(|optional| match optional {
+                true => quote!(::core::option::Option<&#ty>),
+                false => quote!(&#ty),
+            })
+            .collect()
+    };
+    let (tensors, values) = (
+        typed(quote!(::pto_op::Tensor)),
+        typed(quote!(::pto_op::Value)),
+    );
     let outputs = |ty: TokenStream| {
         let tys = (0..surface.outputs).map(|_| &ty);
         if surface.outputs == 1 {
@@ -110,7 +133,7 @@ pub fn fallback(module: &ItemMod, args: &OpArgs, surface: &Surface) -> TokenStre
             /// Runs the op (its description has errors; see them above).
             pub fn run(
                 #executor: &dyn ::pto_op::Executor,
-                #(#ins: &::pto_op::Tensor,)*
+                #(#ins: #tensors,)*
                 #p: &Params,
             ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
                 #never
@@ -122,7 +145,7 @@ pub fn fallback(module: &ItemMod, args: &OpArgs, surface: &Surface) -> TokenStre
         quote! {
             /// Records a call of the op (its description has errors; see them above).
             pub fn apply(
-                #(#ins: &::pto_op::Value,)*
+                #(#ins: #values,)*
                 #p: &Params,
             ) -> ::core::result::Result<#ret, ::pto_op::OpError> {
                 #never
