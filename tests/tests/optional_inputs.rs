@@ -259,7 +259,10 @@ fn the_model_file_and_onnx_keep_the_input_absent() {
         .push("b".to_owned());
     let err = from_onnx(&edited.encode_to_vec()).unwrap_err().to_string();
     assert!(
-        err.contains("`test_optional.scale_bias` input `scale` is required, but the node gives an empty name for it"),
+        err.contains(
+            "input 1 has an empty name (an absent optional input), which `scale_bias` does not \
+             take: `test_optional.scale_bias` input `scale` is required"
+        ),
         "{err}"
     );
 }

@@ -59,7 +59,7 @@ impl Importer {
             attrs.insert(attr.name.clone(), value);
         }
         check_required(def, &attrs, label)?;
-        let inputs = self.inputs(&node.input, def, label)?;
+        let inputs = self.inputs(&node.input, def, &node.op_type, label)?;
         self.call(def, &inputs, attrs, &node.output, label)
     }
 }

@@ -18,9 +18,6 @@ impl Importer {
     /// a rank-0 constant operand read as `[1]` when the other has a rank
     /// ([`Importer::widen_scalar_constants`]).
     pub(super) fn binary(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
-        if self.fold_table_op(node, label)? {
-            return Ok(());
-        }
         let node = self.widen_scalar_constants(node);
         self.standard(&node, label)
     }

@@ -13,6 +13,7 @@ use pto_op::tensor::Tensor;
 
 use super::binding::bound_shapes;
 use super::declared::{declared_type, output_type, value_dtype};
+use super::fold::FOLD_ELEMENTS;
 use super::importer::{Importer, shape_i64};
 use super::options::ImportOptions;
 use super::std_op::{NO_STANDARD_OP, unknown};
@@ -94,6 +95,11 @@ impl Importer {
             .filter(|n| options.constants.contains_key(n.as_str()));
         for name in graph.initializer.iter().map(|i| &i.name).chain(bound) {
             if data_uses.contains(name.as_str()) && !self.values.contains_key(name) {
+                if let Some(tensor) = self.constants.get(name)
+                    && tensor.shape().numel() <= FOLD_ELEMENTS
+                {
+                    self.small_weights.insert(name.clone(), tensor.clone());
+                }
                 self.data_value(name)?;
             }
         }
@@ -171,7 +177,12 @@ impl Importer {
             return self.custom(node, &label);
         }
         match table::find(&node.op_type) {
-            Some(op) => (op.handler)(self, node, &label),
+            Some(op) => {
+                if self.fold(node, &label, op.handler)? {
+                    return Ok(());
+                }
+                (op.handler)(self, node, &label)
+            }
             None => Err(unknown(node, &label, NO_STANDARD_OP.to_owned())),
         }
     }

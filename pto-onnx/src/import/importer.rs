@@ -28,6 +28,10 @@ pub(super) struct Importer {
     pub(super) default_opset: Option<i64>,
     /// Values that have taken an ONNX name.
     pub(super) named: HashSet<ValueId>,
+    /// Copies of the small initializers that became weights (at most
+    /// [`FOLD_ELEMENTS`](super::fold::FOLD_ELEMENTS) elements), by name: what a node folded
+    /// at import reads of them (`fold.rs`).
+    pub(super) small_weights: HashMap<String, Tensor>,
 }
 
 impl Importer {
@@ -39,6 +43,7 @@ impl Importer {
             constants: HashMap::new(),
             default_opset,
             named: HashSet::new(),
+            small_weights: HashMap::new(),
         }
     }
 
@@ -130,23 +135,27 @@ impl Importer {
         Ok(value)
     }
 
+    /// The values of a node's inputs `names` for a call of `def`: an empty name (ONNX's
+    /// absent optional input) ends the list where only optional inputs of `def` follow, and
+    /// is refused, naming the input and `op_type`, anywhere else.
     pub(super) fn inputs(
         &mut self,
         names: &[String],
         def: &OpDef,
+        op_type: &str,
         label: &str,
     ) -> Result<Vec<Value>, OnnxError> {
+        let node_error = |problem: String| OnnxError::Node {
+            node: label.to_owned(),
+            problem,
+        };
         // ONNX leaves out an optional input with an empty name, or by ending the list early.
         let given = names
             .iter()
             .rposition(|n| !n.is_empty())
             .map_or(0, |i| i + 1);
-        let names = &names[..given];
-        let node_error = |problem: String| OnnxError::Node {
-            node: label.to_owned(),
-            problem,
-        };
-        if let Some(gap) = names.iter().position(String::is_empty) {
+        let absent = names.iter().position(String::is_empty);
+        if let Some(gap) = absent.filter(|&i| i < given || !def.is_optional_input(i)) {
             let input = def.inputs.get(gap).copied().unwrap_or("?");
             return Err(node_error(match def.is_optional_input(gap) {
                 true => format!(
@@ -156,11 +165,13 @@ impl Importer {
                     def.name
                 ),
                 false => format!(
-                    "`{}` input `{input}` is required, but the node gives an empty name for it",
+                    "input {gap} has an empty name (an absent optional input), which \
+                     `{op_type}` does not take: `{}` input `{input}` is required",
                     def.name
                 ),
             }));
         }
+        let names = &names[..given];
         def.check_input_count(names.len()).map_err(|_| {
             node_error(format!(
                 "`{}` takes {} input(s) ({}), the node has {}",

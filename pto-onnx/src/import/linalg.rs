@@ -14,12 +14,9 @@ use crate::error::OnnxError;
 use crate::proto::NodeProto;
 
 impl Importer {
-    /// MatMul: of constants, folded; of two matrices, the table's `std.matmul`; else
+    /// MatMul: of two matrices, the table's `std.matmul`; else
     /// [`Importer::matmul_beyond_table`].
     pub(super) fn matmul(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
-        if self.fold_table_op(node, label)? {
-            return Ok(());
-        }
         if self.matmul_beyond_table(node, label)? {
             self.standard(node, label)?;
         }

@@ -5,7 +5,8 @@
 //! each node of the default domain by its line of the table of ONNX op handlers
 //! (`table.rs`, the one place that lists the operators import reads), each node of another
 //! domain as the registry's op of its name (`custom.rs`). The handlers are by family:
-//! constants and folded shape computations (`constants.rs`), the table of standard ops' form
+//! constants and folded shape computations (`constants.rs`; any node of constants is
+//! computed at import by `fold.rs`), the table of standard ops' form
 //! (`std_op.rs`), movement (`movement.rs`), element-wise (`elementwise.rs`), reductions
 //! (`reduce.rs`), normalizations (`normalization.rs`) and linear algebra (`linalg.rs`).
 //! Around them: the options of an import (`options.rs`), attributes (`attribute.rs`), tensors
@@ -18,6 +19,7 @@ mod constants;
 mod custom;
 mod declared;
 mod elementwise;
+mod fold;
 mod graph;
 mod importer;
 mod linalg;

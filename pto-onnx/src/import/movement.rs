@@ -43,12 +43,9 @@ impl Importer {
         self.squeeze_data(node, label)
     }
 
-    /// Slice: of constants, folded; else the table's slice, without Slice's `steps` input
+    /// Slice: the table's slice, without Slice's `steps` input
     /// when every step is 1 ([`Importer::without_unit_steps`]).
     pub(super) fn slice(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
-        if self.fold_table_op(node, label)? {
-            return Ok(());
-        }
         let node = self.without_unit_steps(node, label)?;
         self.standard(&node, label)
     }

@@ -8,9 +8,8 @@ use pto_op::dtype::DType;
 use pto_op::graph::Value;
 use pto_op::op::OpDef;
 use pto_op::registry;
-use pto_op::tensor::Tensor;
 
-use super::attribute::{attr_i64, check_required, param_value};
+use super::attribute::{check_required, param_value};
 use super::importer::Importer;
 use crate::error::OnnxError;
 use crate::proto::NodeProto;
@@ -20,33 +19,11 @@ use crate::standard::{self, Lowering, ParamForm, StandardOp};
 pub(super) const NO_STANDARD_OP: &str = "this ONNX operator has no pto-op standard op";
 
 impl Importer {
-    /// The handler of an operator of the table without a form of its own: the node folded
-    /// to a constant when its inputs are constants ([`Importer::fold_table_op`]), else
-    /// imported as the table's op ([`Importer::standard`]).
+    /// The handler of an operator of the table without a form of its own: the node
+    /// imported as the table's op ([`Importer::standard`]). (A node of constants is folded
+    /// before its handler runs, `fold.rs`.)
     pub(super) fn table_op(&mut self, node: &NodeProto, label: &str) -> Result<(), OnnxError> {
-        if self.fold_table_op(node, label)? {
-            return Ok(());
-        }
         self.standard(node, label)
-    }
-
-    /// Folds `node` to a constant when every input is one and it is an op of the table (run
-    /// by the op's reference): true when it did.
-    pub(super) fn fold_table_op(
-        &mut self,
-        node: &NodeProto,
-        label: &str,
-    ) -> Result<bool, OnnxError> {
-        if !self.all_constant(node) {
-            return Ok(false);
-        }
-        match self.fold_standard(node, label)? {
-            Some(folded) => {
-                self.define_folded(node, label, folded)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
     }
 
     /// Imports `node` as the table's op: its params by the table's forms, its fixed
@@ -136,7 +113,7 @@ impl Importer {
             return self.chain(def, node, attrs, label);
         }
         let data = node.input.get(..def.inputs.len()).unwrap_or(&node.input);
-        let inputs = self.inputs(data, def, label)?;
+        let inputs = self.inputs(data, def, &node.op_type, label)?;
         self.call(def, &inputs, attrs, &node.output, label)
     }
 
@@ -364,76 +341,6 @@ impl Importer {
         }
         check_required(def, &attrs, label)?;
         Ok(attrs)
-    }
-
-    /// A node of the table on constant inputs, run by its op's reference.
-    fn fold_standard(
-        &mut self,
-        node: &NodeProto,
-        label: &str,
-    ) -> Result<Option<Tensor>, OnnxError> {
-        let Some(entry) = standard::by_op_type(&node.op_type) else {
-            return Ok(None);
-        };
-        let Lowering::Node {
-            variadic, fixed, ..
-        } = entry.lowering
-        else {
-            return Ok(None);
-        };
-        // A fixed attribute with another value: the table's form reports it.
-        for (name, wanted) in fixed {
-            if attr_i64(node, name, *wanted, label)? != *wanted {
-                return Ok(None);
-            }
-        }
-        let def = registry::find(entry.op).map_err(|e| unknown(node, label, e.to_string()))?;
-        let node = self.without_unit_steps(node, label)?;
-        let attrs = self.standard_params(&node, entry, def, label)?;
-        let names: Vec<&String> = match variadic {
-            true => node.input.iter().collect(),
-            false => node.input.iter().take(def.inputs.len()).collect(),
-        };
-        let tensors: Vec<Tensor> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                self.constants.get(n.as_str()).cloned().ok_or_else(|| {
-                    let problem = if n.is_empty() {
-                        format!(
-                            "input {i} has an empty name (an absent optional input), which \
-                             `{}` does not take",
-                            node.op_type
-                        )
-                    } else {
-                        format!("input {i} `{n}` is not a constant")
-                    };
-                    OnnxError::node(label, problem)
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let run = |inputs: &[&Tensor]| -> Result<Tensor, OnnxError> {
-            def.run_reference(inputs, &attrs)
-                .map_err(|source| OnnxError::Op {
-                    node: label.to_owned(),
-                    source,
-                })?
-                .into_iter()
-                .next()
-                .ok_or_else(|| OnnxError::node(label, "the op has no output".into()))
-        };
-        if variadic {
-            let Some((first, rest)) = tensors.split_first() else {
-                return Ok(None);
-            };
-            let mut acc = first.clone();
-            for next in rest {
-                acc = run(&[&acc, next])?;
-            }
-            return Ok(Some(acc));
-        }
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        run(&refs).map(Some)
     }
 
     /// `node` without Slice's `steps` input when every step is 1 (`std.slice`'s default
