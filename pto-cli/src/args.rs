@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use pto_op::budget::MemoryBudget;
-use pto_op::{MAX_DIM, Shape};
+use pto_op::{MAX_DIM, Shape, Tensor};
 
 /// Describe, compile, run and compare pto-op models on any linked target.
 #[derive(Debug, Parser)]
@@ -302,10 +302,77 @@ pub(crate) struct LoadArgs {
         value_parser = parse_shape
     )]
     pub shapes: Vec<(String, Shape)>,
+    /// Fix the value of a graph input at import, `--constant axes=[0,1]` (a number, or a
+    /// list, nested for more dims, in JSON; repeated for several inputs): read as an
+    /// initializer of that name, so the params it feeds (a Reshape's shape, a Slice's
+    /// starts, pads, axes) are known, and no longer an input of the model. Whole numbers make
+    /// an i64 value, others f32; it is cast to the input's declared dtype where that loses
+    /// nothing.
+    #[arg(long = "constant", value_name = "INPUT=JSON", global = true, value_parser = parse_constant)]
+    pub constants: Vec<(String, Tensor)>,
     /// Rewrite the std-op subgraphs that linked custom ops declare (`pto_op::fusion`) into
     /// those ops, after import.
     #[arg(long, global = true)]
     pub fuse: bool,
+}
+
+/// `NAME=JSON`: a number, or a list (nested for more dims) of numbers, all whole (an i64
+/// tensor) or not (f32).
+fn parse_constant(text: &str) -> Result<(String, Tensor), String> {
+    let (name, json) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected INPUT=JSON such as axes=[0,1], got `{text}`"))?;
+    if name.is_empty() {
+        return Err(format!("no input name before `=` in `{text}`"));
+    }
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| format!("the value of `{name}` is not JSON ({e}): `{json}`"))?;
+    let mut dims = Vec::new();
+    let mut level = &value;
+    while let serde_json::Value::Array(items) = level {
+        dims.push(items.len());
+        match items.first() {
+            Some(first) => level = first,
+            None => break,
+        }
+    }
+    let mut numbers = Vec::new();
+    flatten_numbers(&value, 0, &dims, name, &mut numbers)?;
+    let whole = numbers.iter().all(|n| n.is_i64());
+    let tensor = match whole {
+        true => Tensor::from_vec(dims, numbers.iter().filter_map(|n| n.as_i64()).collect()),
+        false => Tensor::from_vec(
+            dims,
+            numbers
+                .iter()
+                .map(|n| n.as_f64().unwrap_or(f64::NAN) as f32)
+                .collect(),
+        ),
+    }
+    .map_err(|e| format!("the value of `{name}`: {e}"))?;
+    Ok((name.to_owned(), tensor))
+}
+
+/// The numbers of `value`, a (nested) list of the sizes `dims[depth..]`, in order.
+fn flatten_numbers(
+    value: &serde_json::Value,
+    depth: usize,
+    dims: &[usize],
+    name: &str,
+    out: &mut Vec<serde_json::Number>,
+) -> Result<(), String> {
+    match (value, dims.get(depth)) {
+        (serde_json::Value::Number(n), None) => {
+            out.push(n.clone());
+            Ok(())
+        }
+        (serde_json::Value::Array(items), Some(&len)) if items.len() == len => items
+            .iter()
+            .try_for_each(|item| flatten_numbers(item, depth + 1, dims, name, out)),
+        _ => Err(format!(
+            "the value of `{name}` is not a number or a rectangular list of numbers"
+        )),
+    }
 }
 
 /// `NAME=D0xD1x...` (a scalar input is `NAME=`; a dim `NAME=SIZE`).

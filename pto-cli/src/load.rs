@@ -123,5 +123,15 @@ pub(crate) fn import_options(load: &LoadArgs) -> Result<ImportOptions, CliError>
             }));
         }
     }
+    for (name, value) in &load.constants {
+        if let Some(first) = options.constants.insert(name.clone(), value.clone())
+            && first != *value
+        {
+            return Err(CliError::Onnx(pto_onnx::OnnxError::Value {
+                value: name.clone(),
+                problem: "`--constant` gives it twice, with two values".to_owned(),
+            }));
+        }
+    }
     Ok(options)
 }

@@ -154,3 +154,62 @@ fn torch_dynamic_shape_idioms_fold_at_import_and_match_onnx_runtime() {
         }
     }
 }
+
+/// A Reshape whose target shape is a graph input, as a model exported with the shape as an
+/// argument has it.
+const RESHAPE_BY_INPUT: &str = r#"import sys
+import numpy as np, onnx, onnxruntime as ort
+from onnx import TensorProto, helper
+graph = helper.make_graph(
+    [helper.make_node("Reshape", ["x", "shape"], ["y"])], "reshape_by_input",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 12]),
+     helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.checker.check_model(m, full_check=True)
+onnx.save(m, sys.argv[1])
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+y = s.run(None, {"x": np.zeros([2, 12], np.float32), "shape": np.array([3, 8], np.int64)})[0]
+print(list(y.shape))
+"#;
+
+#[test]
+fn a_graph_input_that_feeds_a_param_is_given_on_the_command_line() {
+    let dir = temp_dir("onnx_shape_folding_constant");
+    let path = dir.join("reshape_by_input.onnx");
+    let Some(ort_shape) = python(RESHAPE_BY_INPUT, &[&path]) else {
+        return;
+    };
+    assert_eq!(ort_shape.trim(), "[3, 8]");
+    let file = path.to_str().expect("a UTF-8 path");
+    let out = pto_cli::run(["pto", "inspect", file, "--constant", "shape=[3,8]"]).unwrap();
+    assert!(out.contains("inputs:  x f32[2, 12]\n"), "{out}");
+    assert!(out.contains("outputs: y f32[3, 8]\n"), "{out}");
+    // Without it, the error says how to give it.
+    let err = pto_cli::run(["pto", "inspect", file])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "`shape` is a graph input: give its value at import (`--constant shape=[..]`, \
+             `ImportOptions::constant`)"
+        ),
+        "{err}"
+    );
+    // A value of the wrong shape is refused by name, as is one that is no list of numbers.
+    let err = pto_cli::run(["pto", "inspect", file, "--constant", "shape=[3,8,1]"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("value `shape`: dimension 0 is declared 2 (shape i64[2])"),
+        "{err}"
+    );
+    let err = pto_cli::run(["pto", "inspect", file, "--constant", "shape=[3,[8]]"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the value of `shape` is not a number or a rectangular list of numbers"),
+        "{err}"
+    );
+}

@@ -105,7 +105,7 @@ pub mod two {
 }
 
 fn tensor(dims: [usize; 2], values: Vec<f32>) -> Tensor {
-    Tensor::from_vec(dims, values).unwrap()
+    Tensor::from_vec(dims, values).expect("as many values as the dims hold")
 }
 
 fn values(t: &Tensor) -> Vec<f32> {
@@ -113,20 +113,26 @@ fn values(t: &Tensor) -> Vec<f32> {
 }
 
 fn vector(values: Vec<f32>) -> Tensor {
-    Tensor::from_vec([values.len()], values).unwrap()
+    Tensor::from_vec([values.len()], values).expect("a vector of its values")
 }
 
 /// `x [2, 3] -> scale_bias(x, s, b) -> scale_bias(., s)`: the op at both arities in one model.
 fn model() -> Model {
     let g = Graph::new();
     let x = g.input("x", Shape::from([2, 3]), DType::F32);
-    let s = g.weight("s", vector(vec![1.0, 2.0, -1.0])).unwrap();
-    let b = g.weight("b", vector(vec![0.5, 0.0, 10.0])).unwrap();
-    let with_bias = scale_bias::apply(&x, &s, Some(&b), &scale_bias::Params {}).unwrap();
-    let without = scale_bias::apply(&with_bias, &s, None, &scale_bias::Params {}).unwrap();
+    let s = g
+        .weight("s", vector(vec![1.0, 2.0, -1.0]))
+        .expect("a new name");
+    let b = g
+        .weight("b", vector(vec![0.5, 0.0, 10.0]))
+        .expect("a new name");
+    let with_bias = scale_bias::apply(&x, &s, Some(&b), &scale_bias::Params {})
+        .expect("x [2, 3], s [3], b [3] fit the rules");
+    let without =
+        scale_bias::apply(&with_bias, &s, None, &scale_bias::Params {}).expect("without bias too");
     g.output(&with_bias);
     g.output(&without);
-    g.to_model("optional").unwrap()
+    g.to_model("optional").expect("a model of registered ops")
 }
 
 #[test]
@@ -211,7 +217,10 @@ fn a_traced_model_runs_both_arities_on_the_simulator_as_on_the_cpu() {
     let nodes = &model.graph.nodes;
     assert_eq!((nodes[0].inputs.len(), nodes[1].inputs.len()), (3, 2));
     let x = tensor([2, 3], vec![1.0, 2.0, 3.0, -1.0, 0.0, 4.0]);
-    let cpu = compile(&model, "cpu").unwrap().run(&[x.clone()]).unwrap();
+    let cpu = compile(&model, "cpu")
+        .unwrap()
+        .run(std::slice::from_ref(&x))
+        .unwrap();
     // Hand-computed: with bias as above; then * s = [1.5, 8, -7, -0.5, 0, -6].
     assert_eq!(values(&cpu.outputs[0]), [1.5, 4.0, 7.0, -0.5, 0.0, 6.0]);
     assert_eq!(values(&cpu.outputs[1]), [1.5, 8.0, -7.0, -0.5, 0.0, -6.0]);

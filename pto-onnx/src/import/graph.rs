@@ -71,6 +71,13 @@ impl Importer {
                 dtype: value_dtype(input)?,
             };
             if let Some(value) = options.constants.get(&input.name) {
+                // A value of another dtype is cast to the declared one where that loses
+                // nothing (`--constant axes=[0,1]` is i64 for an i32 input).
+                let cast = value.cast(ty.dtype);
+                let value = match value.shape() == ty.shape && cast.cast(value.dtype()) == *value {
+                    true => &cast,
+                    false => value,
+                };
                 if value.tensor_type() != ty {
                     return Err(OnnxError::Value {
                         value: input.name.clone(),

@@ -11,6 +11,8 @@ use pto_op::registry;
 
 use super::attribute::{check_required, param_value};
 use super::importer::Importer;
+use pto_op::graph::ValueKind;
+
 use crate::error::OnnxError;
 use crate::proto::NodeProto;
 use crate::standard::{self, Lowering, ParamForm, StandardOp};
@@ -292,13 +294,27 @@ impl Importer {
                         None if omit_empty => Some(AttrValue::I64s(Vec::new())),
                         None => None,
                         Some(name) => {
-                            let tensor = self.constants.get(name).ok_or_else(|| OnnxError::Node {
-                            node: label.to_owned(),
-                            problem: format!(
-                                "input #{index} `{name}` ({}) must be a constant: an initializer or a Constant node",
-                                map.param
-                            ),
-                        })?;
+                            let tensor = self.constants.get(name).ok_or_else(|| {
+                                let graph_input = self.values.get(name).is_some_and(|v| {
+                                    self.graph.kind(v.id()) == Some(ValueKind::Input)
+                                });
+                                let hint = match graph_input {
+                                    true => format!(
+                                        "; `{name}` is a graph input: give its value at import \
+                                         (`--constant {name}=[..]`, `ImportOptions::constant`)"
+                                    ),
+                                    false => String::new(),
+                                };
+                                OnnxError::Node {
+                                    node: label.to_owned(),
+                                    problem: format!(
+                                        "input #{index} `{name}` ({}) must be a constant: an \
+                                         initializer or a Constant node, or computed from \
+                                         those and static shapes{hint}",
+                                        map.param
+                                    ),
+                                }
+                            })?;
                             let list = tensor.to_vec::<i64>().map_err(|e| OnnxError::Value {
                                 value: name.clone(),
                                 problem: format!(
