@@ -312,3 +312,50 @@ fn sim_says_why_a_kernel_does_not_cover_a_node() {
         "{text}"
     );
 }
+
+/// A kernel whose tiles do not fit the device's buffers (a softmax row of 16,384 f32 on
+/// kirin9030's 118 KiB UB) is refused when the model compiles for `sim`, with the error its
+/// run gives: compile used to report success and only `run` failed.
+#[test]
+fn compile_refuses_a_kernel_over_the_buffers_with_the_error_run_gives() {
+    use pto_op::target::TargetConfig;
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([4, 16384]), DType::F32);
+    let y = pto_op::ops::softmax::apply(&x, &pto_op::ops::softmax::Params { axis: -1 }).unwrap();
+    g.output(&y);
+    let model = g.to_model("wide_softmax").unwrap();
+    let kirin = DeviceProfile::builtin("kirin9030").expect("built in");
+    let err = compile(&model, TargetConfig::new("sim").on(kirin.clone()))
+        .err()
+        .expect("over the UB")
+        .to_string();
+    assert!(
+        err.contains("op `std.softmax`")
+            && err.contains("exceeds the kirin9030 limit of 120832 bytes"),
+        "{err}"
+    );
+    // What a run of the kernel on the simulator says, called directly.
+    let sim = pto_backends::sim::Sim::new(kirin);
+    let input = Tensor::zeros([4, 16384], DType::F32);
+    let run_err = pto_op::Executor::execute(
+        &sim,
+        pto_op::ops::softmax::def(),
+        &[&input],
+        &pto_op::ops::softmax::Params { axis: -1 }.to_attributes(),
+    )
+    .err()
+    .expect("over the UB")
+    .to_string();
+    let detail = run_err
+        .split_once("inst ")
+        .map(|(_, rest)| rest)
+        .expect("the run's error names the instruction");
+    assert!(err.contains(detail), "compile: {err}\nrun: {run_err}");
+    // A width that fits compiles and runs.
+    let g = Graph::new();
+    let x = g.input("x", Shape::from([4, 1024]), DType::F32);
+    g.output(&pto_op::ops::softmax::apply(&x, &Default::default()).unwrap());
+    let model = g.to_model("softmax").unwrap();
+    let kirin = DeviceProfile::builtin("kirin9030").expect("built in");
+    compile(&model, TargetConfig::new("sim").on(kirin)).expect("fits");
+}

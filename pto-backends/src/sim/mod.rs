@@ -317,6 +317,20 @@ impl Sim {
     }
 }
 
+impl Sim {
+    /// The buffer check a run of `program` starts with ([`Simulator::run`]), at compile
+    /// time: a kernel whose tiles do not fit the device's buffers is refused when the model
+    /// compiles, with the error its run would give, not when it runs.
+    fn check_buffers(&self, op: &OpDef, program: &ValidProgram) -> Result<(), OpError> {
+        match &self.simulator {
+            Ok(s) => memory::plan(program, &s.profile, s.options.double_buffering)
+                .map(|_| ())
+                .map_err(|e| e.into_op_error(op.name)),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
 impl Executor for Sim {
     fn target(&self) -> &str {
         "sim"
@@ -352,7 +366,10 @@ impl Executor for Sim {
             return Ok(Lowering::NoKernel);
         }
         match self.program(op, inputs, attrs) {
-            Ok(program) => Ok(Lowering::Kernel { grid: program.grid }),
+            Ok(program) => {
+                self.check_buffers(op, &program)?;
+                Ok(Lowering::Kernel { grid: program.grid })
+            }
             // The kernel does not cover these inputs or params (softmax off the last axis, a
             // batched matmul): the op runs on the fallback, and the kernel's reason is said.
             Err(OpError::Unsupported { message, .. }) => Ok(Lowering::Declined { reason: message }),
@@ -377,6 +394,7 @@ impl Executor for Sim {
         program: &ValidProgram,
     ) -> Result<Option<Lowering>, OpError> {
         op.infer(inputs, attrs)?;
+        self.check_buffers(op, program)?;
         self.use_program(op, inputs, attrs, program.clone())?;
         Ok(Some(Lowering::Kernel { grid: program.grid }))
     }
