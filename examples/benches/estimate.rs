@@ -18,7 +18,7 @@ use pto_examples as _;
 use pto_op::DeviceProfile;
 use pto_op::models::find_builtin;
 
-const MODEL: &str = "llama-7b-decoder";
+const MODEL: &str = "llama-7b-prefill";
 
 fn llama_7b(c: &mut Criterion) {
     let def = find_builtin(MODEL)

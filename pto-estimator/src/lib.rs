@@ -28,6 +28,7 @@ pub mod chain;
 mod defaults;
 pub mod derive;
 mod error;
+pub mod llm;
 pub mod pipes;
 pub mod plot;
 pub mod report;

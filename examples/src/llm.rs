@@ -1,0 +1,440 @@
+//! The fused ops of an LLM serving graph (`pto estimate --llm`): grouped-query attention
+//! at prefill and at decode over a KV cache, rotary embedding and the LM head. Each has a
+//! plain reference and `#[properties]` (what it computes and moves), which the roofline
+//! prices; none has a kernel yet, so their estimates are the roofline's alone.
+//!
+//! Attention counts, per query-key pair of a head: `2 d` cube multiply-accumulates (the
+//! score and its share of `p @ v`) and 5 f32 vector ops (scale, running max, subtract,
+//! exp, sum: the online softmax), and moves its inputs and output once, as flash
+//! attention does. Causal prefill visits `s (s + 1) / 2` pairs per head.
+
+use pto_op::PerformanceProperties;
+use pto_op::prelude::*;
+
+/// Vector ops per query-key pair of the online softmax (scale, max, subtract, exp, sum).
+const SOFTMAX_OPS_PER_PAIR: u64 = 5;
+
+/// `softmax(q . k_j * scale) . v_j` over `keys` (`j` in `0..keys`) for one query row.
+fn attend(
+    q: &[f32],
+    key: impl Fn(usize) -> Vec<f32>,
+    value: impl Fn(usize) -> Vec<f32>,
+    keys: usize,
+) -> Vec<f32> {
+    let scale = 1.0 / (q.len() as f32).sqrt();
+    let scores: Vec<f32> = (0..keys)
+        .map(|j| q.iter().zip(key(j)).map(|(a, b)| a * b).sum::<f32>() * scale)
+        .collect();
+    let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
+    let weights: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
+    let total: f32 = weights.iter().sum();
+    let mut y = vec![0.0; q.len()];
+    for (j, w) in weights.iter().enumerate() {
+        for (acc, v) in y.iter_mut().zip(value(j)) {
+            *acc += w / total * v;
+        }
+    }
+    y
+}
+
+/// The properties of attention over `pairs` query-key pairs of width `d`.
+fn attention_properties(info: &OpInvokeInfo, pairs: u64, d: u64) -> PerformanceProperties {
+    let mut p = info.memory_access_properties();
+    let dtype = info.inputs[0].dtype;
+    p.compute(dtype).mma_ops = 2 * pairs * d;
+    p.compute(DType::F32).gp_ops = SOFTMAX_OPS_PER_PAIR * pairs;
+    p
+}
+
+fn check_float(name: &str, dtype: DType) -> Result<DType, OpError> {
+    if dtype.is_float() {
+        Ok(dtype)
+    } else {
+        Err(OpError::input(
+            name,
+            format!("is {dtype}; expected a float dtype"),
+        ))
+    }
+}
+
+/// Causal grouped-query attention over whole prompts: `q [b, s, h, d]`, `k` and `v`
+/// `[b, s, kv, d]` (`kv` divides `h`; query head `i` reads key-value head `i / (h / kv)`)
+/// to `y [b, s, h, d]`, scale `1 / sqrt(d)`; `causal` masks the keys after each query.
+#[custom_op(name = "llm.prefill_attention", params(causal: bool = true))]
+pub mod prefill_attention {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(q: &Shape, k: &Shape, v: &Shape, _p: &Params) -> Result<Shape, OpError> {
+        q.expect_rank("q", 4)?;
+        k.expect_rank("k", 4)?;
+        let (qd, kd) = (q.dims(), k.dims());
+        if k != v {
+            return Err(OpError::input(
+                "v",
+                format!("is {v}; expected k's shape {k}"),
+            ));
+        }
+        if kd[0] != qd[0] || kd[1] != qd[1] || kd[3] != qd[3] || kd[2] == 0 || qd[2] % kd[2] != 0 {
+            return Err(OpError::input(
+                "k",
+                format!(
+                    "is {k}; expected [{}, {}, kv, {}] with kv dividing {} heads",
+                    qd[0], qd[1], qd[3], qd[2]
+                ),
+            ));
+        }
+        Ok(q.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(q: DType, _k: DType, _v: DType, _p: &Params) -> Result<DType, OpError> {
+        check_float("q", q)
+    }
+
+    #[reference]
+    fn reference(q: &Tensor, k: &Tensor, v: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let (q32, k32, v32) = (q.to_f32_array(), k.to_f32_array(), v.to_f32_array());
+        let (b, s, h, d) = (
+            q32.shape()[0],
+            q32.shape()[1],
+            q32.shape()[2],
+            q32.shape()[3],
+        );
+        let group = h / k32.shape()[2];
+        let mut y = ndarray::ArrayD::<f32>::zeros(q32.shape());
+        for (bi, si, hi) in
+            (0..b).flat_map(|bi| (0..s).flat_map(move |si| (0..h).map(move |hi| (bi, si, hi))))
+        {
+            let row: Vec<f32> = (0..d).map(|di| q32[[bi, si, hi, di]]).collect();
+            let keys = if p.causal { si + 1 } else { s };
+            let kv = hi / group;
+            let out = attend(
+                &row,
+                |j| (0..d).map(|di| k32[[bi, j, kv, di]]).collect(),
+                |j| (0..d).map(|di| v32[[bi, j, kv, di]]).collect(),
+                keys,
+            );
+            for (di, value) in out.into_iter().enumerate() {
+                y[[bi, si, hi, di]] = value;
+            }
+        }
+        Ok(Tensor::from_f32_array(y, q.dtype()))
+    }
+
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let q = info.inputs[0].shape.dims();
+        let (b, s, h, d) = (q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64);
+        let per_head = match info.param::<bool>("causal") {
+            Some(false) => s * s,
+            _ => s * (s + 1) / 2,
+        };
+        attention_properties(info, b * h * per_head, d)
+    }
+}
+
+/// One new token per sequence attending to its KV cache and itself: `q [b, h, d]`, the new
+/// token's `k` and `v` `[b, kv, d]`, the caches `k_cache` and `v_cache` `[b, t, kv, d]`
+/// (the `t` tokens before it) to `y [b, h, d]`. The new `k` and `v` are appended to the
+/// caches in place (their bytes are written once more); the reference attends over the
+/// `t + 1` keys.
+#[custom_op(name = "llm.decode_attention")]
+pub mod decode_attention {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(
+        q: &Shape,
+        k: &Shape,
+        v: &Shape,
+        k_cache: &Shape,
+        v_cache: &Shape,
+    ) -> Result<Shape, OpError> {
+        q.expect_rank("q", 3)?;
+        k_cache.expect_rank("k_cache", 4)?;
+        let (qd, cd) = (q.dims(), k_cache.dims());
+        if k != v {
+            return Err(OpError::input(
+                "v",
+                format!("is {v}; expected k's shape {k}"),
+            ));
+        }
+        if k_cache != v_cache {
+            return Err(OpError::input(
+                "v_cache",
+                format!("is {v_cache}; expected k_cache's shape {k_cache}"),
+            ));
+        }
+        let expected = [qd[0], cd[2], qd[2]];
+        if k.dims() != expected
+            || cd[0] != qd[0]
+            || cd[3] != qd[2]
+            || cd[2] == 0
+            || qd[1] % cd[2] != 0
+        {
+            return Err(OpError::input(
+                "k_cache",
+                format!(
+                    "is {k_cache} with k {k}; expected [{}, t, kv, {}] and k [{}, kv, {}], kv dividing {} heads",
+                    qd[0], qd[2], qd[0], qd[2], qd[1]
+                ),
+            ));
+        }
+        Ok(q.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(
+        q: DType,
+        _k: DType,
+        _v: DType,
+        _k_cache: DType,
+        _v_cache: DType,
+    ) -> Result<DType, OpError> {
+        check_float("q", q)
+    }
+
+    #[reference]
+    fn reference(
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+    ) -> Result<Tensor, OpError> {
+        let (q32, k32, v32) = (q.to_f32_array(), k.to_f32_array(), v.to_f32_array());
+        let (kc, vc) = (k_cache.to_f32_array(), v_cache.to_f32_array());
+        let (b, h, d) = (q32.shape()[0], q32.shape()[1], q32.shape()[2]);
+        let t = kc.shape()[1];
+        let group = h / kc.shape()[2];
+        let mut y = ndarray::ArrayD::<f32>::zeros(q32.shape());
+        for (bi, hi) in (0..b).flat_map(|bi| (0..h).map(move |hi| (bi, hi))) {
+            let row: Vec<f32> = (0..d).map(|di| q32[[bi, hi, di]]).collect();
+            let kv = hi / group;
+            let pick =
+                |cache: &ndarray::ArrayD<f32>, new: &ndarray::ArrayD<f32>, j: usize| -> Vec<f32> {
+                    (0..d)
+                        .map(|di| {
+                            if j < t {
+                                cache[[bi, j, kv, di]]
+                            } else {
+                                new[[bi, kv, di]]
+                            }
+                        })
+                        .collect()
+                };
+            let out = attend(&row, |j| pick(&kc, &k32, j), |j| pick(&vc, &v32, j), t + 1);
+            for (di, value) in out.into_iter().enumerate() {
+                y[[bi, hi, di]] = value;
+            }
+        }
+        Ok(Tensor::from_f32_array(y, q.dtype()))
+    }
+
+    /// The traffic is the KV cache: both caches read once, plus the query, the new key
+    /// and value read and written into the cache, and the output.
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let q = info.inputs[0].shape.dims();
+        let (b, h, d) = (q[0] as u64, q[1] as u64, q[2] as u64);
+        let t = info.inputs[3].shape.dims()[1] as u64;
+        let mut p = attention_properties(info, b * h * (t + 1), d);
+        p.memory_write_bytes += info.inputs[1].bytes() + info.inputs[2].bytes();
+        p
+    }
+}
+
+/// Rotary position embedding, `y = x cos + rotate_half(x) sin`, of `x [n, h, d]` by the
+/// tables `cos` and `sin` `[n, d]` of each token's position (`sin` with rotate_half's
+/// sign folded in: `rotate_half(x) = [x2, x1]` over the two halves of each head).
+#[custom_op(name = "llm.rotary_embedding")]
+pub mod rotary_embedding {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, cos: &Shape, sin: &Shape) -> Result<Shape, OpError> {
+        x.expect_rank("x", 3)?;
+        let xd = x.dims();
+        let table = [xd[0], xd[2]];
+        if cos.dims() != table || sin.dims() != table || xd[2] % 2 != 0 {
+            return Err(OpError::input(
+                "cos",
+                format!(
+                    "is {cos} (sin {sin}); expected [{}, {}] for x {x}, an even head width",
+                    xd[0], xd[2]
+                ),
+            ));
+        }
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _cos: DType, _sin: DType) -> Result<DType, OpError> {
+        check_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor, OpError> {
+        let (x32, c, s) = (
+            x.to_f32_array(),
+            cos.to_f32_matrix("cos")?,
+            sin.to_f32_matrix("sin")?,
+        );
+        let (n, h, d) = (x32.shape()[0], x32.shape()[1], x32.shape()[2]);
+        let half = d / 2;
+        let mut y = ndarray::ArrayD::<f32>::zeros(x32.shape());
+        for (ti, hi, di) in
+            (0..n).flat_map(|t| (0..h).flat_map(move |hi| (0..d).map(move |di| (t, hi, di))))
+        {
+            let partner = x32[[ti, hi, (di + half) % d]];
+            y[[ti, hi, di]] = x32[[ti, hi, di]] * c[[ti, di]] + partner * s[[ti, di]];
+        }
+        Ok(Tensor::from_f32_array(y, x.dtype()))
+    }
+
+    /// Two multiplies and an add per element, in f32.
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let mut p = info.memory_access_properties();
+        p.compute(DType::F32).gp_ops = 3 * info.inputs[0].shape.numel() as u64;
+        p
+    }
+}
+
+/// The LM head, `y = x @ table^T`: `x [n, hidden]`, `table [vocab, hidden]` (the
+/// embedding table when they are tied, or a slice of the vocabulary on one device) to the
+/// logits `[n, vocab]`.
+#[custom_op(name = "llm.lm_head")]
+pub mod lm_head {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, table: &Shape) -> Result<Shape, OpError> {
+        x.expect_rank("x", 2)?;
+        table.expect_rank("table", 2)?;
+        if x.dims()[1] != table.dims()[1] {
+            return Err(OpError::input(
+                "table",
+                format!("is {table}; expected [vocab, {}] for x {x}", x.dims()[1]),
+            ));
+        }
+        Ok(Shape::from([x.dims()[0], table.dims()[0]]))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, _table: DType) -> Result<DType, OpError> {
+        check_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, table: &Tensor) -> Result<Tensor, OpError> {
+        let y = x
+            .to_f32_matrix("x")?
+            .dot(&table.to_f32_matrix("table")?.t());
+        Ok(Tensor::from_f32_array(y.into_dyn(), x.dtype()))
+    }
+
+    /// `n x vocab x hidden` multiply-accumulates on the cube; the table read once.
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let mut p = info.memory_access_properties();
+        let (x, table) = (&info.inputs[0], &info.inputs[1]);
+        p.compute(x.dtype).mma_ops = (x.shape.numel() * table.shape.dims()[0]) as u64;
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_op::TensorType;
+
+    #[test]
+    fn decode_attention_over_a_cache_is_prefill_attentions_last_row() {
+        // The last query row of causal attention over t + 1 tokens sees exactly what a
+        // decode step over a cache of the first t sees: the same mathematics, two ops.
+        let (t, h, kv, d) = (5, 4, 2, 8);
+        let q = Tensor::random_uniform([1, t + 1, h, d], DType::F32, 1, -1.0, 1.0);
+        let k = Tensor::random_uniform([1, t + 1, kv, d], DType::F32, 2, -1.0, 1.0);
+        let v = Tensor::random_uniform([1, t + 1, kv, d], DType::F32, 3, -1.0, 1.0);
+        let full = prefill_attention::def()
+            .run_reference(
+                &[&q, &k, &v],
+                &prefill_attention::Params { causal: true }.to_attributes(),
+            )
+            .unwrap()
+            .remove(0)
+            .to_f32_array();
+        let (q32, k32, v32) = (q.to_f32_array(), k.to_f32_array(), v.to_f32_array());
+        let last = |a: &ndarray::ArrayD<f32>| a.index_axis(ndarray::Axis(1), t).to_owned();
+        let past =
+            |a: &ndarray::ArrayD<f32>| a.slice_axis(ndarray::Axis(1), (0..t).into()).to_owned();
+        let step = decode_attention::def()
+            .run_reference(
+                &[
+                    &Tensor::from_array(last(&q32)),
+                    &Tensor::from_array(last(&k32)),
+                    &Tensor::from_array(last(&v32)),
+                    &Tensor::from_array(past(&k32)),
+                    &Tensor::from_array(past(&v32)),
+                ],
+                &Default::default(),
+            )
+            .unwrap()
+            .remove(0)
+            .to_f32_array();
+        let expected = last(&full);
+        for (a, b) in step.iter().zip(expected.iter()) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn attention_of_one_key_returns_its_value() {
+        // softmax over a single key is 1: y is that key's value, whatever q is.
+        let q = Tensor::random_uniform([1, 1, 2, 4], DType::F32, 4, -1.0, 1.0);
+        let k = Tensor::random_uniform([1, 1, 1, 4], DType::F32, 5, -1.0, 1.0);
+        let v = Tensor::random_uniform([1, 1, 1, 4], DType::F32, 6, -1.0, 1.0);
+        let y = prefill_attention::def()
+            .run_reference(&[&q, &k, &v], &Default::default())
+            .unwrap()
+            .remove(0)
+            .to_f32_array();
+        let v32 = v.to_f32_array();
+        for head in 0..2 {
+            for di in 0..4 {
+                assert!((y[[0, 0, head, di]] - v32[[0, 0, 0, di]]).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn decode_attentions_traffic_is_its_kv_cache() {
+        let f16 = |dims: &[usize]| TensorType {
+            shape: Shape::from(dims.to_vec()),
+            dtype: DType::F16,
+        };
+        let (b, h, kv, d, t) = (2, 32, 8, 128, 1536);
+        let info = decode_attention::def()
+            .invoke_info(
+                &[
+                    f16(&[b, h, d]),
+                    f16(&[b, kv, d]),
+                    f16(&[b, kv, d]),
+                    f16(&[b, t, kv, d]),
+                    f16(&[b, t, kv, d]),
+                ],
+                &Default::default(),
+            )
+            .unwrap();
+        let p = (decode_attention::def().properties.expect("has properties"))(&info);
+        let cache = 2 * (b * t * kv * d * 2) as u64;
+        let small = (2 * b * h * d * 2 + 2 * 2 * b * kv * d * 2) as u64;
+        assert_eq!(p.memory_read_bytes + p.memory_write_bytes, cache + small);
+        assert_eq!(
+            p.compute_ops[&DType::F16].mma_ops,
+            (2 * b * h * (t + 1) * d) as u64
+        );
+    }
+}

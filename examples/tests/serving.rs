@@ -1,0 +1,246 @@
+//! `pto estimate --llm`: serving steps of published LLMs from their Hugging Face configs
+//! (`examples/data/llm/*.json`, the model cards' values), their graphs, communication
+//! and memory.
+
+use std::path::PathBuf;
+
+use pto_cli::run;
+use pto_estimator::Estimator;
+use pto_estimator::llm::{self, LlmConfig, MemoryReport, Phase, Workload, graph};
+use pto_estimator::report::Stream;
+use pto_op::DeviceProfile;
+// Links the example ops (the fused attention and the collectives) into this test.
+use pto_examples as _;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("data/llm/{name}.json"))
+}
+
+fn config(name: &str) -> LlmConfig {
+    LlmConfig::load(&fixture(name)).expect("the fixture parses")
+}
+
+fn workload(phase: Phase, batch: usize, tp: usize) -> Workload {
+    Workload {
+        name: "test".to_owned(),
+        phase,
+        batch,
+        seq: 1024,
+        context: 1536,
+        tp,
+    }
+}
+
+#[test]
+fn the_graphs_weights_are_the_models_parameters() {
+    // Llama-2-7B by hand from its config (4096 wide, 11008 MLP, 32 layers, 32000 tokens):
+    // per layer 4 x 4096^2 attention + 3 x 4096 x 11008 MLP + 2 norms of 4096; the
+    // embedding, the final norm and the untied LM head. 6,738,415,616 parameters: the
+    // "6.7B" of the Llama 2 paper's model table.
+    let layer = 4 * 4096u64 * 4096 + 3 * 4096 * 11008 + 2 * 4096;
+    let params = 2 * 32000 * 4096 + 32 * layer + 4096;
+    assert_eq!(params, 6_738_415_616);
+    let c = config("llama-2-7b");
+    assert_eq!(c.parameters(), params);
+    let g = graph::build(&c, &workload(Phase::Decode, 1, 1)).unwrap();
+    let bytes: u64 = g.weights.iter().map(|&id| g.values[id].ty.bytes()).sum();
+    assert_eq!(bytes, 2 * params, "f16: two bytes a parameter");
+    // Qwen2-7B: grouped-query (28 query heads, 4 key-value heads of 128) with Q/K/V bias,
+    // 3584 wide, 18944 MLP, 28 layers, 152064 tokens, untied: 7,615,616,512, the model
+    // card's "7.6B" (7.07B without the embeddings' 2 x 0.545B).
+    let (h, kv) = (3584u64, 4 * 128u64);
+    let layer = 2 * h * h + 2 * h * kv + (h + 2 * kv) + 3 * h * 18944 + 2 * h;
+    let params = 2 * 152064 * h + 28 * layer + h;
+    assert_eq!(params, 7_615_616_512);
+    assert_eq!(config("qwen2-7b").parameters(), params);
+}
+
+#[test]
+fn every_layer_has_one_fused_attention_and_decode_reads_its_kv_cache() {
+    let c = config("llama-2-70b");
+    let count = |g: &pto_op::GraphDef, op: &str| g.nodes.iter().filter(|n| n.op == op).count();
+    let decode = graph::build(&c, &workload(Phase::Decode, 2, 1)).unwrap();
+    assert_eq!(count(&decode, graph::ops::DECODE_ATTENTION), 80);
+    assert_eq!(count(&decode, graph::ops::PREFILL_ATTENTION), 0);
+    assert_eq!(count(&decode, graph::ops::LM_HEAD), 1);
+    let prefill = graph::build(&c, &workload(Phase::Prefill, 2, 1)).unwrap();
+    assert_eq!(count(&prefill, graph::ops::PREFILL_ATTENTION), 80);
+    // The LM head sees the last position of each sequence only, in both phases.
+    let logits = &decode.values[decode.outputs[0]].ty.shape;
+    assert_eq!(logits.dims(), &[2, 32000]);
+    assert_eq!(
+        prefill.values[prefill.outputs[0]].ty.shape.dims(),
+        &[2, 32000]
+    );
+    // KV cache per token: 2 (K and V) x 8 key-value heads x 128 x 2 bytes x 80 layers =
+    // 320 KiB; on one of 8 devices, one head: 40 KiB.
+    let one = MemoryReport::of(&c, &workload(Phase::Decode, 2, 1), &decode, None).unwrap();
+    assert_eq!(one.kv_bytes_per_token, 2 * 8 * 128 * 2 * 80);
+    assert_eq!(one.kv_cache_bytes, one.kv_bytes_per_token * 2 * 1537);
+    let tp8 = graph::build(&c, &workload(Phase::Decode, 2, 8)).unwrap();
+    let eighth = MemoryReport::of(&c, &workload(Phase::Decode, 2, 8), &tp8, None).unwrap();
+    assert_eq!(eighth.kv_bytes_per_token, one.kv_bytes_per_token / 8);
+}
+
+#[test]
+fn tensor_parallelism_adds_two_all_reduces_a_layer_on_their_own_stream() {
+    let c = config("llama-2-70b");
+    let w = workload(Phase::Decode, 1, 8);
+    let g = graph::build(&c, &w).unwrap();
+    let reduces = g
+        .nodes
+        .iter()
+        .filter(|n| n.op == graph::ops::ALL_REDUCE)
+        .count();
+    let gathers = g
+        .nodes
+        .iter()
+        .filter(|n| n.op == graph::ops::ALL_GATHER)
+        .count();
+    assert_eq!((reduces, gathers), (2 * 80, 1));
+    let device = DeviceProfile::builtin("ascend910b").unwrap();
+    let mut estimator = Estimator::linked(&device).unwrap();
+    let report = llm::estimate(&c, &w, &mut estimator).unwrap();
+    let comm: Vec<_> = report
+        .report
+        .ops
+        .iter()
+        .filter(|r| r.stream == Stream::Communication)
+        .collect();
+    assert_eq!(comm.len(), 161);
+    // Each all-reduce of one token's 8192 f16 (16 KiB) over the 8-device mesh: the
+    // node profile's tree (small message), 6 x 0.5 us + 2 x 16 KiB / (196 GB/s x 0.7).
+    let expected = 6.0 * 0.5e-6 + 2.0 * 16384.0 / (196e9 * 0.7);
+    assert!(
+        (comm[0].seconds - expected).abs() < 1e-12,
+        "{}",
+        comm[0].seconds
+    );
+    // The timeline ends when its last op does; nothing overlaps an all-reduce whose sum
+    // the residual waits for, so the total is the sum of both streams' busy time.
+    let busy: f64 = report.report.seconds_by_stream.values().sum();
+    assert!((report.report.total_seconds - busy).abs() < 1e-9 * busy);
+    let trace = report.report.chrome_trace().to_json().unwrap();
+    assert!(
+        trace.contains(r#""tid": 1"#) || trace.contains(r#""tid":1"#),
+        "{trace}"
+    );
+    // Weights on one device: an eighth of every sharded matrix, the embedding whole.
+    let per_device = report.memory.weight_bytes as f64;
+    let whole = 2.0 * c.parameters() as f64;
+    assert!(per_device > whole / 8.0 && per_device < whole / 8.0 + 2.0 * 32000.0 * 8192.0 + 1e6);
+}
+
+#[test]
+fn the_largest_batch_fits_and_one_more_does_not() {
+    let c = config("llama-2-7b");
+    let w = workload(Phase::Decode, 1, 1);
+    let capacity = 64u64 << 30;
+    let batch = llm::max_batch(&c, &w, capacity).unwrap();
+    let peak = |b: usize| {
+        let w = Workload {
+            batch: b,
+            ..w.clone()
+        };
+        let g = graph::build(&c, &w).unwrap();
+        MemoryReport::of(&c, &w, &g, Some(capacity))
+            .unwrap()
+            .peak_bytes
+    };
+    assert!(peak(batch) <= capacity && peak(batch + 1) > capacity);
+    // By hand: (64 GiB - 12.55 GiB of weights) / (1537 tokens x 512 KiB) = 66.9 sequences
+    // before activations, which take the rest of the 68th.
+    let by_hand = (capacity - 2 * c.parameters()) / (1537 * 512 * 1024);
+    assert!(
+        batch as u64 <= by_hand && batch as u64 + 2 >= by_hand,
+        "{batch} vs {by_hand}"
+    );
+}
+
+#[test]
+fn the_command_line_prints_the_table_communication_and_memory() {
+    let config = fixture("llama-2-70b");
+    let out = run([
+        "pto",
+        "estimate",
+        "--llm",
+        config.to_str().unwrap(),
+        "--device",
+        "ascend910b",
+        "--phase",
+        "decode",
+        "--context",
+        "1536",
+        "--tp",
+        "8",
+        "--max-batch",
+    ])
+    .unwrap();
+    for part in [
+        "model `llama-2-70b (decode, batch 1, context 1536, tp 8)` on `ascend910b`",
+        "llm.decode_attention",
+        "by stream: compute",
+        "communication over atlas-800i-a2 (8 devices):",
+        "comm.all_reduce    160",
+        "memory per device: weights",
+        "largest batch that fits:",
+    ] {
+        assert!(out.contains(part), "{part:?} not in:\n{out}");
+    }
+    let refused = run([
+        "pto",
+        "estimate",
+        "--llm",
+        fixture("qwen2-7b").to_str().unwrap(),
+        "--device",
+        "ascend910b",
+        "--tp",
+        "8",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        refused.contains("does not divide the 28 attention heads"),
+        "{refused}"
+    );
+    let no_links = run([
+        "pto",
+        "estimate",
+        "--llm",
+        config.to_str().unwrap(),
+        "--device",
+        "kirin9030",
+        "--tp",
+        "2",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(no_links.contains("has no node profile"), "{no_links}");
+}
+
+#[test]
+fn a_sweep_estimates_every_point_of_the_grid() {
+    let out = run([
+        "pto",
+        "estimate",
+        "--llm",
+        fixture("llama-2-7b").to_str().unwrap(),
+        "--device",
+        "ascend910b",
+        "--phase",
+        "decode",
+        "--sweep",
+        "batch=1,8",
+        "--sweep",
+        "tp=1,2",
+    ])
+    .unwrap();
+    assert_eq!(out.lines().count(), 5, "{out}");
+    assert!(
+        out.lines()
+            .nth(4)
+            .unwrap()
+            .contains("decode      8     1024   2"),
+        "{out}"
+    );
+}
