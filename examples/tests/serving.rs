@@ -1,5 +1,5 @@
 //! `pto estimate --llm`: serving steps of published LLMs from their Hugging Face configs
-//! (`examples/data/llm/*.json`, the model cards' values), their graphs, communication
+//! (`pto-estimator/data/llm/*.json`, the model cards' values), their graphs, communication
 //! and memory.
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use pto_op::DeviceProfile;
 use pto_examples as _;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("data/llm/{name}.json"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../pto-estimator/data/llm/{name}.json"))
 }
 
 fn config(name: &str) -> LlmConfig {

@@ -102,7 +102,7 @@ pub(crate) enum Command {
     /// totals, weight and peak activation memory.
     Estimate {
         /// An ONNX file (`.onnx`), a model file, or a built-in model's name (or `--llm`).
-        #[arg(required_unless_present = "llm")]
+        #[arg(required_unless_present_any = ["llm", "published"])]
         model: Option<String>,
         #[command(flatten)]
         device: DeviceArg,
@@ -292,6 +292,11 @@ pub(crate) struct ServingArgs {
     /// Devices of the tensor-parallel group.
     #[arg(long, default_value_t = 1, requires = "llm")]
     pub tp: usize,
+    /// Estimate every published serving measurement (`pto-estimator/data/llm/
+    /// measurements.json`) and print the table of docs/serving.md: measured, estimated,
+    /// ratio, within the bar.
+    #[arg(long, conflicts_with_all = ["model", "llm"])]
+    pub published: bool,
     /// Also find the largest batch whose weights, KV cache and activations fit one
     /// device's memory at this phase and length.
     #[arg(long, requires = "llm")]

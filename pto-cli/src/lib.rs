@@ -211,6 +211,7 @@ where
             trace,
             json,
         } => match (&serving.llm, model) {
+            _ if serving.published => render(&pto_estimator::llm::published::report()?, json),
             (Some(config), _) => perf::estimate_llm(
                 config,
                 &serving,

@@ -1,5 +1,5 @@
 //! Serving steps of published LLMs, built from their Hugging Face configs
-//! (`examples/data/llm/*.json`, each citing its model card) by
+//! (`pto-estimator/data/llm/*.json`, each citing its model card) by
 //! [`pto_estimator::llm::graph::build`], for estimation: one fused attention op per layer,
 //! weights declared without data.
 
@@ -7,9 +7,9 @@ use pto_estimator::llm::{LlmConfig, Phase, Workload, graph};
 use pto_op::{GraphDef, OpError};
 
 /// Llama-2-7B's config.
-pub const LLAMA_2_7B: &str = include_str!("../../data/llm/llama-2-7b.json");
+pub const LLAMA_2_7B: &str = pto_estimator::llm::published::LLAMA_2_7B;
 /// Qwen2-7B's config.
-pub const QWEN2_7B: &str = include_str!("../../data/llm/qwen2-7b.json");
+pub const QWEN2_7B: &str = pto_estimator::llm::published::QWEN2_7B;
 
 /// The graph of one step of `config` on one device.
 ///

@@ -23,6 +23,7 @@ pub mod config;
 pub mod graph;
 pub mod memory;
 pub mod node;
+pub mod published;
 pub mod sweep;
 pub mod workload;
 
