@@ -75,7 +75,12 @@ pub mod prefill_attention {
                 format!("is {v}; expected k's shape {k}"),
             ));
         }
-        if kd[0] != qd[0] || kd[1] != qd[1] || kd[3] != qd[3] || kd[2] == 0 || qd[2] % kd[2] != 0 {
+        if kd[0] != qd[0]
+            || kd[1] != qd[1]
+            || kd[3] != qd[3]
+            || kd[2] == 0
+            || !qd[2].is_multiple_of(kd[2])
+        {
             return Err(OpError::input(
                 "k",
                 format!(
@@ -171,7 +176,7 @@ pub mod decode_attention {
             || cd[0] != qd[0]
             || cd[3] != qd[2]
             || cd[2] == 0
-            || qd[1] % cd[2] != 0
+            || !qd[1].is_multiple_of(cd[2])
         {
             return Err(OpError::input(
                 "k_cache",
@@ -257,7 +262,7 @@ pub mod rotary_embedding {
         x.expect_rank("x", 3)?;
         let xd = x.dims();
         let table = [xd[0], xd[2]];
-        if cos.dims() != table || sin.dims() != table || xd[2] % 2 != 0 {
+        if cos.dims() != table || sin.dims() != table || !xd[2].is_multiple_of(2) {
             return Err(OpError::input(
                 "cos",
                 format!(

@@ -205,7 +205,7 @@ impl ModelReport {
         let mut overflows: Vec<(usize, String, String)> = Vec::new();
         let mut start = 0.0;
         for (node, info) in calls.iter().enumerate() {
-            let e = estimator.estimate(info)?;
+            let e = estimator.estimate_cached(info)?;
             if let (Source::Overflow, Some(note)) = (e.source, &e.note)
                 && !overflows
                     .iter()
@@ -227,7 +227,7 @@ impl ModelReport {
             ops.push(OpRow {
                 node,
                 stream: Stream::of(&e.op),
-                op: e.op,
+                op: e.op.clone(),
                 start_seconds: start,
                 seconds: e.seconds,
                 share: 0.0,

@@ -117,13 +117,13 @@ impl LlmConfig {
         if let Some((name, _)) = sizes.iter().find(|(_, size)| *size == 0) {
             return fail(format!("`{name}` is 0; a model needs at least one"));
         }
-        if self.head_dim.is_none() && self.hidden_size % self.num_attention_heads != 0 {
+        if self.head_dim.is_none() && !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return fail(format!(
                 "`num_attention_heads` {} does not divide `hidden_size` {}; give `head_dim`",
                 self.num_attention_heads, self.hidden_size
             ));
         }
-        if self.num_attention_heads % self.kv_heads() != 0 {
+        if !self.num_attention_heads.is_multiple_of(self.kv_heads()) {
             return fail(format!(
                 "`num_key_value_heads` {} does not divide `num_attention_heads` {}",
                 self.kv_heads(),

@@ -75,19 +75,19 @@ impl Shard {
             return fail("`--tp` and `--batch` must be at least 1".to_owned());
         }
         let (heads, kv) = (config.num_attention_heads, config.kv_heads());
-        if heads % tp != 0 {
+        if !heads.is_multiple_of(tp) {
             return fail(format!(
                 "tensor parallelism {tp} does not divide the {heads} attention heads: \
                  choose a `--tp` that does"
             ));
         }
-        if kv % tp != 0 && tp % kv != 0 {
+        if !kv.is_multiple_of(tp) && !tp.is_multiple_of(kv) {
             return fail(format!(
                 "tensor parallelism {tp} neither divides the {kv} key-value heads nor is \
                  a multiple of them (so they cannot be replicated evenly)"
             ));
         }
-        if config.intermediate_size % tp != 0 {
+        if !config.intermediate_size.is_multiple_of(tp) {
             return fail(format!(
                 "tensor parallelism {tp} does not divide the MLP's {} hidden units",
                 config.intermediate_size

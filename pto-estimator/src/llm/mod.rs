@@ -93,9 +93,12 @@ pub fn estimate(
     }
     let graph = graph::build(config, workload)?;
     let name = format!("{} ({})", workload.name, workload.summary());
-    let report = ModelReport::of_graph(&name, &graph, estimator)?;
+    let mut report = ModelReport::of_graph(&name, &graph, estimator)?;
     let capacity = node.map(|n| n.device_memory_bytes);
     let memory = MemoryReport::of(config, workload, &graph, capacity)?;
+    // The KV cache is resident state, counted once in `memory`: the report's activation
+    // peak is the memory report's, not one that counts the cache as inputs.
+    report.peak_activation_bytes = memory.activation_bytes;
     Ok(LlmReport {
         workload: workload.clone(),
         node: node.map(|n| n.name.clone()),
