@@ -19,7 +19,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pto_estimator::Estimator;
-use pto_estimator::llm::{self, LlmConfig, Phase, Workload, published, sweep};
+use pto_estimator::llm::{self, LlmConfig, Phase, Quant, Workload, published, sweep};
 use pto_estimator::report::ModelReport;
 use pto_examples as _;
 use pto_op::DeviceProfile;
@@ -60,6 +60,7 @@ fn step(name: &str, phase: Phase, batch: usize, tp: usize) -> Workload {
         seq: 1024,
         context: 1536,
         tp,
+        quant: Quant::None,
     }
 }
 

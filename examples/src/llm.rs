@@ -350,6 +350,120 @@ pub mod lm_head {
     }
 }
 
+/// The weight of `w` at `(row, col)` as a whole number: an int8 element (w8a8), or the
+/// int4 nibble of a packed byte (w4a16: row `r` is the low nibble of byte row `r / 2` for
+/// even `r`, the high nibble for odd, each signed in [-8, 8)).
+fn quant_weight(w: &ndarray::ArrayD<f32>, scheme: &str, row: usize, col: usize) -> f32 {
+    if scheme == "w4a16" {
+        let byte = w[[row / 2, col]] as i8 as u8;
+        let nibble = if row % 2 == 0 { byte & 0x0f } else { byte >> 4 };
+        f32::from(((nibble << 4) as i8) >> 4)
+    } else {
+        w[[row, col]]
+    }
+}
+
+/// A quantised linear layer, `y = x @ dequant(w)`: `x [n, k]` in a float dtype, `scale
+/// [m]` one per output channel, `y [n, m]` in `x`'s dtype. `scheme`:
+///
+/// - `w8a8`: `w` int8 `[k, m]`; each row of `x` is quantised to int8 with its own scale
+///   (`max |x_row| / 127`), multiplied on the cube in int8 with int32 sums, and the result
+///   scaled back by both scales.
+/// - `w4a16`: `w` int4, two to a byte, `[ceil(k / 2), m]` int8 (see the reference); the
+///   weights are dequantised (`w x scale`) and multiplied with `x` in its dtype.
+#[custom_op(name = "llm.quant_linear", params(scheme: String = "w8a8"))]
+pub mod quant_linear {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(x: &Shape, w: &Shape, scale: &Shape, p: &Params) -> Result<Shape, OpError> {
+        x.expect_rank("x", 2)?;
+        w.expect_rank("w", 2)?;
+        let (k, m) = (x.dims()[1], w.dims()[1]);
+        let rows = match p.scheme.as_str() {
+            "w8a8" => k,
+            "w4a16" => k.div_ceil(2),
+            other => {
+                return Err(OpError::invalid(format!(
+                    "`scheme` is `{other}`; expected w8a8 or w4a16"
+                )));
+            }
+        };
+        if w.dims()[0] != rows {
+            return Err(OpError::input(
+                "w",
+                format!("is {w}; expected [{rows}, m] for x {x} under {}", p.scheme),
+            ));
+        }
+        if scale.dims() != [m] {
+            return Err(OpError::input(
+                "scale",
+                format!("is {scale}; expected [{m}]"),
+            ));
+        }
+        Ok(Shape::from([x.dims()[0], m]))
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(x: DType, w: DType, _scale: DType, _p: &Params) -> Result<DType, OpError> {
+        if w != DType::I8 {
+            return Err(OpError::input(
+                "w",
+                format!("is {w}; expected i8 (int4 packed two to a byte for w4a16)"),
+            ));
+        }
+        check_float("x", x)
+    }
+
+    #[reference]
+    fn reference(x: &Tensor, w: &Tensor, scale: &Tensor, p: &Params) -> Result<Tensor, OpError> {
+        let x32 = x.to_f32_matrix("x")?;
+        let (w32, s32) = (w.to_f32_array(), scale.to_f32_array());
+        let (n, k, m) = (x32.nrows(), x32.ncols(), w32.shape()[1]);
+        let mut y = ndarray::Array2::<f32>::zeros((n, m));
+        for row in 0..n {
+            let (xs, x_scale) = if p.scheme == "w8a8" {
+                let max = x32.row(row).fold(0.0f32, |a, v| a.max(v.abs()));
+                let s = if max > 0.0 { max / 127.0 } else { 1.0 };
+                (
+                    x32.row(row).mapv(|v| (v / s).round().clamp(-127.0, 127.0)),
+                    s,
+                )
+            } else {
+                (x32.row(row).to_owned(), 1.0)
+            };
+            for col in 0..m {
+                let dot: f32 = (0..k)
+                    .map(|i| xs[i] * quant_weight(&w32, &p.scheme, i, col))
+                    .sum();
+                y[[row, col]] = dot * x_scale * s32[[col]];
+            }
+        }
+        Ok(Tensor::from_f32_array(y.into_dyn(), x.dtype()))
+    }
+
+    /// w8a8: `n k m` int8 multiply-accumulates; 3 f32 vector ops per element of `x` (its
+    /// row maximum, the scaling, the cast) and 2 per output (the two scales). w4a16: `n k
+    /// m` multiply-accumulates in `x`'s dtype and 2 vector ops per weight (unpack and
+    /// scale), the weights dequantised once per call. Traffic: every input once (the
+    /// packed weights at their bytes) and the output.
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let mut p = info.memory_access_properties();
+        let (x, w) = (&info.inputs[0], &info.inputs[1]);
+        let (n, k) = (x.shape.dims()[0] as u64, x.shape.dims()[1] as u64);
+        let m = w.shape.dims()[1] as u64;
+        if info.param::<String>("scheme").as_deref() == Some("w4a16") {
+            p.compute(x.dtype).mma_ops = n * k * m;
+            p.compute(x.dtype).gp_ops = 2 * k * m;
+        } else {
+            p.compute(DType::I8).mma_ops = n * k * m;
+            p.compute(DType::F32).gp_ops = 3 * n * k + 2 * n * m;
+        }
+        p
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +507,44 @@ mod tests {
         for (a, b) in step.iter().zip(expected.iter()) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn quantised_linears_multiply_the_dequantised_weights() {
+        // x = [1, 2] with w8a8 weights [[1, -2], [3, 4]] and scales [0.5, 2]: x's row
+        // quantises to [64, 127] at scale 2/127 (64 = round(1 / (2/127)) = round(63.5)),
+        // so y = [64 + 381, -128 + 508] x 2/127 x [0.5, 2].
+        let x = Tensor::from_vec([1, 2], vec![1.0f32, 2.0]).unwrap();
+        let w = Tensor::from_vec([2, 2], vec![1i8, -2, 3, 4]).unwrap();
+        let scale = Tensor::from_vec([2], vec![0.5f32, 2.0]).unwrap();
+        let attrs = quant_linear::Params {
+            scheme: "w8a8".into(),
+        }
+        .to_attributes();
+        let y = quant_linear::def()
+            .run_reference(&[&x, &w, &scale], &attrs)
+            .unwrap()
+            .remove(0);
+        let s = 2.0 / 127.0;
+        let expected = [445.0 * s * 0.5, 380.0 * s * 2.0];
+        for (a, b) in y.to_f32_array().iter().zip(expected) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+        // w4a16: rows 0 and 1 of column 0 packed in one byte: low nibble 3, high nibble
+        // -2 (0xE); column 1: 7 and -8 (0x87). y = [1 x 3 + 2 x -2, 1 x 7 + 2 x -8] x scale.
+        let packed = Tensor::from_vec([1, 2], vec![0xE3u8 as i8, 0x87u8 as i8]).unwrap();
+        let attrs = quant_linear::Params {
+            scheme: "w4a16".into(),
+        }
+        .to_attributes();
+        let y = quant_linear::def()
+            .run_reference(&[&x, &packed, &scale], &attrs)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            y.to_f32_array().iter().copied().collect::<Vec<_>>(),
+            [-0.5, -18.0]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use pto_cli::run;
 use pto_estimator::Estimator;
-use pto_estimator::llm::{self, LlmConfig, MemoryReport, Phase, Workload, graph};
+use pto_estimator::llm::{self, LlmConfig, MemoryReport, Phase, Quant, Workload, graph};
 use pto_estimator::report::Stream;
 use pto_op::DeviceProfile;
 // Links the example ops (the fused attention and the collectives) into this test.
@@ -28,6 +28,7 @@ fn workload(phase: Phase, batch: usize, tp: usize) -> Workload {
         seq: 1024,
         context: 1536,
         tp,
+        quant: Quant::None,
     }
 }
 
@@ -129,6 +130,55 @@ fn tensor_parallelism_adds_two_all_reduces_a_layer_on_their_own_stream() {
     let per_device = report.memory.weight_bytes as f64;
     let whole = 2.0 * c.parameters() as f64;
     assert!(per_device > whole / 8.0 && per_device < whole / 8.0 + 2.0 * 32000.0 * 8192.0 + 1e6);
+}
+
+#[test]
+fn quantised_linears_store_their_weights_in_int8_or_int4_with_a_scale_per_channel() {
+    // Llama-2-7B's decoder linears by hand: per layer 4 x 4096^2 + 3 x 4096 x 11008
+    // weights and 4 x 4096 + 2 x 11008 + 4096 output channels (one f16 scale each).
+    let c = config("llama-2-7b");
+    let linear = 4 * 4096u64 * 4096 + 3 * 4096 * 11008;
+    let channels = 4 * 4096u64 + 2 * 11008 + 4096;
+    let f16 = 2 * c.parameters();
+    let bytes = |quant| {
+        let w = Workload {
+            quant,
+            ..workload(Phase::Decode, 1, 1)
+        };
+        let g = graph::build(&c, &w).unwrap();
+        g.weights
+            .iter()
+            .map(|&id| g.values[id].ty.bytes())
+            .sum::<u64>()
+    };
+    assert_eq!(bytes(Quant::W8A8), f16 - 32 * linear + 32 * 2 * channels);
+    assert_eq!(
+        bytes(Quant::W4A16),
+        f16 - 32 * 3 * linear / 2 + 32 * 2 * channels
+    );
+    // A w8a8 linear's multiply-accumulates go to the cube's int8 rate.
+    let w = Workload {
+        quant: Quant::W8A8,
+        ..workload(Phase::Prefill, 1, 1)
+    };
+    let g = graph::build(&c, &w).unwrap();
+    let node = g
+        .nodes
+        .iter()
+        .find(|n| n.op == graph::ops::QUANT_LINEAR)
+        .unwrap();
+    let def = pto_op::registry::find(&node.op).unwrap();
+    let types: Vec<_> = node
+        .inputs
+        .iter()
+        .map(|&id| g.values[id].ty.clone())
+        .collect();
+    let info = def.invoke_info(&types, &node.attrs).unwrap();
+    let p = (def.properties.expect("has properties"))(&info);
+    assert_eq!(
+        p.compute_ops[&pto_op::DType::I8].mma_ops,
+        1024 * 4096 * 4096
+    );
 }
 
 #[test]

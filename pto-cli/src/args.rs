@@ -292,6 +292,10 @@ pub(crate) struct ServingArgs {
     /// Devices of the tensor-parallel group.
     #[arg(long, default_value_t = 1, requires = "llm")]
     pub tp: usize,
+    /// The decoder layers' linears: in the model's dtype, int8 weights and activations
+    /// (w8a8), or int4 weights with f16 activations (w4a16).
+    #[arg(long, value_enum, default_value = "none", requires = "llm")]
+    pub quant: QuantArg,
     /// Estimate every published serving measurement (`pto-estimator/data/llm/
     /// measurements.json`) and print the table of docs/serving.md: measured, estimated,
     /// ratio, within the bar.
@@ -305,6 +309,17 @@ pub(crate) struct ServingArgs {
     /// (FIELD one of batch, seq, context, tp; repeatable), on every core.
     #[arg(long, value_name = "FIELD=V1,V2,..", requires = "llm")]
     pub sweep: Vec<pto_estimator::llm::sweep::Axis>,
+}
+
+/// The `--quant` of `pto estimate --llm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum QuantArg {
+    /// The model's dtype.
+    None,
+    /// int8 weights and activations.
+    W8a8,
+    /// int4 weights, f16 activations.
+    W4a16,
 }
 
 /// The `--phase` of `pto estimate --llm`.

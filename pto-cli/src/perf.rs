@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use pto_estimator::Estimator;
-use pto_estimator::llm::{self, LlmConfig, Phase, Workload, sweep};
+use pto_estimator::llm::{self, LlmConfig, Phase, Quant, Workload, sweep};
 use pto_estimator::report::ModelReport;
 use pto_estimator::roofline::Peaks;
 
 use crate::accuracy::{accuracy, calibrate, standard_sweeps};
-use crate::args::{PhaseArg, ServingArgs};
+use crate::args::{PhaseArg, QuantArg, ServingArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_graph;
@@ -79,6 +79,11 @@ pub(crate) fn estimate_llm(
         seq: serving.seq,
         context: serving.context,
         tp: serving.tp,
+        quant: match serving.quant {
+            QuantArg::None => Quant::None,
+            QuantArg::W8a8 => Quant::W8A8,
+            QuantArg::W4a16 => Quant::W4A16,
+        },
     };
     let device = edge::device(device)?;
     if !serving.sweep.is_empty() {

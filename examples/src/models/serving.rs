@@ -3,7 +3,7 @@
 //! [`pto_estimator::llm::graph::build`], for estimation: one fused attention op per layer,
 //! weights declared without data.
 
-use pto_estimator::llm::{LlmConfig, Phase, Workload, graph};
+use pto_estimator::llm::{LlmConfig, Phase, Quant, Workload, graph};
 use pto_op::{GraphDef, OpError};
 
 /// Llama-2-7B's config.
@@ -29,6 +29,7 @@ fn decode(name: &str, context: usize) -> Workload {
         seq: 0,
         context,
         tp: 1,
+        quant: Quant::None,
     }
 }
 

@@ -5,7 +5,7 @@ use pto_op::ops::{add, gather, matmul, mul, reshape, rms_norm, silu, slice};
 use pto_op::{AttrValue, Attributes, DType, Graph, GraphDef, OpError, Shape, Value, registry};
 
 use super::config::LlmConfig;
-use super::workload::{Phase, Workload};
+use super::workload::{Phase, Quant, Workload};
 use crate::EstimateError;
 
 /// The fused ops the graph calls by name; an operator crate links them (pto-examples'
@@ -22,6 +22,9 @@ pub mod ops {
     /// The LM head: `x [n, hidden] @ table[vocab, hidden]^T` (the table is the embedding
     /// when they are tied).
     pub const LM_HEAD: &str = "llm.lm_head";
+    /// A quantised linear, `x [n, k] @ w * scale` (`scheme` w8a8: `w` int8 `[k, m]`;
+    /// w4a16: `w` int4 packed two to a byte, `[k / 2, m]`), `scale [m]`.
+    pub const QUANT_LINEAR: &str = "llm.quant_linear";
     /// Sum over the tensor-parallel group.
     pub const ALL_REDUCE: &str = "comm.all_reduce";
     /// Concatenation over the tensor-parallel group along the last axis.
@@ -168,8 +171,32 @@ fn describe(config: &LlmConfig, workload: &Workload, shard: &Shard) -> Result<Gr
     let (q_width, kv_width) = (shard.heads * head, shard.kv_heads * head);
     for layer in 0..config.num_hidden_layers {
         let w = |name: &str, dims: &[usize]| weight(format!("l{layer}.{name}"), dims);
+        let linear =
+            |h: &Value, name: &str, depth: usize, width: usize| -> Result<Value, OpError> {
+                let scheme = match workload.quant {
+                    Quant::None => return matmul::apply(h, &w(name, &[depth, width])?, &mm),
+                    Quant::W8A8 => "w8a8",
+                    Quant::W4A16 => "w4a16",
+                };
+                let rows = if workload.quant == Quant::W4A16 {
+                    depth.div_ceil(2)
+                } else {
+                    depth
+                };
+                let packed = graph.declare_weight(
+                    format!("l{layer}.{name}"),
+                    Shape::from([rows, width]),
+                    DType::I8,
+                )?;
+                let scale = w(&format!("{name}.scale"), &[width])?;
+                call(
+                    ops::QUANT_LINEAR,
+                    &[h, &packed, &scale],
+                    attrs(&[("scheme", AttrValue::String(scheme.to_owned()))]),
+                )
+            };
         let project = |h: &Value, name: &str, width: usize| -> Result<Value, OpError> {
-            let y = matmul::apply(h, &w(name, &[hidden, width])?, &mm)?;
+            let y = linear(h, name, hidden, width)?;
             if config.qkv_bias() {
                 add::apply(&y, &w(&format!("{name}.bias"), &[width])?, &add::Params {})
             } else {
@@ -225,16 +252,13 @@ fn describe(config: &LlmConfig, workload: &Workload, shard: &Shard) -> Result<Gr
             }
         };
         let attended = view(&attended, &[tokens, q_width])?;
-        let projected = matmul::apply(&attended, &w("w_o", &[q_width, hidden])?, &mm)?;
+        let projected = linear(&attended, "w_o", q_width, hidden)?;
         x = add::apply(&x, &reduce(&projected)?, &add::Params {})?;
         let m = rms_norm::apply(&x, &w("g_mlp", &[hidden])?, &norm)?;
-        let gate = silu::apply(
-            &matmul::apply(&m, &w("w_gate", &[hidden, shard.mlp])?, &mm)?,
-            &silu::Params {},
-        )?;
-        let up = matmul::apply(&m, &w("w_up", &[hidden, shard.mlp])?, &mm)?;
+        let gate = silu::apply(&linear(&m, "w_gate", hidden, shard.mlp)?, &silu::Params {})?;
+        let up = linear(&m, "w_up", hidden, shard.mlp)?;
         let mixed = mul::apply(&gate, &up, &mul::Params {})?;
-        let down = matmul::apply(&mixed, &w("w_down", &[shard.mlp, hidden])?, &mm)?;
+        let down = linear(&mixed, "w_down", shard.mlp, hidden)?;
         x = add::apply(&x, &reduce(&down)?, &add::Params {})?;
     }
     if per_sequence > 1 {

@@ -6,6 +6,7 @@
 //! let config = LlmConfig::load("config.json".as_ref()).unwrap();
 //! let workload = Workload {
 //!     name: "llama-2-7b".into(), phase: Phase::Decode, batch: 1, seq: 0, context: 1536, tp: 1,
+//!     quant: Default::default(),
 //! };
 //! let device = pto_op::DeviceProfile::builtin("ascend910b").unwrap();
 //! let mut estimator = pto_estimator::Estimator::linked(&device).unwrap();
@@ -36,7 +37,7 @@ use crate::{EstimateError, Estimator};
 pub use config::LlmConfig;
 pub use memory::{MemoryReport, max_batch};
 pub use node::{Link, NodeProfile, Topology};
-pub use workload::{Phase, Workload};
+pub use workload::{Phase, Quant, Workload};
 
 /// A serving step's estimate on one device of its group: the model report (per-op
 /// table, streams, totals), the communication, and memory.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::LlmConfig;
 use super::estimate;
-use super::workload::{Phase, Workload};
+use super::workload::{Phase, Quant, Workload};
 use crate::{EstimateError, Estimator};
 
 /// Llama-2-7B's config.json.
@@ -159,6 +159,7 @@ pub fn report() -> Result<PublishedReport, EstimateError> {
             seq: data.seq,
             context: data.context,
             tp: case.tp,
+            quant: Quant::None,
         };
         let llm = estimate(&LlmConfig::parse(text)?, &workload, &mut estimator)?;
         let estimated_ms = llm.report.total_seconds * 1e3;

@@ -21,6 +21,33 @@ impl core::fmt::Display for Phase {
     }
 }
 
+/// How the decoder layers' linear weights are stored and multiplied (the embedding, the
+/// norms and the LM head stay in the model's dtype).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Quant {
+    /// In the model's dtype.
+    #[default]
+    None,
+    /// int8 weights with a scale per output channel, activations quantised per token to
+    /// int8: the cube multiplies int8 at its integer rate, the vector unit quantises the
+    /// activations and dequantises the int32 result.
+    W8A8,
+    /// int4 weights (two to a byte) with a scale per output channel, activations in the
+    /// model's dtype: the vector unit dequantises the weights, the cube multiplies in f16.
+    W4A16,
+}
+
+impl core::fmt::Display for Quant {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(match self {
+            Quant::None => "none",
+            Quant::W8A8 => "w8a8",
+            Quant::W4A16 => "w4a16",
+        })
+    }
+}
+
 /// One serving step of a model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Workload {
@@ -37,6 +64,8 @@ pub struct Workload {
     pub context: usize,
     /// Devices of the tensor-parallel group (1: one device).
     pub tp: usize,
+    /// The decoder layers' linears.
+    pub quant: Quant,
 }
 
 impl Workload {
@@ -54,8 +83,12 @@ impl Workload {
             Phase::Prefill => format!("seq {}", self.seq),
             Phase::Decode => format!("context {}", self.context),
         };
+        let quant = match self.quant {
+            Quant::None => String::new(),
+            q => format!(", {q}"),
+        };
         format!(
-            "{}, batch {}, {length}, tp {}",
+            "{}, batch {}, {length}, tp {}{quant}",
             self.phase, self.batch, self.tp
         )
     }
