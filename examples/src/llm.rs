@@ -356,7 +356,11 @@ pub mod lm_head {
 fn quant_weight(w: &ndarray::ArrayD<f32>, scheme: &str, row: usize, col: usize) -> f32 {
     if scheme == "w4a16" {
         let byte = w[[row / 2, col]] as i8 as u8;
-        let nibble = if row % 2 == 0 { byte & 0x0f } else { byte >> 4 };
+        let nibble = if row.is_multiple_of(2) {
+            byte & 0x0f
+        } else {
+            byte >> 4
+        };
         f32::from(((nibble << 4) as i8) >> 4)
     } else {
         w[[row, col]]
