@@ -468,6 +468,147 @@ pub mod quant_linear {
     }
 }
 
+/// Experts whose weights `tokens` tokens, each routed to `top_k` of `experts`, touch in
+/// expectation when routing is uniform and independent per token (the load-balance
+/// assumption: a trained router's auxiliary loss aims at it): each expert is missed by all
+/// tokens with probability `(1 - top_k / experts)^tokens`.
+pub fn experts_touched(tokens: u64, top_k: u64, experts: u64) -> f64 {
+    if experts == 0 {
+        return 0.0;
+    }
+    let miss = 1.0 - top_k.min(experts) as f64 / experts as f64;
+    experts as f64 * (1.0 - miss.powf(tokens as f64))
+}
+
+/// A mixture-of-experts SwiGLU MLP: `x [n, h]`, the router's `logits [n, experts]`, the
+/// experts' `w_gate` and `w_up` `[experts, h, e]`, `w_down` `[experts, e, h]`. Each token
+/// goes to its `top_k` experts by logit, weighted by the softmax of those logits
+/// (Mixtral's routing), and `y` is the weighted sum of their outputs
+/// `(silu(x w_gate) * (x w_up)) w_down`.
+#[custom_op(name = "llm.moe_ffn", params(top_k: i64 = 2))]
+pub mod moe_ffn {
+    use super::*;
+
+    #[infer_shape]
+    fn infer_shape(
+        x: &Shape,
+        logits: &Shape,
+        w_gate: &Shape,
+        w_up: &Shape,
+        w_down: &Shape,
+        p: &Params,
+    ) -> Result<Shape, OpError> {
+        x.expect_rank("x", 2)?;
+        w_gate.expect_rank("w_gate", 3)?;
+        let (n, h) = (x.dims()[0], x.dims()[1]);
+        let (experts, e) = (w_gate.dims()[0], w_gate.dims()[2]);
+        if logits.dims() != [n, experts] {
+            return Err(OpError::input(
+                "logits",
+                format!("is {logits}; expected [{n}, {experts}]"),
+            ));
+        }
+        if w_gate.dims()[1] != h || w_up != w_gate {
+            return Err(OpError::input(
+                "w_up",
+                format!("is {w_up} (w_gate {w_gate}); expected both [{experts}, {h}, e]"),
+            ));
+        }
+        if w_down.dims() != [experts, e, h] {
+            return Err(OpError::input(
+                "w_down",
+                format!("is {w_down}; expected [{experts}, {e}, {h}]"),
+            ));
+        }
+        if p.top_k < 1 || p.top_k as usize > experts {
+            return Err(OpError::invalid(format!(
+                "`top_k` is {}; expected 1 to {experts}",
+                p.top_k
+            )));
+        }
+        Ok(x.clone())
+    }
+
+    #[infer_dtype]
+    fn infer_dtype(
+        x: DType,
+        _logits: DType,
+        _w_gate: DType,
+        _w_up: DType,
+        _w_down: DType,
+        _p: &Params,
+    ) -> Result<DType, OpError> {
+        check_float("x", x)
+    }
+
+    #[reference]
+    fn reference(
+        x: &Tensor,
+        logits: &Tensor,
+        w_gate: &Tensor,
+        w_up: &Tensor,
+        w_down: &Tensor,
+        p: &Params,
+    ) -> Result<Tensor, OpError> {
+        let (x32, l32) = (x.to_f32_matrix("x")?, logits.to_f32_matrix("logits")?);
+        let (g, u, d) = (
+            w_gate.to_f32_array(),
+            w_up.to_f32_array(),
+            w_down.to_f32_array(),
+        );
+        let (n, h, e) = (x32.nrows(), x32.ncols(), g.shape()[2]);
+        let mut y = ndarray::Array2::<f32>::zeros((n, h));
+        for t in 0..n {
+            let mut order: Vec<usize> = (0..l32.ncols()).collect();
+            order.sort_by(|&a, &b| l32[[t, b]].total_cmp(&l32[[t, a]]));
+            let chosen = &order[..p.top_k as usize];
+            let max = l32[[t, chosen[0]]];
+            let weights: Vec<f32> = chosen.iter().map(|&c| (l32[[t, c]] - max).exp()).collect();
+            let total: f32 = weights.iter().sum();
+            for (&expert, weight) in chosen.iter().zip(weights) {
+                let hidden: Vec<f32> = (0..e)
+                    .map(|j| {
+                        let gate: f32 = (0..h).map(|i| x32[[t, i]] * g[[expert, i, j]]).sum();
+                        let up: f32 = (0..h).map(|i| x32[[t, i]] * u[[expert, i, j]]).sum();
+                        gate / (1.0 + (-gate).exp()) * up
+                    })
+                    .collect();
+                for o in 0..h {
+                    let out: f32 = (0..e).map(|j| hidden[j] * d[[expert, j, o]]).sum();
+                    y[[t, o]] += weight / total * out;
+                }
+            }
+        }
+        Ok(Tensor::from_f32_array(y.into_dyn(), x.dtype()))
+    }
+
+    /// `n top_k 3 h e` multiply-accumulates (each token through its experts' three
+    /// projections); 5 vector ops per element of each token's expert hidden units (silu,
+    /// product, the weighted sum's share) and 3 per router logit (softmax, top-k).
+    /// Traffic: `x`, the logits and `y`, and the weights of the experts the batch touches
+    /// under uniform routing ([`experts_touched`]): at decode, a batch of a few tokens
+    /// reads a few experts, not all of them.
+    #[properties]
+    fn properties(info: &OpInvokeInfo) -> PerformanceProperties {
+        let (x, logits, gate) = (&info.inputs[0], &info.inputs[1], &info.inputs[2]);
+        let (n, h) = (x.shape.dims()[0] as u64, x.shape.dims()[1] as u64);
+        let (experts, e) = (gate.shape.dims()[0] as u64, gate.shape.dims()[2] as u64);
+        let top_k = info.param::<i64>("top_k").map_or(2, |k| k.max(1) as u64);
+        let per_expert = 3 * h * e * gate.dtype.size_bytes() as u64;
+        let touched = experts_touched(n, top_k, experts);
+        let mut p = PerformanceProperties {
+            memory_read_bytes: x.bytes()
+                + logits.bytes()
+                + (touched * per_expert as f64).round() as u64,
+            memory_write_bytes: info.outputs[0].bytes(),
+            ..Default::default()
+        };
+        p.compute(x.dtype).mma_ops = n * top_k * 3 * h * e;
+        p.compute(DType::F32).gp_ops = 5 * n * top_k * e + 3 * n * experts;
+        p
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,6 +690,48 @@ mod tests {
             y.to_f32_array().iter().copied().collect::<Vec<_>>(),
             [-0.5, -18.0]
         );
+    }
+
+    #[test]
+    fn a_mixture_of_one_expert_is_that_experts_mlp() {
+        // With top_k = 1 the routing weight is 1: y is the chosen expert's SwiGLU.
+        let x = Tensor::random_uniform([3, 4], DType::F32, 8, -1.0, 1.0);
+        let logits = Tensor::from_vec([3, 2], vec![1.0f32, 0.0, 0.0, 1.0, 2.0, -1.0]).unwrap();
+        let g = Tensor::random_uniform([2, 4, 5], DType::F32, 9, -1.0, 1.0);
+        let u = Tensor::random_uniform([2, 4, 5], DType::F32, 10, -1.0, 1.0);
+        let d = Tensor::random_uniform([2, 5, 4], DType::F32, 11, -1.0, 1.0);
+        let attrs = moe_ffn::Params { top_k: 1 }.to_attributes();
+        let y = moe_ffn::def()
+            .run_reference(&[&x, &logits, &g, &u, &d], &attrs)
+            .unwrap()
+            .remove(0)
+            .to_f32_array();
+        let (x32, g32, u32_, d32) = (
+            x.to_f32_array(),
+            g.to_f32_array(),
+            u.to_f32_array(),
+            d.to_f32_array(),
+        );
+        for (t, expert) in [(0, 0), (1, 1), (2, 0)] {
+            for o in 0..4 {
+                let mut out = 0.0f32;
+                for j in 0..5 {
+                    let gate: f32 = (0..4).map(|i| x32[[t, i]] * g32[[expert, i, j]]).sum();
+                    let up: f32 = (0..4).map(|i| x32[[t, i]] * u32_[[expert, i, j]]).sum();
+                    out += gate / (1.0 + (-gate).exp()) * up * d32[[expert, j, o]];
+                }
+                assert!((y[[t, o]] - out).abs() < 1e-5, "{} vs {out}", y[[t, o]]);
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_routing_touches_the_expected_experts() {
+        // One token touches exactly top_k experts; many touch them all.
+        assert!((experts_touched(1, 2, 8) - 2.0).abs() < 1e-12);
+        assert!((experts_touched(10_000, 2, 8) - 8.0).abs() < 1e-9);
+        // Two tokens, top-2 of 8: 8 x (1 - (6/8)^2) = 3.5.
+        assert!((experts_touched(2, 2, 8) - 3.5).abs() < 1e-12);
     }
 
     #[test]

@@ -182,6 +182,47 @@ fn quantised_linears_store_their_weights_in_int8_or_int4_with_a_scale_per_channe
 }
 
 #[test]
+fn a_mixture_of_experts_reads_the_experts_its_tokens_touch() {
+    // Mixtral-8x7B by hand: per layer attention 2 x 4096^2 + 2 x 4096 x 1024, 2 norms, a
+    // router of 4096 x 8 and 8 experts of 3 x 4096 x 14336; the embedding, the LM head and
+    // the final norm: 46,702,792,704, the model card's "46.7B".
+    let attention = 2 * 4096u64 * 4096 + 2 * 4096 * 1024 + 2 * 4096;
+    let moe = 4096 * 8 + 8 * 3 * 4096 * 14336u64;
+    let params = 32 * (attention + moe) + 2 * 32000 * 4096 + 4096;
+    assert_eq!(params, 46_702_792_704);
+    let c = config("mixtral-8x7b");
+    assert_eq!(c.parameters(), params);
+    let w = workload(Phase::Decode, 1, 2);
+    let g = graph::build(&c, &w).unwrap();
+    assert_eq!(
+        g.nodes.iter().filter(|n| n.op == graph::ops::MOE).count(),
+        32
+    );
+    // One token routed to 2 of 8 experts reads those two experts' weights (on one of two
+    // devices, half of each), not all eight.
+    let device = DeviceProfile::builtin("ascend910b").unwrap();
+    let mut estimator = Estimator::linked(&device).unwrap();
+    let report = llm::estimate(&c, &w, &mut estimator).unwrap();
+    let row = report
+        .report
+        .ops
+        .iter()
+        .find(|r| r.op == graph::ops::MOE)
+        .unwrap();
+    let experts = 2 * 3 * 4096 * (14336 / 2) * 2u64;
+    let activations = 4096 * 2 + 8 * 2 + 4096 * 2;
+    assert_eq!(row.bytes, Some(experts + activations));
+    // Multi-head latent attention is refused, not estimated as something else.
+    let deepseek = r#"{"model_type": "deepseek_v3", "hidden_size": 7168,
+        "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 128,
+        "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8,
+        "moe_intermediate_size": 2048, "n_shared_experts": 1, "first_k_dense_replace": 3,
+        "kv_lora_rank": 512}"#;
+    let refused = LlmConfig::parse(deepseek).unwrap_err().to_string();
+    assert!(refused.contains("multi-head latent attention"), "{refused}");
+}
+
+#[test]
 fn the_largest_batch_fits_and_one_more_does_not() {
     let c = config("llama-2-7b");
     let w = workload(Phase::Decode, 1, 1);

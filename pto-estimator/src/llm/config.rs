@@ -45,6 +45,28 @@ pub struct LlmConfig {
     /// `rms_norm_eps`.
     #[serde(default = "default_eps")]
     pub rms_norm_eps: f64,
+    /// Routed experts of a mixture-of-experts MLP (`num_local_experts` in Mixtral,
+    /// `n_routed_experts` in DeepSeek); absent: a dense MLP.
+    #[serde(default, alias = "num_local_experts", alias = "n_routed_experts")]
+    pub experts: Option<usize>,
+    /// Experts each token is routed to.
+    #[serde(default)]
+    pub num_experts_per_tok: Option<usize>,
+    /// Hidden units of one expert (DeepSeek's `moe_intermediate_size`); absent:
+    /// `intermediate_size` (Mixtral).
+    #[serde(default)]
+    pub moe_intermediate_size: Option<usize>,
+    /// Experts every token goes through besides the routed ones (DeepSeek), each of
+    /// `moe_intermediate_size`.
+    #[serde(default)]
+    pub n_shared_experts: Option<usize>,
+    /// Leading layers with a dense MLP of `intermediate_size` (DeepSeek).
+    #[serde(default)]
+    pub first_k_dense_replace: Option<usize>,
+    /// Multi-head latent attention's compressed KV width (DeepSeek-V2 / V3): not
+    /// modelled, so such a config is refused rather than estimated as another attention.
+    #[serde(default)]
+    pub kv_lora_rank: Option<usize>,
 }
 
 fn default_dtype() -> String {
@@ -130,7 +152,34 @@ impl LlmConfig {
                 self.num_attention_heads
             ));
         }
+        if self.kv_lora_rank.is_some() {
+            return fail(
+                "multi-head latent attention (`kv_lora_rank`, DeepSeek-V2 / V3) is not \
+                 modelled; only its mixture-of-experts MLP is (a config without \
+                 `kv_lora_rank` estimates it over grouped-query attention)"
+                    .to_owned(),
+            );
+        }
+        if let Some(experts) = self.experts {
+            let k = self.num_experts_per_tok.unwrap_or(0);
+            if k == 0 || k > experts {
+                return fail(format!(
+                    "`num_experts_per_tok` is {k}; a mixture of {experts} experts routes \
+                     each token to 1 to {experts}"
+                ));
+            }
+        }
         self.dtype().map(|_| ())
+    }
+
+    /// Whether layer `layer`'s MLP is a mixture of experts.
+    pub fn is_moe_layer(&self, layer: usize) -> bool {
+        self.experts.is_some() && layer >= self.first_k_dense_replace.unwrap_or(0)
+    }
+
+    /// Hidden units of one expert.
+    pub fn expert_size(&self) -> usize {
+        self.moe_intermediate_size.unwrap_or(self.intermediate_size)
     }
 
     /// Key and value heads.
@@ -180,8 +229,19 @@ impl LlmConfig {
         let q = (self.num_attention_heads * self.head_size()) as u64;
         let kv = (self.kv_heads() * self.head_size()) as u64;
         let bias = if self.qkv_bias() { q + 2 * kv } else { 0 };
-        let layer = h * q + 2 * h * kv + q * h + bias + 3 * h * i + 2 * h;
+        let attention = h * q + 2 * h * kv + q * h + bias + 2 * h;
+        let mlp = |layer: usize| -> u64 {
+            if !self.is_moe_layer(layer) {
+                return 3 * h * i;
+            }
+            let (experts, e) = (self.experts.unwrap_or(0) as u64, self.expert_size() as u64);
+            let shared = self.n_shared_experts.unwrap_or(0) as u64;
+            h * experts + (experts + shared) * 3 * h * e
+        };
+        let layers: u64 = (0..self.num_hidden_layers)
+            .map(|l| attention + mlp(l))
+            .sum();
         let head = if self.tie_word_embeddings { 0 } else { v * h };
-        v * h + self.num_hidden_layers as u64 * layer + h + head
+        v * h + layers + h + head
     }
 }

@@ -25,6 +25,10 @@ pub mod ops {
     /// A quantised linear, `x [n, k] @ w * scale` (`scheme` w8a8: `w` int8 `[k, m]`;
     /// w4a16: `w` int4 packed two to a byte, `[k / 2, m]`), `scale [m]`.
     pub const QUANT_LINEAR: &str = "llm.quant_linear";
+    /// A mixture-of-experts MLP: `x [n, hidden]`, the router's logits `[n, experts]`, the
+    /// experts' `w_gate` and `w_up` `[experts, hidden, e]` and `w_down` `[experts, e,
+    /// hidden]` to `[n, hidden]`; `top_k` experts per token.
+    pub const MOE: &str = "llm.moe_ffn";
     /// Sum over the tensor-parallel group.
     pub const ALL_REDUCE: &str = "comm.all_reduce";
     /// Concatenation over the tensor-parallel group along the last axis.
@@ -42,6 +46,10 @@ pub mod ops {
 /// the residual; RMSNorm; the gated MLP (gate and up column-parallel, down row-parallel)
 /// and an all-reduce; the residual. Then the final norm on the last position of each
 /// sequence, the LM head (each device a `vocab / tp` slice) and an all-gather of the logits.
+///
+/// A mixture-of-experts layer (see [`LlmConfig::is_moe_layer`]) has a router and one
+/// [`ops::MOE`] instead of the MLP, plus its shared experts as a dense MLP; with
+/// `workload.quant` the decoder layers' linears are [`ops::QUANT_LINEAR`].
 ///
 /// # Errors
 ///
@@ -62,6 +70,9 @@ pub(crate) struct Shard {
     pub heads: usize,
     pub kv_heads: usize,
     pub mlp: usize,
+    /// Hidden units of one expert on the device (each expert's MLP sharded like the
+    /// dense one).
+    pub expert: usize,
     pub vocab: usize,
 }
 
@@ -96,7 +107,14 @@ impl Shard {
                 config.intermediate_size
             ));
         }
+        if config.experts.is_some() && !config.expert_size().is_multiple_of(tp) {
+            return fail(format!(
+                "tensor parallelism {tp} does not divide an expert's {} hidden units",
+                config.expert_size()
+            ));
+        }
         Ok(Shard {
+            expert: config.expert_size() / tp,
             heads: heads / tp,
             kv_heads: (kv / tp).max(1),
             mlp: config.intermediate_size / tp,
@@ -255,10 +273,40 @@ fn describe(config: &LlmConfig, workload: &Workload, shard: &Shard) -> Result<Gr
         let projected = linear(&attended, "w_o", q_width, hidden)?;
         x = add::apply(&x, &reduce(&projected)?, &add::Params {})?;
         let m = rms_norm::apply(&x, &w("g_mlp", &[hidden])?, &norm)?;
-        let gate = silu::apply(&linear(&m, "w_gate", hidden, shard.mlp)?, &silu::Params {})?;
-        let up = linear(&m, "w_up", hidden, shard.mlp)?;
-        let mixed = mul::apply(&gate, &up, &mul::Params {})?;
-        let down = linear(&mixed, "w_down", shard.mlp, hidden)?;
+        let swiglu = |prefix: &str, width: usize| -> Result<Value, OpError> {
+            let gate = silu::apply(
+                &linear(&m, &format!("{prefix}w_gate"), hidden, width)?,
+                &silu::Params {},
+            )?;
+            let up = linear(&m, &format!("{prefix}w_up"), hidden, width)?;
+            let mixed = mul::apply(&gate, &up, &mul::Params {})?;
+            linear(&mixed, &format!("{prefix}w_down"), width, hidden)
+        };
+        let down = if config.is_moe_layer(layer) {
+            let experts = config.experts.unwrap_or(1);
+            let router = matmul::apply(&m, &w("w_router", &[hidden, experts])?, &mm)?;
+            let e = shard.expert;
+            let routed = call(
+                ops::MOE,
+                &[
+                    &m,
+                    &router,
+                    &w("experts.w_gate", &[experts, hidden, e])?,
+                    &w("experts.w_up", &[experts, hidden, e])?,
+                    &w("experts.w_down", &[experts, e, hidden])?,
+                ],
+                attrs(&[(
+                    "top_k",
+                    AttrValue::I64(config.num_experts_per_tok.unwrap_or(1) as i64),
+                )]),
+            )?;
+            match config.n_shared_experts.unwrap_or(0) {
+                0 => routed,
+                shared => add::apply(&routed, &swiglu("shared.", shared * e)?, &add::Params {})?,
+            }
+        } else {
+            swiglu("", shard.mlp)?
+        };
         x = add::apply(&x, &reduce(&down)?, &add::Params {})?;
     }
     if per_sequence > 1 {

@@ -17,6 +17,8 @@ pub const LLAMA_2_7B: &str = include_str!("../../data/llm/llama-2-7b.json");
 pub const LLAMA_2_70B: &str = include_str!("../../data/llm/llama-2-70b.json");
 /// Llama-3-70B's config.json.
 pub const LLAMA_3_70B: &str = include_str!("../../data/llm/llama-3-70b.json");
+/// Mixtral-8x7B's config.json (a mixture of experts).
+pub const MIXTRAL_8X7B: &str = include_str!("../../data/llm/mixtral-8x7b.json");
 /// Qwen2-7B's config.json.
 pub const QWEN2_7B: &str = include_str!("../../data/llm/qwen2-7b.json");
 /// Qwen2-72B's config.json.
@@ -30,6 +32,7 @@ pub fn config(name: &str) -> Option<&'static str> {
         "llama-2-7b" => Some(LLAMA_2_7B),
         "llama-2-70b" => Some(LLAMA_2_70B),
         "llama-3-70b" => Some(LLAMA_3_70B),
+        "mixtral-8x7b" => Some(MIXTRAL_8X7B),
         "qwen2-7b" => Some(QWEN2_7B),
         "qwen2-72b" => Some(QWEN2_72B),
         _ => None,
