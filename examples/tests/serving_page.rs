@@ -58,4 +58,7 @@ fn every_measurement_is_estimated_with_its_ratio_and_bar() {
         assert!(report.sources.iter().any(|s| s.id == case.source));
     }
     assert_eq!((bar(1), bar(8)), (0.25, 0.30));
+    // The measurements name their device; another one is refused, not silently ignored.
+    let refused = pto_cli::run(["pto", "estimate", "--published", "--device", "kirin9030"]);
+    assert!(refused.is_err());
 }

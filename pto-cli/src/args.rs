@@ -297,9 +297,9 @@ pub(crate) struct ServingArgs {
     #[arg(long, value_enum, default_value = "none", requires = "llm")]
     pub quant: QuantArg,
     /// Estimate every published serving measurement (`pto-estimator/data/llm/
-    /// measurements.json`) and print the table of docs/serving.md: measured, estimated,
-    /// ratio, within the bar.
-    #[arg(long, conflicts_with_all = ["model", "llm"])]
+    /// measurements.json`, on the device profile it names) and print the table of
+    /// docs/serving.md: measured, estimated, ratio, within the bar.
+    #[arg(long, conflicts_with_all = ["model", "llm", "device"])]
     pub published: bool,
     /// Also find the largest batch whose weights, KV cache and activations fit one
     /// device's memory at this phase and length.
