@@ -13,6 +13,10 @@
 //!   `pow`; [`unary_math`] and [`binary_math`] apply one math function (sin, cos, floor,
 //!   ceil, erf, exp2, log2; pow, rem, mod) element-wise, on a grid of the device's cores.
 //!
+//! - [`llm`]: the fused ops of an LLM serving graph (attention at prefill and at decode
+//!   over a KV cache, rotary embedding, the LM head) and [`comm`]: the collectives of a
+//!   tensor-parallel group, priced on a node profile's links (`pto estimate --llm`).
+//!
 //! [`models`] traces example models from these ops (and team B's, [`pto_team_b`]) and
 //! registers them for the `pto` command line.
 //!
@@ -20,9 +24,11 @@
 //! runs them on the CPU and the simulator.
 
 mod attention;
+pub mod comm;
 mod cpu_kernels;
 mod elementwise;
 mod linalg;
+pub mod llm;
 mod math;
 mod mlp;
 pub mod models;

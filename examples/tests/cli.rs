@@ -376,13 +376,13 @@ fn estimate_takes_the_7b_model_without_its_weights() {
     let out = run([
         "pto",
         "estimate",
-        "llama-7b-decoder",
+        "llama-7b-prefill",
         "--device",
         "kirin9030",
     ])
     .unwrap();
     assert!(
-        out.starts_with("model `llama-7b-decoder` on `kirin9030`"),
+        out.starts_with("model `llama-7b-prefill` on `kirin9030`"),
         "{out}"
     );
     assert!(out.contains("weights 12852.5 MiB"), "{out}");

@@ -7,7 +7,8 @@ use pto_op::{DType, Tensor};
 // Links the example models (and their ops) into this test.
 use pto_examples as _;
 
-/// The models with weight data: `llama-7b-decoder` only describes its graph.
+/// The models with weight data: `llama-7b-prefill` and the serving models only describe
+/// their graphs.
 fn runnable() -> Vec<&'static pto_op::models::ModelDef> {
     builtin_models()
         .expect("unique names")
@@ -29,9 +30,11 @@ fn every_example_model_agrees_on_cpu_and_sim() {
             "decoder-block",
             "decoder-block-f16",
             "decoder-block-std",
-            "llama-7b-decoder",
+            "llama-2-7b-decode",
+            "llama-7b-prefill",
             "mixed",
-            "pipeline"
+            "pipeline",
+            "qwen2-7b-decode"
         ]
     );
     for def in runnable() {

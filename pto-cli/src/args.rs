@@ -101,10 +101,13 @@ pub(crate) enum Command {
     /// Estimate a model's time on a device: per-op table (time, share, bound, source),
     /// totals, weight and peak activation memory.
     Estimate {
-        /// An ONNX file (`.onnx`), a model file, or a built-in model's name.
-        model: String,
+        /// An ONNX file (`.onnx`), a model file, or a built-in model's name (or `--llm`).
+        #[arg(required_unless_present_any = ["llm", "published"])]
+        model: Option<String>,
         #[command(flatten)]
         device: DeviceArg,
+        #[command(flatten)]
+        serving: ServingArgs,
         /// Write the roofline plot as SVG to this file (atomically).
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
@@ -264,6 +267,68 @@ pub(crate) struct BudgetArg {
     /// or less where the address-space limit or the cgroup's memory limit leaves less).
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<MemoryBudget>,
+}
+
+/// `pto estimate --llm CONFIG.json`: a serving step of a decoder-only LLM from its Hugging
+/// Face config.
+#[derive(Debug, Args)]
+pub(crate) struct ServingArgs {
+    /// Estimate the LLM a Hugging Face `config.json` describes (Llama, Mistral, Qwen2),
+    /// instead of a MODEL.
+    #[arg(long, value_name = "CONFIG.json", conflicts_with = "model")]
+    pub llm: Option<PathBuf>,
+    /// The serving step: the whole prompt (prefill) or one new token (decode).
+    #[arg(long, value_enum, default_value = "prefill", requires = "llm")]
+    pub phase: PhaseArg,
+    /// Sequences at once.
+    #[arg(long, default_value_t = 1, requires = "llm")]
+    pub batch: usize,
+    /// Prompt tokens per sequence (prefill).
+    #[arg(long, default_value_t = 1024, requires = "llm")]
+    pub seq: usize,
+    /// Tokens already in each sequence's KV cache (decode).
+    #[arg(long, default_value_t = 1024, requires = "llm")]
+    pub context: usize,
+    /// Devices of the tensor-parallel group.
+    #[arg(long, default_value_t = 1, requires = "llm")]
+    pub tp: usize,
+    /// The decoder layers' linears: in the model's dtype, int8 weights and activations
+    /// (w8a8), or int4 weights with f16 activations (w4a16).
+    #[arg(long, value_enum, default_value = "none", requires = "llm")]
+    pub quant: QuantArg,
+    /// Estimate every published serving measurement (`pto-estimator/data/llm/
+    /// measurements.json`, on the device profile it names) and print the table of
+    /// docs/serving.md: measured, estimated, ratio, within the bar.
+    #[arg(long, conflicts_with_all = ["model", "llm", "device"])]
+    pub published: bool,
+    /// Also find the largest batch whose weights, KV cache and activations fit one
+    /// device's memory at this phase and length.
+    #[arg(long, requires = "llm")]
+    pub max_batch: bool,
+    /// Estimate a grid instead of one step: `--sweep batch=1,8,32 --sweep tp=1,2,4,8`
+    /// (FIELD one of batch, seq, context, tp; repeatable), on every core.
+    #[arg(long, value_name = "FIELD=V1,V2,..", requires = "llm")]
+    pub sweep: Vec<pto_estimator::llm::sweep::Axis>,
+}
+
+/// The `--quant` of `pto estimate --llm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum QuantArg {
+    /// The model's dtype.
+    None,
+    /// int8 weights and activations.
+    W8a8,
+    /// int4 weights, f16 activations.
+    W4a16,
+}
+
+/// The `--phase` of `pto estimate --llm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PhaseArg {
+    /// The whole prompt.
+    Prefill,
+    /// One new token per sequence.
+    Decode,
 }
 
 /// The device profile of a verb that simulates or estimates.

@@ -206,17 +206,29 @@ where
         Command::Estimate {
             model,
             device,
+            serving,
             plot,
             trace,
             json,
-        } => perf::estimate(
-            &model,
-            load,
-            device.device.as_deref(),
-            plot.as_deref(),
-            trace.as_deref(),
-            json,
-        ),
+        } => match (&serving.llm, model) {
+            _ if serving.published => render(&pto_estimator::llm::published::report()?, json),
+            (Some(config), _) => perf::estimate_llm(
+                config,
+                &serving,
+                device.device.as_deref(),
+                plot.as_deref(),
+                trace.as_deref(),
+                json,
+            ),
+            (None, model) => perf::estimate(
+                model.as_deref().unwrap_or_default(),
+                load,
+                device.device.as_deref(),
+                plot.as_deref(),
+                trace.as_deref(),
+                json,
+            ),
+        },
         Command::Accuracy {
             device,
             cases,

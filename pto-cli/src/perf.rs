@@ -3,10 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use pto_estimator::Estimator;
+use pto_estimator::llm::{self, LlmConfig, Phase, Quant, Workload, sweep};
 use pto_estimator::report::ModelReport;
 use pto_estimator::roofline::Peaks;
 
 use crate::accuracy::{accuracy, calibrate, standard_sweeps};
+use crate::args::{PhaseArg, QuantArg, ServingArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_graph;
@@ -43,6 +45,74 @@ pub(crate) fn estimate(
     }
     if let Some(path) = trace {
         report.write_trace(path)?;
+    }
+    render(&report, json)
+}
+
+/// `pto estimate --llm CONFIG.json`: one serving step (or a sweep of them) of the LLM the
+/// config describes, on one device of its tensor-parallel group.
+pub(crate) fn estimate_llm(
+    config_path: &Path,
+    serving: &ServingArgs,
+    device: Option<&str>,
+    plot: Option<&Path>,
+    trace: Option<&Path>,
+    json: bool,
+) -> Result<String, CliError> {
+    let config = LlmConfig::load(config_path)?;
+    let name = config_path
+        .parent()
+        .and_then(Path::file_name)
+        .filter(|_| config_path.file_name().is_some_and(|f| f == "config.json"))
+        .or_else(|| config_path.file_stem())
+        .map_or_else(
+            || config.model_type.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+    let workload = Workload {
+        name,
+        phase: match serving.phase {
+            PhaseArg::Prefill => Phase::Prefill,
+            PhaseArg::Decode => Phase::Decode,
+        },
+        batch: serving.batch,
+        seq: serving.seq,
+        context: serving.context,
+        tp: serving.tp,
+        quant: match serving.quant {
+            QuantArg::None => Quant::None,
+            QuantArg::W8a8 => Quant::W8A8,
+            QuantArg::W4a16 => Quant::W4A16,
+        },
+    };
+    let device = edge::device(device)?;
+    if !serving.sweep.is_empty() {
+        let points = sweep::sweep(&config, &sweep::grid(&workload, &serving.sweep), &device)?;
+        return if json {
+            Ok(serde_json::to_string_pretty(&points)?)
+        } else {
+            Ok(sweep::table(&points))
+        };
+    }
+    let mut estimator = Estimator::linked(&device)?;
+    let mut report = llm::estimate(&config, &workload, &mut estimator)?;
+    if serving.max_batch {
+        let capacity = report.memory.capacity_bytes.ok_or_else(|| {
+            CliError::from(pto_estimator::EstimateError::Workload {
+                model: workload.name.clone(),
+                message: format!(
+                    "`--max-batch` needs the device's memory, and `{}` has no node profile",
+                    device.name
+                ),
+            })
+        })?;
+        report.max_batch = Some(llm::max_batch(&config, &workload, capacity)?);
+    }
+    if let Some(path) = plot {
+        report.report.write_plot(path, &Peaks::of(&device))?;
+    }
+    if let Some(path) = trace {
+        report.report.write_trace(path)?;
     }
     render(&report, json)
 }

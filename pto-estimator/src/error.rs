@@ -63,4 +63,29 @@ pub enum EstimateError {
         /// The error.
         source: std::io::Error,
     },
+    /// A file could not be read.
+    #[error("reading {}: {source}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A model config (`config.json`) that cannot be estimated.
+    #[error("model config {config}: {message}")]
+    Config {
+        /// The config file.
+        config: String,
+        /// What is wrong, and what to do.
+        message: String,
+    },
+    /// A serving workload (phase, batch, lengths, parallelism) that does not fit the model
+    /// or the devices.
+    #[error("{model}: {message}")]
+    Workload {
+        /// The model.
+        model: String,
+        /// What is wrong, and what to do.
+        message: String,
+    },
 }

@@ -28,6 +28,7 @@ pub mod chain;
 mod defaults;
 pub mod derive;
 mod error;
+pub mod llm;
 pub mod pipes;
 pub mod plot;
 pub mod report;
@@ -37,7 +38,7 @@ use std::collections::HashMap;
 
 use pto_op::kernel::ValidProgram;
 use pto_op::kernel::buffers::{self, BufferError};
-use pto_op::{DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
+use pto_op::{AttrValue, DeviceProfile, OpInvokeInfo, PerformanceProperties, registry};
 use serde::Serialize;
 
 use crate::chain::{Chain, Model, Source};
@@ -107,7 +108,35 @@ pub struct Estimator<'a> {
     chain: &'a Chain,
     device: &'a DeviceProfile,
     peaks: Peaks,
-    cache: HashMap<String, OpEstimate>,
+    /// Each distinct call's estimate, by the hash of the call ([`call_hash`]); the calls
+    /// of one hash are compared whole, so a collision costs a comparison, never a wrong
+    /// estimate.
+    cache: HashMap<u64, Vec<(OpInvokeInfo, OpEstimate)>>,
+}
+
+/// The hash of a call: its op, input and output types and params (an `f32` or `f64`
+/// param by its bits). Hashing the call's fields directly, not its `Debug` text, keeps a
+/// cache hit to a hash and one comparison.
+fn call_hash(info: &OpInvokeInfo) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    info.op.hash(&mut h);
+    info.inputs.hash(&mut h);
+    info.outputs.hash(&mut h);
+    for (name, value) in &info.attrs {
+        name.hash(&mut h);
+        match value {
+            AttrValue::F32(v) => v.to_bits().hash(&mut h),
+            AttrValue::F64(v) => v.to_bits().hash(&mut h),
+            AttrValue::I32(v) => v.hash(&mut h),
+            AttrValue::I64(v) => v.hash(&mut h),
+            AttrValue::Bool(v) => v.hash(&mut h),
+            AttrValue::String(v) => v.hash(&mut h),
+            AttrValue::I64s(v) => v.hash(&mut h),
+            AttrValue::F32s(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
+        }
+    }
+    h.finish()
 }
 
 impl<'a> Estimator<'a> {
@@ -151,11 +180,35 @@ impl<'a> Estimator<'a> {
     ///
     /// [`EstimateError::Duplicate`] when the op's registrations conflict.
     pub fn estimate(&mut self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
+        self.estimate_cached(info).cloned()
+    }
+
+    /// The estimate of one call, borrowed from the estimator's cache: what a model report
+    /// reads per node without copying the estimate.
+    ///
+    /// # Errors
+    ///
+    /// [`EstimateError::Duplicate`] when the op's registrations conflict.
+    pub fn estimate_cached(&mut self, info: &OpInvokeInfo) -> Result<&OpEstimate, EstimateError> {
         // Calls repeat (one per layer): types, op and params say everything about a call.
-        let key = format!("{info:?}");
-        if let Some(hit) = self.cache.get(&key) {
-            return Ok(hit.clone());
-        }
+        let key = call_hash(info);
+        let index = match self
+            .cache
+            .get(&key)
+            .and_then(|calls| calls.iter().position(|(call, _)| call == info))
+        {
+            Some(index) => index,
+            None => {
+                let estimate = self.estimate_fresh(info)?;
+                let calls = self.cache.entry(key).or_default();
+                calls.push((info.clone(), estimate));
+                calls.len() - 1
+            }
+        };
+        Ok(&self.cache[&key][index].1)
+    }
+
+    fn estimate_fresh(&self, info: &OpInvokeInfo) -> Result<OpEstimate, EstimateError> {
         let mut estimate = self.estimate_uncached(info)?;
         self.check_finite(&estimate, "the estimate")?;
         if let Some(calibration) = self.device.calibration.get(&info.op) {
@@ -165,7 +218,6 @@ impl<'a> Estimator<'a> {
             estimate.calibrated = true;
             self.check_finite(&estimate, "the calibrated estimate")?;
         }
-        self.cache.insert(key, estimate.clone());
         Ok(estimate)
     }
 

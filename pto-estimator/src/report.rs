@@ -20,8 +20,12 @@ pub struct OpRow {
     pub node: usize,
     /// The op.
     pub op: String,
-    /// When it starts, ops run back to back, in seconds.
+    /// When it starts, in seconds: when its inputs are ready and its stream is free (a
+    /// list of calls without a graph runs back to back).
     pub start_seconds: f64,
+    /// The stream it runs on: communication ops (the `comm` domain) on their own, so that
+    /// they overlap compute wherever the graph allows.
+    pub stream: Stream,
     /// Its time, in seconds.
     pub seconds: f64,
     /// Its share of the total, in [0, 1].
@@ -40,6 +44,45 @@ pub struct OpRow {
     /// [`OpRow::flops`] split by the unit and dtype that do them, each with its own peak
     /// (empty for a direct estimate and for an op without compute).
     pub work: Vec<UnitWork>,
+}
+
+/// A stream of the timeline: a device computes on one and communicates on the other, at
+/// the same time when the graph allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// The AI cores.
+    Compute,
+    /// Collectives between devices (ops of the `comm` domain: their time is the links',
+    /// not the cores').
+    Communication,
+}
+
+impl Stream {
+    /// The stream `op` runs on: [`Stream::Communication`] for the `comm` domain.
+    pub fn of(op: &str) -> Stream {
+        match op.split_once('.') {
+            Some(("comm", _)) => Stream::Communication,
+            _ => Stream::Compute,
+        }
+    }
+
+    /// The trace lane (`tid`) of the stream.
+    fn lane(self) -> usize {
+        match self {
+            Stream::Compute => 0,
+            Stream::Communication => 1,
+        }
+    }
+}
+
+impl core::fmt::Display for Stream {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(match self {
+            Stream::Compute => "compute",
+            Stream::Communication => "comm",
+        })
+    }
 }
 
 /// The FLOPs one compute unit does on one dtype in one op call.
@@ -82,8 +125,11 @@ pub struct ModelReport {
     pub device: String,
     /// Every call, in order.
     pub ops: Vec<OpRow>,
-    /// The sum of every call's time, in seconds.
+    /// When the last call ends, in seconds: the sum of every call's time when they run
+    /// back to back, less where communication overlaps compute.
     pub total_seconds: f64,
+    /// Busy time of each stream, in seconds.
+    pub seconds_by_stream: BTreeMap<Stream, f64>,
     /// Bytes of all weights.
     pub weight_bytes: u64,
     /// The most activation bytes alive at once (inputs and node outputs, each alive from
@@ -134,6 +180,7 @@ impl ModelReport {
             })?);
         }
         let mut report = ModelReport::of_calls(name, &calls, estimator)?;
+        report.schedule(graph);
         report.weight_bytes = graph
             .weights
             .iter()
@@ -158,7 +205,7 @@ impl ModelReport {
         let mut overflows: Vec<(usize, String, String)> = Vec::new();
         let mut start = 0.0;
         for (node, info) in calls.iter().enumerate() {
-            let e = estimator.estimate(info)?;
+            let e = estimator.estimate_cached(info)?;
             if let (Source::Overflow, Some(note)) = (e.source, &e.note)
                 && !overflows
                     .iter()
@@ -179,7 +226,8 @@ impl ModelReport {
             };
             ops.push(OpRow {
                 node,
-                op: e.op,
+                stream: Stream::of(&e.op),
+                op: e.op.clone(),
                 start_seconds: start,
                 seconds: e.seconds,
                 share: 0.0,
@@ -203,7 +251,9 @@ impl ModelReport {
         }
         let mut seconds_by_source = BTreeMap::new();
         let mut seconds_by_bound = BTreeMap::new();
+        let mut seconds_by_stream = BTreeMap::new();
         for row in &mut ops {
+            *seconds_by_stream.entry(row.stream).or_insert(0.0) += row.seconds;
             row.share = if total > 0.0 {
                 row.seconds / total
             } else {
@@ -217,6 +267,7 @@ impl ModelReport {
             device: estimator.device().name.clone(),
             ops,
             total_seconds: total,
+            seconds_by_stream,
             weight_bytes: 0,
             peak_activation_bytes: 0,
             seconds_by_source,
@@ -225,8 +276,37 @@ impl ModelReport {
         })
     }
 
-    /// The timeline as a Chrome trace (`chrome://tracing`, Perfetto): ops back to back on
-    /// one lane.
+    /// Starts every row of `graph`'s report when its inputs are ready and its stream is
+    /// free, and the total when the last ends: communication overlaps compute where no
+    /// data waits for it.
+    fn schedule(&mut self, graph: &GraphDef) {
+        let mut ready = vec![0.0f64; graph.values.len()];
+        let mut free: BTreeMap<Stream, f64> = BTreeMap::new();
+        let mut end = 0.0f64;
+        for (row, node) in self.ops.iter_mut().zip(&graph.nodes) {
+            let inputs = node
+                .inputs
+                .iter()
+                .filter_map(|&id| ready.get(id))
+                .fold(0.0f64, |a, &b| a.max(b));
+            let stream = free.entry(row.stream).or_insert(0.0);
+            row.start_seconds = inputs.max(*stream);
+            *stream = row.start_seconds + row.seconds;
+            end = end.max(*stream);
+            for &id in &node.outputs {
+                if let Some(slot) = ready.get_mut(id) {
+                    *slot = *stream;
+                }
+            }
+        }
+        self.total_seconds = end;
+        for row in &mut self.ops {
+            row.share = if end > 0.0 { row.seconds / end } else { 0.0 };
+        }
+    }
+
+    /// The timeline as a Chrome trace (`chrome://tracing`, Perfetto): one lane per stream
+    /// (compute `tid` 0, communication `tid` 1).
     pub fn chrome_trace(&self) -> ModelTrace {
         ModelTrace {
             trace_events: self
@@ -237,7 +317,7 @@ impl ModelReport {
                         name: row.op.clone(),
                         cat: row.source,
                         pid: 0,
-                        tid: 0,
+                        tid: row.stream.lane(),
                         ts: row.start_seconds * 1e6,
                         dur: row.seconds * 1e6,
                         args: OpEventArgs {
@@ -306,6 +386,18 @@ impl core::fmt::Display for ModelReport {
             .collect();
         writeln!(f, "by source: {}", sources.join(", "))?;
         writeln!(f, "by bound:  {}", bounds.join(", "))?;
+        if self.seconds_by_stream.contains_key(&Stream::Communication) {
+            let streams: Vec<String> = self
+                .seconds_by_stream
+                .iter()
+                .map(|(s, t)| format!("{s} {:.3} ms", t * 1e3))
+                .collect();
+            writeln!(
+                f,
+                "by stream: {} (busy; they overlap where the graph allows)",
+                streams.join(", ")
+            )?;
+        }
         for (node, op, why) in &self.overflows {
             writeln!(
                 f,
@@ -347,6 +439,7 @@ mod tests {
             node,
             op: op.to_owned(),
             start_seconds,
+            stream: Stream::Compute,
             seconds,
             share: 0.5,
             bound,
@@ -371,6 +464,7 @@ mod tests {
                 ),
             ],
             total_seconds: 5e-6,
+            seconds_by_stream: BTreeMap::new(),
             weight_bytes: 0,
             peak_activation_bytes: 0,
             seconds_by_source: BTreeMap::new(),

@@ -43,4 +43,7 @@ pub mod docs {
 
     #[doc = include_str!("../../docs/redeploying.md")]
     pub mod redeploying {}
+
+    #[doc = include_str!("../../docs/serving.md")]
+    pub mod serving {}
 }

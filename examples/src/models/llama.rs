@@ -142,7 +142,7 @@ fn rope(t: &Value, cos: &Value, sin: &Value) -> Result<Value, OpError> {
 /// The model cannot be built with weights: they would take ~13 GB. Estimate it instead.
 pub fn build() -> Result<pto_op::Model, OpError> {
     Err(OpError::invalid(
-        "llama-7b-decoder declares ~13 GB of f16 weights without data: it is for estimation \
-         (`pto estimate llama-7b-decoder`), not for running",
+        "llama-7b-prefill declares ~13 GB of f16 weights without data: it is for estimation \
+         (`pto estimate llama-7b-prefill`), not for running",
     ))
 }

@@ -3,8 +3,10 @@
 //!
 //! - [`pipeline`]: one custom op feeds the next, with a weight.
 //! - [`decoder_block`]: a transformer decoder block: fused custom ops and std ops.
-//! - [`llama`]: a LLaMA-7B decoder stack at prefill, weights declared without data, for
-//!   estimation.
+//! - [`llama`]: a LLaMA-7B decoder stack at prefill with per-head attention, weights
+//!   declared without data, for estimation.
+//! - [`serving`]: decode steps of Llama-2-7B and Qwen2-7B from their configs, with fused
+//!   attention over a KV cache (what `pto estimate --llm` builds), for estimation.
 //! - [`mixed`]: std ops and the ops of two operator crates (two teams) in one model.
 //!
 //! [`walkthrough`] takes any of them end to end: describe, export (model file and ONNX),
@@ -16,6 +18,7 @@ mod init;
 pub mod llama;
 pub mod mixed;
 pub mod pipeline;
+pub mod serving;
 mod walkthrough;
 
 pub use walkthrough::walkthrough;
@@ -76,12 +79,34 @@ register_model!(
 );
 
 register_model!(
-    LLAMA_7B_DECODER,
+    LLAMA_7B_PREFILL,
     ModelDef {
-        name: "llama-7b-decoder",
-        description: "LLaMA-7B prefill, 32 layers, 2048 tokens, f16; weights declared without \
-                      data (estimation only: pto estimate)",
+        name: "llama-7b-prefill",
+        description: "LLaMA-7B prefill, 32 layers, 2048 tokens, f16, attention split per head; \
+                      weights declared without data (estimation only: pto estimate)",
         build: llama::build,
         describe: Some(llama::describe),
+    }
+);
+
+register_model!(
+    LLAMA_2_7B_DECODE,
+    ModelDef {
+        name: "llama-2-7b-decode",
+        description: "Llama-2-7B decoding one token after 2047, batch 1, f16, fused attention \
+                      over the KV cache; weights declared without data (estimation only)",
+        build: serving::build,
+        describe: Some(serving::llama_2_7b_decode),
+    }
+);
+
+register_model!(
+    QWEN2_7B_DECODE,
+    ModelDef {
+        name: "qwen2-7b-decode",
+        description: "Qwen2-7B decoding one token after 1536, batch 1, bf16, grouped-query \
+                      attention over the KV cache; weights declared without data (estimation only)",
+        build: serving::build,
+        describe: Some(serving::qwen2_7b_decode),
     }
 );
