@@ -28,6 +28,10 @@
 //! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
 //!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`
 //!   and the kind from [`Inst::cycles_per_repeat`].
+//! - a top-k: the sort instructions of [`super::top_k`] (`Sort32`, merges keeping `k`,
+//!   an extract), each one instruction over all rows at `vector_latency_cycles + rows x
+//!   repeats x reduce` (the pipe model's `topk` entry where it has one): an assumed
+//!   throughput, as no public source gives the sort instructions' own.
 //! - cube: `cube_latency_cycles + m * k * n / cube_macs(dtype of a)`.
 //! - scalar: the S pipe spends `issue_cycles` on every instruction but a loop, and
 //!   `loop_overhead_cycles` on every loop iteration; a loop itself occupies no pipe.
@@ -77,6 +81,7 @@ use std::collections::BTreeMap;
 
 use crate::device::{CubeVector, DeviceProfile};
 use crate::dtype::DType;
+use crate::top_k::TopKPlan;
 
 use super::ir::{GlobalId, Inst, MemLevel, Pipe, Program, TileId, TileType};
 use super::row_reduce::{RowReduce, StepKind};
@@ -308,7 +313,12 @@ fn side_of(program: &Program, inst: &Inst, arrangement: CubeVector) -> Option<Si
         | Inst::Compare { .. }
         | Inst::Select { .. }
         | Inst::Cast { .. }
-        | Inst::Reduce { .. } => Side::Vector,
+        | Inst::Reduce { .. }
+        | Inst::ArgReduce { .. }
+        | Inst::Logic { .. }
+        | Inst::Not { .. }
+        | Inst::TopK { .. }
+        | Inst::Reshape { .. } => Side::Vector,
     })
 }
 
@@ -726,6 +736,22 @@ impl<'a> CostModel<'a> {
                 let plan = RowReduce::of(program, inst, p).expect("checked above");
                 let (cycles, latency) = self.row_reduce(&plan);
                 (cycles, latency, largest as u64)
+            }
+            Inst::TopK { values, src, k, .. } => {
+                let (s, v) = (ty(*src)?, ty(*values)?);
+                let row_len = s.shape.last().copied().unwrap_or(1);
+                let plan = TopKPlan::new(s.numel() / row_len.max(1), row_len, *k);
+                let per_repeat = self.vector_op_cost(program, inst).map_or(
+                    (p.vector_cycles_per_repeat.reduce, p.vector_latency_cycles),
+                    |op| (op.cycles_per_repeat, op.latency_cycles),
+                );
+                // One instruction per step over all rows, each after the previous one.
+                let cycles = plan
+                    .steps
+                    .iter()
+                    .map(|(_, repeats)| per_repeat.1 + (plan.rows * repeats) as f64 * per_repeat.0)
+                    .sum();
+                (cycles, 0.0, s.bytes().max(v.bytes()) as u64)
             }
             // The vector instructions.
             _ => {

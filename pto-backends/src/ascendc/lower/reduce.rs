@@ -250,3 +250,36 @@ impl Lowering<'_> {
         }
     }
 }
+
+impl Lowering<'_> {
+    /// `argreduce`: refused on every SoC. `ReduceMax` / `ReduceMin` with `calIndex` give the
+    /// index of one contiguous range (a whole row), but the host implementation does not
+    /// model it yet (`ascendc_host/vector.h` refuses `calIndex`), so nothing would check a
+    /// lowered kernel; `ascendc-host` runs the op on its fallback.
+    pub(super) fn arg_reduce(&mut self, inst: &Inst) -> Result<(), LowerError> {
+        Err(self.unsupported(
+            inst,
+            "index reductions: ReduceMax / ReduceMin with calIndex are not modelled by the \
+             host implementation yet",
+        ))
+    }
+
+    /// `topk`: refused on every SoC for now. Its route is the sort API: `Sort32` and
+    /// `MrgSort` on Atlas A2 / A3 (asc-devkit `docs/api/context/Sort32.md`, `MrgSort.md`:
+    /// not listed for Kirin), the whole-row `Sort<T, true>` on Kirin X90 / 9030
+    /// (`docs/api/context/Sort.md` lists both), neither modelled by the host
+    /// implementation yet.
+    pub(super) fn top_k(&mut self, inst: &Inst) -> Result<(), LowerError> {
+        let route = match self.soc {
+            crate::ascendc::Soc::Ascend910B => "Sort32 then MrgSort",
+            _ => "Sort<T, true> (Sort32 and MrgSort are not listed for Kirin)",
+        };
+        Err(self.unsupported(
+            inst,
+            format!(
+                "top-k: its route on {} is {route}, not lowered yet",
+                self.soc
+            ),
+        ))
+    }
+}

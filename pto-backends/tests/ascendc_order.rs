@@ -1,0 +1,106 @@
+//! The Ascend C lowering of reshapes, rank-raising loads and logic on bool tiles, run by
+//! the host implementation against the simulator and values computed here; and the
+//! reasons it gives for the ordering instructions it does not lower yet.
+#![cfg(feature = "device")]
+
+use pto_backends::ascendc::{AscendcHost, Soc, lower_program};
+use pto_op::kernel::ValidProgram;
+use pto_op::{DType, DeviceProfile, Kernel, Shape, Tensor};
+
+fn profile(name: &str) -> DeviceProfile {
+    DeviceProfile::builtin(name).expect("built-in profile")
+}
+
+/// The outputs of `program` on the simulator and on the host implementation for `soc`.
+fn sim_and_host(
+    program: &ValidProgram,
+    inputs: &[&Tensor],
+    soc: Soc,
+    device: &str,
+) -> (Vec<Tensor>, Vec<Tensor>) {
+    let p = profile(device);
+    let sim = pto_backends::sim::Simulator::new(p.clone(), Default::default())
+        .run(program, inputs)
+        .expect("simulates")
+        .outputs;
+    let host = AscendcHost::on(None);
+    let kernel = lower_program(program, "t", soc, &p).expect("lowers");
+    let build = host.compile(kernel, &p).expect("compiles");
+    let run = host.run(&build, inputs).expect("runs");
+    (sim, run)
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_f32_array().iter().copied().collect()
+}
+
+/// y = where((x > col) & !(x == 0) | (x < -2), x, -1) with the [16] `col` loaded as a
+/// [16, 1] column, then reshaped [16, 32] -> [512] -> [16, 32] (the same padded rows).
+fn masked(dtype: DType) -> ValidProgram {
+    let mut k = Kernel::new("t.masked");
+    let x = k.input("x", Shape::from([16, 32]), dtype);
+    let c = k.input("c", Shape::from([16]), dtype);
+    let y = k.output("y", Shape::from([16, 32]), dtype);
+    let xt = k.load(&x, [0, 0], [16, 32]).unwrap();
+    let column = k.load_reshaped(&c, [0], [16, 1]).unwrap();
+    let keep = xt.gt(&column) & !xt.eq(0.0) | xt.lt(-2.0);
+    let kept = pto_op::Tile::select(&keep, &xt, -1.0);
+    let round_trip = kept.reshape([512]).reshape([16, 32]);
+    k.store(&y, [0, 0], &round_trip).unwrap();
+    k.finish().unwrap()
+}
+
+#[test]
+fn reshapes_columns_and_logic_match_the_simulator_and_the_definition() {
+    let xs: Vec<f32> = (0..512).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    let cs: Vec<f32> = (0..16).map(|i| (i % 5) as f32 - 2.0).collect();
+    let expected: Vec<f32> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let keep = (v > cs[i / 32] && v != 0.0) || v < -2.0;
+            if keep { v } else { -1.0 }
+        })
+        .collect();
+    for (soc, device, dtype) in [
+        (Soc::Kirin9030, "kirin9030", DType::F16),
+        (Soc::KirinX90, "kirinx90", DType::F32),
+        (Soc::Ascend910B, "ascend910b", DType::F32),
+    ] {
+        let x = Tensor::from_vec([16, 32], xs.clone()).unwrap().cast(dtype);
+        let c = Tensor::from_vec([16], cs.clone()).unwrap().cast(dtype);
+        let (sim, host) = sim_and_host(&masked(dtype), &[&x, &c], soc, device);
+        assert_eq!(f32s(&sim[0]), expected, "{soc} simulator");
+        assert_eq!(f32s(&host[0]), expected, "{soc} host");
+    }
+}
+
+#[test]
+fn reshapes_that_move_elements_between_rows_and_ordering_are_refused_with_reasons() {
+    let p = profile("kirin9030");
+    let mut k = Kernel::new("t.rows");
+    let x = k.input("x", Shape::from([4, 8]), DType::F32);
+    let y = k.output("y", Shape::from([8, 4]), DType::F32);
+    let t = k.load(&x, [0, 0], [4, 8]).unwrap();
+    k.store(&y, [0, 0], &t.reshape([8, 4])).unwrap();
+    let error = lower_program(&k.finish().unwrap(), "t", Soc::Kirin9030, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("moves elements between rows"), "{error}");
+
+    let mut k = Kernel::new("t.topk");
+    let x = k.input("x", Shape::from([8, 64]), DType::F16);
+    let v = k.output("v", Shape::from([8, 8]), DType::F16);
+    let t = k.load(&x, [0, 0], [8, 64]).unwrap();
+    k.store(&v, [0, 0], &t.top_k(8).0).unwrap();
+    let program = k.finish().unwrap();
+    for (soc, route) in [
+        (Soc::Ascend910B, "Sort32 then MrgSort"),
+        (Soc::Kirin9030, "Sort<T, true>"),
+    ] {
+        let error = lower_program(&program, "t", soc, &p)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("topk") && error.contains(route), "{error}");
+    }
+}
