@@ -1,6 +1,6 @@
 //! The Ascend C lowering of reshapes, rank-raising loads and logic on bool tiles, run by
-//! the host implementation against the simulator and values computed here; and the
-//! reasons it gives for the ordering instructions it does not lower yet.
+//! the host implementation against the simulator and values computed here; top-k through
+//! the sort API against a plain sort; and the reshapes it refuses.
 #![cfg(feature = "device")]
 
 use pto_backends::ascendc::{AscendcHost, Soc, lower_program};
@@ -76,7 +76,7 @@ fn reshapes_columns_and_logic_match_the_simulator_and_the_definition() {
 }
 
 #[test]
-fn reshapes_that_move_elements_between_rows_and_ordering_are_refused_with_reasons() {
+fn reshapes_that_move_elements_between_rows_are_refused_with_the_reason() {
     let p = profile("kirin9030");
     let mut k = Kernel::new("t.rows");
     let x = k.input("x", Shape::from([4, 8]), DType::F32);
@@ -87,20 +87,57 @@ fn reshapes_that_move_elements_between_rows_and_ordering_are_refused_with_reason
         .unwrap_err()
         .to_string();
     assert!(error.contains("moves elements between rows"), "{error}");
+}
 
-    let mut k = Kernel::new("t.topk");
-    let x = k.input("x", Shape::from([8, 64]), DType::F16);
-    let v = k.output("v", Shape::from([8, 8]), DType::F16);
-    let t = k.load(&x, [0, 0], [8, 64]).unwrap();
-    k.store(&v, [0, 0], &t.top_k(8).0).unwrap();
-    let program = k.finish().unwrap();
-    for (soc, route) in [
-        (Soc::Ascend910B, "Sort32 then MrgSort"),
-        (Soc::Kirin9030, "Sort<T, true>"),
+/// The `k` largest of `row`, descending, equal values in row order: a plain stable sort.
+fn expected_top_k(row: &[f32], k: usize) -> (Vec<f32>, Vec<i64>) {
+    let mut pairs: Vec<(f32, i64)> = row.iter().copied().zip(0..).collect();
+    pairs.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+    pairs.truncate(k);
+    pairs.into_iter().unzip()
+}
+
+#[test]
+fn top_k_lowers_to_the_sort_api_and_matches_a_plain_sort_on_every_soc() {
+    for (soc, device, dtype, rows, cols, k) in [
+        (Soc::Kirin9030, "kirin9030", DType::F16, 4, 100, 8),
+        (Soc::KirinX90, "kirinx90", DType::F32, 3, 64, 40),
+        (Soc::Ascend910B, "ascend910b", DType::F16, 2, 1024, 64),
     ] {
-        let error = lower_program(&program, "t", soc, &p)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("topk") && error.contains(route), "{error}");
+        let mut kernel = Kernel::new("t.topk");
+        let x = kernel.input("x", Shape::from([rows, cols]), dtype);
+        let v = kernel.output("v", Shape::from([rows, k]), dtype);
+        let i = kernel.output("i", Shape::from([rows, k]), DType::I32);
+        let t = kernel.load(&x, [0, 0], [rows, cols]).unwrap();
+        let (values, indices) = t.top_k(k);
+        kernel.store(&v, [0, 0], &values).unwrap();
+        kernel.store(&i, [0, 0], &indices).unwrap();
+        let program = kernel.finish().unwrap();
+        let source = lower_program(&program, "t", soc, &profile(device))
+            .unwrap()
+            .kernel_source;
+        assert!(
+            source.contains("Sort<") && source.contains("Extract("),
+            "{soc}"
+        );
+        // Few distinct values: ties everywhere.
+        let data: Vec<f32> = (0..rows * cols)
+            .map(|e| ((e * 37 + 11) % 17) as f32 - 8.0)
+            .collect();
+        let input = Tensor::from_vec([rows, cols], data.clone())
+            .unwrap()
+            .cast(dtype);
+        let (sim, host) = sim_and_host(&program, &[&input], soc, device);
+        let (mut want_values, mut want_indices) = (Vec::new(), Vec::new());
+        for row in data.chunks(cols) {
+            let (values, indices) = expected_top_k(row, k);
+            want_values.extend(values);
+            want_indices.extend(indices);
+        }
+        let i64s = |t: &Tensor| t.cast(DType::I64).to_vec::<i64>().unwrap();
+        for (target, out) in [("simulator", &sim), ("host", &host)] {
+            assert_eq!(f32s(&out[0]), want_values, "{soc} {target} values");
+            assert_eq!(i64s(&out[1]), want_indices, "{soc} {target} indices");
+        }
     }
 }

@@ -49,7 +49,9 @@ fn epilogue_gemm(
 }
 
 fn data(len: usize, seed: usize) -> Vec<f32> {
-    (0..len).map(|i| (((i * 31 + seed * 17) % 23) as f32 - 11.0) / 8.0).collect()
+    (0..len)
+        .map(|i| (((i * 31 + seed * 17) % 23) as f32 - 11.0) / 8.0)
+        .collect()
 }
 
 #[test]
@@ -60,8 +62,12 @@ fn the_epilogue_gemm_fits_where_the_plain_tiles_do_not_and_computes_its_definiti
     let (a, b) = (data(m * depth, 1), data(depth * n, 2));
     let (scale, bias) = (data(n, 3), data(n, 4));
     let inputs = [
-        Tensor::from_vec([m, depth], a.clone()).unwrap().cast(DType::F16),
-        Tensor::from_vec([depth, n], b.clone()).unwrap().cast(DType::F16),
+        Tensor::from_vec([m, depth], a.clone())
+            .unwrap()
+            .cast(DType::F16),
+        Tensor::from_vec([depth, n], b.clone())
+            .unwrap()
+            .cast(DType::F16),
         Tensor::from_vec([n], scale.clone()).unwrap(),
         Tensor::from_vec([n], bias.clone()).unwrap(),
     ];
@@ -70,7 +76,10 @@ fn the_epilogue_gemm_fits_where_the_plain_tiles_do_not_and_computes_its_definiti
     // The plain GEMM tiles (128 x 128 on kirin9030) leave no room for the epilogue.
     let plain = epilogue_gemm(&profile, (m, depth, n), true).unwrap();
     let error = sim.run(&plain, &refs).unwrap_err().to_string();
-    assert!(error.contains("UB") || error.contains("reserves"), "{error}");
+    assert!(
+        error.contains("UB") || error.contains("reserves"),
+        "{error}"
+    );
 
     let planned = epilogue_gemm(&profile, (m, depth, n), false).unwrap();
     let run = sim.run(&planned, &refs).expect("the planned tiles fit");
@@ -96,15 +105,24 @@ fn the_plan_spreads_a_small_output_over_the_cores_of_the_910b() {
     let (m, depth, n) = (256, 1024, 512);
     let sim = Simulator::new(profile.clone(), Default::default());
     let inputs = [
-        Tensor::from_vec([m, depth], data(m * depth, 1)).unwrap().cast(DType::F16),
-        Tensor::from_vec([depth, n], data(depth * n, 2)).unwrap().cast(DType::F16),
+        Tensor::from_vec([m, depth], data(m * depth, 1))
+            .unwrap()
+            .cast(DType::F16),
+        Tensor::from_vec([depth, n], data(depth * n, 2))
+            .unwrap()
+            .cast(DType::F16),
         Tensor::from_vec([n], data(n, 3)).unwrap(),
         Tensor::from_vec([n], data(n, 4)).unwrap(),
     ];
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let planned = epilogue_gemm(&profile, (m, depth, n), false).unwrap();
     let plain = epilogue_gemm(&profile, (m, depth, n), true).unwrap();
-    assert!(planned.grid >= 16 && plain.grid == 4, "{} and {}", planned.grid, plain.grid);
+    assert!(
+        planned.grid >= 16 && plain.grid == 4,
+        "{} and {}",
+        planned.grid,
+        plain.grid
+    );
     let (fast, slow) = (
         sim.run(&planned, &refs).unwrap(),
         sim.run(&plain, &refs).unwrap(),

@@ -28,8 +28,8 @@
 //! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
 //!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`
 //!   and the kind from [`Inst::cycles_per_repeat`].
-//! - a top-k: the sort instructions of [`super::top_k`] (`Sort32`, merges keeping `k`,
-//!   an extract), each one instruction over all rows at `vector_latency_cycles + rows x
+//! - a top-k: the sort instructions of [`super::top_k`] (`Sort32`, merges of the whole
+//!   row, an extract of the first `k`), each one instruction over all rows at `vector_latency_cycles + rows x
 //!   repeats x reduce` (the pipe model's `topk` entry where it has one): an assumed
 //!   throughput, as no public source gives the sort instructions' own.
 //! - cube: `cube_latency_cycles + m * k * n / cube_macs(dtype of a)`.

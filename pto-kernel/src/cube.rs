@@ -74,7 +74,12 @@ impl GemmTiles {
     /// assert_eq!(reserved.ub, 128 * 256 * 4);
     /// ```
     pub fn reserved_bytes(&self, in_bytes: usize, out_bytes: usize) -> PerBuffer {
-        let (m, n, k, steps) = (self.m as u64, self.n as u64, self.k as u64, self.steps as u64);
+        let (m, n, k, steps) = (
+            self.m as u64,
+            self.n as u64,
+            self.k as u64,
+            self.steps as u64,
+        );
         let in_bytes = in_bytes as u64;
         PerBuffer {
             ub: m * n * (out_bytes as u64).max(4),
@@ -347,7 +352,10 @@ impl GemmPlan {
         use MemLevel::{L0A, L0B};
         k.grid(self.grid)?;
         let pid = k.program_id();
-        let (r0, c0) = ((pid / self.col_tiles) * self.tm, (pid % self.col_tiles) * self.tn);
+        let (r0, c0) = (
+            (pid / self.col_tiles) * self.tm,
+            (pid % self.col_tiles) * self.tn,
+        );
         let (tm, tn, tk, steps) = (self.tm, self.tn, self.tk, self.steps);
         let staged = tk * steps;
         let stage = |k: &mut Kernel, k0: Idx, acc: Option<Tile>| -> Result<Tile, OpError> {

@@ -1,20 +1,17 @@
 //! Row-wise top-k as the vector unit's sort instructions: the steps the simulator prices
-//! for a [`Inst::TopK`](crate::ir::Inst::TopK).
+//! for a [`Inst::TopK`](crate::ir::Inst::TopK) and the Ascend C lowering emits.
 //!
-//! The steps are those of the Ascend C sort APIs (asc-devkit, `docs/api/context/Sort32.md`
-//! and `MrgSort.md`): `Sort32` sorts each block of 32 elements of a row, descending, into
-//! `(score, index)` pairs of 8 bytes (the index in the high 4 bytes, for f16 and f32
-//! alike), equal scores keeping their order (the lower index first); `MrgSort` merges up
-//! to 4 sorted lists into one; a last step (`Extract`) splits the first `k` pairs into the
-//! values and the indices. A top-k needs only the first `k` pairs of each list, so every
-//! merge keeps `min(k, merged length)` pairs of each merged group:
+//! Each row is sorted whole with the Ascend C `Sort<T, true>` (asc-devkit
+//! `docs/api/context/Sort.md`, listed for Atlas A2 / A3 and Kirin X90 / 9030): the row,
+//! padded to whole blocks of 32 with the lowest value, with the indices `0..` beside it,
+//! into `(score, index)` pairs of 8 bytes, descending, equal scores in input order (the
+//! lower index first). Inside, that is the `Sort32` of each block of 32 (`Sort32.md`) and
+//! merges of up to 4 sorted lists (`MrgSort.md`) until one is left. Then `Extract` splits
+//! the first `k` pairs (whole blocks of 32) into values and indices:
 //!
-//! - `Sort32`: `ceil(n / 32)` repeats per row (a row padded to whole blocks of 32 with the
-//!   lowest value), each 32 pairs = 256 bytes;
-//! - merges while more than one list is left: `lists` lists of `len` pairs, 4 at a time,
-//!   `ceil(lists * len * 8 / 256)` repeats per row; after it `ceil(lists / 4)` lists of
-//!   `min(k, 4 * len)` pairs (the first lists are `min(k, 32)` pairs);
-//! - `Extract`: `ceil(k * 8 / 256)` repeats per row.
+//! - `Sort32`: `blocks = ceil(n / 32)` repeats per row, each 32 pairs = 256 bytes;
+//! - `ceil(log4(blocks))` merges, each over the row's `blocks` repeats of pairs;
+//! - `Extract`: `ceil(k / 32)` repeats per row.
 //!
 //! Each step is one instruction over all the rows of the tile. No public source gives the
 //! sort instructions' throughput: each repeat is priced as a reduce repeat of the profile
@@ -23,13 +20,13 @@
 //!
 //! ```
 //! use pto_kernel::top_k::{TopKPlan, TopKStep};
-//! // [8, 1024], k = 8: 32 blocks of 32, merged 32 -> 8 -> 2 -> 1 lists of 8 pairs.
+//! // [8, 1024], k = 8: 32 blocks of 32, merged 32 -> 8 -> 2 -> 1 lists, 1 block split.
 //! let plan = TopKPlan::new(8, 1024, 8);
 //! assert_eq!(plan.steps, [
-//!     (TopKStep::Sort32, 32), (TopKStep::Merge, 8), (TopKStep::Merge, 2),
-//!     (TopKStep::Merge, 1), (TopKStep::Extract, 1),
+//!     (TopKStep::Sort32, 32), (TopKStep::Merge, 32), (TopKStep::Merge, 32),
+//!     (TopKStep::Merge, 32), (TopKStep::Extract, 1),
 //! ]);
-//! assert_eq!(plan.repeats_per_row(), 44);
+//! assert_eq!(plan.repeats_per_row(), 129);
 //! ```
 
 /// One instruction of a top-k.
@@ -37,7 +34,7 @@
 pub enum TopKStep {
     /// Sorts each block of 32 elements into `(score, index)` pairs.
     Sort32,
-    /// Merges up to 4 sorted lists, keeping the first `k` pairs.
+    /// Merges up to 4 sorted lists of pairs.
     Merge,
     /// Splits the first `k` pairs into values and indices.
     Extract,
@@ -48,6 +45,11 @@ pub const PAIR_BYTES: usize = 8;
 
 /// Elements sorted by one `Sort32` repeat.
 pub const SORT_BLOCK: usize = 32;
+
+/// A row of `row_len` padded to whole blocks of [`SORT_BLOCK`] (at least one).
+pub fn padded_row(row_len: usize) -> usize {
+    row_len.max(1).next_multiple_of(SORT_BLOCK)
+}
 
 /// The steps of a top-k of `k` over rows of `row_len` (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,16 +67,14 @@ pub struct TopKPlan {
 impl TopKPlan {
     /// The plan for `rows` rows of `row_len` elements, keeping `k` of each.
     pub fn new(rows: usize, row_len: usize, k: usize) -> TopKPlan {
-        let repeats = |pairs: usize| (pairs * PAIR_BYTES).div_ceil(256).max(1);
-        let blocks = row_len.div_ceil(SORT_BLOCK).max(1);
+        let blocks = padded_row(row_len) / SORT_BLOCK;
         let mut steps = vec![(TopKStep::Sort32, blocks)];
-        let (mut lists, mut len) = (blocks, k.min(SORT_BLOCK));
+        let mut lists = blocks;
         while lists > 1 {
-            steps.push((TopKStep::Merge, repeats(lists * len)));
+            steps.push((TopKStep::Merge, blocks));
             lists = lists.div_ceil(4);
-            len = k.min(4 * len);
         }
-        steps.push((TopKStep::Extract, repeats(k)));
+        steps.push((TopKStep::Extract, k.div_ceil(SORT_BLOCK).max(1)));
         TopKPlan {
             rows,
             row_len,

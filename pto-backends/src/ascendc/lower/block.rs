@@ -104,7 +104,12 @@ impl Lowering<'_> {
             Inst::Cast { dst, src } => self.cast(inst, *dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(inst, *dst, *op, *src, *axis),
             Inst::ArgReduce { .. } => self.arg_reduce(inst),
-            Inst::TopK { .. } => self.top_k(inst),
+            Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            } => self.top_k(inst, *values, *indices, *src, *k),
             Inst::Logic { dst, op, lhs, rhs } => self.logic(inst, *dst, *op, *lhs, *rhs),
             Inst::Not { dst, src } => self.not(*dst, *src),
             Inst::Reshape { dst, src } => self.reshape(inst, *dst, *src),

@@ -6,7 +6,7 @@ use pto_op::kernel::ir::{Inst, ReduceOp, TileId};
 use pto_op::kernel::row_reduce::{GROUP_PACKED_AT, RowReduce, StepKind};
 
 use super::super::LowerError;
-use super::super::plan::{self, Geom};
+use super::super::plan::{self, Geom, Temp};
 use super::cpp_expr::{c_type, scalar};
 use super::state::Lowering;
 
@@ -264,22 +264,123 @@ impl Lowering<'_> {
         ))
     }
 
-    /// `topk`: refused on every SoC for now. Its route is the sort API: `Sort32` and
-    /// `MrgSort` on Atlas A2 / A3 (asc-devkit `docs/api/context/Sort32.md`, `MrgSort.md`:
-    /// not listed for Kirin), the whole-row `Sort<T, true>` on Kirin X90 / 9030
-    /// (`docs/api/context/Sort.md` lists both), neither modelled by the host
-    /// implementation yet.
-    pub(super) fn top_k(&mut self, inst: &Inst) -> Result<(), LowerError> {
-        let route = match self.soc {
-            crate::ascendc::Soc::Ascend910B => "Sort32 then MrgSort",
-            _ => "Sort<T, true> (Sort32 and MrgSort are not listed for Kirin)",
+    /// `topk`: each row sorted whole with `Sort<T, true>` (asc-devkit
+    /// `docs/api/context/Sort.md`: Atlas A2 / A3 and Kirin X90 / 9030), then the first `k`
+    /// pairs split with `Extract`, the steps of [`pto_op::kernel::top_k`] the simulator
+    /// prices. The row is copied into a buffer of whole blocks of 32 filled with the lowest
+    /// value first (its last elements past a 32-byte boundary one at a time), the indices
+    /// `0..` made once with `ArithProgression`.
+    pub(super) fn top_k(
+        &mut self,
+        inst: &Inst,
+        values: TileId,
+        indices: TileId,
+        src: TileId,
+        k: usize,
+    ) -> Result<(), LowerError> {
+        use pto_op::kernel::top_k::{PAIR_BYTES, SORT_BLOCK, padded_row};
+        self.declare(values);
+        self.declare(indices);
+        let ty = self.ty(src).clone();
+        if !matches!(ty.dtype, DType::F16 | DType::F32) {
+            return Err(self.unsupported(
+                inst,
+                format!("top-k of {}: the sort API takes half and float", ty.dtype),
+            ));
+        }
+        if self.row_split(src) {
+            return Err(self.unsupported(
+                inst,
+                "a top-k of a tile whose rows split between the vector cores",
+            ));
+        }
+        let (sg, vg) = (Geom::of(&ty), Geom::of(self.ty(values)));
+        let n = sg.cols;
+        let padded = padded_row(n);
+        let kept = k.next_multiple_of(SORT_BLOCK);
+        let size = ty.dtype.size_bytes();
+        let per_block = 32 / size;
+        let whole = n / per_block * per_block;
+        let t = c_type(ty.dtype);
+        let lowest = if ty.dtype == DType::F16 {
+            "half(-__builtin_inff())".to_owned()
+        } else {
+            scalar(f64::NEG_INFINITY, ty.dtype)
         };
-        Err(self.unsupported(
-            inst,
-            format!(
-                "top-k: its route on {} is {route}, not lowered yet",
-                self.soc
-            ),
-        ))
+        let like = |elems: usize| Geom {
+            rows: 1,
+            cols: elems,
+            pitch: elems,
+            bytes: 0,
+        };
+        let pair_elems = padded * PAIR_BYTES / size;
+        let scores = self.temp(inst, Temp::SortScores, ty.dtype, &like(padded))?;
+        let index = self.temp(inst, Temp::SortIndex, DType::U32, &like(padded))?;
+        let pairs = self.temp(inst, Temp::SortPairs, ty.dtype, &like(pair_elems))?;
+        let tmp = self.temp(inst, Temp::SortTmp, ty.dtype, &like(pair_elems))?;
+        let out_values = self.temp(inst, Temp::SortValues, ty.dtype, &like(kept))?;
+        let out_indices = self.temp(inst, Temp::SortIndices, DType::U32, &like(kept))?;
+        let at = self.position;
+        let (s, v, i) = (
+            Lowering::name(src),
+            Lowering::name(values),
+            Lowering::name(indices),
+        );
+        let [sc, ix, pr, tp, ov, oi] = [
+            "sortScores",
+            "sortIndex",
+            "sortPairs",
+            "sortTmp",
+            "sortValues",
+            "sortIndices",
+        ]
+        .map(|name| format!("{name}{at}"));
+        self.code.open("");
+        for (name, ctype, expr) in [
+            (&sc, t, scores),
+            (&ix, "uint32_t", index),
+            (&pr, t, pairs),
+            (&tp, t, tmp),
+            (&ov, t, out_values),
+            (&oi, "uint32_t", out_indices),
+        ] {
+            self.code
+                .line(format!("LocalTensor<{ctype}> {name} = {expr};"));
+        }
+        self.code.line(format!(
+            "ArithProgression({ix}.ReinterpretCast<int32_t>(), static_cast<int32_t>(0), \
+             static_cast<int32_t>(1), {padded});"
+        ));
+        self.code.open_rows(sg.rows);
+        self.code
+            .line(format!("Duplicate({sc}, {lowest}, {padded});"));
+        if whole > 0 {
+            self.code
+                .line(format!("DataCopy({sc}, {s}[r * {}], {whole});", sg.pitch));
+        }
+        if whole < n {
+            self.code
+                .open(format!("for (int64_t e = {whole}; e < {n}; ++e)"));
+            self.code.line(format!(
+                "{sc}.SetValue(e, {s}.GetValue(r * {} + e));",
+                sg.pitch
+            ));
+            self.code.close();
+        }
+        self.code.line(format!(
+            "Sort<{t}, true>({pr}, {sc}, {ix}, {tp}, {});",
+            padded / SORT_BLOCK
+        ));
+        self.code
+            .line(format!("Extract({ov}, {oi}, {pr}, {});", kept / SORT_BLOCK));
+        self.code
+            .line(format!("DataCopy({v}[r * {p}], {ov}, {p});", p = vg.pitch));
+        self.code.line(format!(
+            "DataCopy({i}.ReinterpretCast<uint32_t>()[r * {p}], {oi}, {p});",
+            p = vg.pitch
+        ));
+        self.code.close();
+        self.code.close();
+        Ok(())
     }
 }
