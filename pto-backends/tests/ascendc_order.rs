@@ -36,18 +36,18 @@ fn f32s(t: &Tensor) -> Vec<f32> {
 
 /// y = where((x > col) & !(x == 0) | (x < -2), x, -1) with the [16] `col` loaded as a
 /// [16, 1] column, then reshaped [16, 32] -> [512] -> [16, 32] (the same padded rows).
-fn masked(dtype: DType) -> ValidProgram {
+fn masked(dtype: DType) -> Result<ValidProgram, pto_op::OpError> {
     let mut k = Kernel::new("t.masked");
     let x = k.input("x", Shape::from([16, 32]), dtype);
     let c = k.input("c", Shape::from([16]), dtype);
     let y = k.output("y", Shape::from([16, 32]), dtype);
-    let xt = k.load(&x, [0, 0], [16, 32]).unwrap();
-    let column = k.load_reshaped(&c, [0], [16, 1]).unwrap();
+    let xt = k.load(&x, [0, 0], [16, 32])?;
+    let column = k.load_reshaped(&c, [0], [16, 1])?;
     let keep = xt.gt(&column) & !xt.eq(0.0) | xt.lt(-2.0);
     let kept = pto_op::Tile::select(&keep, &xt, -1.0);
     let round_trip = kept.reshape([512]).reshape([16, 32]);
-    k.store(&y, [0, 0], &round_trip).unwrap();
-    k.finish().unwrap()
+    k.store(&y, [0, 0], &round_trip)?;
+    k.finish()
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn reshapes_columns_and_logic_match_the_simulator_and_the_definition() {
     ] {
         let x = Tensor::from_vec([16, 32], xs.clone()).unwrap().cast(dtype);
         let c = Tensor::from_vec([16], cs.clone()).unwrap().cast(dtype);
-        let (sim, host) = sim_and_host(&masked(dtype), &[&x, &c], soc, device);
+        let (sim, host) = sim_and_host(&masked(dtype).unwrap(), &[&x, &c], soc, device);
         assert_eq!(f32s(&sim[0]), expected, "{soc} simulator");
         assert_eq!(f32s(&host[0]), expected, "{soc} host");
     }
@@ -92,7 +92,11 @@ fn reshapes_that_move_elements_between_rows_are_refused_with_the_reason() {
 /// The `k` largest of `row`, descending, equal values in row order: a plain stable sort.
 fn expected_top_k(row: &[f32], k: usize) -> (Vec<f32>, Vec<i64>) {
     let mut pairs: Vec<(f32, i64)> = row.iter().copied().zip(0..).collect();
-    pairs.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+    pairs.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .expect("no NaN in the data")
+            .then(a.1.cmp(&b.1))
+    });
     pairs.truncate(k);
     pairs.into_iter().unzip()
 }

@@ -177,7 +177,11 @@ fn values(n: usize, seed: u64, levels: u64) -> Vec<f32> {
 /// of (value, position) pairs.
 fn expected_top_k(row: &[f32], k: usize) -> (Vec<f32>, Vec<i64>) {
     let mut pairs: Vec<(f32, i64)> = row.iter().copied().zip(0..).collect();
-    pairs.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+    pairs.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .expect("no NaN in the data")
+            .then(a.1.cmp(&b.1))
+    });
     pairs.truncate(k);
     pairs.into_iter().unzip()
 }

@@ -919,6 +919,6 @@ impl Not for &Tile {
 impl Not for Tile {
     type Output = Tile;
     fn not(self) -> Tile {
-        (&self).logical_not()
+        self.logical_not()
     }
 }
