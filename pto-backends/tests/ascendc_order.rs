@@ -145,3 +145,66 @@ fn top_k_lowers_to_the_sort_api_and_matches_a_plain_sort_on_every_soc() {
         }
     }
 }
+
+#[test]
+fn argmax_and_argmin_lower_to_the_sort_and_take_the_first_of_equal_elements() {
+    for (soc, device, dtype, rows, cols) in [
+        (Soc::Kirin9030, "kirin9030", DType::F16, 4, 100),
+        (Soc::KirinX90, "kirinx90", DType::F32, 3, 64),
+        (Soc::Ascend910B, "ascend910b", DType::F32, 2, 40),
+    ] {
+        let mut kernel = Kernel::new("t.argreduce");
+        let x = kernel.input("x", Shape::from([rows, cols]), dtype);
+        let hi = kernel.output("hi", Shape::from([rows, 1]), DType::I32);
+        let lo = kernel.output("lo", Shape::from([rows, 1]), DType::I32);
+        let t = kernel.load(&x, [0, 0], [rows, cols]).unwrap();
+        kernel.store(&hi, [0, 0], &t.argmax(-1)).unwrap();
+        kernel.store(&lo, [0, 0], &t.argmin(-1)).unwrap();
+        let program = kernel.finish().unwrap();
+        // Few distinct values (ties), and in the f32 cases a NaN in the last row.
+        let mut data: Vec<f32> = (0..rows * cols)
+            .map(|e| ((e * 37 + 11) % 17) as f32 - 8.0)
+            .collect();
+        if dtype == DType::F32 {
+            data[(rows - 1) * cols + 5] = f32::NAN;
+        }
+        let input = Tensor::from_vec([rows, cols], data.clone())
+            .unwrap()
+            .cast(dtype);
+        let (sim, host) = sim_and_host(&program, &[&input], soc, device);
+        // The first position of the extreme (a NaN first of all), by a plain scan.
+        let first = |row: &[f32], better: fn(f32, f32) -> bool| -> i64 {
+            if let Some(nan) = row.iter().position(|v| v.is_nan()) {
+                return nan as i64;
+            }
+            let mut best = 0;
+            for (i, &v) in row.iter().enumerate() {
+                if better(v, row[best]) {
+                    best = i;
+                }
+            }
+            best as i64
+        };
+        let want_hi: Vec<i64> = data.chunks(cols).map(|r| first(r, |a, b| a > b)).collect();
+        let want_lo: Vec<i64> = data.chunks(cols).map(|r| first(r, |a, b| a < b)).collect();
+        let i64s = |t: &Tensor| t.cast(DType::I64).to_vec::<i64>().unwrap();
+        for (target, out) in [("simulator", &sim), ("host", &host)] {
+            assert_eq!(i64s(&out[0]), want_hi, "{soc} {target} argmax");
+            assert_eq!(i64s(&out[1]), want_lo, "{soc} {target} argmin");
+        }
+    }
+    let mut kernel = Kernel::new("t.argreduce_rows");
+    let x = kernel.input("x", Shape::from([4, 8]), DType::F32);
+    let y = kernel.output("y", Shape::from([1, 8]), DType::I32);
+    let t = kernel.load(&x, [0, 0], [4, 8]).unwrap();
+    kernel.store(&y, [0, 0], &t.argmax(0)).unwrap();
+    let error = lower_program(
+        &kernel.finish().unwrap(),
+        "t",
+        Soc::Kirin9030,
+        &profile("kirin9030"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("along axis 0"), "{error}");
+}

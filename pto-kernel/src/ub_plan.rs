@@ -275,6 +275,26 @@ pub enum Temp {
     SortIndices,
 }
 
+/// The UB temporaries of a sort of the rows of a tile of type `src` keeping `k` pairs (a
+/// top-k; an index reduction keeps one).
+fn sort_temps(src: Option<&TileType>, k: usize) -> Vec<(Temp, u64)> {
+    let Some(t) = src else {
+        return Vec::new();
+    };
+    let padded = crate::top_k::padded_row(t.shape.last().copied().unwrap_or(1)) as u64;
+    let kept = k.next_multiple_of(crate::top_k::SORT_BLOCK) as u64;
+    let pairs = padded * crate::top_k::PAIR_BYTES as u64;
+    let size = t.dtype.size_bytes() as u64;
+    vec![
+        (Temp::SortScores, (padded * size).next_multiple_of(UB_ALIGN)),
+        (Temp::SortIndex, padded * 4),
+        (Temp::SortPairs, pairs),
+        (Temp::SortTmp, pairs),
+        (Temp::SortValues, (kept * size).next_multiple_of(UB_ALIGN)),
+        (Temp::SortIndices, kept * 4),
+    ]
+}
+
 /// The temporaries the lowering of `inst` needs in UB and their bytes, in the order the
 /// plan allocates them (at most one of each name).
 pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<(Temp, u64)> {
@@ -344,22 +364,12 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<(Temp, u64)> {
             }
             temps
         }
-        Inst::TopK { src, k, .. } => {
-            let Some(t) = ty(*src) else {
-                return Vec::new();
-            };
-            let padded = crate::top_k::padded_row(t.shape.last().copied().unwrap_or(1)) as u64;
-            let kept = k.next_multiple_of(crate::top_k::SORT_BLOCK) as u64;
-            let pairs = padded * crate::top_k::PAIR_BYTES as u64;
-            let size = t.dtype.size_bytes() as u64;
-            vec![
-                (Temp::SortScores, (padded * size).next_multiple_of(UB_ALIGN)),
-                (Temp::SortIndex, padded * 4),
-                (Temp::SortPairs, pairs),
-                (Temp::SortTmp, pairs),
-                (Temp::SortValues, (kept * size).next_multiple_of(UB_ALIGN)),
-                (Temp::SortIndices, kept * 4),
-            ]
+        Inst::TopK { src, k, .. } => sort_temps(ty(*src), *k),
+        // Along the last axis, the first pair of the row's sort (the lowering's route).
+        Inst::ArgReduce { src, axis, .. }
+            if ty(*src).is_some_and(|t| *axis + 1 == t.shape.len()) =>
+        {
+            sort_temps(ty(*src), 1)
         }
         Inst::Binary { dst, op, lhs, rhs }
             if let Some(_) = row_statistic(program, *dst, lhs, rhs) =>

@@ -103,7 +103,7 @@ impl Lowering<'_> {
             } => self.select(inst, *dst, *cond, on_true, on_false),
             Inst::Cast { dst, src } => self.cast(inst, *dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(inst, *dst, *op, *src, *axis),
-            Inst::ArgReduce { .. } => self.arg_reduce(inst),
+            Inst::ArgReduce { dst, op, src, axis } => self.arg_reduce(inst, *dst, *op, *src, *axis),
             Inst::TopK {
                 values,
                 indices,

@@ -1,5 +1,6 @@
 //! Reductions: along the last axis as pto-isa's row reduction (folds, then one whole
-//! reduce per row) or its group-reduce path, along the second last by rows.
+//! reduce per row) or its group-reduce path, along the second last by rows; row sorts:
+//! top-k and index reductions through the sort API.
 
 use pto_op::DType;
 use pto_op::kernel::ir::{Inst, ReduceOp, TileId};
@@ -252,16 +253,30 @@ impl Lowering<'_> {
 }
 
 impl Lowering<'_> {
-    /// `argreduce`: refused on every SoC. `ReduceMax` / `ReduceMin` with `calIndex` give the
-    /// index of one contiguous range (a whole row), but the host implementation does not
-    /// model it yet (`ascendc_host/vector.h` refuses `calIndex`), so nothing would check a
-    /// lowered kernel; `ascendc-host` runs the op on its fallback.
-    pub(super) fn arg_reduce(&mut self, inst: &Inst) -> Result<(), LowerError> {
-        Err(self.unsupported(
-            inst,
-            "index reductions: ReduceMax / ReduceMin with calIndex are not modelled by the \
-             host implementation yet",
-        ))
+    /// `argreduce` along the last axis: the first index of each row's sort
+    /// ([`Lowering::sort_rows`] keeping one pair), of the row itself for `max` and of its
+    /// negation for `min` (so equal elements still go to the lower index, and a NaN, which
+    /// negates to a NaN, first). Along another axis it is refused.
+    pub(super) fn arg_reduce(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        op: pto_op::kernel::ir::ArgOp,
+        src: TileId,
+        axis: usize,
+    ) -> Result<(), LowerError> {
+        if axis + 1 != self.ty(src).shape.len() {
+            self.declare(dst);
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "an index reduction along axis {axis} of {}: the sort lowers the last axis",
+                    self.ty(src)
+                ),
+            ));
+        }
+        let negate = op == pto_op::kernel::ir::ArgOp::Min;
+        self.sort_rows(inst, src, 1, negate, None, dst)
     }
 
     /// `topk`: each row sorted whole with `Sort<T, true>` (asc-devkit
@@ -278,8 +293,25 @@ impl Lowering<'_> {
         src: TileId,
         k: usize,
     ) -> Result<(), LowerError> {
+        self.sort_rows(inst, src, k, false, Some(values), indices)
+    }
+
+    /// Each row of `src` (negated when `negate`) sorted whole, descending, with its indices;
+    /// the first `k` values into `values` (when given) and indices into `indices`, rows of
+    /// `k` (the instruction's UB temporaries are a top-k's, [`Temp::SortScores`] ..).
+    fn sort_rows(
+        &mut self,
+        inst: &Inst,
+        src: TileId,
+        k: usize,
+        negate: bool,
+        values: Option<TileId>,
+        indices: TileId,
+    ) -> Result<(), LowerError> {
         use pto_op::kernel::top_k::{PAIR_BYTES, SORT_BLOCK, padded_row};
-        self.declare(values);
+        if let Some(values) = values {
+            self.declare(values);
+        }
         self.declare(indices);
         let ty = self.ty(src).clone();
         if !matches!(ty.dtype, DType::F16 | DType::F32) {
@@ -294,7 +326,7 @@ impl Lowering<'_> {
                 "a top-k of a tile whose rows split between the vector cores",
             ));
         }
-        let (sg, vg) = (Geom::of(&ty), Geom::of(self.ty(values)));
+        let (sg, vg) = (Geom::of(&ty), Geom::of(self.ty(indices)));
         let n = sg.cols;
         let padded = padded_row(n);
         let kept = k.next_multiple_of(SORT_BLOCK);
@@ -302,10 +334,16 @@ impl Lowering<'_> {
         let per_block = 32 / size;
         let whole = n / per_block * per_block;
         let t = c_type(ty.dtype);
-        let lowest = if ty.dtype == DType::F16 {
-            "half(-__builtin_inff())".to_owned()
+        // The padding sorts last: the lowest value, or the highest before a negation.
+        let pad = if negate {
+            f64::INFINITY
         } else {
-            scalar(f64::NEG_INFINITY, ty.dtype)
+            f64::NEG_INFINITY
+        };
+        let lowest = if ty.dtype == DType::F16 {
+            format!("half({})", scalar(pad, DType::F32))
+        } else {
+            scalar(pad, ty.dtype)
         };
         let like = |elems: usize| Geom {
             rows: 1,
@@ -321,11 +359,7 @@ impl Lowering<'_> {
         let out_values = self.temp(inst, Temp::SortValues, ty.dtype, &like(kept))?;
         let out_indices = self.temp(inst, Temp::SortIndices, DType::U32, &like(kept))?;
         let at = self.position;
-        let (s, v, i) = (
-            Lowering::name(src),
-            Lowering::name(values),
-            Lowering::name(indices),
-        );
+        let (s, i) = (Lowering::name(src), Lowering::name(indices));
         let [sc, ix, pr, tp, ov, oi] = [
             "sortScores",
             "sortIndex",
@@ -367,14 +401,26 @@ impl Lowering<'_> {
             ));
             self.code.close();
         }
+        if negate {
+            let minus_one = if ty.dtype == DType::F16 {
+                format!("half({})", scalar(-1.0, DType::F32))
+            } else {
+                scalar(-1.0, ty.dtype)
+            };
+            self.code
+                .line(format!("Muls({sc}, {sc}, {minus_one}, {padded});"));
+        }
         self.code.line(format!(
             "Sort<{t}, true>({pr}, {sc}, {ix}, {tp}, {});",
             padded / SORT_BLOCK
         ));
         self.code
             .line(format!("Extract({ov}, {oi}, {pr}, {});", kept / SORT_BLOCK));
-        self.code
-            .line(format!("DataCopy({v}[r * {p}], {ov}, {p});", p = vg.pitch));
+        if let Some(values) = values {
+            let v = Lowering::name(values);
+            self.code
+                .line(format!("DataCopy({v}[r * {p}], {ov}, {p});", p = vg.pitch));
+        }
         self.code.line(format!(
             "DataCopy({i}.ReinterpretCast<uint32_t>()[r * {p}], {oi}, {p});",
             p = vg.pitch
