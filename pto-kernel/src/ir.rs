@@ -800,9 +800,10 @@ impl Inst {
         }
     }
 
-    /// The tiles this instruction defines: its `dst`, or for a loop its `params` (defined
-    /// at the start of every iteration) then its `results` (defined after the last). The
-    /// instructions of a loop's body define their own tiles; a store defines none.
+    /// The tiles this instruction defines: its `dst` (a top-k its `values` then its
+    /// `indices`), or for a loop its `params` (defined at the start of every iteration)
+    /// then its `results` (defined after the last). The instructions of a loop's body
+    /// define their own tiles; a store defines none.
     pub fn defs(&self) -> Tiles<'_> {
         match self {
             Inst::Load { dst, .. }
@@ -1130,6 +1131,34 @@ mod tests {
         };
         assert_eq!((ids(store.defs()), ids(store.uses())), (vec![], vec![t(4)]));
         assert_eq!(Inst::count(&[looped, store]), 3);
+    }
+
+    #[test]
+    fn a_top_k_defines_its_values_then_its_indices() {
+        let t = TileId::new;
+        let top = Inst::TopK {
+            values: t(1),
+            indices: t(2),
+            src: t(0),
+            k: 4,
+        };
+        let ids = |tiles: Tiles<'_>| tiles.collect::<Vec<_>>();
+        assert_eq!(
+            (ids(top.defs()), ids(top.uses())),
+            (vec![t(1), t(2)], vec![t(0)])
+        );
+        assert_eq!(
+            (top.mnemonic(), top.vector_op_name()),
+            ("topk", Some("topk"))
+        );
+        let logic = Inst::Logic {
+            dst: t(3),
+            op: LogicOp::Or,
+            lhs: t(1),
+            rhs: t(2),
+        };
+        assert_eq!(ids(logic.uses()), vec![t(1), t(2)]);
+        assert!(Inst::vector_op_names().contains(&"argmin"));
     }
 
     #[test]
