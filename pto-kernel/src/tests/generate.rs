@@ -302,7 +302,7 @@ fn step(
                 _ => Tile::select(&cond, &a, a.neg()),
             };
             if rng.chance(30) {
-                pool.ub.push(!&cond | &(&cond & &cond));
+                pool.ub.push(!&cond | &(&cond & &a.ne(0.0)));
             }
             pool.ub.push(cond);
             pool.ub.push(picked);
