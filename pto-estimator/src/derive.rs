@@ -117,7 +117,10 @@ fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformancePro
                 }
             }
             Inst::Loop { count: n, body, .. } => count(program, body, trips * *n as u64, into),
-            Inst::Reduce { src, .. } | Inst::Cast { src, .. } => vector(into, *src, None),
+            Inst::Reduce { src, .. }
+            | Inst::Cast { src, .. }
+            | Inst::ArgReduce { src, .. }
+            | Inst::TopK { src, .. } => vector(into, *src, None),
             Inst::Compare { dst, lhs, rhs, .. } => {
                 let operand_dtype = [lhs, rhs].into_iter().find_map(|o| match o {
                     Operand::Tile(t) => tile(*t).map(|t| t.dtype),
@@ -129,7 +132,10 @@ fn count(program: &Program, body: &[Inst], trips: u64, into: &mut PerformancePro
             | Inst::Iota { dst, .. }
             | Inst::Unary { dst, .. }
             | Inst::Binary { dst, .. }
-            | Inst::Select { dst, .. } => vector(into, *dst, None),
+            | Inst::Select { dst, .. }
+            | Inst::Logic { dst, .. }
+            | Inst::Not { dst, .. }
+            | Inst::Reshape { dst, .. } => vector(into, *dst, None),
             Inst::Move { .. } | Inst::Extract { .. } => {}
         }
     }

@@ -374,6 +374,39 @@ impl Kernel {
         })
     }
 
+    /// Loads `global`'s elements at `offsets` into a UB tile of `shape`, a shape of
+    /// another rank with the same number of elements as the loaded region, in row-major
+    /// order: a `[n]` global as an `[n, 1]` column (to scale the rows of a `[n, c]` tile)
+    /// or a `[1, n]` row. It is a load of the global's rank (`shape`'s elements along the
+    /// global's last dim, one of each other dim) followed by a [`Tile::reshape`].
+    ///
+    /// ```
+    /// use pto_kernel::{DType, Kernel, Shape};
+    /// let mut k = Kernel::new("doc.load_reshaped");
+    /// let scale = k.input("scale", Shape::from([64]), DType::F32);
+    /// let column = k.load_reshaped(&scale, [0], [64, 1]).unwrap();
+    /// assert_eq!(column.shape(), &[64, 1]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Kernel::load`] and of the reshape (a shape of another number of
+    /// elements).
+    pub fn load_reshaped(
+        &mut self,
+        global: &Global,
+        offsets: impl IntoOffsets,
+        shape: impl AsRef<[usize]>,
+    ) -> Result<Tile, OpError> {
+        let shape = shape.as_ref();
+        let rank = global.shape().rank().max(1);
+        let mut loaded = vec![1; rank];
+        loaded[rank - 1] = shape.iter().product();
+        let tile = self.load(global, offsets, &loaded)?.reshape(shape);
+        self.recorded()?;
+        Ok(tile)
+    }
+
     /// Stores `tile` (UB, or L0C straight from the cube) at `offsets` of the output
     /// `global`; elements outside the tensor are dropped. The tile's dtype must be the
     /// output's: cast first.

@@ -28,6 +28,11 @@
 //! - vector: `vector_latency_cycles + repeats * cycles_per_repeat(kind)`, with
 //!   `repeats = ceil(bytes of the largest operand or result / vector_bytes_per_repeat)`
 //!   and the kind from [`Inst::cycles_per_repeat`].
+//! - a top-k: the sort instructions of [`super::top_k`] (`Sort32`, merges of the whole
+//!   row, an extract of the first `k`; an index reduction along the last axis the same
+//!   with `k = 1`), each one instruction over all rows at `vector_latency_cycles + rows x
+//!   repeats x reduce` (the pipe model's `topk` entry where it has one): an assumed
+//!   throughput, as no public source gives the sort instructions' own.
 //! - cube: `cube_latency_cycles + m * k * n / cube_macs(dtype of a)`.
 //! - scalar: the S pipe spends `issue_cycles` on every instruction but a loop, and
 //!   `loop_overhead_cycles` on every loop iteration; a loop itself occupies no pipe.
@@ -77,6 +82,7 @@ use std::collections::BTreeMap;
 
 use crate::device::{CubeVector, DeviceProfile};
 use crate::dtype::DType;
+use crate::top_k::TopKPlan;
 
 use super::ir::{GlobalId, Inst, MemLevel, Pipe, Program, TileId, TileType};
 use super::row_reduce::{RowReduce, StepKind};
@@ -308,7 +314,12 @@ fn side_of(program: &Program, inst: &Inst, arrangement: CubeVector) -> Option<Si
         | Inst::Compare { .. }
         | Inst::Select { .. }
         | Inst::Cast { .. }
-        | Inst::Reduce { .. } => Side::Vector,
+        | Inst::Reduce { .. }
+        | Inst::ArgReduce { .. }
+        | Inst::Logic { .. }
+        | Inst::Not { .. }
+        | Inst::TopK { .. }
+        | Inst::Reshape { .. } => Side::Vector,
     })
 }
 
@@ -727,6 +738,20 @@ impl<'a> CostModel<'a> {
                 let (cycles, latency) = self.row_reduce(&plan);
                 (cycles, latency, largest as u64)
             }
+            Inst::TopK { values, src, k, .. } => {
+                let (s, v) = (ty(*src)?, ty(*values)?);
+                let cycles = self.sort_cycles(program, inst, s, *k);
+                (cycles, 0.0, s.bytes().max(v.bytes()) as u64)
+            }
+            // Along the last axis, the first pair of each row's sort (the lowering's route).
+            Inst::ArgReduce { src, axis, .. }
+                if program
+                    .tile(*src)
+                    .is_some_and(|t| *axis + 1 == t.shape.len()) =>
+            {
+                let s = ty(*src)?;
+                (self.sort_cycles(program, inst, s, 1), 0.0, s.bytes() as u64)
+            }
             // The vector instructions.
             _ => {
                 let mut largest = 0;
@@ -792,6 +817,23 @@ impl<'a> CostModel<'a> {
             }
         }
         (cycles, latency)
+    }
+
+    /// The cycles of a sort of the rows of `src` keeping `k` ([`TopKPlan`]): each step one
+    /// instruction over all rows, its repeats at the pipe model's entry for `inst` or the
+    /// profile's reduce cost, after the vector latency.
+    fn sort_cycles(&self, program: &Program, inst: &Inst, src: &TileType, k: usize) -> f64 {
+        let p = self.profile;
+        let row_len = src.shape.last().copied().unwrap_or(1);
+        let plan = TopKPlan::new(src.numel() / row_len.max(1), row_len, k);
+        let (per_repeat, latency) = self.vector_op_cost(program, inst).map_or(
+            (p.vector_cycles_per_repeat.reduce, p.vector_latency_cycles),
+            |op| (op.cycles_per_repeat, op.latency_cycles),
+        );
+        plan.steps
+            .iter()
+            .map(|(_, repeats)| latency + (plan.rows * repeats) as f64 * per_repeat)
+            .sum()
     }
 
     /// The pipe model's entry for vector instruction `inst`, if the profile has a pipe

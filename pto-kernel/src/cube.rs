@@ -1,8 +1,12 @@
 //! Building blocks for kernels on the cube unit.
 
+use crate::device::PerBuffer;
+use crate::dtype::DType;
 use crate::error::OpError;
+use crate::ir::{MemLevel, TileType};
+use crate::ub_plan::Geom;
 
-use super::{Global, Kernel};
+use super::{Global, Idx, Kernel, Tile};
 
 /// The base tiles of a GEMM on the cube: output `[m, n]` per block program, `k` elements
 /// per K-step in L0A / L0B, and `steps` K-steps staged in L1 per load.
@@ -41,20 +45,12 @@ impl GemmTiles {
     /// L0B (double-buffered), the staged A and B tiles twice in L1, the output tile once in
     /// UB. Falls back to the smallest candidate with one staged step.
     pub fn fitting(caps: [u64; 5], in_bytes: usize, out_bytes: usize) -> GemmTiles {
-        let [l0a, l0b, l0c, l1, ub] = caps;
         let k = K_STEP_BYTES / in_bytes;
-        let fits = |m: usize, n: usize, steps: usize| {
-            let b = |x: usize| x as u64;
-            b(m * n * 4) <= l0c
-                && b(2 * m * k * in_bytes) <= l0a
-                && b(2 * k * n * in_bytes) <= l0b
-                && b(2 * (m + n) * k * steps * in_bytes) <= l1
-                && b(m * n * out_bytes.max(4)) <= ub
-        };
         for (m, n) in OUTPUT_TILES {
             for steps in (1..=STAGED_STEPS).rev() {
-                if fits(m, n, steps) {
-                    return GemmTiles { m, n, k, steps };
+                let tiles = GemmTiles { m, n, k, steps };
+                if fits(tiles.reserved_bytes(in_bytes, out_bytes), caps) {
+                    return tiles;
                 }
             }
         }
@@ -62,20 +58,322 @@ impl GemmTiles {
         GemmTiles { m, n, k, steps: 1 }
     }
 
+    /// What these tiles reserve in each buffer, before any tracing, as [`GemmTiles::fitting`]
+    /// counts it: the f32 `[m, n]` accumulator once in L0C, the A and B K-steps twice in
+    /// L0A and L0B (double-buffered), the staged A and B tiles twice in L1, the output tile
+    /// once in UB (at 4 bytes an element at least, the L0C -> UB conversion's). What is
+    /// left of a device's buffers is what a prologue or an epilogue may take
+    /// ([`ExtraTiles`], [`GemmPlan::new`]).
+    ///
+    /// ```
+    /// use pto_kernel::cube::GemmTiles;
+    /// let tiles = GemmTiles { m: 128, n: 256, k: 64, steps: 4 };
+    /// let reserved = tiles.reserved_bytes(2, 2);
+    /// assert_eq!(reserved.l0c, 128 * 256 * 4);
+    /// assert_eq!(reserved.l1, 2 * (128 + 256) * 64 * 4 * 2);
+    /// assert_eq!(reserved.ub, 128 * 256 * 4);
+    /// ```
+    pub fn reserved_bytes(&self, in_bytes: usize, out_bytes: usize) -> PerBuffer {
+        let (m, n, k, steps) = (
+            self.m as u64,
+            self.n as u64,
+            self.k as u64,
+            self.steps as u64,
+        );
+        let in_bytes = in_bytes as u64;
+        PerBuffer {
+            ub: m * n * (out_bytes as u64).max(4),
+            l1: 2 * (m + n) * k * steps * in_bytes,
+            l0a: 2 * m * k * in_bytes,
+            l0b: 2 * k * n * in_bytes,
+            l0c: m * n * 4,
+        }
+    }
+
     /// The tiles for the device `k` is traced for ([`Kernel::buffer_capacity`]), or for
     /// every built-in profile when it is traced without one.
     pub fn for_kernel(k: &Kernel, in_bytes: usize, out_bytes: usize) -> GemmTiles {
-        use super::ir::MemLevel::{L0A, L0B, L0C, L1, Ub};
-        let caps = [L0A, L0B, L0C, L1, Ub]
-            .iter()
-            .zip(PORTABLE)
-            .map(|(level, portable)| k.buffer_capacity(*level).unwrap_or(portable))
-            .collect::<Vec<_>>();
-        GemmTiles::fitting(
-            [caps[0], caps[1], caps[2], caps[3], caps[4]],
-            in_bytes,
-            out_bytes,
-        )
+        GemmTiles::fitting(capacities(k), in_bytes, out_bytes)
+    }
+}
+
+/// Whether `reserved` fits buffers of `[l0a, l0b, l0c, l1, ub]` bytes.
+fn fits(reserved: PerBuffer, caps: [u64; 5]) -> bool {
+    let [l0a, l0b, l0c, l1, ub] = caps;
+    reserved.l0a <= l0a
+        && reserved.l0b <= l0b
+        && reserved.l0c <= l0c
+        && reserved.l1 <= l1
+        && reserved.ub <= ub
+}
+
+/// The buffers of the device `k` is traced for, `[l0a, l0b, l0c, l1, ub]`, or those of
+/// the smallest built-in profile traced without one.
+fn capacities(k: &Kernel) -> [u64; 5] {
+    use MemLevel::{L0A, L0B, L0C, L1, Ub};
+    let mut caps = PORTABLE;
+    for (cap, level) in caps.iter_mut().zip([L0A, L0B, L0C, L1, Ub]) {
+        *cap = k.buffer_capacity(level).unwrap_or(*cap);
+    }
+    caps
+}
+
+/// The shape of an extra UB tile of a GEMM's prologue or epilogue, relative to the output
+/// tile `[m, n]` of a block program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtraShape {
+    /// `[m, n]`, the output tile's shape (a dequantised or activated copy of it).
+    Output,
+    /// `[1, n]`, a row along the output's columns (a per-channel scale, a bias).
+    Row,
+    /// `[m, 1]`, a column along its rows (a per-row statistic).
+    Column,
+}
+
+/// The tiles a cube kernel keeps beside the GEMM's own: UB tiles sized by the output tile
+/// (each counted as the Ascend C lowering reserves it, rows padded to 32 bytes:
+/// [`Geom`]), and fixed UB and L1 bytes. [`GemmPlan::new`] sizes the GEMM's tiles so that
+/// both fit.
+///
+/// ```
+/// use pto_kernel::DType;
+/// use pto_kernel::cube::{ExtraShape, ExtraTiles};
+/// // An f32 copy of the output tile, an f32 scale row and an f32 bias row.
+/// let extra = ExtraTiles::new()
+///     .ub_tile(ExtraShape::Output, DType::F32)
+///     .ub_tile(ExtraShape::Row, DType::F32)
+///     .ub_tile(ExtraShape::Row, DType::F32);
+/// assert_eq!(extra.ub_bytes_for(128, 256), 128 * 256 * 4 + 2 * 256 * 4);
+/// // A [m, 1] f16 column pads each row to 16 elements (32 bytes).
+/// let column = ExtraTiles::new().ub_tile(ExtraShape::Column, DType::F16);
+/// assert_eq!(column.ub_bytes_for(128, 256), 128 * 32);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtraTiles {
+    ub_tiles: Vec<(ExtraShape, DType)>,
+    ub: u64,
+    l1: u64,
+}
+
+impl ExtraTiles {
+    /// No extra tiles: a plain GEMM.
+    pub fn new() -> ExtraTiles {
+        ExtraTiles::default()
+    }
+
+    /// One more UB tile of `shape` and `dtype` at the epilogue's peak.
+    pub fn ub_tile(mut self, shape: ExtraShape, dtype: DType) -> ExtraTiles {
+        self.ub_tiles.push((shape, dtype));
+        self
+    }
+
+    /// `bytes` more of UB whatever the output tile (a loaded vector of fixed length).
+    pub fn ub_bytes(mut self, bytes: u64) -> ExtraTiles {
+        self.ub += bytes;
+        self
+    }
+
+    /// `bytes` more of L1 (a prologue tile staged there).
+    pub fn l1_bytes(mut self, bytes: u64) -> ExtraTiles {
+        self.l1 += bytes;
+        self
+    }
+
+    /// The UB bytes of the extra tiles for an output tile of `[m, n]`.
+    pub fn ub_bytes_for(&self, m: usize, n: usize) -> u64 {
+        let tile_bytes = |(shape, dtype): &(ExtraShape, DType)| {
+            let shape = match shape {
+                ExtraShape::Output => vec![m, n],
+                ExtraShape::Row => vec![1, n],
+                ExtraShape::Column => vec![m, 1],
+            };
+            Geom::of(&TileType {
+                shape,
+                dtype: *dtype,
+                level: MemLevel::Ub,
+            })
+            .bytes
+        };
+        self.ub + self.ub_tiles.iter().map(tile_bytes).sum::<u64>()
+    }
+
+    /// The L1 bytes of the extra tiles.
+    pub fn l1_bytes_for(&self) -> u64 {
+        self.l1
+    }
+}
+
+/// Output tiles a [`GemmPlan`] chooses from, largest first.
+const PLAN_OUTPUT_TILES: [(usize, usize); 5] =
+    [(128, 256), (128, 128), (64, 128), (64, 64), (32, 64)];
+
+/// The tiling of a cube kernel `y = a @ b` (then the author's epilogue) for one device:
+/// the GEMM's tiles sized so that they and the author's [`ExtraTiles`] fit its buffers,
+/// and the output tile chosen to spread the block programs over its AI cores.
+///
+/// Two steps, as for row tiles: among the output tiles (128 x 256, 128 x 128, 64 x 128,
+/// 64 x 64, 32 x 64, each clipped to the matrix rounded up to the 16 x 16 fractal) that
+/// fit with the extra tiles, the **fewest waves** of block programs over the cores
+/// (`ceil(programs / cores)`), then the **smallest** tile that keeps that many waves, so
+/// that no core idles while another holds two tiles' work: a `[256, 512]` output on
+/// ascend910b (24 cores) is 16 programs of 64 x 128 rather than 4 of 128 x 256 (which
+/// kept 20 cores idle; 32 of 64 x 64 would take two waves). On a device of one core (the Kirin profiles) every tile has as many
+/// waves as programs, and the largest that fits is chosen. `std.matmul` keeps
+/// [`GemmTiles::for_kernel`]'s tiles (the largest that fit), which its measured
+/// fidelity is stated for.
+///
+/// ```
+/// use pto_kernel::{DType, DeviceProfile, Kernel, Shape};
+/// use pto_kernel::cube::{ExtraTiles, GemmPlan};
+/// let p = DeviceProfile::builtin("ascend910b").unwrap();
+/// let mut k = Kernel::new("doc.plan").with_buffers(p.buffers).with_core_count(24);
+/// let a = k.input("a", Shape::from([256, 1024]), DType::F16);
+/// let b = k.input("b", Shape::from([1024, 512]), DType::F16);
+/// let plan = GemmPlan::new(&k, &a, &b, DType::F16, &ExtraTiles::new()).unwrap();
+/// assert_eq!((plan.tm, plan.tn, plan.grid), (64, 128, 16));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// The base tiles (output tile before clipping, K-step, staged steps).
+    pub tiles: GemmTiles,
+    /// Output rows per block program.
+    pub tm: usize,
+    /// Output columns per block program.
+    pub tn: usize,
+    /// Elements of K per cube step.
+    pub tk: usize,
+    /// K-steps per staged load.
+    pub steps: usize,
+    /// Staged loads along K.
+    pub stages: usize,
+    /// Output tiles along the columns.
+    pub col_tiles: usize,
+    /// Block programs.
+    pub grid: usize,
+    /// What the GEMM's tiles reserve per buffer (the extra tiles not included).
+    pub reserved: PerBuffer,
+}
+
+impl GemmPlan {
+    /// The plan for `a [m, k] @ b [k, n]` into an output of `out_dtype` on the device `k`
+    /// is traced for (its buffers and cores), leaving room for `extra`.
+    ///
+    /// # Errors
+    ///
+    /// `a` or `b` not rank 2, or no output tile that fits with `extra` (the message gives
+    /// the smallest one's bytes per buffer and the capacities).
+    pub fn new(
+        k: &Kernel,
+        a: &Global,
+        b: &Global,
+        out_dtype: DType,
+        extra: &ExtraTiles,
+    ) -> Result<GemmPlan, OpError> {
+        let (m, depth) = a.dims2()?;
+        let (_, n) = b.dims2()?;
+        let caps = capacities(k);
+        let in_bytes = a.dtype().size_bytes();
+        let out_bytes = out_dtype.size_bytes();
+        let cores = k.core_count().max(1);
+        let kstep = K_STEP_BYTES / in_bytes;
+        let tk = tile_dim(kstep, depth);
+        let with_extra = |tiles: &GemmTiles| {
+            let mut r = tiles.reserved_bytes(in_bytes, out_bytes);
+            r.ub += extra.ub_bytes_for(tiles.m, tiles.n);
+            r.l1 += extra.l1_bytes_for();
+            r
+        };
+        let mut candidates = Vec::new();
+        for (bm, bn) in PLAN_OUTPUT_TILES {
+            let (tm, tn) = (tile_dim(bm, m), tile_dim(bn, n));
+            let staged = (1..=STAGED_STEPS).rev().find_map(|steps| {
+                let tiles = GemmTiles {
+                    m: tm,
+                    n: tn,
+                    k: kstep,
+                    steps,
+                };
+                fits(with_extra(&tiles), caps).then_some(tiles)
+            });
+            if let Some(tiles) = staged {
+                let programs = m.div_ceil(tm) * n.div_ceil(tn);
+                candidates.push((programs.div_ceil(cores), tm * tn, tiles));
+            }
+        }
+        // Fewest waves, then the smallest tile with them.
+        let Some((_, _, tiles)) = candidates
+            .into_iter()
+            .min_by_key(|(waves, area, _)| (*waves, *area))
+        else {
+            let smallest = GemmTiles {
+                m: 32,
+                n: 64,
+                k: kstep,
+                steps: 1,
+            };
+            let r = with_extra(&smallest);
+            return Err(OpError::invalid(format!(
+                "no GEMM tiling fits with the extra tiles: the smallest (32 x 64, one K-step \
+                 staged) needs ub {} l1 {} l0a {} l0b {} l0c {} bytes, the device has ub {} \
+                 l1 {} l0a {} l0b {} l0c {}",
+                r.ub, r.l1, r.l0a, r.l0b, r.l0c, caps[4], caps[3], caps[0], caps[1], caps[2]
+            )));
+        };
+        let k_steps = depth.div_ceil(tk).max(1);
+        let steps = tiles.steps.min(k_steps);
+        let col_tiles = n.div_ceil(tiles.n);
+        Ok(GemmPlan {
+            tm: tiles.m,
+            tn: tiles.n,
+            tk,
+            steps,
+            stages: k_steps.div_ceil(steps),
+            col_tiles,
+            grid: m.div_ceil(tiles.m) * col_tiles,
+            reserved: tiles.reserved_bytes(in_bytes, out_bytes),
+            tiles,
+        })
+    }
+
+    /// Sets `k`'s grid to the plan's and traces this block program's K loop: staged loads
+    /// of `a` and `b` into L1, each K-step extracted to L0A / L0B and accumulated in L0C.
+    /// Returns the f32 `[tm, tn]` accumulator in L0C and the offsets `(r0, c0)` of the
+    /// block program's output tile, for the author's epilogue and store.
+    ///
+    /// # Errors
+    ///
+    /// A tracing error of the loads or the cube.
+    pub fn accumulate(
+        &self,
+        k: &mut Kernel,
+        a: &Global,
+        b: &Global,
+    ) -> Result<(Tile, Idx, Idx), OpError> {
+        use MemLevel::{L0A, L0B};
+        k.grid(self.grid)?;
+        let pid = k.program_id();
+        let (r0, c0) = (
+            (pid / self.col_tiles) * self.tm,
+            (pid % self.col_tiles) * self.tn,
+        );
+        let (tm, tn, tk, steps) = (self.tm, self.tn, self.tk, self.steps);
+        let staged = tk * steps;
+        let stage = |k: &mut Kernel, k0: Idx, acc: Option<Tile>| -> Result<Tile, OpError> {
+            let a1 = k.load_l1(a, (r0, k0), [tm, staged])?;
+            let b1 = k.load_l1(b, (k0, c0), [staged, tn])?;
+            let mut acc = acc;
+            for step in 0..steps {
+                let a0 = a1.extract(L0A, &[0, step * tk], &[tm, tk]);
+                let b0 = b1.extract(L0B, &[step * tk, 0], &[tk, tn]);
+                acc = Some(k.matmul(&a0, &b0, acc.as_ref(), false)?);
+            }
+            acc.ok_or_else(|| OpError::invalid("a stage has at least one K-step"))
+        };
+        let first = stage(k, Idx::from(0usize), None)?;
+        let acc = k.fold(self.stages - 1, &[first], |k, i, carried| {
+            Ok(vec![stage(k, (i + 1) * staged, Some(carried[0].clone()))?])
+        })?;
+        Ok((acc[0].clone(), r0, c0))
     }
 }
 

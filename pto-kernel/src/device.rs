@@ -161,12 +161,12 @@ pub struct VectorCosts {
 // it is written beside them; the IR below knows nothing of what a device costs.
 impl Inst {
     /// Cycles per repeat of this instruction on the vector unit, by its kind: reductions
-    /// cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
+    /// (index reductions and top-k too) cost `reduce`; exp, exp2, ln, log2, roots, reciprocals, activations, sin, cos, erf,
     /// and division, pow, rem and mod `transcendental`; the rest (floor and ceil among
     /// them) `simple`. The simulator and the estimator share it.
     pub fn cycles_per_repeat(&self, costs: &VectorCosts) -> f64 {
         match self {
-            Inst::Reduce { .. } => costs.reduce,
+            Inst::Reduce { .. } | Inst::ArgReduce { .. } | Inst::TopK { .. } => costs.reduce,
             Inst::Unary { op, .. } => match op {
                 UnaryOp::Neg
                 | UnaryOp::Abs

@@ -496,6 +496,63 @@ impl ReduceOp {
     }
 }
 
+/// Index-returning reductions along one axis: the position of the extreme element, ties to
+/// the lower index; the axis is kept with size 1 and the result is an i32 tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgOp {
+    /// The index of the largest element (numpy's and torch's `argmax`: a NaN counts as the
+    /// largest, the first one wins).
+    Max,
+    /// The index of the smallest element (`argmin`: a NaN counts as the smallest, the
+    /// first one wins).
+    Min,
+}
+
+impl ArgOp {
+    /// Every variant, in declaration order.
+    pub const ALL: [ArgOp; 2] = [ArgOp::Max, ArgOp::Min];
+
+    /// The lowercase name used in the text form and messages (`max`, `min`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ArgOp::Max => "max",
+            ArgOp::Min => "min",
+        }
+    }
+
+    /// The function's name (`argmax`, `argmin`), as in a profile's cost table.
+    pub const fn function(self) -> &'static str {
+        match self {
+            ArgOp::Max => "argmax",
+            ArgOp::Min => "argmin",
+        }
+    }
+}
+
+/// Logical functions of two bool tiles, broadcasting (vector unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogicOp {
+    /// `a && b`
+    And,
+    /// `a || b`
+    Or,
+}
+
+impl LogicOp {
+    /// Every variant, in declaration order.
+    pub const ALL: [LogicOp; 2] = [LogicOp::And, LogicOp::Or];
+
+    /// The lowercase name used in the text form and messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LogicOp::And => "and",
+            LogicOp::Or => "or",
+        }
+    }
+}
+
 /// An operand of an element-wise instruction: a tile, or a scalar constant (params and
 /// literals are known when the kernel is traced).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -610,6 +667,59 @@ pub enum Inst {
         /// The reduced axis.
         axis: usize,
     },
+    /// `dst = argop(src)` along `axis`, which is kept with size 1: the index (i32) of the
+    /// largest or smallest element, the lowest index among equal ones.
+    ArgReduce {
+        /// Result (i32).
+        dst: TileId,
+        /// Which extreme.
+        op: ArgOp,
+        /// Argument (a numeric UB tile).
+        src: TileId,
+        /// The reduced axis.
+        axis: usize,
+    },
+    /// `dst = lhs op rhs` on bool tiles, broadcasting.
+    Logic {
+        /// Result (bool).
+        dst: TileId,
+        /// Function.
+        op: LogicOp,
+        /// Left operand (bool).
+        lhs: TileId,
+        /// Right operand (bool).
+        rhs: TileId,
+    },
+    /// `dst = !src` on a bool tile.
+    Not {
+        /// Result (bool).
+        dst: TileId,
+        /// Argument (bool).
+        src: TileId,
+    },
+    /// The `k` largest elements of each row (along the last axis) of `src`, in descending
+    /// order, into `values` (`src`'s dtype, the last dim `k`) and their positions in the
+    /// row into `indices` (i32, the same shape); equal elements keep their order (the
+    /// lower index first), a NaN counts as the largest (torch's `topk`).
+    TopK {
+        /// The largest values, descending.
+        values: TileId,
+        /// Their indices in the row (i32).
+        indices: TileId,
+        /// Argument (a numeric UB tile).
+        src: TileId,
+        /// How many per row, `1..=` the row's length.
+        k: usize,
+    },
+    /// `dst = src` with another shape of the same number of elements, row-major order kept
+    /// (`[n]` -> `[n, 1]` a column, `[n]` -> `[1, n]` a row, `[a, b]` -> `[a * b]`). UB
+    /// tiles, same dtype.
+    Reshape {
+        /// Result.
+        dst: TileId,
+        /// Argument.
+        src: TileId,
+    },
     /// A copy between on-core levels (L1 -> L0A/L0B, UB -> L1, L0C -> UB/L1), same shape
     /// and dtype, except that L0C -> UB may convert the f32 accumulator to `dst`'s dtype.
     Move {
@@ -678,6 +788,11 @@ impl Inst {
             Inst::Select { .. } => "select",
             Inst::Cast { .. } => "cast",
             Inst::Reduce { .. } => "reduce",
+            Inst::ArgReduce { .. } => "argreduce",
+            Inst::Logic { .. } => "logic",
+            Inst::Not { .. } => "not",
+            Inst::TopK { .. } => "topk",
+            Inst::Reshape { .. } => "reshape",
             Inst::Move { .. } => "move",
             Inst::Extract { .. } => "extract",
             Inst::Matmul { .. } => "matmul",
@@ -685,9 +800,10 @@ impl Inst {
         }
     }
 
-    /// The tiles this instruction defines: its `dst`, or for a loop its `params` (defined
-    /// at the start of every iteration) then its `results` (defined after the last). The
-    /// instructions of a loop's body define their own tiles; a store defines none.
+    /// The tiles this instruction defines: its `dst` (a top-k its `values` then its
+    /// `indices`), or for a loop its `params` (defined at the start of every iteration)
+    /// then its `results` (defined after the last). The instructions of a loop's body
+    /// define their own tiles; a store defines none.
     pub fn defs(&self) -> Tiles<'_> {
         match self {
             Inst::Load { dst, .. }
@@ -699,9 +815,16 @@ impl Inst {
             | Inst::Select { dst, .. }
             | Inst::Cast { dst, .. }
             | Inst::Reduce { dst, .. }
+            | Inst::ArgReduce { dst, .. }
+            | Inst::Logic { dst, .. }
+            | Inst::Not { dst, .. }
+            | Inst::Reshape { dst, .. }
             | Inst::Move { dst, .. }
             | Inst::Extract { dst, .. }
             | Inst::Matmul { dst, .. } => Tiles::inline([Some(*dst), None, None]),
+            Inst::TopK {
+                values, indices, ..
+            } => Tiles::inline([Some(*values), Some(*indices), None]),
             Inst::Store { .. } => Tiles::none(),
             Inst::Loop {
                 params, results, ..
@@ -723,6 +846,10 @@ impl Inst {
             | Inst::Unary { src, .. }
             | Inst::Cast { src, .. }
             | Inst::Reduce { src, .. }
+            | Inst::ArgReduce { src, .. }
+            | Inst::Not { src, .. }
+            | Inst::TopK { src, .. }
+            | Inst::Reshape { src, .. }
             | Inst::Move { src, .. }
             | Inst::Extract { src, .. } => Tiles::inline([Some(*src), None, None]),
             Inst::Binary { lhs, rhs, .. } | Inst::Compare { lhs, rhs, .. } => {
@@ -734,6 +861,7 @@ impl Inst {
                 on_false,
                 ..
             } => Tiles::inline([Some(*cond), tile(on_true), tile(on_false)]),
+            Inst::Logic { lhs, rhs, .. } => Tiles::inline([Some(*lhs), Some(*rhs), None]),
             Inst::Matmul { a, b, acc, .. } => Tiles::inline([Some(*a), Some(*b), *acc]),
             Inst::Loop { init, yields, .. } => Tiles::lists(init, yields),
         }
@@ -797,15 +925,20 @@ impl Inst {
             | Inst::Compare { .. }
             | Inst::Select { .. }
             | Inst::Cast { .. }
-            | Inst::Reduce { .. } => Pipe::V,
+            | Inst::Reduce { .. }
+            | Inst::ArgReduce { .. }
+            | Inst::Logic { .. }
+            | Inst::Not { .. }
+            | Inst::TopK { .. }
+            | Inst::Reshape { .. } => Pipe::V,
         }
     }
 
     /// The name of this vector instruction in a profile's per-op cost table
     /// ([`crate::device::PipeModel::vector_ops`]): a unary or binary function's name
     /// (`exp`, `add`, ...), `reduce_sum` / `reduce_max` / `reduce_min` / `reduce_mean`,
-    /// `cast`, `select`, `full`, `compare` or `iota`; `None` for an instruction that is not
-    /// a vector one.
+    /// `cast`, `select`, `full`, `compare`, `iota`, `argmax` / `argmin`, `and` / `or`,
+    /// `not`, `topk` or `reshape`; `None` for an instruction that is not a vector one.
     ///
     /// ```
     /// use pto_kernel::ir::{Inst, ReduceOp, TileId};
@@ -827,6 +960,11 @@ impl Inst {
             Inst::Full { .. } => "full",
             Inst::Compare { .. } => "compare",
             Inst::Iota { .. } => "iota",
+            Inst::ArgReduce { op, .. } => op.function(),
+            Inst::Logic { op, .. } => op.name(),
+            Inst::Not { .. } => "not",
+            Inst::TopK { .. } => "topk",
+            Inst::Reshape { .. } => "reshape",
             _ => return None,
         })
     }
@@ -845,6 +983,13 @@ impl Inst {
             "full",
             "compare",
             "iota",
+            "argmax",
+            "argmin",
+            "and",
+            "or",
+            "not",
+            "topk",
+            "reshape",
         ]);
         names
     }
@@ -986,6 +1131,34 @@ mod tests {
         };
         assert_eq!((ids(store.defs()), ids(store.uses())), (vec![], vec![t(4)]));
         assert_eq!(Inst::count(&[looped, store]), 3);
+    }
+
+    #[test]
+    fn a_top_k_defines_its_values_then_its_indices() {
+        let t = TileId::new;
+        let top = Inst::TopK {
+            values: t(1),
+            indices: t(2),
+            src: t(0),
+            k: 4,
+        };
+        let ids = |tiles: Tiles<'_>| tiles.collect::<Vec<_>>();
+        assert_eq!(
+            (ids(top.defs()), ids(top.uses())),
+            (vec![t(1), t(2)], vec![t(0)])
+        );
+        assert_eq!(
+            (top.mnemonic(), top.vector_op_name()),
+            ("topk", Some("topk"))
+        );
+        let logic = Inst::Logic {
+            dst: t(3),
+            op: LogicOp::Or,
+            lhs: t(1),
+            rhs: t(2),
+        };
+        assert_eq!(ids(logic.uses()), vec![t(1), t(2)]);
+        assert!(Inst::vector_op_names().contains(&"argmin"));
     }
 
     #[test]

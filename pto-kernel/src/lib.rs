@@ -24,6 +24,7 @@ pub mod rows;
 pub mod test_support;
 pub mod text;
 mod tile;
+pub mod top_k;
 mod trace;
 pub mod ub_plan;
 pub mod validate;

@@ -202,7 +202,8 @@ impl<'p> Walk<'p> {
                 for tile in inst.uses() {
                     self.read(tile, at);
                 }
-                if let Some(dst) = inst.defs().next() {
+                // Every result (a top-k defines two).
+                for dst in inst.defs() {
                     self.define(dst, at, Definition::Inst);
                 }
                 continue;

@@ -1,12 +1,14 @@
 //! `Tile`: a typed value of a kernel being traced, and the vector-unit instructions on it.
 
-use core::ops::{Add, Div, Mul, Neg, Rem, Sub};
+use core::ops::{Add, BitAnd, BitOr, Div, Mul, Neg, Not, Rem, Sub};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::dtype::DType;
 
-use super::ir::{BinaryOp, CmpOp, Inst, MemLevel, Operand, ReduceOp, TileId, TileType, UnaryOp};
+use super::ir::{
+    ArgOp, BinaryOp, CmpOp, Inst, LogicOp, MemLevel, Operand, ReduceOp, TileId, TileType, UnaryOp,
+};
 use super::trace::{State, normalize_axis};
 use super::validate::typing::{self, Arg};
 
@@ -542,6 +544,174 @@ impl Tile {
         self.reduce(ReduceOp::Mean, axis)
     }
 
+    fn arg_reduce(&self, op: ArgOp, axis: isize) -> Tile {
+        let src = self.id;
+        let checked = normalize_axis(axis, self.ty.shape.len())
+            .and_then(|axis| Ok((axis, typing::arg_reduce(op, &self.ty, axis)?)));
+        let reduced_axis = checked.as_ref().map_or(0, |(axis, _)| *axis);
+        let fallback = TileType {
+            dtype: DType::I32,
+            ..(*self.ty).clone()
+        };
+        self.derive(
+            &|| format!("argreduce {}", op.name()),
+            &[self],
+            &fallback,
+            checked.map(|(_, ty)| ty),
+            &|dst| Inst::ArgReduce {
+                dst,
+                op,
+                src,
+                axis: reduced_axis,
+            },
+        )
+    }
+
+    /// The index (i32) of the largest element along `axis` (negative counts from the
+    /// end), kept with size 1; among equal elements the lowest index, a NaN counting as
+    /// the largest (numpy's `argmax`).
+    ///
+    /// ```
+    /// use pto_kernel::{DType, Kernel, Shape};
+    /// let mut k = Kernel::new("doc.argmax");
+    /// let x = k.input("x", Shape::from([8, 64]), DType::F16);
+    /// let i = k.load(&x, [0, 0], [8, 64]).unwrap().argmax(-1);
+    /// assert_eq!((i.shape(), i.dtype()), (&[8, 1][..], DType::I32));
+    /// ```
+    pub fn argmax(&self, axis: isize) -> Tile {
+        self.arg_reduce(ArgOp::Max, axis)
+    }
+
+    /// The index (i32) of the smallest element along `axis`, kept with size 1; among
+    /// equal elements the lowest index, a NaN counting as the smallest (numpy's `argmin`).
+    pub fn argmin(&self, axis: isize) -> Tile {
+        self.arg_reduce(ArgOp::Min, axis)
+    }
+
+    fn logic(&self, op: LogicOp, other: &Tile) -> Tile {
+        let (lhs, rhs) = (self.id, other.id);
+        let fallback = TileType {
+            dtype: DType::Bool,
+            level: MemLevel::Ub,
+            ..(*self.ty).clone()
+        };
+        self.derive(
+            &|| format!("logic {}", op.name()),
+            &[self, other],
+            &fallback,
+            typing::logic(op, &self.ty, &other.ty).map_err(String::from),
+            &|dst| Inst::Logic { dst, op, lhs, rhs },
+        )
+    }
+
+    /// `self && other` element-wise on bool tiles, broadcasting (also `&`).
+    pub fn logical_and(&self, other: &Tile) -> Tile {
+        self.logic(LogicOp::And, other)
+    }
+
+    /// `self || other` element-wise on bool tiles, broadcasting (also `|`).
+    pub fn logical_or(&self, other: &Tile) -> Tile {
+        self.logic(LogicOp::Or, other)
+    }
+
+    /// `!self` element-wise on a bool tile (also `!`).
+    pub fn logical_not(&self) -> Tile {
+        let src = self.id;
+        self.derive(
+            &|| "not".to_owned(),
+            &[self],
+            &self.ty,
+            typing::not(&self.ty).map_err(String::from),
+            &|dst| Inst::Not { dst, src },
+        )
+    }
+
+    /// The `k` largest elements of each row (the last axis), descending, and their
+    /// indices in the row (i32): two tiles whose last dim is `k`. Equal elements come in
+    /// their order in the row (the lower index first) and a NaN counts as the largest
+    /// (torch's `topk(k, sorted=True)`). The Ascend C lowering sorts each row with the
+    /// vector unit's sort instructions (see the tile-language docs, "Sort and top-k").
+    ///
+    /// ```
+    /// use pto_kernel::{DType, Kernel, Shape};
+    /// let mut k = Kernel::new("doc.topk");
+    /// let x = k.input("x", Shape::from([8, 1024]), DType::F16);
+    /// let (values, indices) = k.load(&x, [0, 0], [8, 1024]).unwrap().top_k(8);
+    /// assert_eq!((values.shape(), values.dtype()), (&[8, 8][..], DType::F16));
+    /// assert_eq!((indices.shape(), indices.dtype()), (&[8, 8][..], DType::I32));
+    /// ```
+    pub fn top_k(&self, k: usize) -> (Tile, Tile) {
+        let src = self.id;
+        let mut shape = self.ty.shape.clone();
+        if let Some(last) = shape.last_mut() {
+            *last = k.max(1);
+        }
+        let fallback = |dtype| TileType {
+            shape: shape.clone(),
+            dtype,
+            level: MemLevel::Ub,
+        };
+        let mut state = self.state.borrow_mut();
+        let checked = state
+            .check_visible(self.id)
+            .and_then(|()| Ok(typing::top_k(&self.ty, k)?))
+            .and_then(|(values, indices)| {
+                typing::check_tile(&values)?;
+                typing::check_tile(&indices)?;
+                Ok((values, indices))
+            });
+        let (value_ty, index_ty, traced) = match checked {
+            Ok((values, indices)) => (values, indices, true),
+            Err(message) => {
+                state.record(format!("topk: {message}"));
+                (fallback(self.ty.dtype), fallback(DType::I32), false)
+            }
+        };
+        // One instruction defines both tiles.
+        let values = state.define(value_ty.clone(), None);
+        let indices = state.define(index_ty.clone(), None);
+        if traced {
+            state.emit(Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            });
+        }
+        drop(state);
+        (
+            Tile::new(values, value_ty, Rc::clone(&self.state)),
+            Tile::new(indices, index_ty, Rc::clone(&self.state)),
+        )
+    }
+
+    /// The tile with another shape of the same number of elements, in row-major order:
+    /// `[n]` to `[n, 1]` (a column, to broadcast along rows), `[n]` to `[1, n]`, `[a, b]`
+    /// to `[a * b]`. UB tiles.
+    ///
+    /// ```
+    /// use pto_kernel::{DType, Kernel, Shape};
+    /// let mut k = Kernel::new("doc.reshape");
+    /// let s = k.input("scale", Shape::from([64]), DType::F32);
+    /// let column = k.load(&s, [0], [64]).unwrap().reshape([64, 1]);
+    /// assert_eq!(column.shape(), &[64, 1]);
+    /// ```
+    pub fn reshape(&self, shape: impl AsRef<[usize]>) -> Tile {
+        let src = self.id;
+        let shape = shape.as_ref();
+        let fallback = TileType {
+            shape: shape.to_vec(),
+            ..(*self.ty).clone()
+        };
+        self.derive(
+            &|| format!("reshape to {shape:?}"),
+            &[self],
+            &fallback,
+            typing::reshape(&self.ty, shape).map_err(String::from),
+            &|dst| Inst::Reshape { dst, src },
+        )
+    }
+
     /// Moves an L1 tile to L0A, as the cube's left operand. A tile moved once before a
     /// loop stays resident there: [`Kernel::matmul`](super::Kernel::matmul) takes it as is
     /// in every iteration instead of moving it again.
@@ -703,5 +873,52 @@ impl Neg for Tile {
     type Output = Tile;
     fn neg(self) -> Tile {
         self.unary(UnaryOp::Neg)
+    }
+}
+
+// Logic on bool tiles: `&`, `|` and `!`, for tiles and references.
+macro_rules! logic_op {
+    ($Trait:ident, $method:ident, $logic:ident) => {
+        impl $Trait<&Tile> for &Tile {
+            type Output = Tile;
+            fn $method(self, rhs: &Tile) -> Tile {
+                self.$logic(rhs)
+            }
+        }
+        impl $Trait<Tile> for &Tile {
+            type Output = Tile;
+            fn $method(self, rhs: Tile) -> Tile {
+                self.$logic(&rhs)
+            }
+        }
+        impl $Trait<&Tile> for Tile {
+            type Output = Tile;
+            fn $method(self, rhs: &Tile) -> Tile {
+                (&self).$logic(rhs)
+            }
+        }
+        impl $Trait<Tile> for Tile {
+            type Output = Tile;
+            fn $method(self, rhs: Tile) -> Tile {
+                (&self).$logic(&rhs)
+            }
+        }
+    };
+}
+
+logic_op!(BitAnd, bitand, logical_and);
+logic_op!(BitOr, bitor, logical_or);
+
+impl Not for &Tile {
+    type Output = Tile;
+    fn not(self) -> Tile {
+        self.logical_not()
+    }
+}
+
+impl Not for Tile {
+    type Output = Tile;
+    fn not(self) -> Tile {
+        self.logical_not()
     }
 }

@@ -205,12 +205,12 @@ pub fn row_statistic(
     }
 }
 
-/// The tile a non-loop instruction defines (a loop's params and results are handled by
-/// the loop's own rules).
-fn def(inst: &Inst) -> Option<TileId> {
+/// The tiles a non-loop instruction defines (one, or a top-k's two; a loop's params and
+/// results are handled by the loop's own rules).
+fn defs(inst: &Inst) -> Vec<TileId> {
     match inst {
-        Inst::Loop { .. } => None,
-        _ => inst.defs().next(),
+        Inst::Loop { .. } => Vec::new(),
+        _ => inst.defs().collect(),
     }
 }
 
@@ -261,6 +261,38 @@ pub enum Temp {
     ModFixed,
     /// `mod`'s sign fix: the bit mask of where the signs differ.
     ModMask,
+    /// A top-k's row of scores, padded to whole blocks of 32 with the lowest value.
+    SortScores,
+    /// A top-k's indices `0..` of a padded row (u32), the sort's second input.
+    SortIndex,
+    /// A top-k's sorted `(score, index)` pairs of a row, 8 bytes each.
+    SortPairs,
+    /// The sort's temporary space (as large as the pairs: the docs give no size).
+    SortTmp,
+    /// The values split from the first pairs (whole blocks of 32).
+    SortValues,
+    /// The indices split from the first pairs (u32, whole blocks of 32).
+    SortIndices,
+}
+
+/// The UB temporaries of a sort of the rows of a tile of type `src` keeping `k` pairs (a
+/// top-k; an index reduction keeps one).
+fn sort_temps(src: Option<&TileType>, k: usize) -> Vec<(Temp, u64)> {
+    let Some(t) = src else {
+        return Vec::new();
+    };
+    let padded = crate::top_k::padded_row(t.shape.last().copied().unwrap_or(1)) as u64;
+    let kept = k.next_multiple_of(crate::top_k::SORT_BLOCK) as u64;
+    let pairs = padded * crate::top_k::PAIR_BYTES as u64;
+    let size = t.dtype.size_bytes() as u64;
+    vec![
+        (Temp::SortScores, (padded * size).next_multiple_of(UB_ALIGN)),
+        (Temp::SortIndex, padded * 4),
+        (Temp::SortPairs, pairs),
+        (Temp::SortTmp, pairs),
+        (Temp::SortValues, (kept * size).next_multiple_of(UB_ALIGN)),
+        (Temp::SortIndices, kept * 4),
+    ]
 }
 
 /// The temporaries the lowering of `inst` needs in UB and their bytes, in the order the
@@ -331,6 +363,13 @@ pub fn temp_bytes(program: &Program, inst: &Inst) -> Vec<(Temp, u64)> {
                 temps.extend(mask.map(|bytes| (Temp::ModMask, bytes)));
             }
             temps
+        }
+        Inst::TopK { src, k, .. } => sort_temps(ty(*src), *k),
+        // Along the last axis, the first pair of the row's sort (the lowering's route).
+        Inst::ArgReduce { src, axis, .. }
+            if ty(*src).is_some_and(|t| *axis + 1 == t.shape.len()) =>
+        {
+            sort_temps(ty(*src), 1)
         }
         Inst::Binary { dst, op, lhs, rhs }
             if let Some(_) = row_statistic(program, *dst, lhs, rhs) =>
@@ -751,11 +790,11 @@ fn classify(
                     *reduce_work_bytes =
                         (*reduce_work_bytes).max((tmp as u64).next_multiple_of(UB_ALIGN));
                 }
-                if let Some(d) = def(inst)
-                    && !in_ub(d)
-                {
-                    storage[d] = Storage::Pool(0);
-                } else if let Some(d) = def(inst) {
+                for d in defs(inst) {
+                    if !in_ub(d) {
+                        storage[d] = Storage::Pool(0);
+                        continue;
+                    }
                     if matches!(storage[d], Storage::Alias(_)) {
                         continue;
                     }
@@ -828,10 +867,11 @@ pub fn queues(program: &Program, plan: &Plan, double_buffer: bool) -> Vec<Queue>
                 }
             }
             inst => {
-                if let Some(d) = def(inst)
-                    && let Some(ty) = in_ub(d)
-                    && plan.storage[d] == Storage::OutQueue
-                {
+                for d in defs(inst) {
+                    let Some(ty) = in_ub(d) else { continue };
+                    if plan.storage[d] != Storage::OutQueue {
+                        continue;
+                    }
                     out.push(Queue {
                         name: format!("outQueue_t{}", d.as_u32()),
                         position: "VECOUT",

@@ -17,6 +17,8 @@
 #include "ascendc_host/tensor.h"
 #include "ascendc_host/copy.h"
 #include "ascendc_host/vector.h"
+#include "ascendc_host/logic.h"
+#include "ascendc_host/sort.h"
 #include "ascendc_host/cube.h"
 
 #endif  // ASCENDC_HOST_KERNEL_OPERATOR_H

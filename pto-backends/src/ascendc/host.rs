@@ -40,7 +40,7 @@ use crate::cpu::Cpu;
 use crate::instances::InstanceCache;
 
 /// The headers of the host implementation, by path under `include/`.
-const HEADERS: [(&str, &str); 6] = [
+const HEADERS: [(&str, &str); 8] = [
     (
         "kernel_operator.h",
         include_str!("../../ascendc/include/kernel_operator.h"),
@@ -60,6 +60,14 @@ const HEADERS: [(&str, &str); 6] = [
     (
         "ascendc_host/vector.h",
         include_str!("../../ascendc/include/ascendc_host/vector.h"),
+    ),
+    (
+        "ascendc_host/logic.h",
+        include_str!("../../ascendc/include/ascendc_host/logic.h"),
+    ),
+    (
+        "ascendc_host/sort.h",
+        include_str!("../../ascendc/include/ascendc_host/sort.h"),
     ),
     (
         "ascendc_host/cube.h",

@@ -301,6 +301,9 @@ fn step(
                 1 => Tile::select(&cond, scalar(rng), a.clone()),
                 _ => Tile::select(&cond, &a, a.neg()),
             };
+            if rng.chance(30) {
+                pool.ub.push(!&cond | &(&cond & &a.ne(0.0)));
+            }
             pool.ub.push(cond);
             pool.ub.push(picked);
         }
@@ -314,10 +317,20 @@ fn step(
             let rank = a.shape().len() as isize;
             if rank > 0 {
                 let axis = rng.below(2 * rank as usize) as isize - rank;
-                let t = match rng.below(4) {
+                let t = match rng.below(8) {
                     0 => a.sum(axis),
                     1 => a.max_axis(axis),
                     2 => a.min_axis(axis),
+                    3 => a.argmax(axis),
+                    4 => a.argmin(axis),
+                    5 => {
+                        // A top-k of 1 to all of the row.
+                        let last = a.shape().last().copied().unwrap_or(1);
+                        let (values, indices) = a.top_k(rng.range(1, last));
+                        pool.ub.push(values);
+                        indices
+                    }
+                    6 => a.reshape([a.shape().iter().product::<usize>()]),
                     _ if a.dtype().is_float() => a.mean(axis),
                     _ => a.sum(axis),
                 };

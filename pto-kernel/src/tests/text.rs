@@ -419,3 +419,61 @@ store @0[0], %1
         (5, 25, "global @5 is used but never declared".to_owned())
     );
 }
+
+#[test]
+fn ordering_logic_and_reshape_round_trip_and_print_as_documented()
+-> Result<(), crate::error::OpError> {
+    use crate::{Kernel, dtype::DType, shape::Shape};
+    let mut k = Kernel::new("t.order");
+    let x = k.input("x", Shape::from([8, 64]), DType::F16);
+    let s = k.input("s", Shape::from([8]), DType::F16);
+    let v = k.output("v", Shape::from([8, 4]), DType::F16);
+    let i = k.output("i", Shape::from([8, 4]), DType::I32);
+    let a = k.output("a", Shape::from([8, 1]), DType::I32);
+    let t = k.load(&x, [0, 0], [8, 64])?;
+    let column = k.load_reshaped(&s, [0], [8, 1])?;
+    let keep = t.gt(&column) & !t.eq(0.0) | t.lt(-1.0);
+    let masked = crate::Tile::select(&keep, &t, f64::NEG_INFINITY);
+    let (values, indices) = masked.top_k(4);
+    k.store(&v, [0, 0], &values)?;
+    k.store(&i, [0, 0], &indices)?;
+    k.store(&a, [0, 0], &masked.argmax(-1))?;
+    let program = k.finish()?;
+    round_trip(&program);
+    let text = program.to_string();
+    for line in [
+        "%2: f16[8, 1]@ub = reshape %1",
+        "%4: bool[8, 64]@ub = compare eq %0, 0.0",
+        "%5: bool[8, 64]@ub = not %4",
+        "%6: bool[8, 64]@ub = logic and %3, %5",
+        "%8: bool[8, 64]@ub = logic or %6, %7",
+        "%10: f16[8, 4]@ub, %11: i32[8, 4]@ub = topk %9 k 4",
+        "%12: i32[8, 1]@ub = argreduce max %9 axis 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    Ok(())
+}
+
+#[test]
+fn topk_lines_define_two_tiles_and_others_one() {
+    let head =
+        "kernel t grid 1\nglobal @0 x: f32[2, 8] input\n%0: f32[2, 8]@ub = load @0[0, 0] pad 0.0\n";
+    let (line, column, message) = syntax_error(&format!("{head}%1: f32[2, 4]@ub = topk %0 k 4\n"));
+    assert_eq!((line, column), (4, 20));
+    assert!(message.starts_with("topk defines two tiles"), "{message}");
+    let (line, column, message) = syntax_error(&format!(
+        "{head}%1: f32[2, 8]@ub, %2: f32[2, 8]@ub = cast %0\n"
+    ));
+    assert_eq!((line, column), (4, 38));
+    assert_eq!(message, "`cast` defines one tile: only `topk` defines two");
+    let bad_k = parse(&format!(
+        "{head}%1: f32[2, 9]@ub, %2: i32[2, 9]@ub = topk %0 k 9\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        bad_k.contains("line 4") && bad_k.contains("topk takes 1 to 8 element(s)"),
+        "{bad_k}"
+    );
+}

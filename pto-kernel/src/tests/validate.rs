@@ -170,3 +170,46 @@ fn loop_yields_must_match_the_carried_types() -> Result<(), crate::error::OpErro
     );
     Ok(())
 }
+
+#[test]
+fn top_k_results_must_have_the_types_the_rule_gives() {
+    use crate::ir::{Inst, MemLevel, Program, TileId, TileType};
+    let ty = |shape: &[usize], dtype| TileType {
+        shape: shape.to_vec(),
+        dtype,
+        level: MemLevel::Ub,
+    };
+    let program = |values: TileType, indices: TileType| Program {
+        op: "t.topk".into(),
+        grid: 1,
+        globals: vec![].into(),
+        tiles: vec![ty(&[2, 8], DType::F32), values, indices].into(),
+        vars: 0,
+        body: vec![
+            Inst::Full {
+                dst: TileId::new(0),
+                value: 1.0,
+            },
+            Inst::TopK {
+                values: TileId::new(1),
+                indices: TileId::new(2),
+                src: TileId::new(0),
+                k: 3,
+            },
+        ],
+    };
+    assert!(
+        program(ty(&[2, 3], DType::F32), ty(&[2, 3], DType::I32))
+            .validate()
+            .is_ok()
+    );
+    let error = program(ty(&[2, 3], DType::F32), ty(&[2, 3], DType::F32))
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "op `t.topk`: inst 1 (topk): %2 is declared f32[2, 3]@ub, but the instruction gives \
+         i32[2, 3]@ub"
+    );
+}

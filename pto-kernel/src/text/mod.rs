@@ -26,8 +26,9 @@
 //! ```text
 //! program   = "kernel" NAME "grid" INT NL {global NL} {stmt NL}
 //! global    = "global" "@"INT NAME ":" DTYPE "[" [INT {"," INT}] "]" ("input" | "output")
-//! stmt      = def | store | loop
+//! stmt      = def | topk | store | loop
 //! def       = TILE ":" type "=" op
+//! topk      = TILE ":" type "," TILE ":" type "=" "topk" TILE "k" INT   (values, indices)
 //! type      = DTYPE "[" [INT {"," INT}] "]" "@" LEVEL          (LEVEL: ub l1 l0a l0b l0c)
 //! op        = "load" "@"INT offsets "pad" SCALAR
 //!           | "full" SCALAR
@@ -38,6 +39,10 @@
 //!           | "select" TILE "," operand "," operand
 //!           | "cast" TILE
 //!           | "reduce" REDUCE TILE "axis" INT
+//!           | "argreduce" ("max" | "min") TILE "axis" INT             (i32 indices)
+//!           | "logic" ("and" | "or") TILE "," TILE                    (bool tiles)
+//!           | "not" TILE
+//!           | "reshape" TILE                    (the shape is the defined tile's)
 //!           | "move" TILE
 //!           | "extract" TILE "[" [INT {"," INT}] "]"
 //!           | "matmul" TILE "," TILE ["acc" TILE] ["transpose_b"]

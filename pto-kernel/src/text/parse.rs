@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use crate::dtype::DType;
 
 use super::super::ir::{
-    BinaryOp, CmpOp, EntityId, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst, MemLevel,
-    Operand, Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
+    ArgOp, BinaryOp, CmpOp, EntityId, GlobalDecl, GlobalId, GlobalRole, IdVec, Index, Inst,
+    LogicOp, MemLevel, Operand, Program, ReduceOp, TileId, TileType, UnaryOp, VarId,
 };
 use super::super::validate::{
     MAX_INDEX_DEPTH, MAX_LOOP_DEPTH, Rule, ValidProgram, ValidationError,
@@ -55,7 +55,8 @@ pub enum ParseError {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "line 4, column 20: unknown instruction `lod`: expected load, full, iota, unary, \
-///      binary, compare, select, cast, reduce, move, extract or matmul"
+///      binary, compare, select, cast, reduce, argreduce, logic, not, topk, reshape, move, \
+///      extract or matmul"
 /// );
 /// ```
 pub fn parse(text: &str) -> Result<ValidProgram, ParseError> {
@@ -391,8 +392,42 @@ impl<'t> Parser<'t> {
 
     fn definition(&mut self, c: &mut Cursor<'t>) -> Result<Inst, ParseError> {
         let dst = self.typed_def(c)?;
+        // A second result: `topk` defines its values and its indices.
+        let second = if c.eat(",") {
+            Some(self.typed_def(c)?)
+        } else {
+            None
+        };
         c.punct("=")?;
         let (col, mnemonic) = c.word()?;
+        match (mnemonic, second) {
+            ("topk", None) => {
+                return Err(c.error_at(
+                    col,
+                    "topk defines two tiles, its values and its indices: \
+                     `%V: type, %I: type = topk %S k K`",
+                ));
+            }
+            ("topk", Some(indices)) => {
+                let src = self.use_tile(c)?;
+                c.keyword("k")?;
+                let k = c.uint()?;
+                c.end()?;
+                return Ok(Inst::TopK {
+                    values: dst,
+                    indices,
+                    src,
+                    k,
+                });
+            }
+            (other, Some(_)) => {
+                return Err(c.error_at(
+                    col,
+                    format!("`{other}` defines one tile: only `topk` defines two"),
+                ));
+            }
+            (_, None) => {}
+        }
         let inst = match mnemonic {
             "load" => {
                 let src = self.use_global(c)?;
@@ -462,6 +497,28 @@ impl<'t> Parser<'t> {
                 let axis = c.uint()?;
                 Inst::Reduce { dst, op, src, axis }
             }
+            "argreduce" => {
+                let op = c.enum_word("index reduction", &ArgOp::ALL, |o| o.name())?;
+                let src = self.use_tile(c)?;
+                c.keyword("axis")?;
+                let axis = c.uint()?;
+                Inst::ArgReduce { dst, op, src, axis }
+            }
+            "logic" => {
+                let op = c.enum_word("logical function", &LogicOp::ALL, |o| o.name())?;
+                let lhs = self.use_tile(c)?;
+                c.punct(",")?;
+                let rhs = self.use_tile(c)?;
+                Inst::Logic { dst, op, lhs, rhs }
+            }
+            "not" => Inst::Not {
+                dst,
+                src: self.use_tile(c)?,
+            },
+            "reshape" => Inst::Reshape {
+                dst,
+                src: self.use_tile(c)?,
+            },
             "move" => Inst::Move {
                 dst,
                 src: self.use_tile(c)?,
@@ -498,7 +555,8 @@ impl<'t> Parser<'t> {
                     col,
                     format!(
                         "unknown instruction `{other}`: expected load, full, iota, unary, \
-                         binary, compare, select, cast, reduce, move, extract or matmul"
+                         binary, compare, select, cast, reduce, argreduce, logic, not, topk, \
+                         reshape, move, extract or matmul"
                     ),
                 ));
             }

@@ -115,6 +115,37 @@ impl<'a> Printer<'a, '_, '_> {
                 self.def(depth, *dst)?;
                 writeln!(self.out, "reduce {} {src} axis {axis}", op.name())
             }
+            Inst::ArgReduce { dst, op, src, axis } => {
+                self.def(depth, *dst)?;
+                writeln!(self.out, "argreduce {} {src} axis {axis}", op.name())
+            }
+            Inst::Logic { dst, op, lhs, rhs } => {
+                self.def(depth, *dst)?;
+                writeln!(self.out, "logic {} {lhs}, {rhs}", op.name())
+            }
+            Inst::Not { dst, src } => {
+                self.def(depth, *dst)?;
+                writeln!(self.out, "not {src}")
+            }
+            Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            } => {
+                writeln!(
+                    self.out,
+                    "{:indent$}{values}: {}, {indices}: {} = topk {src} k {k}",
+                    "",
+                    self.ty(*values),
+                    self.ty(*indices),
+                    indent = 2 * depth
+                )
+            }
+            Inst::Reshape { dst, src } => {
+                self.def(depth, *dst)?;
+                writeln!(self.out, "reshape {src}")
+            }
             Inst::Move { dst, src } => {
                 self.def(depth, *dst)?;
                 writeln!(self.out, "move {src}")

@@ -5,8 +5,8 @@
 use super::index::{check_index, index_range};
 use super::rules::{MAX_LOOP_DEPTH, Rule, ValidationError, describe};
 use super::typing::{
-    Arg, binary, byte_size, cast, check_tile, compare, extract, full, iota, load, matmul, move_to,
-    reduce, select, store, unary,
+    Arg, arg_reduce, binary, byte_size, cast, check_tile, compare, extract, full, iota, load,
+    logic, matmul, move_to, not, reduce, reshape, select, store, top_k, unary,
 };
 use super::work::{Work, WorkCulprit, block_work, inst_work};
 use crate::ir::{
@@ -282,6 +282,33 @@ impl<'p> Checker<'p> {
             }
             Inst::Reduce { dst, op, src, axis } => {
                 let expected = reduce(*op, self.use_tile(*src)?, *axis)?;
+                Ok(self.define_as(*dst, expected, defined)?)
+            }
+            Inst::ArgReduce { dst, op, src, axis } => {
+                let expected = arg_reduce(*op, self.use_tile(*src)?, *axis)?;
+                Ok(self.define_as(*dst, expected, defined)?)
+            }
+            Inst::Logic { dst, op, lhs, rhs } => {
+                let expected = logic(*op, self.use_tile(*lhs)?, self.use_tile(*rhs)?)?;
+                Ok(self.define_as(*dst, expected, defined)?)
+            }
+            Inst::Not { dst, src } => {
+                let expected = not(self.use_tile(*src)?)?;
+                Ok(self.define_as(*dst, expected, defined)?)
+            }
+            Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            } => {
+                let (value_ty, index_ty) = top_k(self.use_tile(*src)?, *k)?;
+                self.define_as(*values, value_ty, defined)?;
+                Ok(self.define_as(*indices, index_ty, defined)?)
+            }
+            Inst::Reshape { dst, src } => {
+                let src = self.use_tile(*src)?;
+                let expected = reshape(src, &self.tile(*dst)?.shape)?;
                 Ok(self.define_as(*dst, expected, defined)?)
             }
             Inst::Move { dst, src } => {

@@ -355,6 +355,37 @@ pub enum Rule {
         /// The function.
         function: &'static str,
     },
+    /// A logical function of a tile that is not bool.
+    #[error("{function} takes bool tiles, got {ty}: compare first (`.ne(0.0)`)")]
+    NotBool {
+        /// The function (`and`, `or`, `not`).
+        function: &'static str,
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// A top-k whose `k` is not in `1..=` the row's length.
+    #[error(
+        "topk takes 1 to {} element(s) of each row of {ty}, not k = {k}",
+        ty.shape.last().copied().unwrap_or(0)
+    )]
+    TopKCount {
+        /// The `k` asked for.
+        k: usize,
+        /// The operand's type.
+        ty: TileType,
+    },
+    /// A reshape to a shape of another number of elements.
+    #[error(
+        "cannot reshape {src} to {shape:?}: {} element(s) against {}",
+        src.numel(),
+        shape.iter().product::<usize>()
+    )]
+    ReshapeCount {
+        /// The operand's type.
+        src: TileType,
+        /// The shape asked for.
+        shape: Vec<usize>,
+    },
     /// A load into a level other than UB or L1.
     #[error("loads go to ub or l1, not {level}")]
     LoadLevel {
@@ -615,6 +646,8 @@ pub fn describe(inst: &Inst) -> String {
         Inst::Binary { op, .. } => format!("binary {}", op.name()),
         Inst::Compare { op, .. } => format!("compare {}", op.name()),
         Inst::Reduce { op, .. } => format!("reduce {}", op.name()),
+        Inst::ArgReduce { op, .. } => format!("argreduce {}", op.name()),
+        Inst::Logic { op, .. } => format!("logic {}", op.name()),
         other => other.mnemonic().to_owned(),
     }
 }

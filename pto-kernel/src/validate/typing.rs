@@ -4,7 +4,9 @@
 
 use super::rules::{CUBE_FRACTAL, MAX_TILE_BYTES, Rule};
 use crate::dtype::DType;
-use crate::ir::{BinaryOp, CmpOp, GlobalDecl, GlobalRole, MemLevel, ReduceOp, TileType, UnaryOp};
+use crate::ir::{
+    ArgOp, BinaryOp, CmpOp, GlobalDecl, GlobalRole, LogicOp, MemLevel, ReduceOp, TileType, UnaryOp,
+};
 
 /// The type of an operand of an element-wise instruction.
 #[derive(Debug, Clone, Copy)]
@@ -270,6 +272,73 @@ pub(crate) fn reduce(op: ReduceOp, src: &TileType, axis: usize) -> Result<TileTy
     let mut shape = src.shape.clone();
     shape[axis] = 1;
     Ok(ub(shape, src.dtype))
+}
+
+pub(crate) fn arg_reduce(op: ArgOp, src: &TileType, axis: usize) -> Result<TileType, Rule> {
+    expect_ub(src)?;
+    expect_numeric(src, op.function())?;
+    if axis >= src.shape.len() {
+        return Err(Rule::ReduceAxis {
+            axis,
+            ty: src.clone(),
+        });
+    }
+    let mut shape = src.shape.clone();
+    shape[axis] = 1;
+    Ok(ub(shape, DType::I32))
+}
+
+fn expect_bool(ty: &TileType, function: &'static str) -> Result<(), Rule> {
+    expect_ub(ty)?;
+    if ty.dtype == DType::Bool {
+        Ok(())
+    } else {
+        Err(Rule::NotBool {
+            function,
+            ty: ty.clone(),
+        })
+    }
+}
+
+pub(crate) fn logic(op: LogicOp, lhs: &TileType, rhs: &TileType) -> Result<TileType, Rule> {
+    expect_bool(lhs, op.name())?;
+    expect_bool(rhs, op.name())?;
+    let shape = broadcast(&lhs.shape, &rhs.shape).ok_or_else(|| Rule::NoBroadcast {
+        types: vec![lhs.clone(), rhs.clone()],
+    })?;
+    Ok(ub(shape, DType::Bool))
+}
+
+pub(crate) fn not(src: &TileType) -> Result<TileType, Rule> {
+    expect_bool(src, "not")?;
+    Ok(src.clone())
+}
+
+/// The types of a top-k's values and indices.
+pub(crate) fn top_k(src: &TileType, k: usize) -> Result<(TileType, TileType), Rule> {
+    expect_ub(src)?;
+    expect_numeric(src, "topk")?;
+    let Some(&len) = src.shape.last() else {
+        return Err(Rule::TopKCount { k, ty: src.clone() });
+    };
+    if !(1..=len).contains(&k) {
+        return Err(Rule::TopKCount { k, ty: src.clone() });
+    }
+    let mut shape = src.shape.clone();
+    *shape.last_mut().expect("checked above") = k;
+    Ok((ub(shape.clone(), src.dtype), ub(shape, DType::I32)))
+}
+
+pub(crate) fn reshape(src: &TileType, shape: &[usize]) -> Result<TileType, Rule> {
+    expect_ub(src)?;
+    let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    if count != Some(src.numel()) {
+        return Err(Rule::ReshapeCount {
+            src: src.clone(),
+            shape: shape.to_vec(),
+        });
+    }
+    Ok(ub(shape.to_vec(), src.dtype))
 }
 
 pub(crate) fn move_to(src: &TileType, level: MemLevel, dtype: DType) -> Result<TileType, Rule> {

@@ -103,6 +103,16 @@ impl Lowering<'_> {
             } => self.select(inst, *dst, *cond, on_true, on_false),
             Inst::Cast { dst, src } => self.cast(inst, *dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(inst, *dst, *op, *src, *axis),
+            Inst::ArgReduce { dst, op, src, axis } => self.arg_reduce(inst, *dst, *op, *src, *axis),
+            Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            } => self.top_k(inst, *values, *indices, *src, *k),
+            Inst::Logic { dst, op, lhs, rhs } => self.logic(inst, *dst, *op, *lhs, *rhs),
+            Inst::Not { dst, src } => self.not(*dst, *src),
+            Inst::Reshape { dst, src } => self.reshape(inst, *dst, *src),
             Inst::Move { dst, src } => self.move_tile(inst, *dst, *src),
             Inst::Extract { dst, src, offsets } => self.extract(inst, *dst, *src, offsets),
             Inst::Matmul {

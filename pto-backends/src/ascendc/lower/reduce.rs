@@ -1,12 +1,13 @@
 //! Reductions: along the last axis as pto-isa's row reduction (folds, then one whole
-//! reduce per row) or its group-reduce path, along the second last by rows.
+//! reduce per row) or its group-reduce path, along the second last by rows; row sorts:
+//! top-k and index reductions through the sort API.
 
 use pto_op::DType;
 use pto_op::kernel::ir::{Inst, ReduceOp, TileId};
 use pto_op::kernel::row_reduce::{GROUP_PACKED_AT, RowReduce, StepKind};
 
 use super::super::LowerError;
-use super::super::plan::{self, Geom};
+use super::super::plan::{self, Geom, Temp};
 use super::cpp_expr::{c_type, scalar};
 use super::state::Lowering;
 
@@ -248,5 +249,184 @@ impl Lowering<'_> {
                 }
             }
         }
+    }
+}
+
+impl Lowering<'_> {
+    /// `argreduce` along the last axis: the first index of each row's sort
+    /// ([`Lowering::sort_rows`] keeping one pair), of the row itself for `max` and of its
+    /// negation for `min` (so equal elements still go to the lower index, and a NaN, which
+    /// negates to a NaN, first). Along another axis it is refused.
+    pub(super) fn arg_reduce(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        op: pto_op::kernel::ir::ArgOp,
+        src: TileId,
+        axis: usize,
+    ) -> Result<(), LowerError> {
+        if axis + 1 != self.ty(src).shape.len() {
+            self.declare(dst);
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "an index reduction along axis {axis} of {}: the sort lowers the last axis",
+                    self.ty(src)
+                ),
+            ));
+        }
+        let negate = op == pto_op::kernel::ir::ArgOp::Min;
+        self.sort_rows(inst, src, 1, negate, None, dst)
+    }
+
+    /// `topk`: each row sorted whole with `Sort<T, true>` (asc-devkit
+    /// `docs/api/context/Sort.md`: Atlas A2 / A3 and Kirin X90 / 9030), then the first `k`
+    /// pairs split with `Extract`, the steps of [`pto_op::kernel::top_k`] the simulator
+    /// prices. The row is copied into a buffer of whole blocks of 32 filled with the lowest
+    /// value first (its last elements past a 32-byte boundary one at a time), the indices
+    /// `0..` made once with `ArithProgression`.
+    pub(super) fn top_k(
+        &mut self,
+        inst: &Inst,
+        values: TileId,
+        indices: TileId,
+        src: TileId,
+        k: usize,
+    ) -> Result<(), LowerError> {
+        self.sort_rows(inst, src, k, false, Some(values), indices)
+    }
+
+    /// Each row of `src` (negated when `negate`) sorted whole, descending, with its indices;
+    /// the first `k` values into `values` (when given) and indices into `indices`, rows of
+    /// `k` (the instruction's UB temporaries are a top-k's, [`Temp::SortScores`] ..).
+    fn sort_rows(
+        &mut self,
+        inst: &Inst,
+        src: TileId,
+        k: usize,
+        negate: bool,
+        values: Option<TileId>,
+        indices: TileId,
+    ) -> Result<(), LowerError> {
+        use pto_op::kernel::top_k::{PAIR_BYTES, SORT_BLOCK, padded_row};
+        if let Some(values) = values {
+            self.declare(values);
+        }
+        self.declare(indices);
+        let ty = self.ty(src).clone();
+        if !matches!(ty.dtype, DType::F16 | DType::F32) {
+            return Err(self.unsupported(
+                inst,
+                format!("top-k of {}: the sort API takes half and float", ty.dtype),
+            ));
+        }
+        if self.row_split(src) {
+            return Err(self.unsupported(
+                inst,
+                "a top-k of a tile whose rows split between the vector cores",
+            ));
+        }
+        let (sg, vg) = (Geom::of(&ty), Geom::of(self.ty(indices)));
+        let n = sg.cols;
+        let padded = padded_row(n);
+        let kept = k.next_multiple_of(SORT_BLOCK);
+        let size = ty.dtype.size_bytes();
+        let per_block = 32 / size;
+        let whole = n / per_block * per_block;
+        let t = c_type(ty.dtype);
+        // The padding sorts last: the lowest value, or the highest before a negation.
+        let pad = if negate {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        };
+        let lowest = if ty.dtype == DType::F16 {
+            format!("half({})", scalar(pad, DType::F32))
+        } else {
+            scalar(pad, ty.dtype)
+        };
+        let like = |elems: usize| Geom {
+            rows: 1,
+            cols: elems,
+            pitch: elems,
+            bytes: 0,
+        };
+        let pair_elems = padded * PAIR_BYTES / size;
+        let scores = self.temp(inst, Temp::SortScores, ty.dtype, &like(padded))?;
+        let index = self.temp(inst, Temp::SortIndex, DType::U32, &like(padded))?;
+        let pairs = self.temp(inst, Temp::SortPairs, ty.dtype, &like(pair_elems))?;
+        let tmp = self.temp(inst, Temp::SortTmp, ty.dtype, &like(pair_elems))?;
+        let out_values = self.temp(inst, Temp::SortValues, ty.dtype, &like(kept))?;
+        let out_indices = self.temp(inst, Temp::SortIndices, DType::U32, &like(kept))?;
+        let at = self.position;
+        let (s, i) = (Lowering::name(src), Lowering::name(indices));
+        let [sc, ix, pr, tp, ov, oi] = [
+            "sortScores",
+            "sortIndex",
+            "sortPairs",
+            "sortTmp",
+            "sortValues",
+            "sortIndices",
+        ]
+        .map(|name| format!("{name}{at}"));
+        self.code.open("");
+        for (name, ctype, expr) in [
+            (&sc, t, scores),
+            (&ix, "uint32_t", index),
+            (&pr, t, pairs),
+            (&tp, t, tmp),
+            (&ov, t, out_values),
+            (&oi, "uint32_t", out_indices),
+        ] {
+            self.code
+                .line(format!("LocalTensor<{ctype}> {name} = {expr};"));
+        }
+        self.code.line(format!(
+            "ArithProgression({ix}.ReinterpretCast<int32_t>(), static_cast<int32_t>(0), \
+             static_cast<int32_t>(1), {padded});"
+        ));
+        self.code.open_rows(sg.rows);
+        self.code
+            .line(format!("Duplicate({sc}, {lowest}, {padded});"));
+        if whole > 0 {
+            self.code
+                .line(format!("DataCopy({sc}, {s}[r * {}], {whole});", sg.pitch));
+        }
+        if whole < n {
+            self.code
+                .open(format!("for (int64_t e = {whole}; e < {n}; ++e)"));
+            self.code.line(format!(
+                "{sc}.SetValue(e, {s}.GetValue(r * {} + e));",
+                sg.pitch
+            ));
+            self.code.close();
+        }
+        if negate {
+            let minus_one = if ty.dtype == DType::F16 {
+                format!("half({})", scalar(-1.0, DType::F32))
+            } else {
+                scalar(-1.0, ty.dtype)
+            };
+            self.code
+                .line(format!("Muls({sc}, {sc}, {minus_one}, {padded});"));
+        }
+        self.code.line(format!(
+            "Sort<{t}, true>({pr}, {sc}, {ix}, {tp}, {});",
+            padded / SORT_BLOCK
+        ));
+        self.code
+            .line(format!("Extract({ov}, {oi}, {pr}, {});", kept / SORT_BLOCK));
+        if let Some(values) = values {
+            let v = Lowering::name(values);
+            self.code
+                .line(format!("DataCopy({v}[r * {p}], {ov}, {p});", p = vg.pitch));
+        }
+        self.code.line(format!(
+            "DataCopy({i}.ReinterpretCast<uint32_t>()[r * {p}], {oi}, {p});",
+            p = vg.pitch
+        ));
+        self.code.close();
+        self.code.close();
+        Ok(())
     }
 }

@@ -691,3 +691,107 @@ fn tanh_lines(d: &str, x: &str, n: usize, s: &dyn Fn(f64) -> String) -> Vec<Stri
         format!("Adds({d}, {d}, {}, {n});", s(1.0)),
     ]
 }
+
+impl Lowering<'_> {
+    /// `reshape`: a copy when both shapes have the same bytes (the same padded rows, or
+    /// rows without padding on both sides), `Brcb` for a row (or
+    /// a `[n]` vector) to a column `[n, 1]` (each element into its row's 32-byte block,
+    /// which pads it); any other reshape moves elements between padded rows and is refused.
+    pub(super) fn reshape(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        src: TileId,
+    ) -> Result<(), LowerError> {
+        self.declare(dst);
+        let (s, d) = (self.ty(src).clone(), self.ty(dst).clone());
+        if self.row_split(src) || self.row_split(dst) {
+            return Err(self.unsupported(
+                inst,
+                format!("a reshape of {s} to {d} whose rows split between the vector cores"),
+            ));
+        }
+        let (sg, dg) = (Geom::of(&s), Geom::of(&d));
+        let (sn, dn) = (Lowering::name(src), Lowering::name(dst));
+        // The same bytes: the same padded rows, or rows without padding on both sides.
+        let unpadded = sg.pitch == sg.cols && dg.pitch == dg.cols;
+        if (sg.rows, sg.pitch) == (dg.rows, dg.pitch) || unpadded {
+            self.code
+                .line(format!("DataCopy({dn}, {sn}, {});", copy_elems(&d, &dg)));
+            return Ok(());
+        }
+        let column = sg.rows == 1 && dg.cols == 1 && dg.rows == sg.cols;
+        if !column || !matches!(d.dtype.size_bytes(), 2 | 4) || d.dtype == DType::Bool {
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "a reshape of {s} to {d}: the lowering copies reshapes that keep the padded \
+                     rows and turns a row into a column; this one moves elements between rows"
+                ),
+            ));
+        }
+        // Brcb fills one 32-byte block with each element, 8 elements a repeat and at most
+        // 255 repeats a call: the first block of each padded row, `blocks` blocks apart.
+        let blocks = dg.pitch * d.dtype.size_bytes() / 32;
+        let repeats = dg.rows.div_ceil(8);
+        let mut done = 0;
+        while done < repeats {
+            let now = (repeats - done).min(255);
+            self.code.line(format!(
+                "Brcb({dn}[{}], {sn}[{}], {now}, BrcbRepeatParams({blocks}, {}));",
+                done * 8 * dg.pitch,
+                done * 8,
+                8 * blocks
+            ));
+            done += now;
+        }
+        Ok(())
+    }
+
+    /// `logic and` / `or` of two bool tiles of one shape: `And` / `Or` over their bit
+    /// masks as 16-bit words (bits past the elements are padding either way).
+    pub(super) fn logic(
+        &mut self,
+        inst: &Inst,
+        dst: TileId,
+        op: pto_op::kernel::ir::LogicOp,
+        lhs: TileId,
+        rhs: TileId,
+    ) -> Result<(), LowerError> {
+        self.declare(dst);
+        let (l, r, d) = (
+            self.ty(lhs).clone(),
+            self.ty(rhs).clone(),
+            self.ty(dst).clone(),
+        );
+        if l.shape != d.shape || r.shape != d.shape {
+            return Err(self.unsupported(
+                inst,
+                format!("{} of bool tiles that broadcast ({l} and {r})", op.name()),
+            ));
+        }
+        let api = match op {
+            pto_op::kernel::ir::LogicOp::And => "And",
+            pto_op::kernel::ir::LogicOp::Or => "Or",
+        };
+        let words = Geom::of(&d).bytes / 2;
+        let word = |t: TileId| format!("{}.ReinterpretCast<uint16_t>()", Lowering::name(t));
+        self.code.line(format!(
+            "{api}({}, {}, {}, {words});",
+            word(dst),
+            word(lhs),
+            word(rhs)
+        ));
+        Ok(())
+    }
+
+    /// `not` of a bool tile: `Not` over its bit mask as 16-bit words.
+    pub(super) fn not(&mut self, dst: TileId, src: TileId) -> Result<(), LowerError> {
+        self.declare(dst);
+        let words = Geom::of(self.ty(dst)).bytes / 2;
+        let word = |t: TileId| format!("{}.ReinterpretCast<uint16_t>()", Lowering::name(t));
+        self.code
+            .line(format!("Not({}, {}, {words});", word(dst), word(src)));
+        Ok(())
+    }
+}

@@ -23,7 +23,7 @@
 //!
 //! One file per instruction family, each a method of the interpreter per instruction:
 //! `movement` (load, store, move, extract), `vector` (element-wise, compare, select, cast,
-//! reduce), `cube` (matmul); the loop, the one control instruction, is here with the
+//! reduce, logic, reshape), `order` (index reductions, top-k), `cube` (matmul); the loop, the one control instruction, is here with the
 //! dispatch. `machine` is the interpreter's state, `data` how tiles hold their elements,
 //! `integer` the checked integer arithmetic.
 
@@ -42,6 +42,7 @@ mod data;
 mod integer;
 mod machine;
 mod movement;
+mod order;
 mod vector;
 
 /// Runs `program` for every program id `0..grid` on `inputs` (the program's input globals,
@@ -190,6 +191,16 @@ impl Machine<'_> {
             } => self.run_select(*dst, *cond, on_true, on_false),
             Inst::Cast { dst, src } => self.run_cast(*dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.run_reduce(inst, *dst, *op, *src, *axis),
+            Inst::ArgReduce { dst, op, src, axis } => self.run_arg_reduce(*dst, *op, *src, *axis),
+            Inst::TopK {
+                values,
+                indices,
+                src,
+                k,
+            } => self.run_top_k(*values, *indices, *src, *k),
+            Inst::Logic { dst, op, lhs, rhs } => self.run_logic(*dst, *op, *lhs, *rhs),
+            Inst::Not { dst, src } => self.run_not(*dst, *src),
+            Inst::Reshape { dst, src } => self.run_reshape(*dst, *src),
             Inst::Matmul {
                 dst,
                 a,

@@ -5,7 +5,9 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Zip, aview0};
 use pto_op::DType;
-use pto_op::kernel::ir::{BinaryOp, CmpOp, Index, Inst, Operand, ReduceOp, TileId, UnaryOp};
+use pto_op::kernel::ir::{
+    BinaryOp, CmpOp, Index, Inst, LogicOp, Operand, ReduceOp, TileId, UnaryOp,
+};
 
 use super::data::{Data, float_scalar, integer_scalar, is_integer, round_in_place};
 use super::integer::{FirstError, in_range, integer_binary, symbol};
@@ -223,6 +225,47 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// `logic`: `and` / `or` of two bool tiles, broadcasting.
+    pub(super) fn run_logic(
+        &mut self,
+        dst: TileId,
+        op: LogicOp,
+        lhs: TileId,
+        rhs: TileId,
+    ) -> Result<(), SimError> {
+        let dst_ty = self.program.tile_type(dst);
+        let (a, b) = (self.floats(lhs)?, self.floats(rhs)?);
+        let (a, b) = (Arg::Tile(a), Arg::Tile(b));
+        let data = zip2(&dst_ty.shape, &a, &b, |x: f32, y: f32| {
+            let (x, y) = (x != 0.0, y != 0.0);
+            let truth = match op {
+                LogicOp::And => x && y,
+                LogicOp::Or => x || y,
+            };
+            if truth { 1.0 } else { 0.0 }
+        });
+        self.define_floats(dst, data, dst_ty.dtype);
+        Ok(())
+    }
+
+    /// `not`: the bool tile negated.
+    pub(super) fn run_not(&mut self, dst: TileId, src: TileId) -> Result<(), SimError> {
+        let data = self.floats(src)?.mapv(|x| if x != 0.0 { 0.0 } else { 1.0 });
+        self.define_floats(dst, data, self.program.tile_type(dst).dtype);
+        Ok(())
+    }
+
+    /// `reshape`: the same elements in row-major order, in `dst`'s shape.
+    pub(super) fn run_reshape(&mut self, dst: TileId, src: TileId) -> Result<(), SimError> {
+        let shape = IxDyn(&self.program.tile_type(dst).shape);
+        let reshaped = match self.value(src) {
+            Data::F(a) => Data::F(reshaped(a, shape)),
+            Data::I(a) => Data::I(reshaped(a, shape)),
+        };
+        self.bind(dst, Rc::new(reshaped));
+        Ok(())
+    }
+
     /// A reduction of `src` along `axis`, which `dst` keeps with size 1.
     pub(super) fn run_reduce(
         &mut self,
@@ -270,6 +313,12 @@ impl Machine<'_> {
         }
         Ok(())
     }
+}
+
+/// `a`'s elements in row-major order in `shape` (a valid program keeps their count).
+fn reshaped<T: Copy>(a: &ArrayD<T>, shape: IxDyn) -> ArrayD<T> {
+    let elements: Vec<T> = a.iter().copied().collect();
+    ArrayD::from_shape_vec(shape, elements).expect("a reshape keeps the number of elements")
 }
 
 fn unary(op: UnaryOp, x: &ArrayD<f32>) -> ArrayD<f32> {
