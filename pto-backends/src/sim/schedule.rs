@@ -12,7 +12,16 @@
 //! An instruction's result is ready when its pipe occupation ends, plus its latency
 //! ([`pto_op::kernel::cost::InstCost::latency`], non-zero only on a profile with a pipe
 //! model): the pipe takes the next instruction meanwhile, so independent instructions
-//! overlap their latencies and a dependent one waits for them.
+//! overlap their latencies and a dependent one waits for them. GM transfers are no
+//! exception: a load's or a store's GM latency follows its bytes, so the MTE2 queue takes
+//! the next load once the previous one's bytes are moved.
+//!
+//! A transfer to or from GM also holds its AI core's links ([`Links`]: the GM share, the
+//! L2 read share, the L2 write share) for its bytes at each share: it starts only when its
+//! pipe and every link it holds are idle, so the transfers of both sides of a split core
+//! and of all their MTE pipes share the AI core's part of the chip's bandwidth, their
+//! times adding up when they would overlap (the cores in use split the chip's bandwidth
+//! evenly: [`pto_op::kernel::cost`]).
 //!
 //! An instruction may start once it is issued, its operands are ready and, for a tile
 //! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
@@ -41,7 +50,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostModel, PerSide, Placement, Side};
+use pto_op::kernel::cost::{self, CostModel, Links, PerSide, Placement, Side};
 use pto_op::kernel::ir::{IdVec, Inst, MemLevel, Pipe, Program, TileId, VarId};
 use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
@@ -188,6 +197,7 @@ pub fn schedule(
         costs: CostModel::new(profile, program),
         plan,
         pipe_busy: BTreeMap::new(),
+        links: Default::default(),
         busy: BTreeMap::new(),
         issue_free: PerSide::filled(0.0),
         loop_sides: BTreeMap::new(),
@@ -314,6 +324,10 @@ struct Scheduler<'p> {
     plan: &'p MemoryPlan,
     /// Busy intervals of each pipe of each side, sorted and disjoint.
     pipe_busy: BTreeMap<(Side, Pipe), Vec<(f64, f64)>>,
+    /// Busy intervals of each of the AI core's shares of the memory system (GM, L2 read,
+    /// L2 write: [`Links::cycles`]'s order), which every transfer of either side holds for
+    /// its [`InstCost::links`](cost::InstCost).
+    links: [Vec<(f64, f64)>; 3],
     busy: BTreeMap<(Side, Pipe), f64>,
     /// When each side's scalar pipe can issue its next instruction.
     issue_free: PerSide<f64>,
@@ -328,6 +342,40 @@ struct Scheduler<'p> {
     instructions: u64,
     events: Vec<PipeEvent>,
     event_limit: usize,
+}
+
+/// The earliest start at or after `earliest` of `duration` idle cycles between the sorted,
+/// disjoint busy `intervals`.
+fn earliest_idle(intervals: &[(f64, f64)], earliest: f64, duration: f64) -> f64 {
+    // The first interval that ends after `earliest`.
+    let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+    let mut start = earliest;
+    while let Some((busy_start, busy_end)) = intervals.get(at) {
+        if start + duration <= *busy_start {
+            break;
+        }
+        start = start.max(*busy_end);
+        at += 1;
+    }
+    start
+}
+
+/// Marks `[start, start + duration)` busy in `intervals` (idle there), merging it with
+/// touching neighbours so the list stays short.
+fn book(intervals: &mut Vec<(f64, f64)>, start: f64, duration: f64) {
+    let end = start + duration;
+    let at = intervals.partition_point(|(_, busy_end)| *busy_end <= start);
+    let merge_prev = at > 0 && intervals[at - 1].1 >= start;
+    let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
+    match (merge_prev, merge_next) {
+        (true, true) => {
+            intervals[at - 1].1 = intervals[at].1;
+            intervals.remove(at);
+        }
+        (true, false) => intervals[at - 1].1 = end,
+        (false, true) => intervals[at].0 = intervals[at].0.min(start),
+        (false, false) => intervals.insert(at, (start, end)),
+    }
 }
 
 impl Scheduler<'_> {
@@ -396,33 +444,47 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Reserves the earliest idle interval of `duration` cycles on `pipe` at or after
-    /// `earliest`; returns its start.
-    fn reserve(&mut self, side: Side, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
-        let intervals = self.pipe_busy.entry((side, pipe)).or_default();
-        // The first interval that ends after `earliest`.
-        let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+    /// Reserves the earliest time at or after `earliest` when `pipe` is idle for
+    /// `duration` cycles and, for a GM transfer, each of the AI core's links it holds is
+    /// idle for its cycles from the same start; returns the start.
+    fn reserve(
+        &mut self,
+        side: Side,
+        pipe: Pipe,
+        earliest: f64,
+        duration: f64,
+        links: Links,
+    ) -> f64 {
+        let holds = links.cycles();
         let mut start = earliest;
-        while let Some((busy_start, busy_end)) = intervals.get(at) {
-            if start + duration <= *busy_start {
+        // Move the start to where every resource is idle: each step only moves it later,
+        // to the end of a busy interval, so this ends.
+        loop {
+            let mut at = earliest_idle(
+                self.pipe_busy.entry((side, pipe)).or_default(),
+                start,
+                duration,
+            );
+            for (link, cycles) in self.links.iter().zip(holds) {
+                if cycles > 0.0 {
+                    at = earliest_idle(link, at, cycles);
+                }
+            }
+            if at == start {
                 break;
             }
-            start = start.max(*busy_end);
-            at += 1;
+            start = at;
         }
-        // Merge with touching neighbours so the list stays short.
-        let end = start + duration;
-        let merge_prev = at > 0 && intervals[at - 1].1 >= start;
-        let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
-        match (merge_prev, merge_next) {
-            (true, true) => {
-                intervals[at - 1].1 = intervals[at].1;
-                intervals.remove(at);
+        for (link, cycles) in self.links.iter_mut().zip(holds) {
+            if cycles > 0.0 {
+                book(link, start, cycles);
             }
-            (true, false) => intervals[at - 1].1 = end,
-            (false, true) => intervals[at].0 = start,
-            (false, false) => intervals.insert(at, (start, end)),
         }
+        book(
+            self.pipe_busy.entry((side, pipe)).or_default(),
+            start,
+            duration,
+        );
         start
     }
 
@@ -506,7 +568,7 @@ impl Scheduler<'_> {
             start = start.max(self.buffer_free(dst));
         }
         let (pipe, duration, bytes) = (first.cost.pipe, first.cost.cycles, first.cost.bytes);
-        let start = self.reserve(first.side, pipe, start, duration);
+        let start = self.reserve(first.side, pipe, start, duration, first.cost.links);
         let mut end = start + duration;
         for tile in operands {
             self.last_use[tile][0] = self.last_use[tile][0].max(end);
@@ -524,7 +586,7 @@ impl Scheduler<'_> {
             let issued = self.issue(read.side);
             let start = issued.max(end).max(self.buffer_free(dst));
             let (pipe, duration) = (read.cost.pipe, read.cost.cycles);
-            let start = self.reserve(read.side, pipe, start, duration);
+            let start = self.reserve(read.side, pipe, start, duration, read.cost.links);
             end = start + duration + read.cost.latency;
             self.end = self.end.max(end);
             self.occupy(
