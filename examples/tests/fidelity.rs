@@ -53,6 +53,21 @@ fn every_case_is_simulated_with_its_measurement() {
         .map(|c| format!("{:.2}", c.measured_tflops))
         .collect();
     assert_eq!(tflops, ["8.43", "12.50", "33.31", "40.01"]);
+    // The launch is in the host-timed cases only (the warm PyTorch runs, timed with stream
+    // events around the launches), at the 910B2 profile's mix-kernel launch cost; the
+    // device-timed and unstated ones leave it out.
+    let launch = pto_op::DeviceProfile::builtin("ascend910b2")
+        .unwrap()
+        .launch;
+    assert!(launch.mix_seconds > 0.0);
+    for case in &report.cases {
+        let expected = if case.source.contains("torch_jit") {
+            (launch.mix_seconds * 1.8e9).ceil() / 1.8e9 * 1e6
+        } else {
+            0.0
+        };
+        assert!((case.launch_us - expected).abs() < 1e-9, "{}", case.case);
+    }
     // The warm cases run one core per 128 queries, as the demo launches them.
     let warm: Vec<_> = report
         .cases

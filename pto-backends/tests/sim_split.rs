@@ -571,3 +571,35 @@ fn the_cube_and_vector_cores_share_their_ai_cores_gm_bandwidth() {
     assert!(mte2[1].start < end(mte2[0]));
     assert!(one.cycles < 2.0 * bytes / p.copy_bytes_per_cycle.gm_to_l1 + latency);
 }
+
+/// The launch of a kernel is charged once per run, apart from its cycles: on the 910B the
+/// mix-kernel figure (hicann/catlass examples/102_dynamic_optimized_matmul/docs/en/
+/// CommonMatmul_en.md: "roughly 1-5 us", the profile takes 3 us: 3e-6 x 1.85 GHz = 5550
+/// cycles) for a kernel with work on both the cube and the vector cores, nothing for a
+/// pure-cube one; the sim target's time of a call includes it.
+#[test]
+fn a_mix_kernel_pays_its_launch_once_a_pure_cube_kernel_does_not() {
+    let p = split();
+    let sim = Simulator::new(p.clone(), SimOptions::default());
+    let mix = sim.time(&attention(2, 1024)).unwrap();
+    assert_eq!(mix.launch_cycles, 5550);
+    assert!((mix.launch_seconds - 3e-6).abs() < 1e-15);
+    assert!((mix.total_seconds() - mix.seconds - 3e-6).abs() < 1e-15);
+    assert_eq!(
+        mix.cycles,
+        mix.per_core_cycles.iter().copied().max().unwrap(),
+        "the cores' cycles leave the launch out"
+    );
+    assert!(mix.to_string().contains("launch: 5550 cycles"), "{mix}");
+    // One launch per run, whatever the grid.
+    assert_eq!(sim.time(&attention(8, 1024)).unwrap().launch_cycles, 5550);
+    // Only the cube core works (its store fused into FIXP): a pure-cube kernel.
+    let cube = sim.time(&independent_loads(2, 1, 0)).unwrap();
+    assert_eq!(cube.launch_cycles, 0);
+    assert!(!cube.to_string().contains("launch"), "{cube}");
+    // The same mix program on a coupled core is no mix kernel.
+    let coupled = Simulator::new(coupled(), SimOptions::default())
+        .time(&attention(2, 1024))
+        .unwrap();
+    assert_eq!(coupled.launch_cycles, 0);
+}

@@ -55,6 +55,23 @@ pub struct FidelitySource {
     pub summary: String,
     /// How it measured.
     pub about: String,
+    /// Where the timer ran: on the host around the launch, or on the device.
+    pub timing: Timing,
+}
+
+/// Where a source's timer ran, which says whether its times include the kernel's launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// Timed on the host around the launch (stream events around back-to-back launches):
+    /// the simulated time adds the profile's launch cost
+    /// ([`pto_backends::sim::SimReport::total_seconds`]).
+    Host,
+    /// Timed on the device (a profiler's task time): the kernel alone.
+    Device,
+    /// The source does not say: not known to include the launch, so timed as the kernel
+    /// alone.
+    Unstated,
 }
 
 /// One public measurement.
@@ -98,8 +115,11 @@ pub struct FidelityCase {
     pub cores: u32,
     /// Measured time, in microseconds.
     pub measured_us: f64,
-    /// Simulated time, in microseconds.
+    /// Simulated time, in microseconds: the kernel's, plus its launch for a host-timed
+    /// source.
     pub simulated_us: f64,
+    /// The launch in `simulated_us`, in microseconds (0 for a device-timed source).
+    pub launch_us: f64,
     /// `simulated_us / measured_us`: above 1, the simulator is slower than the device.
     pub ratio: f64,
     /// Measured TFLOPS.
@@ -201,7 +221,11 @@ fn simulate(
     let report = Simulator::new(device, SimOptions::default())
         .time(&program)
         .map_err(|e| fail(e.to_string()))?;
-    let simulated_us = report.seconds * 1e6;
+    let launch_us = match source.timing {
+        Timing::Host => report.launch_seconds * 1e6,
+        Timing::Device | Timing::Unstated => 0.0,
+    };
+    let simulated_us = report.seconds * 1e6 + launch_us;
     Ok(FidelityCase {
         case: m.case.clone(),
         device: profile.name.clone(),
@@ -209,6 +233,7 @@ fn simulate(
         cores: m.cores,
         measured_us: m.measured_us,
         simulated_us,
+        launch_us,
         ratio: simulated_us / m.measured_us,
         measured_tflops: m.flops / m.measured_us * 1e-6,
         simulated_tflops: m.flops / simulated_us * 1e-6,
@@ -223,18 +248,23 @@ impl fmt::Display for FidelityReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "| case | profile | measured (us) | simulated (us) | sim / measured | measured TFLOPS | \
-             simulated TFLOPS | sim bound | sim cube busy | sim hand-off (MiB) | within 25% |"
+            "| case | profile | measured (us) | simulated (us) | of which launch (us) | \
+             sim / measured | measured TFLOPS | simulated TFLOPS | sim bound | sim cube busy | \
+             sim hand-off (MiB) | within 25% |"
         )?;
-        writeln!(f, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|")?;
+        writeln!(
+            f,
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
+        )?;
         for c in &self.cases {
             writeln!(
                 f,
-                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0}% | {:.0} | {} |",
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0}% | {:.0} | {} |",
                 c.case,
                 c.device,
                 c.measured_us,
                 c.simulated_us,
+                c.launch_us,
                 c.ratio,
                 c.measured_tflops,
                 c.simulated_tflops,

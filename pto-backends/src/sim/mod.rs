@@ -322,7 +322,8 @@ impl Executor for Sim {
         "sim"
     }
 
-    /// [`Sim::call`]'s outputs, with the simulated time of the call.
+    /// [`Sim::call`]'s outputs, with the simulated time of the call: the kernel's and its
+    /// launch ([`SimReport::total_seconds`]), as each call launches the kernel once.
     fn execute(
         &self,
         op: &'static OpDef,
@@ -333,8 +334,8 @@ impl Executor for Sim {
         Ok(Execution {
             outputs: run.outputs,
             simulated: Some(SimulatedTime {
-                cycles: run.report.cycles,
-                seconds: run.report.seconds,
+                cycles: run.report.cycles + run.report.launch_cycles,
+                seconds: run.report.total_seconds(),
             }),
         })
     }

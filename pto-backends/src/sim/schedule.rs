@@ -45,6 +45,13 @@
 //! Durations depend only on tile types, never on data or the program id, so every block
 //! program has the same timeline: it is scheduled once. Block programs are spread
 //! round-robin over the cores in use (`min(ai_cores, grid)`) and run back to back on each.
+//!
+//! The kernel's launch ([`DeviceProfile::launch`]) is charged once per run, apart from the
+//! cycles of the cores ([`SimReport::launch_cycles`]): its `seconds` for every kernel, and
+//! its `mix_seconds` more for a mix kernel, one with work on both the cube core and the
+//! vector cores of a split core. A device-side timing of the kernel (a profiler's task
+//! time) is [`SimReport::seconds`]; a host timing around the launch
+//! [`SimReport::total_seconds`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -65,10 +72,18 @@ pub struct SimReport {
     pub op: String,
     /// The device profile's name.
     pub device: String,
-    /// Total cycles: the busiest core's.
+    /// Total cycles of the kernel on the device: the busiest core's (the launch apart).
     pub cycles: u64,
     /// `cycles` at the profile's clock.
     pub seconds: f64,
+    /// Cycles of launching the kernel, once per run before its first block program: the
+    /// profile's [`launch`](DeviceProfile::launch) cost, with its mix part when the kernel
+    /// runs on both the cube and the vector cores of a split core.
+    #[serde(default)]
+    pub launch_cycles: u64,
+    /// `launch_cycles` at the profile's clock.
+    #[serde(default)]
+    pub launch_seconds: f64,
     /// Busy cycles of each pipe, summed over the cores.
     pub per_pipe_busy: BTreeMap<Pipe, u64>,
     /// Cycles of each AI core (0 for cores without block programs).
@@ -93,6 +108,12 @@ pub struct SimReport {
 }
 
 impl SimReport {
+    /// The kernel's time with its launch: what a host timing one run around the launch
+    /// sees.
+    pub fn total_seconds(&self) -> f64 {
+        self.seconds + self.launch_seconds
+    }
+
     /// The share of the cores' time that `pipe` is busy, in [0, 1]: its busy cycles over
     /// the sum of [`per_core_cycles`](SimReport::per_core_cycles).
     pub fn utilisation(&self, pipe: Pipe) -> f64 {
@@ -117,6 +138,15 @@ impl fmt::Display for SimReport {
             self.seconds * 1e6,
             self.bound
         )?;
+        if self.launch_cycles > 0 {
+            writeln!(
+                f,
+                "launch: {} cycles ({:.3} us) once per kernel, before it; with it {:.3} us",
+                self.launch_cycles,
+                self.launch_seconds * 1e6,
+                self.total_seconds() * 1e6
+            )?;
+        }
         writeln!(f, "{:<8} {:>14} {:>7}", "pipe", "busy cycles", "util")?;
         for pipe in Pipe::ALL {
             writeln!(
@@ -276,6 +306,16 @@ pub fn report(
         })
         .collect::<Result<Vec<u64>, SimError>>()?;
     let cycles = per_core_cycles.iter().copied().max().unwrap_or(0);
+    // A mix kernel: work on a pipe other than S on both sides of a split core.
+    let works_on = |side: Side| {
+        timeline
+            .busy_by_side
+            .iter()
+            .any(|((s, pipe), busy)| *s == side && *pipe != Pipe::S && *busy > 0.0)
+    };
+    let mix =
+        profile.cube_vector == CubeVector::Split && works_on(Side::Cube) && works_on(Side::Vector);
+    let launch_cycles = profile.launch.cycles(profile.clock_hz, mix);
     let grid = program.grid as f64;
     let per_pipe_busy = Pipe::ALL
         .iter()
@@ -307,6 +347,8 @@ pub fn report(
         device: profile.name.clone(),
         cycles,
         seconds: cycles as f64 / profile.clock_hz,
+        launch_cycles,
+        launch_seconds: launch_cycles as f64 / profile.clock_hz,
         per_pipe_busy,
         per_core_cycles,
         bound,
