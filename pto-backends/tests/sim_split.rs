@@ -145,8 +145,10 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     );
 
     // Each write is followed by its read on the other side, which starts once the write
-    // has reached GM: its bytes, then the GM write latency.
-    let write_latency = p.pipe_model.as_ref().unwrap().gm_write_latency_cycles;
+    // has reached GM (its bytes, then the GM write latency) and its cross-core flag has
+    // reached the reader.
+    let model = p.pipe_model.as_ref().unwrap();
+    let write_latency = model.gm_write_latency_cycles + model.cross_core_flag_cycles;
     let writes: Vec<usize> = (0..s.events.len())
         .filter(|&i| s.events[i].name.ends_with("(to GM)"))
         .collect();
@@ -602,4 +604,74 @@ fn a_mix_kernel_pays_its_launch_once_a_pure_cube_kernel_does_not() {
         .time(&attention(2, 1024))
         .unwrap();
     assert_eq!(coupled.launch_cycles, 0);
+}
+
+/// A hand-off's read waits for the cross-core flag: it starts the profile's
+/// `cross_core_flag_cycles` after the write has reached GM (assumed on the 910B: a trip out
+/// of the core and back, the GM write plus the GM read latency, 207 + 351), and a profile
+/// whose flag is free starts it that much sooner.
+#[test]
+fn a_hand_off_read_waits_for_the_cross_core_flag() {
+    let mut b = Builder::new("test.handoff", 1);
+    let a = b.input("a", &[64, 64], DType::F16);
+    let w = b.input("w", &[64, 64], DType::F16);
+    let y = b.output("y", &[64, 64], DType::F16);
+    let a1 = b.tile(&[64, 64], DType::F16, MemLevel::L1);
+    let w1 = b.tile(&[64, 64], DType::F16, MemLevel::L1);
+    let a0 = b.tile(&[64, 64], DType::F16, MemLevel::L0A);
+    let w0 = b.tile(&[64, 64], DType::F16, MemLevel::L0B);
+    let acc = b.tile(&[64, 64], DType::F32, MemLevel::L0C);
+    let scores = b.tile(&[64, 64], DType::F16, MemLevel::Ub);
+    let e = b.tile(&[64, 64], DType::F16, MemLevel::Ub);
+    b.push(load(a1, a, vec![c(0), c(0)], 0.0));
+    b.push(load(w1, w, vec![c(0), c(0)], 0.0));
+    b.push(Inst::Move { dst: a0, src: a1 });
+    b.push(Inst::Move { dst: w0, src: w1 });
+    b.push(Inst::Matmul {
+        dst: acc,
+        a: a0,
+        b: w0,
+        acc: None,
+        transpose_b: false,
+    });
+    b.push(Inst::Move {
+        dst: scores,
+        src: acc,
+    });
+    b.push(Inst::Unary {
+        dst: e,
+        op: UnaryOp::Exp,
+        src: scores,
+    });
+    b.push(store(y, vec![c(0), c(0)], e));
+    let program = b.finish();
+    let p = split();
+    let model = p.pipe_model.clone().unwrap();
+    assert_eq!(
+        model.cross_core_flag_cycles,
+        model.gm_write_latency_cycles + model.gm_read_latency_cycles
+    );
+    let read_start = |profile: &DeviceProfile| {
+        let t = timeline(&program, profile);
+        let write = t
+            .events
+            .iter()
+            .find(|e| e.name.ends_with("(to GM)"))
+            .unwrap();
+        let read = t
+            .events
+            .iter()
+            .find(|e| e.name.ends_with("(from GM)"))
+            .unwrap();
+        (read.start - end(write), t.cycles)
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.max(1.0);
+    let (gap, cycles) = read_start(&p);
+    let expected = model.gm_write_latency_cycles + model.cross_core_flag_cycles;
+    assert!(close(gap, expected), "{gap} vs {expected}");
+    let mut free = p.clone();
+    free.pipe_model.as_mut().unwrap().cross_core_flag_cycles = 0.0;
+    let (free_gap, free_cycles) = read_start(&free);
+    assert!(close(free_gap, model.gm_write_latency_cycles), "{free_gap}");
+    assert!(close(cycles - free_cycles, model.cross_core_flag_cycles));
 }

@@ -78,9 +78,10 @@
 //! the path's rate capped by the L2 share, or the GM share without an L2), as the reader
 //! takes back what the writer just wrote; the write goes at the path's rate capped by the
 //! L2 write share (`l2.write_bandwidth / clock_hz / cores in use`), or the GM share when
-//! the profile gives no L2 write bandwidth. The cross-core flag between them costs nothing
-//! beyond the ordering (the read starts once the write has completed): no public figure
-//! gives its latency. A hand-off moves the destination tile's bytes (the FIXP converts
+//! the profile gives no L2 write bandwidth. The cross-core flag between them takes the pipe
+//! model's `cross_core_flag_cycles` ([`CostModel::cross_core_flag_cycles`]): the read
+//! starts that long after the write has reached GM (no public figure gives the flag's
+//! latency: the 910B profiles assume one, in their notes). A hand-off moves the destination tile's bytes (the FIXP converts
 //! L0C's f32 on the way out). A move L0C -> UB whose tile is read only by one store (a
 //! matmul's result converted for its store) is no hand-off on a split core: the cube core
 //! stores it from L0C, converting on the way (Fixpipe's L0C -> GM with F322F16), so the
@@ -734,6 +735,15 @@ impl<'a> CostModel<'a> {
             .map_or(self.profile.copy_latency_cycles, |m| {
                 m.gm_write_latency_cycles
             })
+    }
+
+    /// Cycles from a hand-off's write reaching GM to the reader's wait on its cross-core
+    /// flag releasing: the pipe model's `cross_core_flag_cycles`, 0 without one.
+    pub fn cross_core_flag_cycles(&self) -> f64 {
+        self.profile
+            .pipe_model
+            .as_ref()
+            .map_or(0.0, |m| m.cross_core_flag_cycles)
     }
 
     /// Scalar cycles to issue one instruction (any but a loop).

@@ -270,6 +270,11 @@ pub struct PipeModel {
     pub mte1_latency_cycles: f64,
     /// Cycles from a matmul's last fractal to its result in L0C being usable.
     pub cube_latency_cycles: f64,
+    /// Cycles of a cross-core flag on a split core: from a hand-off's write reaching GM
+    /// (the writer's set) to the reader's wait releasing, when its read may start (0 when
+    /// absent from the file).
+    #[serde(default)]
+    pub cross_core_flag_cycles: f64,
     /// Per vector instruction (by name, or a row reduction's step:
     /// [`ROW_REDUCE_STEP_NAMES`]) and dtype: its cost. The dtype is the result's,
     /// except for `cast`, whose key is the source dtype.
@@ -872,6 +877,10 @@ impl DeviceProfile {
                 ),
                 ("pipe_model.mte1_latency_cycles", model.mte1_latency_cycles),
                 ("pipe_model.cube_latency_cycles", model.cube_latency_cycles),
+                (
+                    "pipe_model.cross_core_flag_cycles",
+                    model.cross_core_flag_cycles,
+                ),
             ] {
                 fixed(field, value)?;
             }

@@ -37,8 +37,11 @@
 //! scalar unit issuing their own instructions in program order ([`CostModel::placement`]
 //! says which side runs what). A move L0C -> UB or UB -> L1 is a hand-off through GM: the
 //! writer's store (FIXP or MTE3) on one side, then the reader's MTE2 load on the other,
-//! which starts no earlier than the write has completed (the cross-core flag, which adds no
-//! time of its own: no public figure gives one). Each side loops over the iterations of a
+//! which starts no earlier than the write has completed plus the cross-core flag's
+//! cycles (the pipe model's `cross_core_flag_cycles`: from the writer's set once its bytes
+//! are in GM to the reader's wait releasing; assumed, see the profile's notes). The reader's
+//! wait holds only the read: the reader's other instructions go on, as a software-pipelined
+//! kernel waits for a stage's flag while it works on another stage. Each side loops over the iterations of a
 //! loop with instructions of its own, paying the loop overhead on its scalar unit. The
 //! report counts the bytes handed off ([`SimReport::handoff_bytes`]).
 //!
@@ -621,12 +624,15 @@ impl Scheduler<'_> {
         let suffix = if read_back.is_some() { " (to GM)" } else { "" };
         self.occupy(first.side, pipe, start, duration, describe(suffix, bytes));
 
-        // A hand-off's read: on the other side, once the write has completed (the flag),
-        // into a free buffer.
+        // A hand-off's read: on the other side, once the write has completed and its flag
+        // has reached the reader, into a free buffer.
         if let Some(read) = read_back {
             self.handoff_bytes += read.cost.bytes;
+            // The write has reached GM at `end`; the reader's wait releases the flag's
+            // cycles later.
+            let flag = end + self.costs.cross_core_flag_cycles();
             let issued = self.issue(read.side);
-            let start = issued.max(end).max(self.buffer_free(dst));
+            let start = issued.max(flag).max(self.buffer_free(dst));
             let (pipe, duration) = (read.cost.pipe, read.cost.cycles);
             let start = self.reserve(read.side, pipe, start, duration, read.cost.links);
             end = start + duration + read.cost.latency;
