@@ -675,3 +675,51 @@ fn a_hand_off_read_waits_for_the_cross_core_flag() {
     assert!(close(free_gap, model.gm_write_latency_cycles), "{free_gap}");
     assert!(close(cycles - free_cycles, model.cross_core_flag_cycles));
 }
+
+/// The tuner times every candidate tiling of `std.matmul` on the simulator and keeps the
+/// fastest: the candidates come sorted by time, the device's default tiling is among them
+/// once, each candidate's time is that of its traced kernel, and for a small output (two
+/// 128 x 256 tiles on 24 cores) a smaller tile that busies more cores wins.
+#[test]
+fn the_matmul_tuner_keeps_the_fastest_candidate() {
+    use pto_backends::sim::tune::tune_matmul;
+    use pto_op::kernel::cube::{GemmTiles, tiled_matmul_with};
+    let p = split();
+    let tuning = tune_matmul(&p, [256, 4096, 256], DType::F16).unwrap();
+    let times: Vec<f64> = tuning.candidates.iter().map(|c| c.seconds()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let defaults: Vec<_> = tuning.candidates.iter().filter(|c| c.default).collect();
+    assert_eq!(defaults.len(), 1);
+    let caps = [
+        p.buffers.l0a,
+        p.buffers.l0b,
+        p.buffers.l0c,
+        p.buffers.l1,
+        p.buffers.ub,
+    ];
+    let fitting = GemmTiles::fitting(caps, 2, 2);
+    assert_eq!((defaults[0].m, defaults[0].n), (fitting.m, fitting.n));
+    assert_eq!(defaults[0].blocks, 2);
+    let chosen = tuning.chosen();
+    assert!(chosen.blocks > defaults[0].blocks, "{chosen:?}");
+    assert!(chosen.seconds() < defaults[0].seconds());
+    // The chosen time is its kernel's, traced and timed afresh.
+    let mut k = pto_op::Kernel::new("std.matmul")
+        .with_core_count(p.ai_cores as usize)
+        .with_buffers(p.buffers)
+        .with_vector_cores(2);
+    let a = k.input("a", pto_op::Shape::from([256, 4096]), DType::F16);
+    let b = k.input("b", pto_op::Shape::from([4096, 256]), DType::F16);
+    let y = k.output("y", pto_op::Shape::from([256, 256]), DType::F16);
+    let tiles = GemmTiles {
+        m: chosen.m,
+        n: chosen.n,
+        k: chosen.k,
+        steps: chosen.steps,
+    };
+    tiled_matmul_with(&mut k, &a, &b, &y, tiles).unwrap();
+    let report = Simulator::new(p.clone(), SimOptions::default())
+        .time(&k.finish().unwrap())
+        .unwrap();
+    assert_eq!(report, chosen.report);
+}

@@ -5,6 +5,7 @@
 //! - [`memory`]: working sets per buffer, overflow errors, double-buffering decisions.
 //! - [`schedule`]: the timing model and the [`SimReport`].
 //! - [`trace`]: Chrome trace-event timelines.
+//! - [`tune`]: `std.matmul`'s tiling searched on the simulator (`pto tune`).
 //! - [`SimError`] (`error.rs`): what any of them reports.
 //!
 //! [`Simulator`] runs a [`ValidProgram`] directly; [`Sim`] is the `sim` execution target, which
@@ -15,6 +16,7 @@ pub mod exec;
 pub mod memory;
 pub mod schedule;
 pub mod trace;
+pub mod tune;
 
 use std::sync::Arc;
 
