@@ -324,8 +324,9 @@ impl Executor for Sim {
         "sim"
     }
 
-    /// [`Sim::call`]'s outputs, with the simulated time of the call: the kernel's and its
-    /// launch ([`SimReport::total_seconds`]), as each call launches the kernel once.
+    /// [`Sim::call`]'s outputs, with the simulated time of the call: the kernel's on the
+    /// device, as a profiler times it ([`SimReport::cycles`]); its launch is in the report
+    /// ([`SimReport::launch_cycles`], [`SimReport::total_seconds`]).
     fn execute(
         &self,
         op: &'static OpDef,
@@ -336,8 +337,8 @@ impl Executor for Sim {
         Ok(Execution {
             outputs: run.outputs,
             simulated: Some(SimulatedTime {
-                cycles: run.report.cycles + run.report.launch_cycles,
-                seconds: run.report.total_seconds(),
+                cycles: run.report.cycles,
+                seconds: run.report.seconds,
             }),
         })
     }
