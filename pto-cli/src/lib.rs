@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
-//! `estimators`, `accuracy`, `calibrate`, `fidelity`, `tune`, `inspect`, and with the feature `device` `package`;
+//! `estimators`, `accuracy`, `calibrate`, `fidelity`, `tune`, `inspect`, and with the feature
+//! `device` `package`;
 //! `--json` on every report. A MODEL
 //! argument is an ONNX or model file (`pto export` writes both), else the name of a
 //! built-in model (see [`pto_op::models`]). The target is `--target`, else

@@ -81,12 +81,12 @@
 //! the profile gives no L2 write bandwidth. The cross-core flag between them takes the pipe
 //! model's `cross_core_flag_cycles` ([`CostModel::cross_core_flag_cycles`]): the read
 //! starts that long after the write has reached GM (no public figure gives the flag's
-//! latency: the 910B profiles assume one, in their notes). A hand-off moves the destination tile's bytes (the FIXP converts
-//! L0C's f32 on the way out). A move L0C -> UB whose tile is read only by one store (a
-//! matmul's result converted for its store) is no hand-off on a split core: the cube core
-//! stores it from L0C, converting on the way (Fixpipe's L0C -> GM with F322F16), so the
-//! move is priced as a store from L0C and the store itself costs nothing
-//! ([`Placement::Fused`]).
+//! latency: the 910B profiles assume one, in their notes). A hand-off moves the
+//! destination tile's bytes (the FIXP converts L0C's f32 on the way out). A move L0C -> UB
+//! whose tile is read only by one store (a matmul's result converted for its store) is no
+//! hand-off on a split core: the cube core stores it from L0C, converting on the way
+//! (Fixpipe's L0C -> GM with F322F16), so the move is priced as a store from L0C and the
+//! store itself costs nothing ([`Placement::Fused`]).
 //!
 //! Durations depend only on tile types, never on data or the program id.
 

@@ -39,11 +39,12 @@
 //! writer's store (FIXP or MTE3) on one side, then the reader's MTE2 load on the other,
 //! which starts no earlier than the write has completed plus the cross-core flag's
 //! cycles (the pipe model's `cross_core_flag_cycles`: from the writer's set once its bytes
-//! are in GM to the reader's wait releasing; assumed, see the profile's notes). The reader's
-//! wait holds only the read: the reader's other instructions go on, as a software-pipelined
-//! kernel waits for a stage's flag while it works on another stage. Each side loops over the iterations of a
-//! loop with instructions of its own, paying the loop overhead on its scalar unit. The
-//! report counts the bytes handed off ([`SimReport::handoff_bytes`]).
+//! are in GM to the reader's wait releasing; assumed, see the profile's notes). The
+//! reader's wait holds only the read: the reader's other instructions go on, as a
+//! software-pipelined kernel waits for a stage's flag while it works on another stage.
+//! Each side loops over the iterations of a loop with instructions of its own, paying the
+//! loop overhead on its scalar unit. The report counts the bytes handed off
+//! ([`SimReport::handoff_bytes`]).
 //!
 //! Durations depend only on tile types, never on data or the program id, so every block
 //! program has the same timeline: it is scheduled once. Block programs are spread
