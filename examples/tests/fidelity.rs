@@ -53,6 +53,44 @@ fn every_case_is_simulated_with_its_measurement() {
         .map(|c| format!("{:.2}", c.measured_tflops))
         .collect();
     assert_eq!(tflops, ["8.43", "12.50", "33.31", "40.01"]);
+    // The cold runs (one per case, 4K keys faster than 2K) are apart and not counted: the
+    // target is over the 50 others.
+    for case in &report.cases {
+        assert_eq!(
+            case.reliable,
+            !case.case.starts_with("FA S0="),
+            "{}",
+            case.case
+        );
+    }
+    let (within, reliable) = report.reliable_within_target();
+    assert_eq!(reliable, 50);
+    assert_eq!(
+        within,
+        report
+            .cases
+            .iter()
+            .filter(|c| c.reliable && c.within_target())
+            .count()
+    );
+    let page = report.to_string();
+    assert!(page.contains(&format!("{within} of 50 reliable cases within 25%")));
+    assert!(page.contains("Not counted, an unreliable reference: flash attention, one cold run"));
+    // The launch is in the host-timed cases only (the warm PyTorch runs, timed with stream
+    // events around the launches), at the 910B2 profile's mix-kernel launch cost; the
+    // device-timed and unstated ones leave it out.
+    let launch = pto_op::DeviceProfile::builtin("ascend910b2")
+        .unwrap()
+        .launch;
+    assert!(launch.mix_seconds > 0.0);
+    for case in &report.cases {
+        let expected = if case.source.contains("torch_jit") {
+            (launch.mix_seconds * 1.8e9).ceil() / 1.8e9 * 1e6
+        } else {
+            0.0
+        };
+        assert!((case.launch_us - expected).abs() < 1e-9, "{}", case.case);
+    }
     // The warm cases run one core per 128 queries, as the demo launches them.
     let warm: Vec<_> = report
         .cases

@@ -54,14 +54,10 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     let l2_read = p.l2.bandwidth / p.clock_hz / cores;
     let l2_write = p.l2.write_bandwidth / p.clock_hz / cores;
     let r = p.copy_bytes_per_cycle;
-    // On-core moves (coupled) pay the plain copy latency; transfers to and from GM the
-    // pipe model's GM write and read latencies.
+    // On-core moves (coupled) pay the plain copy latency on their pipe; transfers to and
+    // from GM pay the pipe model's GM write and read latencies after their bytes, the
+    // pipe free meanwhile, so they add nothing to the pipes' busy cycles.
     let lat = p.copy_latency_cycles;
-    let model = p
-        .pipe_model
-        .as_ref()
-        .expect("the 910B profile has a pipe model");
-    let (wlat, rlat) = (model.gm_write_latency_cycles, model.gm_read_latency_cycles);
     let (s_f32, s_f16, p_f16, pv_f32): (f64, f64, f64, f64) = (
         64.0 * 128.0 * 4.0,
         64.0 * 128.0 * 2.0,
@@ -77,12 +73,11 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
     let coupled_fixp = (lat + s_f32.max(s_f16) / r.l0c_out) + (lat + pv_f32 / r.l0c_out);
     let coupled_mte3 = lat + p_f16 / r.ub_to_l1;
     // Split: FIXP L0C -> GM of the converted tile, MTE3 UB -> GM, and three reads back.
-    let split_fixp =
-        (wlat + s_f16 / r.l0c_out.min(l2_write)) + (wlat + pv_f32 / r.l0c_out.min(l2_write));
-    let split_mte3 = wlat + p_f16 / r.ub_to_gm.min(l2_write);
-    let reads = (rlat + s_f16 / r.gm_to_ub.min(l2_read))
-        + (rlat + p_f16 / r.gm_to_l1.min(l2_read))
-        + (rlat + pv_f32 / r.gm_to_ub.min(l2_read));
+    let split_fixp = s_f16 / r.l0c_out.min(l2_write) + pv_f32 / r.l0c_out.min(l2_write);
+    let split_mte3 = p_f16 / r.ub_to_gm.min(l2_write);
+    let reads = s_f16 / r.gm_to_ub.min(l2_read)
+        + p_f16 / r.gm_to_l1.min(l2_read)
+        + pv_f32 / r.gm_to_ub.min(l2_read);
     let n = iterations as f64;
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * a.abs().max(1.0);
     assert!(close(
@@ -149,7 +144,11 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
         "{report}"
     );
 
-    // Each write is followed by its read on the other side, which starts after the write.
+    // Each write is followed by its read on the other side, which starts once the write
+    // has reached GM (its bytes, then the GM write latency) and its cross-core flag has
+    // reached the reader.
+    let model = p.pipe_model.as_ref().unwrap();
+    let write_latency = model.gm_write_latency_cycles + model.cross_core_flag_cycles;
     let writes: Vec<usize> = (0..s.events.len())
         .filter(|&i| s.events[i].name.ends_with("(to GM)"))
         .collect();
@@ -164,8 +163,8 @@ fn hand_offs_cost_their_write_and_read_and_the_vector_cores_wait_for_the_write()
             other => panic!("a hand-off written by {other}"),
         }
         assert!(
-            r.start >= end(w),
-            "{}: read at {} before the write ends at {}",
+            r.start >= end(w) + write_latency,
+            "{}: read at {} before the write ends at {} + {write_latency}",
             r.name,
             r.start,
             end(w)
@@ -387,8 +386,11 @@ fn a_move_to_ub_only_stored_is_a_fixp_store_on_a_split_core() {
     let p = split();
     let gm = p.memory_bandwidth / p.clock_hz;
     let write_latency = p.pipe_model.as_ref().unwrap().gm_write_latency_cycles;
-    let fixp = write_latency + (128.0 * 128.0 * 2.0) / p.copy_bytes_per_cycle.l0c_out.min(gm);
+    let fixp = (128.0 * 128.0 * 2.0) / p.copy_bytes_per_cycle.l0c_out.min(gm);
     assert_eq!(busy(&s, Pipe::Fixp), fixp);
+    // The store's GM write latency follows its bytes, before the program ends.
+    let last = s.events.last().unwrap();
+    assert_eq!(s.cycles, last.start + last.duration + write_latency);
     assert_eq!(busy(&s, Pipe::Mte3), 0.0);
     assert!(busy(&c, Pipe::Mte3) > 0.0, "coupled: the store from UB");
     let last = s.events.last().unwrap();
@@ -487,4 +489,237 @@ fn vector_latencies_delay_readers_not_the_pipe() {
     assert!(store.start >= end(v[3]) + 21.0);
     // Busy cycles count the occupation only.
     assert_eq!(busy(&t, Pipe::V), 3.0 * 256.0 + 128.0);
+}
+
+/// `loads` programs' loads of 32 KiB f16 [64, 256] tiles, each program reading its own rows
+/// (so nothing is re-read and nothing hits L2): `cube` of them into L1 (the cube core's
+/// MTE2), the rest into UB (the vector cores' MTE2), all independent of each other.
+fn independent_loads(grid: usize, cube: usize, vector: usize) -> ValidProgram {
+    let mut b = Builder::new("test.loads", grid);
+    let rows = 64 * grid as i64;
+    let row = Index::Mul(Box::new(Index::ProgramId), Box::new(c(64)));
+    for (count, level) in [(cube, MemLevel::L1), (vector, MemLevel::Ub)] {
+        for at in 0..count {
+            let name = format!("x_{}_{at}", level.name());
+            let x = b.input(&name, &[rows as usize, 256], DType::F16);
+            let t = b.tile(&[64, 256], DType::F16, level);
+            b.push(load(t, x, vec![row.clone(), c(0)], 0.0));
+        }
+    }
+    b.finish()
+}
+
+/// Queued GM loads overlap their latencies: the MTE2 queue takes the next load once the
+/// previous one's bytes are moved, so n loads end n x bytes / rate + one latency after
+/// the first starts (the CANN best practice "transferring a large data block at a time"
+/// measures near-full bandwidth from 16 KB a transfer, which a latency paid in series,
+/// 351 cycles per 16 KiB at 87 bytes per cycle, would cap at 35%).
+#[test]
+fn queued_gm_loads_pay_one_latency_not_one_each() {
+    let p = split();
+    let program = independent_loads(1, 6, 0);
+    let t = timeline(&program, &p);
+    let latency = p.pipe_model.as_ref().unwrap().gm_read_latency_cycles;
+    let bytes = 64.0 * 256.0 * 2.0;
+    let data = bytes / p.copy_bytes_per_cycle.gm_to_l1;
+    let loads: Vec<&PipeEvent> = t.events.iter().filter(|e| e.pipe == Pipe::Mte2).collect();
+    assert_eq!(loads.len(), 6);
+    for pair in loads.windows(2) {
+        assert_eq!(pair[1].start, end(pair[0]), "back to back on MTE2");
+    }
+    let first_issue = loads[0].start;
+    assert!(
+        (t.cycles - (first_issue + 6.0 * data + latency)).abs() < 1e-6,
+        "{t:?}"
+    );
+    assert!((busy(&t, Pipe::Mte2) - 6.0 * data).abs() < 1e-6);
+}
+
+/// The cube core's and the vector cores' loads share their AI core's GM bandwidth: with
+/// the 24 cores of the chip in use each gets 1.42 TB/s / 24 = 32 bytes per cycle, less
+/// than either MTE2's 87, so a load on each side at once takes as long as the two one
+/// after the other (hicann/catlass docs/en/1_Practice/evaluation/
+/// bottleneck_analysis_and_optimization.md: concurrent moves share the GM bandwidth, their
+/// time the sum of their bytes over it). With one core in use the share is 768 bytes per
+/// cycle and the two overlap.
+#[test]
+fn the_cube_and_vector_cores_share_their_ai_cores_gm_bandwidth() {
+    let p = split();
+    let bytes = 64.0 * 256.0 * 2.0;
+    let latency = p.pipe_model.as_ref().unwrap().gm_read_latency_cycles;
+    let share = |cores: f64| p.memory_bandwidth / p.clock_hz / cores;
+    assert!(share(24.0) < p.copy_bytes_per_cycle.gm_to_l1);
+    let both = timeline(&independent_loads(24, 1, 1), &p);
+    let mte2: Vec<&PipeEvent> = both
+        .events
+        .iter()
+        .filter(|e| e.pipe == Pipe::Mte2)
+        .collect();
+    assert_eq!(
+        mte2.iter().map(|e| e.side).collect::<Vec<_>>(),
+        [Side::Cube, Side::Vector]
+    );
+    assert!(mte2[1].start >= mte2[0].start + bytes / share(24.0) - 1e-6);
+    let alone = timeline(&independent_loads(24, 1, 0), &p);
+    assert!(
+        (both.cycles - alone.cycles - bytes / share(24.0)).abs() < 1e-6,
+        "{} vs {}",
+        both.cycles,
+        alone.cycles
+    );
+    // One core in use: the share binds neither load, they run side by side.
+    let one = timeline(&independent_loads(1, 1, 1), &p);
+    let mte2: Vec<&PipeEvent> = one.events.iter().filter(|e| e.pipe == Pipe::Mte2).collect();
+    assert!(mte2[1].start < end(mte2[0]));
+    assert!(one.cycles < 2.0 * bytes / p.copy_bytes_per_cycle.gm_to_l1 + latency);
+}
+
+/// The launch of a kernel is charged once per run, apart from its cycles: on the 910B the
+/// mix-kernel figure (hicann/catlass examples/102_dynamic_optimized_matmul/docs/en/
+/// CommonMatmul_en.md: "roughly 1-5 us", the profile takes 3 us: 3e-6 x 1.85 GHz = 5550
+/// cycles) for a kernel with work on both the cube and the vector cores, nothing for a
+/// pure-cube one; the sim target's time of a call includes it.
+#[test]
+fn a_mix_kernel_pays_its_launch_once_a_pure_cube_kernel_does_not() {
+    let p = split();
+    let sim = Simulator::new(p.clone(), SimOptions::default());
+    let mix = sim.time(&attention(2, 1024)).unwrap();
+    assert_eq!(mix.launch_cycles, 5550);
+    assert!((mix.launch_seconds - 3e-6).abs() < 1e-15);
+    assert!((mix.total_seconds() - mix.seconds - 3e-6).abs() < 1e-15);
+    assert_eq!(
+        mix.cycles,
+        mix.per_core_cycles.iter().copied().max().unwrap(),
+        "the cores' cycles leave the launch out"
+    );
+    assert!(mix.to_string().contains("launch: 5550 cycles"), "{mix}");
+    // One launch per run, whatever the grid.
+    assert_eq!(sim.time(&attention(8, 1024)).unwrap().launch_cycles, 5550);
+    // Only the cube core works (its store fused into FIXP): a pure-cube kernel.
+    let cube = sim.time(&independent_loads(2, 1, 0)).unwrap();
+    assert_eq!(cube.launch_cycles, 0);
+    assert!(!cube.to_string().contains("launch"), "{cube}");
+    // The same mix program on a coupled core is no mix kernel.
+    let coupled = Simulator::new(coupled(), SimOptions::default())
+        .time(&attention(2, 1024))
+        .unwrap();
+    assert_eq!(coupled.launch_cycles, 0);
+}
+
+/// A hand-off's read waits for the cross-core flag: it starts the profile's
+/// `cross_core_flag_cycles` after the write has reached GM (assumed on the 910B: a trip out
+/// of the core and back, the GM write plus the GM read latency, 207 + 351), and a profile
+/// whose flag is free starts it that much sooner.
+#[test]
+fn a_hand_off_read_waits_for_the_cross_core_flag() {
+    let mut b = Builder::new("test.handoff", 1);
+    let a = b.input("a", &[64, 64], DType::F16);
+    let w = b.input("w", &[64, 64], DType::F16);
+    let y = b.output("y", &[64, 64], DType::F16);
+    let a1 = b.tile(&[64, 64], DType::F16, MemLevel::L1);
+    let w1 = b.tile(&[64, 64], DType::F16, MemLevel::L1);
+    let a0 = b.tile(&[64, 64], DType::F16, MemLevel::L0A);
+    let w0 = b.tile(&[64, 64], DType::F16, MemLevel::L0B);
+    let acc = b.tile(&[64, 64], DType::F32, MemLevel::L0C);
+    let scores = b.tile(&[64, 64], DType::F16, MemLevel::Ub);
+    let e = b.tile(&[64, 64], DType::F16, MemLevel::Ub);
+    b.push(load(a1, a, vec![c(0), c(0)], 0.0));
+    b.push(load(w1, w, vec![c(0), c(0)], 0.0));
+    b.push(Inst::Move { dst: a0, src: a1 });
+    b.push(Inst::Move { dst: w0, src: w1 });
+    b.push(Inst::Matmul {
+        dst: acc,
+        a: a0,
+        b: w0,
+        acc: None,
+        transpose_b: false,
+    });
+    b.push(Inst::Move {
+        dst: scores,
+        src: acc,
+    });
+    b.push(Inst::Unary {
+        dst: e,
+        op: UnaryOp::Exp,
+        src: scores,
+    });
+    b.push(store(y, vec![c(0), c(0)], e));
+    let program = b.finish();
+    let p = split();
+    let model = p.pipe_model.clone().unwrap();
+    assert_eq!(
+        model.cross_core_flag_cycles,
+        model.gm_write_latency_cycles + model.gm_read_latency_cycles
+    );
+    let read_start = |profile: &DeviceProfile| {
+        let t = timeline(&program, profile);
+        let write = t
+            .events
+            .iter()
+            .find(|e| e.name.ends_with("(to GM)"))
+            .unwrap();
+        let read = t
+            .events
+            .iter()
+            .find(|e| e.name.ends_with("(from GM)"))
+            .unwrap();
+        (read.start - end(write), t.cycles)
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.max(1.0);
+    let (gap, cycles) = read_start(&p);
+    let expected = model.gm_write_latency_cycles + model.cross_core_flag_cycles;
+    assert!(close(gap, expected), "{gap} vs {expected}");
+    let mut free = p.clone();
+    free.pipe_model.as_mut().unwrap().cross_core_flag_cycles = 0.0;
+    let (free_gap, free_cycles) = read_start(&free);
+    assert!(close(free_gap, model.gm_write_latency_cycles), "{free_gap}");
+    assert!(close(cycles - free_cycles, model.cross_core_flag_cycles));
+}
+
+/// The tuner times every candidate tiling of `std.matmul` on the simulator and keeps the
+/// fastest: the candidates come sorted by time, the device's default tiling is among them
+/// once, each candidate's time is that of its traced kernel, and for a small output (two
+/// 128 x 256 tiles on 24 cores) a smaller tile that busies more cores wins.
+#[test]
+fn the_matmul_tuner_keeps_the_fastest_candidate() {
+    use pto_backends::sim::tune::tune_matmul;
+    use pto_op::kernel::cube::{GemmTiles, tiled_matmul_with};
+    let p = split();
+    let tuning = tune_matmul(&p, [256, 4096, 256], DType::F16).unwrap();
+    let times: Vec<f64> = tuning.candidates.iter().map(|c| c.seconds()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let defaults: Vec<_> = tuning.candidates.iter().filter(|c| c.default).collect();
+    assert_eq!(defaults.len(), 1);
+    let caps = [
+        p.buffers.l0a,
+        p.buffers.l0b,
+        p.buffers.l0c,
+        p.buffers.l1,
+        p.buffers.ub,
+    ];
+    let fitting = GemmTiles::fitting(caps, 2, 2);
+    assert_eq!((defaults[0].m, defaults[0].n), (fitting.m, fitting.n));
+    assert_eq!(defaults[0].blocks, 2);
+    let chosen = tuning.chosen();
+    assert!(chosen.blocks > defaults[0].blocks, "{chosen:?}");
+    assert!(chosen.seconds() < defaults[0].seconds());
+    // The chosen time is its kernel's, traced and timed afresh.
+    let mut k = pto_op::Kernel::new("std.matmul")
+        .with_core_count(p.ai_cores as usize)
+        .with_buffers(p.buffers)
+        .with_vector_cores(2);
+    let a = k.input("a", pto_op::Shape::from([256, 4096]), DType::F16);
+    let b = k.input("b", pto_op::Shape::from([4096, 256]), DType::F16);
+    let y = k.output("y", pto_op::Shape::from([256, 256]), DType::F16);
+    let tiles = GemmTiles {
+        m: chosen.m,
+        n: chosen.n,
+        k: chosen.k,
+        steps: chosen.steps,
+    };
+    tiled_matmul_with(&mut k, &a, &b, &y, tiles).unwrap();
+    let report = Simulator::new(p.clone(), SimOptions::default())
+        .time(&k.finish().unwrap())
+        .unwrap();
+    assert_eq!(report, chosen.report);
 }

@@ -160,6 +160,25 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Search an op's kernel tiling for one shape and device on the tile simulator: every
+    /// candidate tiling traced, timed, the fastest chosen. Only `std.matmul`:
+    /// `pto tune std.matmul 1024x4096x4096 --device ascend910b` (M x K x N; a positional
+    /// argument, as `--shape` binds a model's dims).
+    Tune {
+        /// The op (`std.matmul`).
+        op: String,
+        /// The product's shape, `MxKxN`: `a [M, K] @ b [K, N]`.
+        #[arg(value_name = "MxKxN")]
+        shape: String,
+        #[command(flatten)]
+        device: DeviceArg,
+        /// The element type of `a`, `b` and `y` (default f16).
+        #[arg(long, default_value = "f16")]
+        dtype: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Import an ONNX file (binding symbolic dims with `--shape`, fusing std-op patterns into
     /// the linked custom ops with `--fuse`), report what it holds and what was fused, and
     /// write it as a model file or ONNX (`-o`).

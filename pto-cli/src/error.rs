@@ -118,6 +118,15 @@ pub enum CliError {
         /// The parity report, as text or JSON as asked.
         report: String,
     },
+    /// `pto tune` was asked for an op it cannot tune, a malformed shape, or its search
+    /// failed.
+    #[error("pto tune {op}: {message}")]
+    Tune {
+        /// The op asked for.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A case of `pto fidelity` could not be traced or simulated.
     #[error("fidelity case `{case}`: {message}")]
     Fidelity {

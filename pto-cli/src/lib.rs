@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Subcommands: `ops`, `models`, `export`, `compile`, `run`, `parity`, `estimate`,
-//! `estimators`, `accuracy`, `calibrate`, `fidelity`, `inspect`, and with the feature `device` `package`;
+//! `estimators`, `accuracy`, `calibrate`, `fidelity`, `tune`, `inspect`, and with the feature
+//! `device` `package`;
 //! `--json` on every report. A MODEL
 //! argument is an ONNX or model file (`pto export` writes both), else the name of a
 //! built-in model (see [`pto_op::models`]). The target is `--target`, else
@@ -42,6 +43,7 @@ mod output;
 mod package;
 mod perf;
 pub mod tensor_file;
+pub mod tune;
 
 pub use error::CliError;
 
@@ -240,6 +242,16 @@ where
             json,
         } => perf::calibrate_report(device.device.as_deref(), output.as_deref(), json),
         Command::Fidelity { json } => render(&fidelity::report()?, json),
+        Command::Tune {
+            op,
+            device,
+            shape,
+            dtype,
+            json,
+        } => render(
+            &tune::tune(&op, device.device.as_deref(), &shape, &dtype)?,
+            json,
+        ),
         #[cfg(feature = "device")]
         Command::Package {
             model,

@@ -9,6 +9,16 @@
 //!   `memory_bandwidth / clock_hz / cores in use` bytes per cycle, as the cores share GM.
 //!   `bytes` is the larger of the source and destination tile (for an extract, the
 //!   destination sub-tile).
+//! - every transfer to or from GM also holds its AI core's **links** ([`Links`]): the GM
+//!   share (reads and writes), the L2 read share and the L2 write share, each for its bytes
+//!   at that share alone; the simulator runs no two transfers of one AI core on a link at
+//!   once, on any pipe of either side of a split core, so concurrent transfers add their
+//!   bytes against the share (hicann/catlass `docs/en/1_Practice/evaluation/
+//!   bottleneck_analysis_and_optimization.md`: "when multiple movement instructions execute
+//!   simultaneously, they share the bandwidth ... the total execution time is the sum of
+//!   their data volumes divided by the GM bandwidth"). A load holds the GM share for its
+//!   misses and the L2 read share for its hits, a store the GM share, a hand-off's write
+//!   the L2 write share and its read the L2 read share.
 //! - loads (GM -> UB / L1) read through the L2 cache ([`crate::device::L2Cache`]): a share
 //!   `h` of their bytes hits L2 and streams at `l2.bandwidth / clock_hz / cores in use`
 //!   bytes per cycle (capped by the path's rate), the rest at the GM rate above, so a
@@ -42,9 +52,15 @@
 //!
 //! - transfers that read GM (loads, a hand-off's read back) pay `gm_read_latency_cycles`,
 //!   those that write GM (stores, FIXP out of L0C, a hand-off's write)
-//!   `gm_write_latency_cycles`, in place of `copy_latency_cycles`; as before the latency
-//!   occupies the pipe (the pipe model ends each transfer its latency after the previous
-//!   one's end);
+//!   `gm_write_latency_cycles`, in place of `copy_latency_cycles`, **after** their bytes
+//!   ([`InstCost::latency`]): the MTE pipe takes the next transfer once the bytes are
+//!   moved, so queued transfers overlap their latencies, as MTE1, cube and vector
+//!   latencies already do. PyPTO's pipe model (`pipe.cpp`) instead ends each transfer its
+//!   latency after the previous one's end; vendor measurements contradict that: the CANN
+//!   Ascend C best practice "Transferring a Large Data Block at a Time" (hiascend.com,
+//!   opdevg, `atlas_ascendc_best_practices_10_0013`) reaches near-full bandwidth from 16 KB
+//!   a transfer, which a latency paid per transfer would cap at 35% (351 cycles against
+//!   16384 / 87);
 //! - an L1 -> L0A / L0B copy occupies MTE1 for `bytes / rate` and a matmul the cube for
 //!   `m * k * n / cube_macs`, their results ready `mte1_latency_cycles` /
 //!   `cube_latency_cycles` later ([`InstCost::latency`]: the pipe takes the next
@@ -62,19 +78,20 @@
 //! and scalar unit, and a tile crosses from one to the other only through GM: a **hand-off**.
 //! A move L0C -> UB becomes FIXP L0C -> GM on the cube core then MTE2 GM -> UB on the vector
 //! cores; a move UB -> L1 becomes MTE3 UB -> GM on the vector cores then MTE2 GM -> L1 on
-//! the cube core. The write is priced as a store of the tile (`copy_latency_cycles` +
-//! bytes at the path's rate, capped by the GM share); the read as a load that hits L2 (at
+//! the cube core. The write is priced as a store of the tile (bytes at the path's rate,
+//! capped by the GM share, then the GM write latency); the read as a load that hits L2 (at
 //! the path's rate capped by the L2 share, or the GM share without an L2), as the reader
 //! takes back what the writer just wrote; the write goes at the path's rate capped by the
 //! L2 write share (`l2.write_bandwidth / clock_hz / cores in use`), or the GM share when
-//! the profile gives no L2 write bandwidth. The cross-core flag between them costs nothing
-//! beyond the ordering (the read starts once the write has completed): no public figure
-//! gives its latency. A hand-off moves the destination tile's bytes (the FIXP converts
-//! L0C's f32 on the way out). A move L0C -> UB whose tile is read only by one store (a
-//! matmul's result converted for its store) is no hand-off on a split core: the cube core
-//! stores it from L0C, converting on the way (Fixpipe's L0C -> GM with F322F16), so the
-//! move is priced as a store from L0C and the store itself costs nothing
-//! ([`Placement::Fused`]).
+//! the profile gives no L2 write bandwidth. The cross-core flag between them takes the pipe
+//! model's `cross_core_flag_cycles` ([`CostModel::cross_core_flag_cycles`]): the read
+//! starts that long after the write has reached GM (no public figure gives the flag's
+//! latency: the 910B profiles assume one, in their notes). A hand-off moves the
+//! destination tile's bytes (the FIXP converts L0C's f32 on the way out). A move L0C -> UB
+//! whose tile is read only by one store (a matmul's result converted for its store) is no
+//! hand-off on a split core: the cube core stores it from L0C, converting on the way
+//! (Fixpipe's L0C -> GM with F322F16), so the move is priced as a store from L0C and the
+//! store itself costs nothing ([`Placement::Fused`]).
 //!
 //! Durations depend only on tile types, never on data or the program id.
 
@@ -136,11 +153,41 @@ pub struct InstCost {
     /// Cycles it occupies the pipe (0 for a loop: see [`CostModel::loop_overhead_cycles`]).
     pub cycles: f64,
     /// Cycles after the pipe occupation until its result can be read (the pipe takes the
-    /// next instruction meanwhile): a [`crate::device::PipeModel`]'s MTE1, cube and vector
-    /// latencies; 0 otherwise (the plain latencies occupy the pipe).
+    /// next instruction meanwhile): a [`crate::device::PipeModel`]'s GM, MTE1, cube and
+    /// vector latencies; 0 otherwise (the plain latencies occupy the pipe).
     pub latency: f64,
+    /// Cycles a transfer to or from GM holds each of its AI core's shares of the memory
+    /// system ([`Links`]): its bytes at the share alone, without the path's cap, so at
+    /// most `cycles`. Every transfer of the AI core, on any pipe and either side of a
+    /// split core, holds the same links, so concurrent transfers add their bytes. Zero for
+    /// on-core work.
+    pub links: Links,
     /// Bytes moved (copies) or of the largest operand or result (compute).
     pub bytes: u64,
+}
+
+/// Cycles a transfer holds each of its AI core's shares of the memory system: GM
+/// (`memory_bandwidth / cores in use`, reads and writes together, as concurrent MTE2 and
+/// MTE3 moves share GM bandwidth in hicann/catlass
+/// `docs/en/1_Practice/evaluation/bottleneck_analysis_and_optimization.md`), L2 reads
+/// (`l2.bandwidth / cores`: a load's hits, a hand-off's read back) and L2 writes
+/// (`l2.write_bandwidth / cores`: a hand-off's write), the profile's per-core rates of
+/// each (`A2A3.ini`'s `ddr_rate`, `l2_read_rate`, `l2_write_rate` on the 910B).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Links {
+    /// Cycles on the GM share: a load's misses, a store.
+    pub gm: f64,
+    /// Cycles on the L2 read share.
+    pub l2_read: f64,
+    /// Cycles on the L2 write share.
+    pub l2_write: f64,
+}
+
+impl Links {
+    /// The cycles on each link, in the order `gm`, `l2_read`, `l2_write`.
+    pub fn cycles(&self) -> [f64; 3] {
+        [self.gm, self.l2_read, self.l2_write]
+    }
 }
 
 /// Which core of an AI core runs an instruction (see [`CubeVector`]).
@@ -531,13 +578,15 @@ impl<'a> CostModel<'a> {
             Inst::Move { dst, .. } if self.stored_from_l0c.contains(dst) => {
                 let bytes = ty(*dst)?.bytes();
                 let rate = rates.l0c_out.min(self.gm_bytes_per_cycle);
+                let (cycles, latency) = self.gm_transfer(self.gm_write_latency(), bytes, rate);
                 return Ok(Placement::On(Part {
                     side: Side::Cube,
                     cost: InstCost {
                         pipe: Pipe::Fixp,
-                        cycles: self.gm_write_latency() + bytes as f64 / rate,
-                        latency: 0.0,
+                        cycles,
+                        latency,
                         bytes: bytes as u64,
+                        links: self.gm_write_links(bytes),
                     },
                 }));
             }
@@ -567,19 +616,29 @@ impl<'a> CostModel<'a> {
                 rates.gm_to_l1,
             ),
         };
+        let (write_cycles, write_latency) = self.gm_transfer(
+            self.gm_write_latency(),
+            bytes,
+            1.0 / self.handoff_write_cycles_per_byte(write_rate),
+        );
         let write = InstCost {
             pipe: write_pipe,
-            cycles: self.gm_write_latency()
-                + bytes as f64 * self.handoff_write_cycles_per_byte(write_rate),
-            latency: 0.0,
+            cycles: write_cycles,
+            latency: write_latency,
             bytes: bytes as u64,
+            links: self.handoff_write_links(bytes),
         };
+        let (read_cycles, read_latency) = self.gm_transfer(
+            self.gm_read_latency(),
+            bytes,
+            1.0 / self.handoff_read_cycles_per_byte(read_rate),
+        );
         let read = InstCost {
             pipe: Pipe::Mte2,
-            cycles: self.gm_read_latency()
-                + bytes as f64 * self.handoff_read_cycles_per_byte(read_rate),
-            latency: 0.0,
+            cycles: read_cycles,
+            latency: read_latency,
             bytes: bytes as u64,
+            links: self.handoff_read_links(bytes),
         };
         Ok(Placement::HandOff {
             write: Part {
@@ -596,6 +655,75 @@ impl<'a> CostModel<'a> {
     /// The device profile.
     pub fn profile(&self) -> &'a DeviceProfile {
         self.profile
+    }
+
+    /// `(occupancy, latency after it)` of a GM transfer of `bytes` at `rate` bytes per
+    /// cycle with `latency`: with a pipe model the latency follows the occupancy (the pipe
+    /// takes the next transfer meanwhile, so queued transfers overlap their latencies);
+    /// without one it occupies the pipe, as every plain latency does.
+    fn gm_transfer(&self, latency: f64, bytes: usize, rate: f64) -> (f64, f64) {
+        let data = bytes as f64 / rate;
+        match self.profile.pipe_model {
+            Some(_) => (data, latency),
+            None => (latency + data, 0.0),
+        }
+    }
+
+    /// The links a load of `bytes` holds: its hits on the L2 read share, its misses on
+    /// the GM share.
+    fn load_links(&self, bytes: usize) -> Links {
+        let bytes = bytes as f64;
+        Links {
+            gm: bytes * (1.0 - self.l2_hits) / self.gm_bytes_per_cycle,
+            l2_read: if self.l2_hits > 0.0 {
+                bytes * self.l2_hits / self.l2_bytes_per_cycle
+            } else {
+                0.0
+            },
+            l2_write: 0.0,
+        }
+    }
+
+    /// The links a store of `bytes` to GM holds: the GM share.
+    fn gm_write_links(&self, bytes: usize) -> Links {
+        Links {
+            gm: bytes as f64 / self.gm_bytes_per_cycle,
+            ..Links::default()
+        }
+    }
+
+    /// The links a hand-off's read back of `bytes` holds: the L2 read share, or the GM
+    /// share without an L2 (as [`CostModel::handoff_read_cycles_per_byte`] prices it).
+    fn handoff_read_links(&self, bytes: usize) -> Links {
+        let cycles = bytes as f64 * self.handoff_read_cycles_per_byte(f64::INFINITY);
+        if self.profile.l2.capacity > 0 {
+            Links {
+                l2_read: cycles,
+                ..Links::default()
+            }
+        } else {
+            Links {
+                gm: cycles,
+                ..Links::default()
+            }
+        }
+    }
+
+    /// The links a hand-off's write of `bytes` holds: the L2 write share, or the GM share
+    /// without an L2 write bandwidth.
+    fn handoff_write_links(&self, bytes: usize) -> Links {
+        let cycles = bytes as f64 * self.handoff_write_cycles_per_byte(f64::INFINITY);
+        if self.profile.l2.capacity > 0 && self.l2_write_bytes_per_cycle > 0.0 {
+            Links {
+                l2_write: cycles,
+                ..Links::default()
+            }
+        } else {
+            Links {
+                gm: cycles,
+                ..Links::default()
+            }
+        }
     }
 
     /// Cycles of latency of a transfer that reads GM: the pipe model's, or the plain
@@ -618,6 +746,15 @@ impl<'a> CostModel<'a> {
             .map_or(self.profile.copy_latency_cycles, |m| {
                 m.gm_write_latency_cycles
             })
+    }
+
+    /// Cycles from a hand-off's write reaching GM to the reader's wait on its cross-core
+    /// flag releasing: the pipe model's `cross_core_flag_cycles`, 0 without one.
+    pub fn cross_core_flag_cycles(&self) -> f64 {
+        self.profile
+            .pipe_model
+            .as_ref()
+            .map_or(0.0, |m| m.cross_core_flag_cycles)
     }
 
     /// Scalar cycles to issue one instruction (any but a loop).
@@ -648,32 +785,42 @@ impl<'a> CostModel<'a> {
         let rates = &p.copy_bytes_per_cycle;
         let pipe = inst.pipe(program);
         let model = p.pipe_model.as_ref();
-        // (occupancy, latency after it, bytes)
+        // (occupancy, latency after it, bytes), and the cycles on the GM link.
+        let on_core =
+            |(cycles, latency, bytes): (f64, f64, u64)| (cycles, latency, bytes, Links::default());
         let copy = |bytes: usize, rate: f64, via_gm: bool| {
-            let (rate, latency) = if via_gm {
-                (rate.min(self.gm_bytes_per_cycle), self.gm_write_latency())
+            if via_gm {
+                let rate = rate.min(self.gm_bytes_per_cycle);
+                let (cycles, latency) = self.gm_transfer(self.gm_write_latency(), bytes, rate);
+                (cycles, latency, bytes as u64, self.gm_write_links(bytes))
             } else {
-                (rate, p.copy_latency_cycles)
-            };
-            (latency + bytes as f64 / rate, 0.0, bytes as u64)
+                on_core((
+                    p.copy_latency_cycles + bytes as f64 / rate,
+                    0.0,
+                    bytes as u64,
+                ))
+            }
         };
         // An L1 -> L0A / L0B copy: with a pipe model its latency follows the occupancy.
-        let mte1 = |bytes: usize, rate: f64| match model {
-            Some(m) => (bytes as f64 / rate, m.mte1_latency_cycles, bytes as u64),
-            None => (
-                p.copy_latency_cycles + bytes as f64 / rate,
-                0.0,
-                bytes as u64,
-            ),
+        let mte1 = |bytes: usize, rate: f64| {
+            on_core(match model {
+                Some(m) => (bytes as f64 / rate, m.mte1_latency_cycles, bytes as u64),
+                None => (
+                    p.copy_latency_cycles + bytes as f64 / rate,
+                    0.0,
+                    bytes as u64,
+                ),
+            })
         };
         let load = |bytes: usize, rate: f64| {
-            (
-                self.gm_read_latency() + bytes as f64 * self.load_cycles_per_byte(rate),
-                0.0,
-                bytes as u64,
-            )
+            let (cycles, latency) = self.gm_transfer(
+                self.gm_read_latency(),
+                bytes,
+                1.0 / self.load_cycles_per_byte(rate),
+            );
+            (cycles, latency, bytes as u64, self.load_links(bytes))
         };
-        let (cycles, latency, bytes) = match inst {
+        let (cycles, latency, bytes, links) = match inst {
             Inst::Load { dst, .. } => {
                 let t = ty(*dst)?;
                 match t.level {
@@ -723,12 +870,12 @@ impl<'a> CostModel<'a> {
                         dtype: a_ty.dtype,
                     })?;
                 let compute = (m * k * n) as f64 / macs;
-                match model {
+                on_core(match model {
                     Some(model) => (compute, model.cube_latency_cycles, d.bytes() as u64),
                     None => (p.cube_latency_cycles + compute, 0.0, d.bytes() as u64),
-                }
+                })
             }
-            Inst::Loop { .. } => (0.0, 0.0, 0),
+            Inst::Loop { .. } => (0.0, 0.0, 0, Links::default()),
             Inst::Reduce { .. } if RowReduce::of(program, inst, p).is_some() => {
                 let mut largest = 0;
                 for tile in inst.defs().chain(inst.uses()) {
@@ -736,7 +883,7 @@ impl<'a> CostModel<'a> {
                 }
                 let plan = RowReduce::of(program, inst, p).expect("checked above");
                 let (cycles, latency) = self.row_reduce(&plan);
-                (cycles, latency, largest as u64)
+                (cycles, latency, largest as u64, Links::default())
             }
             Inst::TopK { values, src, k, .. } => {
                 let (s, v) = (ty(*src)?, ty(*values)?);
@@ -759,7 +906,7 @@ impl<'a> CostModel<'a> {
                     largest = largest.max(ty(tile)?.bytes());
                 }
                 let repeats = (largest as f64 / p.vector_bytes_per_repeat).ceil();
-                match self.vector_op_cost(program, inst) {
+                on_core(match self.vector_op_cost(program, inst) {
                     Some(op) => (
                         repeats * op.cycles_per_repeat,
                         op.latency_cycles,
@@ -773,7 +920,7 @@ impl<'a> CostModel<'a> {
                             largest as u64,
                         )
                     }
-                }
+                })
             }
         };
         Ok(InstCost {
@@ -781,6 +928,7 @@ impl<'a> CostModel<'a> {
             cycles,
             latency,
             bytes,
+            links,
         })
     }
 

@@ -90,6 +90,45 @@ impl GemmTiles {
         }
     }
 
+    /// Every base tiling a tuner may try for buffers of `[l0a, l0b, l0c, l1, ub]` bytes:
+    /// each output tile of [`TUNING_TILES`] with 1, 2 or 4 staged K-steps, where it fits as
+    /// [`GemmTiles::fitting`] requires; [`GemmTiles::fitting`]'s own choice first.
+    ///
+    /// ```
+    /// use pto_kernel::cube::GemmTiles;
+    /// // ascend910b's L0A, L0B, L0C, L1 and UB, fp16 in and out.
+    /// let caps = [65536, 65536, 131072, 524160, 188416];
+    /// let all = GemmTiles::candidates(caps, 2, 2);
+    /// assert_eq!(all[0], GemmTiles::fitting(caps, 2, 2));
+    /// assert!(all.iter().any(|t| (t.m, t.n) == (256, 128)));
+    /// ```
+    pub fn candidates(caps: [u64; 5], in_bytes: usize, out_bytes: usize) -> Vec<GemmTiles> {
+        let first = GemmTiles::fitting(caps, in_bytes, out_bytes);
+        let mut all = vec![first];
+        let k = K_STEP_BYTES / in_bytes;
+        for (m, n) in TUNING_TILES {
+            for steps in [4, 2, 1] {
+                let tiles = GemmTiles { m, n, k, steps };
+                if tiles.fits(caps, in_bytes, out_bytes) && !all.contains(&tiles) {
+                    all.push(tiles);
+                }
+            }
+        }
+        all
+    }
+
+    /// Whether these tiles fit buffers of `[l0a, l0b, l0c, l1, ub]` bytes, as
+    /// [`GemmTiles::fitting`] counts them ([`GemmTiles::reserved_bytes`]).
+    pub fn fits(&self, caps: [u64; 5], in_bytes: usize, out_bytes: usize) -> bool {
+        fits(self.reserved_bytes(in_bytes, out_bytes), caps)
+    }
+
+    /// The `[l0a, l0b, l0c, l1, ub]` bytes tiles are sized for in `k`: the device's
+    /// ([`Kernel::buffer_capacity`]), or every built-in profile's without one.
+    pub fn capacities(k: &Kernel) -> [u64; 5] {
+        capacities(k)
+    }
+
     /// The tiles for the device `k` is traced for ([`Kernel::buffer_capacity`]), or for
     /// every built-in profile when it is traced without one.
     pub fn for_kernel(k: &Kernel, in_bytes: usize, out_bytes: usize) -> GemmTiles {
@@ -377,6 +416,18 @@ impl GemmPlan {
     }
 }
 
+/// Output tile shapes a tuner tries ([`GemmTiles::candidates`]): the public kernels' 128 x
+/// 256 and 256 x 128 bases (catlass and pto-isa choose between them per shape), then
+/// smaller ones, which put more tiles on the cores when the output is small.
+pub const TUNING_TILES: [(usize, usize); 6] = [
+    (128, 256),
+    (256, 128),
+    (128, 128),
+    (64, 128),
+    (128, 64),
+    (64, 64),
+];
+
 /// The cube works on 16 x 16 fractals: tile dims are multiples of this.
 pub const FRACTAL: usize = 16;
 
@@ -410,10 +461,22 @@ pub fn tile_dim(tile: usize, dim: usize) -> usize {
 /// assert_eq!(program.grid, 3 * 2); // 128 x 256 output tiles
 /// ```
 pub fn tiled_matmul(k: &mut Kernel, a: &Global, b: &Global, y: &Global) -> Result<(), OpError> {
+    let tiles = GemmTiles::for_kernel(k, a.dtype().size_bytes(), y.dtype().size_bytes());
+    tiled_matmul_with(k, a, b, y, tiles)
+}
+
+/// [`tiled_matmul`] with the base tiles given (a tuner's candidate) rather than the largest
+/// that fit.
+pub fn tiled_matmul_with(
+    k: &mut Kernel,
+    a: &Global,
+    b: &Global,
+    y: &Global,
+    tiles: GemmTiles,
+) -> Result<(), OpError> {
     use super::ir::MemLevel::{L0A, L0B};
     let (m, depth) = a.dims2()?;
     let (_, n) = b.dims2()?;
-    let tiles = GemmTiles::for_kernel(k, a.dtype().size_bytes(), y.dtype().size_bytes());
     let (tm, tn) = (tile_dim(tiles.m, m), tile_dim(tiles.n, n));
     let tk = tile_dim(tiles.k, depth);
     let k_steps = depth.div_ceil(tk).max(1);

@@ -85,6 +85,37 @@ pub struct L2Cache {
     pub write_bandwidth: f64,
 }
 
+/// The cost of starting a kernel on the device, paid once per kernel launch before its
+/// first block program runs (the simulator reports it apart from the kernel's cycles:
+/// [`LaunchCost::cycles`]). Zero (the default) where a profile has no figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchCost {
+    /// Seconds of launching any kernel.
+    #[serde(default)]
+    pub seconds: f64,
+    /// Seconds more of launching a mix kernel: one that runs on both the cube core and
+    /// the vector cores of a split core ([`CubeVector::Split`]), which starts both.
+    #[serde(default)]
+    pub mix_seconds: f64,
+}
+
+impl LaunchCost {
+    /// The launch of a kernel, in cycles at `clock_hz` (rounded up): `seconds`, plus
+    /// `mix_seconds` for a mix kernel.
+    ///
+    /// ```
+    /// use pto_kernel::device::LaunchCost;
+    /// let launch = LaunchCost { seconds: 1e-6, mix_seconds: 2e-6 };
+    /// assert_eq!(launch.cycles(1e9, false), 1000);
+    /// assert_eq!(launch.cycles(1e9, true), 3000);
+    /// ```
+    pub fn cycles(&self, clock_hz: f64, mix: bool) -> u64 {
+        let seconds = self.seconds + if mix { self.mix_seconds } else { 0.0 };
+        (seconds * clock_hz).ceil() as u64
+    }
+}
+
 /// How an AI core's cube and vector units are arranged.
 ///
 /// - `coupled` (the default, and the Kirin profiles: their platform files say
@@ -239,6 +270,11 @@ pub struct PipeModel {
     pub mte1_latency_cycles: f64,
     /// Cycles from a matmul's last fractal to its result in L0C being usable.
     pub cube_latency_cycles: f64,
+    /// Cycles of a cross-core flag on a split core: from a hand-off's write reaching GM
+    /// (the writer's set) to the reader's wait releasing, when its read may start (0 when
+    /// absent from the file).
+    #[serde(default)]
+    pub cross_core_flag_cycles: f64,
     /// Per vector instruction (by name, or a row reduction's step:
     /// [`ROW_REDUCE_STEP_NAMES`]) and dtype: its cost. The dtype is the result's,
     /// except for `cast`, whose key is the source dtype.
@@ -386,6 +422,9 @@ pub struct DeviceProfile {
     pub issue_cycles: f64,
     /// Scalar cycles of each loop iteration (counter, branch, addresses).
     pub loop_overhead_cycles: f64,
+    /// The cost of launching a kernel (none when absent from the file).
+    #[serde(default)]
+    pub launch: LaunchCost,
     /// Parameters of the default roofline estimator.
     pub estimator: EstimatorParams,
     /// Fitted corrections of the estimator, by op name (empty: uncalibrated). Written by
@@ -622,6 +661,14 @@ impl DeviceProfile {
                 "`{field}` must be a fraction in (0, 1], got {value}"
             ));
         }
+        for (field, value) in [
+            ("launch.seconds", self.launch.seconds),
+            ("launch.mix_seconds", self.launch.mix_seconds),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("`{field}` must be zero or positive, got {value}"));
+            }
+        }
         let static_seconds = self.estimator.static_seconds;
         if !(static_seconds.is_finite() && static_seconds >= 0.0) {
             return Err(format!(
@@ -830,6 +877,10 @@ impl DeviceProfile {
                 ),
                 ("pipe_model.mte1_latency_cycles", model.mte1_latency_cycles),
                 ("pipe_model.cube_latency_cycles", model.cube_latency_cycles),
+                (
+                    "pipe_model.cross_core_flag_cycles",
+                    model.cross_core_flag_cycles,
+                ),
             ] {
                 fixed(field, value)?;
             }
@@ -868,12 +919,13 @@ impl DeviceProfile {
                 "(a fraction of the peak)",
             )?;
         }
-        within(
-            "estimator.static_seconds",
-            self.estimator.static_seconds,
-            (0.0, 1.0),
-            "seconds",
-        )?;
+        for (field, value) in [
+            ("estimator.static_seconds", self.estimator.static_seconds),
+            ("launch.seconds", self.launch.seconds),
+            ("launch.mix_seconds", self.launch.mix_seconds),
+        ] {
+            within(field, value, (0.0, 1.0), "seconds")?;
+        }
         Ok(())
     }
 
@@ -1041,6 +1093,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("pipe_model.gm_read_latency_cycles"), "{err}");
+    }
+
+    /// The 910B's launch cost is catlass's mix-kernel figure (1-5 us, its middle), none for
+    /// a pure kernel; a Kirin profile has none; a negative one is refused.
+    #[test]
+    fn the_launch_cost_is_read_and_checked() {
+        let b = DeviceProfile::builtin("ascend910b").unwrap();
+        assert_eq!(
+            b.launch,
+            LaunchCost {
+                seconds: 0.0,
+                mix_seconds: 3e-6
+            }
+        );
+        assert_eq!(b.launch.cycles(b.clock_hz, true), 5550);
+        assert_eq!(b.launch.cycles(b.clock_hz, false), 0);
+        assert!(b.notes.iter().any(|n| n.contains("CommonMatmul_en.md")));
+        let kirin = DeviceProfile::builtin("kirin9030").unwrap();
+        assert_eq!(kirin.launch, LaunchCost::default());
+        let text = include_str!("../data/devices/ascend910b.json").replacen(
+            "\"mix_seconds\": 3e-06",
+            "\"mix_seconds\": -1e-06",
+            1,
+        );
+        let err = DeviceProfile::from_json("x.json", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("launch.mix_seconds"), "{err}");
     }
 
     /// The 910B2 is the 910B1 profile at the 910B2's clock (the vendor's flash-attention

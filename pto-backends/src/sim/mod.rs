@@ -5,6 +5,7 @@
 //! - [`memory`]: working sets per buffer, overflow errors, double-buffering decisions.
 //! - [`schedule`]: the timing model and the [`SimReport`].
 //! - [`trace`]: Chrome trace-event timelines.
+//! - [`tune`]: `std.matmul`'s tiling searched on the simulator (`pto tune`).
 //! - [`SimError`] (`error.rs`): what any of them reports.
 //!
 //! [`Simulator`] runs a [`ValidProgram`] directly; [`Sim`] is the `sim` execution target, which
@@ -15,6 +16,7 @@ pub mod exec;
 pub mod memory;
 pub mod schedule;
 pub mod trace;
+pub mod tune;
 
 use std::sync::Arc;
 
@@ -336,7 +338,9 @@ impl Executor for Sim {
         "sim"
     }
 
-    /// [`Sim::call`]'s outputs, with the simulated time of the call.
+    /// [`Sim::call`]'s outputs, with the simulated time of the call: the kernel's on the
+    /// device, as a profiler times it ([`SimReport::cycles`]); its launch is in the report
+    /// ([`SimReport::launch_cycles`], [`SimReport::total_seconds`]).
     fn execute(
         &self,
         op: &'static OpDef,

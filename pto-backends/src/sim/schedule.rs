@@ -12,7 +12,16 @@
 //! An instruction's result is ready when its pipe occupation ends, plus its latency
 //! ([`pto_op::kernel::cost::InstCost::latency`], non-zero only on a profile with a pipe
 //! model): the pipe takes the next instruction meanwhile, so independent instructions
-//! overlap their latencies and a dependent one waits for them.
+//! overlap their latencies and a dependent one waits for them. GM transfers are no
+//! exception: a load's or a store's GM latency follows its bytes, so the MTE2 queue takes
+//! the next load once the previous one's bytes are moved.
+//!
+//! A transfer to or from GM also holds its AI core's links ([`Links`]: the GM share, the
+//! L2 read share, the L2 write share) for its bytes at each share: it starts only when its
+//! pipe and every link it holds are idle, so the transfers of both sides of a split core
+//! and of all their MTE pipes share the AI core's part of the chip's bandwidth, their
+//! times adding up when they would overlap (the cores in use split the chip's bandwidth
+//! evenly: [`pto_op::kernel::cost`]).
 //!
 //! An instruction may start once it is issued, its operands are ready and, for a tile
 //! defined in a loop body, the buffer it overwrites is no longer read: in iteration i+1 it
@@ -28,20 +37,31 @@
 //! scalar unit issuing their own instructions in program order ([`CostModel::placement`]
 //! says which side runs what). A move L0C -> UB or UB -> L1 is a hand-off through GM: the
 //! writer's store (FIXP or MTE3) on one side, then the reader's MTE2 load on the other,
-//! which starts no earlier than the write has completed (the cross-core flag, which adds no
-//! time of its own: no public figure gives one). Each side loops over the iterations of a
-//! loop with instructions of its own, paying the loop overhead on its scalar unit. The
-//! report counts the bytes handed off ([`SimReport::handoff_bytes`]).
+//! which starts no earlier than the write has completed plus the cross-core flag's
+//! cycles (the pipe model's `cross_core_flag_cycles`: from the writer's set once its bytes
+//! are in GM to the reader's wait releasing; assumed, see the profile's notes). The
+//! reader's wait holds only the read: the reader's other instructions go on, as a
+//! software-pipelined kernel waits for a stage's flag while it works on another stage.
+//! Each side loops over the iterations of a loop with instructions of its own, paying the
+//! loop overhead on its scalar unit. The report counts the bytes handed off
+//! ([`SimReport::handoff_bytes`]).
 //!
 //! Durations depend only on tile types, never on data or the program id, so every block
 //! program has the same timeline: it is scheduled once. Block programs are spread
 //! round-robin over the cores in use (`min(ai_cores, grid)`) and run back to back on each.
+//!
+//! The kernel's launch ([`DeviceProfile::launch`]) is charged once per run, apart from the
+//! cycles of the cores ([`SimReport::launch_cycles`]): its `seconds` for every kernel, and
+//! its `mix_seconds` more for a mix kernel, one with work on both the cube core and the
+//! vector cores of a split core. A device-side timing of the kernel (a profiler's task
+//! time) is [`SimReport::seconds`]; a host timing around the launch
+//! [`SimReport::total_seconds`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use pto_op::kernel::ValidProgram;
-use pto_op::kernel::cost::{self, CostModel, PerSide, Placement, Side};
+use pto_op::kernel::cost::{self, CostModel, Links, PerSide, Placement, Side};
 use pto_op::kernel::ir::{IdVec, Inst, MemLevel, Pipe, Program, TileId, VarId};
 use pto_op::{CubeVector, DeviceProfile};
 use serde::{Deserialize, Serialize};
@@ -56,10 +76,18 @@ pub struct SimReport {
     pub op: String,
     /// The device profile's name.
     pub device: String,
-    /// Total cycles: the busiest core's.
+    /// Total cycles of the kernel on the device: the busiest core's (the launch apart).
     pub cycles: u64,
     /// `cycles` at the profile's clock.
     pub seconds: f64,
+    /// Cycles of launching the kernel, once per run before its first block program: the
+    /// profile's [`launch`](DeviceProfile::launch) cost, with its mix part when the kernel
+    /// runs on both the cube and the vector cores of a split core.
+    #[serde(default)]
+    pub launch_cycles: u64,
+    /// `launch_cycles` at the profile's clock.
+    #[serde(default)]
+    pub launch_seconds: f64,
     /// Busy cycles of each pipe, summed over the cores.
     pub per_pipe_busy: BTreeMap<Pipe, u64>,
     /// Cycles of each AI core (0 for cores without block programs).
@@ -84,6 +112,12 @@ pub struct SimReport {
 }
 
 impl SimReport {
+    /// The kernel's time with its launch: what a host timing one run around the launch
+    /// sees.
+    pub fn total_seconds(&self) -> f64 {
+        self.seconds + self.launch_seconds
+    }
+
     /// The share of the cores' time that `pipe` is busy, in [0, 1]: its busy cycles over
     /// the sum of [`per_core_cycles`](SimReport::per_core_cycles).
     pub fn utilisation(&self, pipe: Pipe) -> f64 {
@@ -108,6 +142,15 @@ impl fmt::Display for SimReport {
             self.seconds * 1e6,
             self.bound
         )?;
+        if self.launch_cycles > 0 {
+            writeln!(
+                f,
+                "launch: {} cycles ({:.3} us) once per kernel, before it; with it {:.3} us",
+                self.launch_cycles,
+                self.launch_seconds * 1e6,
+                self.total_seconds() * 1e6
+            )?;
+        }
         writeln!(f, "{:<8} {:>14} {:>7}", "pipe", "busy cycles", "util")?;
         for pipe in Pipe::ALL {
             writeln!(
@@ -188,6 +231,7 @@ pub fn schedule(
         costs: CostModel::new(profile, program),
         plan,
         pipe_busy: BTreeMap::new(),
+        links: Default::default(),
         busy: BTreeMap::new(),
         issue_free: PerSide::filled(0.0),
         loop_sides: BTreeMap::new(),
@@ -266,6 +310,16 @@ pub fn report(
         })
         .collect::<Result<Vec<u64>, SimError>>()?;
     let cycles = per_core_cycles.iter().copied().max().unwrap_or(0);
+    // A mix kernel: work on a pipe other than S on both sides of a split core.
+    let works_on = |side: Side| {
+        timeline
+            .busy_by_side
+            .iter()
+            .any(|((s, pipe), busy)| *s == side && *pipe != Pipe::S && *busy > 0.0)
+    };
+    let mix =
+        profile.cube_vector == CubeVector::Split && works_on(Side::Cube) && works_on(Side::Vector);
+    let launch_cycles = profile.launch.cycles(profile.clock_hz, mix);
     let grid = program.grid as f64;
     let per_pipe_busy = Pipe::ALL
         .iter()
@@ -297,6 +351,8 @@ pub fn report(
         device: profile.name.clone(),
         cycles,
         seconds: cycles as f64 / profile.clock_hz,
+        launch_cycles,
+        launch_seconds: launch_cycles as f64 / profile.clock_hz,
         per_pipe_busy,
         per_core_cycles,
         bound,
@@ -314,6 +370,10 @@ struct Scheduler<'p> {
     plan: &'p MemoryPlan,
     /// Busy intervals of each pipe of each side, sorted and disjoint.
     pipe_busy: BTreeMap<(Side, Pipe), Vec<(f64, f64)>>,
+    /// Busy intervals of each of the AI core's shares of the memory system (GM, L2 read,
+    /// L2 write: [`Links::cycles`]'s order), which every transfer of either side holds for
+    /// its [`InstCost::links`](cost::InstCost).
+    links: [Vec<(f64, f64)>; 3],
     busy: BTreeMap<(Side, Pipe), f64>,
     /// When each side's scalar pipe can issue its next instruction.
     issue_free: PerSide<f64>,
@@ -328,6 +388,40 @@ struct Scheduler<'p> {
     instructions: u64,
     events: Vec<PipeEvent>,
     event_limit: usize,
+}
+
+/// The earliest start at or after `earliest` of `duration` idle cycles between the sorted,
+/// disjoint busy `intervals`.
+fn earliest_idle(intervals: &[(f64, f64)], earliest: f64, duration: f64) -> f64 {
+    // The first interval that ends after `earliest`.
+    let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+    let mut start = earliest;
+    while let Some((busy_start, busy_end)) = intervals.get(at) {
+        if start + duration <= *busy_start {
+            break;
+        }
+        start = start.max(*busy_end);
+        at += 1;
+    }
+    start
+}
+
+/// Marks `[start, start + duration)` busy in `intervals` (idle there), merging it with
+/// touching neighbours so the list stays short.
+fn book(intervals: &mut Vec<(f64, f64)>, start: f64, duration: f64) {
+    let end = start + duration;
+    let at = intervals.partition_point(|(_, busy_end)| *busy_end <= start);
+    let merge_prev = at > 0 && intervals[at - 1].1 >= start;
+    let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
+    match (merge_prev, merge_next) {
+        (true, true) => {
+            intervals[at - 1].1 = intervals[at].1;
+            intervals.remove(at);
+        }
+        (true, false) => intervals[at - 1].1 = end,
+        (false, true) => intervals[at].0 = intervals[at].0.min(start),
+        (false, false) => intervals.insert(at, (start, end)),
+    }
 }
 
 impl Scheduler<'_> {
@@ -396,33 +490,47 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Reserves the earliest idle interval of `duration` cycles on `pipe` at or after
-    /// `earliest`; returns its start.
-    fn reserve(&mut self, side: Side, pipe: Pipe, earliest: f64, duration: f64) -> f64 {
-        let intervals = self.pipe_busy.entry((side, pipe)).or_default();
-        // The first interval that ends after `earliest`.
-        let mut at = intervals.partition_point(|(_, end)| *end <= earliest);
+    /// Reserves the earliest time at or after `earliest` when `pipe` is idle for
+    /// `duration` cycles and, for a GM transfer, each of the AI core's links it holds is
+    /// idle for its cycles from the same start; returns the start.
+    fn reserve(
+        &mut self,
+        side: Side,
+        pipe: Pipe,
+        earliest: f64,
+        duration: f64,
+        links: Links,
+    ) -> f64 {
+        let holds = links.cycles();
         let mut start = earliest;
-        while let Some((busy_start, busy_end)) = intervals.get(at) {
-            if start + duration <= *busy_start {
+        // Move the start to where every resource is idle: each step only moves it later,
+        // to the end of a busy interval, so this ends.
+        loop {
+            let mut at = earliest_idle(
+                self.pipe_busy.entry((side, pipe)).or_default(),
+                start,
+                duration,
+            );
+            for (link, cycles) in self.links.iter().zip(holds) {
+                if cycles > 0.0 {
+                    at = earliest_idle(link, at, cycles);
+                }
+            }
+            if at == start {
                 break;
             }
-            start = start.max(*busy_end);
-            at += 1;
+            start = at;
         }
-        // Merge with touching neighbours so the list stays short.
-        let end = start + duration;
-        let merge_prev = at > 0 && intervals[at - 1].1 >= start;
-        let merge_next = intervals.get(at).is_some_and(|(s, _)| *s <= end);
-        match (merge_prev, merge_next) {
-            (true, true) => {
-                intervals[at - 1].1 = intervals[at].1;
-                intervals.remove(at);
+        for (link, cycles) in self.links.iter_mut().zip(holds) {
+            if cycles > 0.0 {
+                book(link, start, cycles);
             }
-            (true, false) => intervals[at - 1].1 = end,
-            (false, true) => intervals[at].0 = start,
-            (false, false) => intervals.insert(at, (start, end)),
         }
+        book(
+            self.pipe_busy.entry((side, pipe)).or_default(),
+            start,
+            duration,
+        );
         start
     }
 
@@ -506,7 +614,7 @@ impl Scheduler<'_> {
             start = start.max(self.buffer_free(dst));
         }
         let (pipe, duration, bytes) = (first.cost.pipe, first.cost.cycles, first.cost.bytes);
-        let start = self.reserve(first.side, pipe, start, duration);
+        let start = self.reserve(first.side, pipe, start, duration, first.cost.links);
         let mut end = start + duration;
         for tile in operands {
             self.last_use[tile][0] = self.last_use[tile][0].max(end);
@@ -517,14 +625,17 @@ impl Scheduler<'_> {
         let suffix = if read_back.is_some() { " (to GM)" } else { "" };
         self.occupy(first.side, pipe, start, duration, describe(suffix, bytes));
 
-        // A hand-off's read: on the other side, once the write has completed (the flag),
-        // into a free buffer.
+        // A hand-off's read: on the other side, once the write has completed and its flag
+        // has reached the reader, into a free buffer.
         if let Some(read) = read_back {
             self.handoff_bytes += read.cost.bytes;
+            // The write has reached GM at `end`; the reader's wait releases the flag's
+            // cycles later.
+            let flag = end + self.costs.cross_core_flag_cycles();
             let issued = self.issue(read.side);
-            let start = issued.max(end).max(self.buffer_free(dst));
+            let start = issued.max(flag).max(self.buffer_free(dst));
             let (pipe, duration) = (read.cost.pipe, read.cost.cycles);
-            let start = self.reserve(read.side, pipe, start, duration);
+            let start = self.reserve(read.side, pipe, start, duration, read.cost.links);
             end = start + duration + read.cost.latency;
             self.end = self.end.max(end);
             self.occupy(
