@@ -408,3 +408,31 @@ fn timing_alone_gives_the_report_of_a_full_run() {
         run.report
     );
 }
+
+/// A top-k defines two tiles, its values and its indices, and both are ready when it
+/// ends: storing the indices (i32) takes as long after it as storing the values (f32, the
+/// same bytes). The indices were never marked ready, so their store overlapped the sort.
+#[test]
+fn both_results_of_a_top_k_are_ready_when_it_ends() {
+    let cycles = |store_indices: bool| {
+        let mut k = pto_op::Kernel::new("t.topk_ready");
+        let x = k.input("x", pto_op::Shape::from([8, 512]), DType::F32);
+        let out_dtype = if store_indices {
+            DType::I32
+        } else {
+            DType::F32
+        };
+        let y = k.output("y", pto_op::Shape::from([8, 8]), out_dtype);
+        let t = k.load(&x, [0, 0], [8, 512]).expect("loads");
+        let (values, indices) = t.top_k(8);
+        let stored = if store_indices { indices } else { values };
+        k.store(&y, [0, 0], &stored).expect("stores");
+        let program = k.finish().expect("traces");
+        Simulator::new(kirin(), SimOptions::default())
+            .time(&program)
+            .expect("times")
+            .cycles
+    };
+    let (values, indices) = (cycles(false), cycles(true));
+    assert_eq!(values, indices, "values {values} cycles, indices {indices}");
+}

@@ -888,7 +888,7 @@ impl<'a> CostModel<'a> {
             Inst::TopK { values, src, k, .. } => {
                 let (s, v) = (ty(*src)?, ty(*values)?);
                 let cycles = self.sort_cycles(program, inst, s, *k);
-                (cycles, 0.0, s.bytes().max(v.bytes()) as u64)
+                on_core((cycles, 0.0, s.bytes().max(v.bytes()) as u64))
             }
             // Along the last axis, the first pair of each row's sort (the lowering's route).
             Inst::ArgReduce { src, axis, .. }
@@ -897,7 +897,7 @@ impl<'a> CostModel<'a> {
                     .is_some_and(|t| *axis + 1 == t.shape.len()) =>
             {
                 let s = ty(*src)?;
-                (self.sort_cycles(program, inst, s, 1), 0.0, s.bytes() as u64)
+                on_core((self.sort_cycles(program, inst, s, 1), 0.0, s.bytes() as u64))
             }
             // The vector instructions.
             _ => {

@@ -611,7 +611,10 @@ impl Scheduler<'_> {
             start = start.max(self.ready[tile]);
         }
         if read_back.is_none() {
-            start = start.max(self.buffer_free(dst));
+            // Every result's buffer (a top-k writes its values and its indices).
+            for tile in inst.defs() {
+                start = start.max(self.buffer_free(Some(tile)));
+            }
         }
         let (pipe, duration, bytes) = (first.cost.pipe, first.cost.cycles, first.cost.bytes);
         let start = self.reserve(first.side, pipe, start, duration, first.cost.links);
@@ -646,7 +649,7 @@ impl Scheduler<'_> {
                 describe(" (from GM)", read.cost.bytes),
             );
         }
-        if let Some(tile) = dst {
+        for tile in inst.defs() {
             self.ready[tile] = end;
         }
         Ok(())
