@@ -47,6 +47,19 @@ pub enum PackageError {
         /// The value id.
         value: usize,
     },
+    /// Ops defined outside a library crate: the package's C ABI library, which links the
+    /// crates defining its ops, could not link them and would answer `PTO_UNKNOWN_OP`.
+    #[error(
+        "the package's C ABI library links the library crates that define its ops, and these \
+         ops are defined outside one (a binary, test, example or build script), so it would \
+         not answer for them: {}; move each into a library crate (`src/lib.rs` or a module of \
+         it) that the binary depends on",
+        ops.join(", ")
+    )]
+    OpsOutsideALibrary {
+        /// Each op, with its source file and crate.
+        ops: Vec<String>,
+    },
     /// The model has no custom op: nothing to package.
     #[error(
         "model `{model}` has no custom op (its ops are all standard `std.*` ops, which CANN \
