@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! DIR/ pto_package.json                      the manifest: ops, fingerprints, instances, SoC
-//!      CMakePresets.json  CMakeLists.txt  build.sh  op_desc.json
+//!      CMakePresets.json  build.sh  (Kirin: build_and_install.sh)  op_desc.json
+//!      CMakeLists.txt, framework/, framework/onnx_plugin/, op_host/, op_kernel/: one
+//!      CMakeLists.txt each, the samples' ASC project (`cmake.rs`)
 //!      capi/src/lib.rs  capi/build.sh          the C ABI library of the package's ops
 //!      op_host/<stem>.cpp                    OpDef, InferShape/InferDataType, TilingFunc
 //!      op_host/<stem>_infer.h                the op's C ABI calls (pto_infer_shapes/_dtypes)
@@ -51,6 +53,7 @@ mod build;
 mod cann_types;
 mod capi;
 mod check;
+mod cmake;
 mod cpp;
 mod custom_ops;
 mod error;

@@ -15,7 +15,7 @@ use super::manifest::{
     DeployedKernel, Instance, InstanceTiling, KernelOrigin, MANIFEST_FILE, MANIFEST_FORMAT,
     Manifest, PackagedOp,
 };
-use super::{build, capi, cpp, project};
+use super::{capi, cmake, cpp, project};
 use crate::ascendc::{LowerError, LoweredKernel, Soc, lower_program};
 
 /// The ONNX opset version of each custom domain: the highest version of the domain's ops in
@@ -350,12 +350,22 @@ fn shared_files(
             cpp::ONNX_ATTRS_HEADER.to_owned(),
         ),
         GeneratedFile::new("CMakePresets.json", project::cmake_presets(soc)),
-        GeneratedFile::new("CMakeLists.txt", build::cmake_lists(&model.name)),
-        GeneratedFile::new("build.sh", build::build_script(&model.name, soc)),
+        GeneratedFile::new("build.sh", cmake::build_script(&model.name, soc)),
         GeneratedFile::new("capi/src/lib.rs", capi::lib_rs(&model.name, crates)),
         GeneratedFile::new("capi/build.sh", capi::build_script(&model.name, crates)),
         GeneratedFile::new("op_desc.json", project::op_desc_json(op_descs)),
     ]
+    .into_iter()
+    .chain(
+        cmake::project_files(&model.name, soc)
+            .into_iter()
+            .map(|(path, text)| GeneratedFile::new(path, text)),
+    )
+    .chain(
+        cmake::build_and_install_script(soc)
+            .map(|text| GeneratedFile::new("build_and_install.sh", text)),
+    )
+    .collect()
 }
 
 #[cfg(test)]
