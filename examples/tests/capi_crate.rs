@@ -161,15 +161,23 @@ fn a_scratch_crate_outside_the_workspace_deploys_its_own_op() {
     };
 
     let package = dir.join("pkg");
-    run(
-        cargo()
+    let pto_package = |extra: &[&str], crate_dir: &Path, out: &Path| {
+        let mut command = cargo();
+        command
             .current_dir(&krate)
             .args(["run", "--quiet", "--features", "device", "--"])
-            .args(["package", "my-ops-demo", "--device", "ascend910b", "-o"])
-            .arg(&package),
+            .args(["package", "my-ops-demo", "--device", "ascend910b"])
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .env("PTO_CRATE_MY_OPS", crate_dir)
+            .env("PTO_CARGO_PROFILE", "dev");
+        command
+    };
+    run(
+        &mut pto_package(&[], &krate, &package),
         "the crate's pto package",
     );
-
     // Nothing in the package names this machine's directories.
     let home = std::env::var("HOME").unwrap_or_default();
     let machine: Vec<String> = [root.display().to_string(), dir.display().to_string(), home]
@@ -186,6 +194,16 @@ fn a_scratch_crate_outside_the_workspace_deploys_its_own_op() {
             );
         }
     }
+    // `--capi`: the package's library built and asked for every op's fingerprint (building
+    // writes capi/Cargo.toml from this machine's directories: a build product, as build_out/).
+    let packaged = run(
+        &mut pto_package(&["--capi"], &krate, &package),
+        "the crate's pto package --capi",
+    );
+    assert!(
+        packaged.contains("libpto_capi_my_ops_demo.so` answers for every op"),
+        "{packaged}"
+    );
     let lib_rs = std::fs::read_to_string(package.join("capi/src/lib.rs")).expect("capi");
     assert!(lib_rs.contains("use my_ops as _;"), "{lib_rs}");
 
@@ -239,6 +257,43 @@ fn a_scratch_crate_outside_the_workspace_deploys_its_own_op() {
             "fingerprint {:016x}\nshape 1 2 32 64\nrelu 0\ndemo 2\n",
             op.fingerprint.0
         )
+    );
+
+    // The library built from another crate of that name, whose op is not this package's:
+    // `pto package --capi` refuses, naming the op.
+    let other = dir.join("other");
+    for file in ["Cargo.toml", "src/lib.rs", "src/model.rs", "src/main.rs"] {
+        let text = std::fs::read_to_string(krate.join(file)).expect("the crate");
+        let path = other.join(file);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(
+            &path,
+            text.replace("myops.l2_normalize", "myops.l2_normalize_old"),
+        )
+        .expect("writes");
+    }
+    std::fs::copy(krate.join("Cargo.lock"), other.join("Cargo.lock")).expect("the lock file");
+    let refused = cargo()
+        .current_dir(&krate)
+        .args(["run", "--quiet", "--features", "device", "--"])
+        .args([
+            "package",
+            "my-ops-demo",
+            "--device",
+            "ascend910b",
+            "--capi",
+            "-o",
+        ])
+        .arg(dir.join("pkg2"))
+        .env("PTO_CRATE_MY_OPS", &other)
+        .env("PTO_CARGO_PROFILE", "dev")
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("does not answer for every op of the package: `myops.l2_normalize` (status 2: PTO_UNKNOWN_OP"),
+        "{stderr}"
     );
     std::fs::remove_dir_all(&dir).expect("removes the scratch directory");
 }

@@ -201,6 +201,12 @@ pub(crate) enum Command {
         /// (ASCEND_HOME_PATH).
         #[arg(long)]
         build: bool,
+        /// Then build the package's C ABI library (capi/build.sh, with cargo: no toolkit
+        /// needed; PTO_CRATE_<LIB> name the ops' crates, PTO_SOURCE the pto-op checkout,
+        /// by default the one this pto was built from) and refuse, naming the ops, when it
+        /// does not answer for every op with the package's fingerprint.
+        #[arg(long, conflicts_with = "check")]
+        capi: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

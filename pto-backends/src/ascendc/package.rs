@@ -66,6 +66,7 @@ mod toolkit;
 mod write;
 
 pub use build::{build_package, toolkit};
+pub use capi::{build_capi_library, check_capi_library, framework_source};
 pub use check::{
     CheckedEdit, check_package, check_package_kernels, load_package_kernels, with_package_kernels,
 };

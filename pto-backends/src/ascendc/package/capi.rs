@@ -8,9 +8,14 @@
 //! `PTO_CRATE_<NAME>` per operator crate), so nothing in the package names the directories of
 //! the machine that generated it.
 
-use pto_op::OpDef;
+use std::ffi::{CString, c_char};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pto_op::{Fingerprint, OpDef};
 
 use super::error::PackageError;
+use super::manifest::Manifest;
 
 /// A crate that defines ops of a package: its library name (`my_ops`, the first segment of
 /// the ops' `module_path!()`) and the ops it defines, in first-use order.
@@ -209,6 +214,126 @@ echo "${{CARGO_TARGET_DIR:-$PWD/target}}/$out/lib{lib}.so"
         version = env!("CARGO_PKG_VERSION"),
         package = lib.replace('_', "-"),
     )
+}
+
+/// The pto-op checkout this program was built from (the directory with `pto-capi/`): the
+/// default `PTO_SOURCE` of [`build_capi_library`] on the machine that writes a package. It is
+/// passed to the build's environment, never written into a package.
+pub fn framework_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(PathBuf::new, Path::to_path_buf)
+}
+
+/// Builds the C ABI library of the package in `dir` with its `capi/build.sh`, `source` the
+/// pto-op checkout (`PTO_SOURCE`); the crates' directories (`PTO_CRATE_<LIB>`) come from this
+/// process's environment. Returns the library's path.
+///
+/// # Errors
+///
+/// [`PackageError::CapiBuildFailed`] with the end of the build's output.
+pub fn build_capi_library(dir: &Path, source: &Path) -> Result<PathBuf, PackageError> {
+    let script = dir.join("capi/build.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .env("PTO_SOURCE", source)
+        .output()
+        .map_err(|source| PackageError::Io {
+            action: "running",
+            path: script.clone(),
+            source,
+        })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let library = stdout.lines().last().map(PathBuf::from);
+    match (output.status.success(), library) {
+        (true, Some(library)) if library.is_file() => Ok(library),
+        _ => {
+            let text = format!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+            let tail: Vec<&str> = text.lines().rev().take(30).collect();
+            Err(PackageError::CapiBuildFailed {
+                dir: dir.to_path_buf(),
+                output: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+            })
+        }
+    }
+}
+
+/// `pto_op_fingerprint` of `pto_capi.h`.
+type FingerprintFn = unsafe extern "C" fn(*const c_char, *mut u64, *mut c_char, usize) -> i32;
+
+/// Checks that the C ABI library `library` answers for every op of `manifest` with the
+/// fingerprint the package was made with (`pto_op_fingerprint`).
+///
+/// # Errors
+///
+/// [`PackageError::CapiDoesNotAnswer`] naming every op it does not answer for (unknown, or
+/// another fingerprint), or one it cannot be loaded for.
+pub fn check_capi_library(library: &Path, manifest: &Manifest) -> Result<(), PackageError> {
+    let refused = |ops: Vec<String>| PackageError::CapiDoesNotAnswer {
+        library: library.to_path_buf(),
+        ops,
+    };
+    let ops: Vec<(&str, Fingerprint)> = manifest
+        .ops
+        .iter()
+        .map(|op| (op.op.as_str(), op.fingerprint))
+        .collect();
+    let answers = fingerprints(library, &ops).map_err(|e| refused(vec![e]))?;
+    let wrong: Vec<String> = ops
+        .iter()
+        .zip(answers)
+        .filter_map(|((op, expected), answer)| match answer {
+            Ok(found) if found == expected.0 => None,
+            Ok(found) => Some(format!(
+                "`{op}` (fingerprint {found:016x}, the package's {:016x})",
+                expected.0
+            )),
+            Err(status) => Some(format!("`{op}` (status {status}: {})", status_name(status))),
+        })
+        .collect();
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(refused(wrong)),
+    }
+}
+
+fn status_name(status: i32) -> &'static str {
+    match status {
+        1 => "PTO_BAD_ARGUMENT",
+        2 => "PTO_UNKNOWN_OP: the library does not link the op",
+        6 => "PTO_PANIC",
+        _ => "unknown status",
+    }
+}
+
+/// Each op's fingerprint as `library` answers it, or its status.
+#[allow(unsafe_code)]
+fn fingerprints(
+    library: &Path,
+    ops: &[(&str, Fingerprint)],
+) -> Result<Vec<Result<u64, i32>>, String> {
+    // SAFETY: loading runs the library's initialisers: it is the package's own C ABI
+    // library, just built from the package's `capi/` crate (pto-capi and the ops' crates).
+    let loaded = unsafe { libloading::Library::new(library) }
+        .map_err(|e| format!("it does not load: {e}"))?;
+    // SAFETY: `pto_op_fingerprint` has the signature of `pto_capi.h` (FingerprintFn).
+    let call: libloading::Symbol<'_, FingerprintFn> =
+        unsafe { loaded.get(b"pto_op_fingerprint\0") }
+            .map_err(|e| format!("it has no pto_op_fingerprint: {e}"))?;
+    ops.iter()
+        .map(|(op, _)| {
+            let name = CString::new(*op).map_err(|e| format!("`{op}`: {e}"))?;
+            let mut fingerprint = 0u64;
+            // SAFETY: a NUL-terminated name and a live u64, no error buffer (null, 0), as
+            // pto_capi.h allows; the library stays loaded for the call.
+            let status =
+                unsafe { call(name.as_ptr(), &raw mut fingerprint, std::ptr::null_mut(), 0) };
+            Ok(match status {
+                0 => Ok(fingerprint),
+                status => Err(status),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -292,6 +292,28 @@ pub enum PackageError {
         /// Why the toolkit is taken as absent (unset, or a directory that does not exist).
         state: String,
     },
+    /// The package's `capi/build.sh` failed.
+    #[error("`{}/capi/build.sh` failed; its output:\n{output}", dir.display())]
+    CapiBuildFailed {
+        /// The package directory.
+        dir: PathBuf,
+        /// The end of its output.
+        output: String,
+    },
+    /// The package's C ABI library, built, does not answer for every op of the package.
+    #[error(
+        "the C ABI library `{}` does not answer for every op of the package: {}; op_host's \
+         InferShape would fail inside ATC for them. Point PTO_CRATE_<LIB> (capi/build.sh \
+         lists them) at the crates the package was made from",
+        library.display(),
+        ops.join(", ")
+    )]
+    CapiDoesNotAnswer {
+        /// The library.
+        library: PathBuf,
+        /// Each op it does not answer for, and why.
+        ops: Vec<String>,
+    },
     /// The package's `build.sh` failed.
     #[error("`{}/build.sh` failed ({status}); its output:\n{output}", dir.display())]
     BuildFailed {
