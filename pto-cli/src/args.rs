@@ -179,8 +179,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write the custom-op package of a model's custom ops for a SoC (msopgen layout:
-    /// op_host, op_kernel, op_graph, ONNX plug-in, CMake files, build.sh, manifest), or check
+    /// Write the custom-op package of a model's custom ops for a SoC (the public samples'
+    /// Ascend C project: op_host, op_kernel, op_graph, ONNX plug-in, a CMakeLists.txt per
+    /// folder, build.sh, the C ABI library's crate capi/, manifest), or check
     /// a package against a model (`--check DIR`).
     #[cfg(feature = "device")]
     Package {
