@@ -369,6 +369,11 @@ fn op_host_prototypes_and_plugins_compile_against_stand_ins_of_the_cann_headers(
                 .arg("-I")
                 .arg(&stubs)
                 .arg("-I")
+                .arg(stubs.join("nlohmann"))
+                // The stand-in of json.hpp, which framework/CMakeLists.txt fetches.
+                .arg("-I")
+                .arg(stubs.join("nlohmann"))
+                .arg("-I")
                 .arg(dir.join("op_host"))
                 .arg("-I")
                 .arg(dir.join("framework/onnx_plugin"))
@@ -595,11 +600,18 @@ fn the_910b_package_declares_its_mix_kernels_workspace_and_kernel_type() {
         ("KERNEL_TYPE_AIV_ONLY", 0)
     );
     let host = read(&dir, "op_host/demo_flash_attention.cpp");
+    // The current template's tiling (asc-devkit docs/zh/guide/编程指南/高级编程/
+    // Aclnn算子工程化开发/Host侧Tiling实现/使用标准CPP语法定义Tiling结构体.md): the struct
+    // filled through GetTilingData<T>(), then the launch.
     let save = format!(
-        "pto_package::SaveTiling(context, tiling, {}u, {}u, \"DemoFlashAttention\")",
+        "pto_package::SetLaunch(context, {}u, {}u)",
         attention.block_dim, attention.workspace_bytes
     );
     assert!(host.contains(&save), "{save:?} not in:\n{host}");
+    assert!(
+        host.contains("context->GetTilingData<DemoFlashAttentionTilingData>()"),
+        "{host}"
+    );
     let kernel = read(&dir, "op_kernel/demo_flash_attention.cpp");
     assert!(kernel.contains("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);"));
     // The manifest round-trips the new fields.
@@ -621,6 +633,8 @@ fn the_910b_package_declares_its_mix_kernels_workspace_and_kernel_type() {
         ])
         .arg("-I")
         .arg(&stubs)
+        .arg("-I")
+        .arg(stubs.join("nlohmann"))
         .arg("-I")
         .arg(dir.join("op_host"))
         .arg(dir.join("op_host/demo_flash_attention.cpp"))

@@ -211,7 +211,7 @@ fn an_edited_flash_attention_block_is_redeployed_and_the_next_run_uses_it() {
         compiled
             .report()
             .to_string()
-            .contains("kernel: shipped, edited (grid 2)")
+            .contains("kernel: shipped (edited), grid 2")
     );
     let run = compiled.run(&inputs).expect("runs");
     assert_eq!(run.node_times[node].cycles, Some(times.cycles_after));

@@ -105,7 +105,7 @@ fn an_edited_shipped_kernel_runs_as_edited_through_the_model_file_and_onnx() {
         assert!(
             report
                 .to_string()
-                .contains("demo.flash_attention kernel: shipped, edited (grid 2)"),
+                .contains("demo.flash_attention kernel: shipped (edited), grid 2"),
             "{report}"
         );
         let reference = compile(&loaded, "cpu").expect("compiles");
@@ -441,7 +441,7 @@ fn a_shipped_kernel_with_an_instruction_deleted_runs_with_the_same_result() {
         !norms.is_empty()
             && norms
                 .iter()
-                .all(|line| line.contains("kernel: shipped, edited (grid 1)")),
+                .all(|line| line.contains("kernel: shipped (edited), grid 1")),
         "{report}"
     );
     // Every output value, written by `pto run --outputs`, is the same.

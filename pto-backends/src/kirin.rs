@@ -20,7 +20,7 @@
 
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
+use std::ffi::{CStr, c_char, c_void};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -140,6 +140,19 @@ pub enum KirinError {
         /// Its return code, when it returns one.
         code: Option<i32>,
     },
+    /// None of the runtime's NNRt devices is the NPU device the public app selects.
+    #[error(
+        "no NNRt device named `{NPU_DEVICE_NAME}` (the HiAI Foundation NPU): the runtime \
+         lists {}",
+        match seen.is_empty() {
+            true => "no device".to_owned(),
+            false => seen.join(", "),
+        }
+    )]
+    NoNpuDevice {
+        /// Each device listed: its id and name, or why its name could not be read.
+        seen: Vec<String>,
+    },
     /// The model's inputs or outputs do not match what the offline model declares.
     #[error("{0}")]
     Mismatch(String),
@@ -153,12 +166,61 @@ type Handle = *mut c_void;
 type ReturnCode = i32;
 const OH_NN_SUCCESS: ReturnCode = 0;
 
+/// The name of the NNRt device that runs offline models on the Kirin NPU: the device the
+/// public app selects by name (hicann/cann-recipes-harmony-infer,
+/// `harmony_infer/harmony_os_next/Soble/entry/src/main/cpp/HIAIModelManager.cpp`,
+/// `GetDeviceID`; `harmony_acl/src/ndk/hiai_ndk_nncore.cpp`, `HIAI_NDK_GetDeviceID`).
+pub const NPU_DEVICE_NAME: &str = "HIAI_F";
+
+/// The NNRt device that runs the model, from the runtime's devices (id, and name or why it
+/// could not be read, in `OH_NNDevice_GetAllDevicesID` order): the first named
+/// [`NPU_DEVICE_NAME`], as the public app chooses (not the first device listed, which may be
+/// the CPU). A device id of 0 is what the app's lookup returns for "none", so it is never
+/// chosen.
+///
+/// # Errors
+///
+/// [`KirinError::NoNpuDevice`] listing every device seen.
+pub fn select_device(devices: &[(usize, Result<String, i32>)]) -> Result<usize, KirinError> {
+    devices
+        .iter()
+        .find(|(id, name)| *id != 0 && name.as_deref() == Ok(NPU_DEVICE_NAME))
+        .map(|(id, _)| *id)
+        .ok_or_else(|| KirinError::NoNpuDevice {
+            seen: devices
+                .iter()
+                .map(|(id, name)| match name {
+                    Ok(name) => format!("{id} `{name}`"),
+                    Err(code) => format!("{id} (OH_NNDevice_GetName failed with code {code})"),
+                })
+                .collect(),
+        })
+}
+
+/// What `HMS_HiAICompatibility_CheckFromBuffer` said of a model (`HiAI_Compatibility` of
+/// `hiai_helper.h`: 0 compatible, 1 incompatible). The public app logs the value and goes
+/// on to build the model (`HIAIModelManager::LoadModelFromBuffer`), the build being the
+/// judge; so does this target.
+pub fn compatibility_note(code: i32) -> String {
+    let meaning = match code {
+        0 => "compatible",
+        1 => {
+            "incompatible: the NPU may not run it as converted; building it anyway, as the \
+              HiAI sample does (convert it again with this device's --soc_version if the build \
+              fails)"
+        }
+        _ => "an unknown HiAI_Compatibility value; building it anyway",
+    };
+    format!("HMS_HiAICompatibility_CheckFromBuffer: {code} ({meaning})")
+}
+
 /// The NNRt and HiAI Foundation functions of the documented run sequence.
 #[derive(Clone, Copy)]
 struct NnrtCalls {
     check_compatibility: unsafe extern "C" fn(*const c_void, usize) -> i32,
     construct_compilation: unsafe extern "C" fn(*const c_void, usize) -> Handle,
     get_all_devices: unsafe extern "C" fn(*mut *const usize, *mut u32) -> ReturnCode,
+    get_name: unsafe extern "C" fn(usize, *mut *const c_char) -> ReturnCode,
     set_device: unsafe extern "C" fn(Handle, usize) -> ReturnCode,
     build: unsafe extern "C" fn(Handle) -> ReturnCode,
     destroy_compilation: unsafe extern "C" fn(*mut Handle),
@@ -313,6 +375,7 @@ impl DeviceRuntime {
                     ),
                     construct_compilation: nn!("OH_NNCompilation_ConstructWithOfflineModelBuffer"),
                     get_all_devices: nn!("OH_NNDevice_GetAllDevicesID"),
+                    get_name: nn!("OH_NNDevice_GetName"),
                     set_device: nn!("OH_NNCompilation_SetDevice"),
                     build: nn!("OH_NNCompilation_Build"),
                     destroy_compilation: nn!("OH_NNCompilation_Destroy"),
@@ -357,8 +420,10 @@ impl DeviceRuntime {
     }
 
     /// Runs an offline model (an `.omc` that ATC converted from the model's ONNX export, with
-    /// the package installed) on the first NPU device, the documented NNRt sequence: check
-    /// compatibility, construct the compilation from the buffer, set the device, build,
+    /// the package installed) on the NPU device named [`NPU_DEVICE_NAME`] ([`select_device`]),
+    /// the documented NNRt sequence: check compatibility (logged on stderr,
+    /// [`compatibility_note`], not fatal), construct the compilation from the buffer, set the
+    /// device, build,
     /// construct the executor, create the input and output tensors, `RunSync`. `outputs`
     /// gives the output types (the pto model's); each output's byte size must match.
     ///
@@ -366,8 +431,9 @@ impl DeviceRuntime {
     ///
     /// # Errors
     ///
-    /// [`KirinError::Call`] naming the failing call, [`KirinError::Mismatch`] for counts or
-    /// sizes that differ from the offline model's, [`KirinError::Unsupported`] on ACL.
+    /// [`KirinError::Call`] naming the failing call, [`KirinError::NoNpuDevice`] without the
+    /// NPU device, [`KirinError::Mismatch`] for counts or sizes that differ from the offline
+    /// model's, [`KirinError::Unsupported`] on ACL.
     pub fn run_offline_model(
         &self,
         model: &[u8],
@@ -396,14 +462,8 @@ impl DeviceRuntime {
         // header documents; the model buffer and tensors outlive the calls that read them;
         // every handle created is destroyed once, below, whatever fails.
         unsafe {
-            // HiAI_Compatibility: 0 is compatible.
-            let compatible = (nn.check_compatibility)(model.as_ptr().cast(), model.len());
-            if compatible != 0 {
-                return Err(KirinError::Call {
-                    call: "HMS_HiAICompatibility_CheckFromBuffer",
-                    code: Some(compatible),
-                });
-            }
+            let compatibility = (nn.check_compatibility)(model.as_ptr().cast(), model.len());
+            eprintln!("note: target kirin: {}", compatibility_note(compatibility));
             let mut compilation = non_null(
                 "OH_NNCompilation_ConstructWithOfflineModelBuffer",
                 (nn.construct_compilation)(model.as_ptr().cast(), model.len()),
@@ -415,13 +475,26 @@ impl DeviceRuntime {
                     "OH_NNDevice_GetAllDevicesID",
                     (nn.get_all_devices)(&raw mut ids, &raw mut count),
                 )?;
-                if ids.is_null() || count == 0 {
-                    return Err(KirinError::Call {
-                        call: "OH_NNDevice_GetAllDevicesID (no device)",
-                        code: None,
-                    });
-                }
-                let device = *ids;
+                let ids: &[usize] = match ids.is_null() {
+                    true => &[],
+                    false => std::slice::from_raw_parts(ids, count as usize),
+                };
+                let devices: Vec<(usize, Result<String, ReturnCode>)> = ids
+                    .iter()
+                    .map(|&id| {
+                        let mut name: *const c_char = std::ptr::null();
+                        let code = (nn.get_name)(id, &raw mut name);
+                        let name = match (code, name.is_null()) {
+                            (OH_NN_SUCCESS, false) => {
+                                Ok(CStr::from_ptr(name).to_string_lossy().into_owned())
+                            }
+                            (OH_NN_SUCCESS, true) => Err(OH_NN_SUCCESS),
+                            (code, _) => Err(code),
+                        };
+                        (id, name)
+                    })
+                    .collect();
+                let device = select_device(&devices)?;
                 ok(
                     "OH_NNCompilation_SetDevice",
                     (nn.set_device)(compilation, device),
@@ -678,6 +751,47 @@ fn single_op_message(runtime: &DeviceRuntime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The public app's choice (hicann/cann-recipes-harmony-infer,
+    /// `harmony_infer/harmony_os_next/Soble/entry/src/main/cpp/HIAIModelManager.cpp`,
+    /// `GetDeviceID`): the first device named `HIAI_F`, wherever it is listed.
+    #[test]
+    fn the_device_is_chosen_by_name() {
+        let devices = [
+            (7, Ok("CPU".to_owned())),
+            (9, Err(5)),
+            (12, Ok("HIAI_F".to_owned())),
+            (13, Ok("HIAI_F".to_owned())),
+        ];
+        assert_eq!(select_device(&devices).expect("found"), 12);
+        let err = select_device(&devices[..2]).expect_err("no NPU");
+        assert_eq!(
+            err.to_string(),
+            "no NNRt device named `HIAI_F` (the HiAI Foundation NPU): the runtime lists 7 \
+             `CPU`, 9 (OH_NNDevice_GetName failed with code 5)"
+        );
+        assert!(
+            select_device(&[])
+                .expect_err("no device")
+                .to_string()
+                .ends_with("the runtime lists no device")
+        );
+        // Id 0 is the app's "not found".
+        assert!(select_device(&[(0, Ok("HIAI_F".to_owned()))]).is_err());
+    }
+
+    /// `HiAI_Compatibility` (`hiai_helper.h` of the recipe's NDK stubs): 0 compatible, 1
+    /// incompatible; neither stops the run.
+    #[test]
+    fn the_compatibility_result_is_a_note() {
+        assert_eq!(
+            compatibility_note(0),
+            "HMS_HiAICompatibility_CheckFromBuffer: 0 (compatible)"
+        );
+        assert!(compatibility_note(1).contains("1 (incompatible"));
+        assert!(compatibility_note(1).contains("building it anyway"));
+        assert!(compatibility_note(42).contains("unknown"));
+    }
 
     #[test]
     fn no_runtime_names_what_and_where() {

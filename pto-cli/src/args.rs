@@ -201,8 +201,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write the custom-op package of a model's custom ops for a SoC (msopgen layout:
-    /// op_host, op_kernel, op_graph, ONNX plug-in, CMake files, build.sh, manifest), or check
+    /// Write the custom-op package of a model's custom ops for a SoC (the public samples'
+    /// Ascend C project: op_host, op_kernel, op_graph, ONNX plug-in, a CMakeLists.txt per
+    /// folder, build.sh, the C ABI library's crate capi/, manifest), or check
     /// a package against a model (`--check DIR`).
     #[cfg(feature = "device")]
     Package {
@@ -223,6 +224,12 @@ pub(crate) enum Command {
         /// (ASCEND_HOME_PATH).
         #[arg(long)]
         build: bool,
+        /// Then build the package's C ABI library (capi/build.sh, with cargo: no toolkit
+        /// needed; PTO_CRATE_<LIB> name the ops' crates, PTO_SOURCE the pto-op checkout,
+        /// by default the one this pto was built from) and refuse, naming the ops, when it
+        /// does not answer for every op with the package's fingerprint.
+        #[arg(long, conflicts_with = "check")]
+        capi: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -266,16 +273,43 @@ pub(crate) struct TargetArgs {
     pub package: KernelsArg,
 }
 
-/// The package whose deployed kernels a model runs (`--kernels DIR`).
+/// Which kernels a model runs (`--kernels linked|shipped|DIR`).
 #[derive(Debug, Args)]
 pub(crate) struct KernelsArg {
-    /// Run the kernels deployed in this package (`pto package`, `pto redeploy`) where they
-    /// match a node (on both targets of `pto parity`); the compile report says `kernel:
-    /// shipped` or `kernel: shipped, edited`. Without `--device` (or PTO_DEVICE), the model
+    /// Which kernel runs a node that has a kernel shipped with the model. `shipped` (the
+    /// default): the shipped one, as exported or edited, so a run is the one that was
+    /// measured and deployed; the report says `kernel: shipped`, `kernel: shipped (edited)`
+    /// or `kernel: shipped (stale: the op's kernel changed since export)`. `linked`: the
+    /// linked op's kernel, traced now, for every node. DIR (with the device feature): the
+    /// kernels deployed in this package (`pto package`, `pto redeploy`) where they match a
+    /// node (on both targets of `pto parity`); without `--device` (or PTO_DEVICE), the model
     /// runs on the package's device.
-    #[cfg(feature = "device")]
-    #[arg(long, value_name = "DIR")]
-    pub kernels: Option<PathBuf>,
+    #[arg(long, value_name = "linked|shipped|DIR", value_parser = parse_kernels)]
+    pub kernels: Option<KernelsChoice>,
+}
+
+/// A `--kernels` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KernelsChoice {
+    /// The model's shipped kernels where they match a node.
+    Shipped,
+    /// The linked ops' kernels: shipped kernels are set aside.
+    Linked,
+    /// The kernels of the package in this directory.
+    Package(PathBuf),
+}
+
+/// `linked`, `shipped`, or a package directory (`./linked` names a directory of that name).
+fn parse_kernels(value: &str) -> Result<KernelsChoice, String> {
+    match value {
+        "shipped" => Ok(KernelsChoice::Shipped),
+        "linked" => Ok(KernelsChoice::Linked),
+        _ if cfg!(feature = "device") => Ok(KernelsChoice::Package(PathBuf::from(value))),
+        _ => Err(format!(
+            "`{value}` is neither `linked` nor `shipped`; a package directory needs pto built \
+             with the device feature"
+        )),
+    }
 }
 
 /// The memory a model may need.

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use pto_backends::compiler::{
-    CompiledModel, NodeTime, RunError, RunResult, ValueInfo, compile, compile_owned,
+    CompiledModel, NodeRuns, NodeTime, RunError, RunResult, ValueInfo, compile, compile_owned,
 };
 use pto_backends::parity::compare_compiled;
 use pto_op::name::quoted;
@@ -12,7 +12,7 @@ use pto_op::target::TargetConfig;
 use pto_op::{Model, Tensor, TensorType};
 use serde::Serialize;
 
-use crate::args::{BudgetArg, InputArgs, KernelsArg, LoadArgs, TargetArgs};
+use crate::args::{BudgetArg, InputArgs, KernelsArg, KernelsChoice, LoadArgs, TargetArgs};
 use crate::edge;
 use crate::error::CliError;
 use crate::load::load_model;
@@ -28,35 +28,74 @@ fn compiled(model: &str, load: &LoadArgs, target: &TargetArgs) -> Result<Compile
         &edge::target_name(target.target.as_deref()),
         device.as_deref(),
     )?;
-    Ok(compile_owned(model, within(config, &target.budget))?)
+    let compiled = compile_owned(model, within(config, &target.budget))?;
+    note_stale_kernels(&compiled);
+    Ok(compiled)
 }
 
-/// `model` with the kernels of the package `--kernels DIR` names, if any, and the device to
-/// run on: `device` as given, else (without PTO_DEVICE) the package's, since its kernels
-/// were lowered and sized for its SoC. The one loader of `compile`, `run` and `parity`.
+/// `model` with the kernels `--kernels` asks for, and the device to run on: `device` as
+/// given, else (without PTO_DEVICE) a package's, since its kernels were lowered and sized
+/// for its SoC. `linked` sets the shipped kernels aside. The one loader of `compile`, `run`
+/// and `parity`.
 fn with_package_kernels(
-    model: Model,
+    mut model: Model,
     package: &KernelsArg,
     device: Option<String>,
 ) -> Result<(Model, Option<String>), CliError> {
-    #[cfg(feature = "device")]
-    if let Some(dir) = &package.kernels {
-        let device = match device {
-            None if std::env::var_os(edge::DEVICE_ENV).is_none() => {
-                Some(pto_backends::ascendc::package::read_manifest(dir)?.soc)
-            }
-            device => device,
-        };
-        let (model, edits) = pto_backends::ascendc::package::load_package_kernels(&model, dir)?;
-        // A kernel edited in the package runs only once it passed parity: say which.
-        for edit in edits {
-            eprintln!("note: `{}`: {edit}", dir.display());
+    match &package.kernels {
+        None | Some(KernelsChoice::Shipped) => Ok((model, device)),
+        Some(KernelsChoice::Linked) => {
+            model.kernels.clear();
+            Ok((model, device))
         }
-        return Ok((model, device));
+        Some(KernelsChoice::Package(dir)) => package_kernels(model, dir, device),
     }
-    #[cfg(not(feature = "device"))]
-    let _ = package;
+}
+
+#[cfg(feature = "device")]
+fn package_kernels(
+    model: Model,
+    dir: &Path,
+    device: Option<String>,
+) -> Result<(Model, Option<String>), CliError> {
+    let device = match device {
+        None if std::env::var_os(edge::DEVICE_ENV).is_none() => {
+            Some(pto_backends::ascendc::package::read_manifest(dir)?.soc)
+        }
+        device => device,
+    };
+    let (model, edits) = pto_backends::ascendc::package::load_package_kernels(&model, dir)?;
+    // A kernel edited in the package runs only once it passed parity: say which.
+    for edit in edits {
+        eprintln!("note: `{}`: {edit}", dir.display());
+    }
     Ok((model, device))
+}
+
+/// Without the device feature no package value parses (see `parse_kernels`).
+#[cfg(not(feature = "device"))]
+fn package_kernels(
+    model: Model,
+    _dir: &Path,
+    device: Option<String>,
+) -> Result<(Model, Option<String>), CliError> {
+    Ok((model, device))
+}
+
+/// A note on stderr for each node that runs a stale shipped kernel: what runs, and how to
+/// run the op's current kernel instead.
+fn note_stale_kernels(compiled: &CompiledModel) {
+    for node in &compiled.report().nodes {
+        if let NodeRuns::Kernel { source, .. } = node.runs
+            && source.stale()
+        {
+            eprintln!(
+                "note: node {} `{}`: {}; the shipped kernel runs (`--kernels linked` runs \
+                 the op's current kernel)",
+                node.node, node.op, node.runs
+            );
+        }
+    }
 }
 
 /// `config` within the budget the arguments give, if any.
@@ -149,6 +188,7 @@ pub(crate) fn parity(
         ))
     };
     let checked = compile(&model, config(targets.target)?)?;
+    note_stale_kernels(&checked);
     let expected = compile(&model, config(targets.reference)?)?;
     let (values, _) = input_values(&checked, inputs)?;
     let parity = compare_compiled(&checked, &expected, &values)?;

@@ -259,14 +259,17 @@ where
             output,
             check,
             build,
+            capi,
             json,
         } => package::package(
             &model,
             load,
             device.as_deref(),
-            output.as_deref(),
-            check.as_deref(),
-            build.then(edge::toolkit),
+            (output.as_deref(), check.as_deref()),
+            &package::Steps {
+                capi,
+                toolkit: build.then(edge::toolkit),
+            },
             json,
         ),
         #[cfg(feature = "device")]

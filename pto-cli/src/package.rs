@@ -5,21 +5,28 @@ use std::path::{Path, PathBuf};
 
 use pto_backends::ascendc::Soc;
 use pto_backends::ascendc::package::{
-    PackageError, RedeployOptions, build_package, check_package_kernels, redeploy, write_package,
+    PackageError, RedeployOptions, build_capi_library, build_package, check_capi_library,
+    check_package_kernels, framework_source, redeploy, write_package,
 };
 
 use crate::error::CliError;
 use crate::load::load_model;
 
-/// `pto package MODEL [--device SOC] (-o DIR [--build] | --check DIR)`. `toolkit` is
-/// `Some` with `--build`: the toolkit directory the edge read, itself `None` when unset.
+/// What `pto package` does after writing a package.
+pub(crate) struct Steps {
+    /// `--capi`: build the package's C ABI library and check it answers for every op.
+    pub capi: bool,
+    /// `Some` with `--build`: the toolkit directory the edge read, itself `None` when unset.
+    pub toolkit: Option<Option<PathBuf>>,
+}
+
+/// `pto package MODEL [--device SOC] (-o DIR [--capi] [--build] | --check DIR)`.
 pub(crate) fn package(
     model: &str,
     load: &crate::args::LoadArgs,
     device: Option<&str>,
-    output: Option<&Path>,
-    check: Option<&Path>,
-    toolkit: Option<Option<PathBuf>>,
+    (output, check): (Option<&Path>, Option<&Path>),
+    steps: &Steps,
     json: bool,
 ) -> Result<String, CliError> {
     let soc = device
@@ -64,7 +71,17 @@ pub(crate) fn package(
         )));
     };
     let manifest = write_package(&model, soc.unwrap_or(Soc::Kirin9030), dir)?;
-    let built = match toolkit {
+    let library = match steps.capi {
+        true => {
+            let source =
+                std::env::var_os("PTO_SOURCE").map_or_else(framework_source, PathBuf::from);
+            let library = build_capi_library(dir, &source)?;
+            check_capi_library(&library, &manifest)?;
+            Some(library)
+        }
+        false => None,
+    };
+    let built = match &steps.toolkit {
         Some(toolkit) => Some(build_package(dir, toolkit.as_deref())?),
         None => None,
     };
@@ -78,7 +95,16 @@ pub(crate) fn package(
             dir.display()
         ),
     };
-    Ok(format!("wrote `{}`\n{manifest}\n{next}", dir.display()))
+    let library = library.map_or_else(String::new, |lib| {
+        format!(
+            "the C ABI library `{}` answers for every op\n",
+            lib.display()
+        )
+    });
+    Ok(format!(
+        "wrote `{}`\n{manifest}\n{library}{next}",
+        dir.display()
+    ))
 }
 
 /// `pto redeploy DIR [--op NAME] [--replace-ascend-c] [--random-cases N]`.

@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! DIR/ pto_package.json                      the manifest: ops, fingerprints, instances, SoC
-//!      CMakePresets.json  CMakeLists.txt  build.sh  op_desc.json
+//!      CMakePresets.json  build.sh  (Kirin: build_and_install.sh)  op_desc.json
+//!      CMakeLists.txt, framework/, framework/onnx_plugin/, op_host/, op_kernel/: one
+//!      CMakeLists.txt each, the samples' ASC project (`cmake.rs`)
+//!      capi/src/lib.rs  capi/build.sh          the C ABI library of the package's ops
 //!      op_host/<stem>.cpp                    OpDef, InferShape/InferDataType, TilingFunc
 //!      op_host/<stem>_infer.h                the op's C ABI calls (pto_infer_shapes/_dtypes)
 //!      op_host/<stem>_tiling.h, op_kernel/<stem>.cpp, op_kernel/<stem>_tiling.h
@@ -15,9 +18,9 @@
 //!
 //! Shape and dtype inference of the deployed op are the Rust description's own: op_host
 //! calls the C ABI of `pto-capi` (`pto_capi.h`), which runs the op's `#[infer_shape]` and
-//! `#[infer_dtype]`, in the deployment's C ABI library: a `cdylib` crate of its own that
-//! links the operator crates and expands `pto_capi::export_c_abi!()` (`build.sh` builds
-//! `PTO_CAPI_CRATE`, by default the examples' `pto-examples-capi`). Standard ops (`std.*`)
+//! `#[infer_dtype]`, in the package's own C ABI library: a `cdylib` crate in `capi/` that
+//! links the crates defining the ops and expands `pto_capi::export_c_abi!()` (`capi.rs`;
+//! `capi/build.sh` builds it from the crates' directories on the building machine). Standard ops (`std.*`)
 //! are exported as ONNX standard operators and served by CANN's built-in kernels, so they are
 //! not part of the package.
 //!
@@ -41,13 +44,16 @@
 //! `custom_ops.rs` (a model's custom ops and their instances), `generate.rs` (which files a
 //! package holds and their text, from `cpp.rs` for the C++ sources and `project.rs` for the
 //! msopgen project), `write.rs` (placing the directory atomically), `check.rs` (a package
-//! against a model), `paths.rs` (the manifest's paths, confined to the package), `build.rs`
+//! against a model), `paths.rs` (the manifest's paths, confined to the package), `capi.rs` (the C ABI
+//! library's crate), `build.rs`
 //! (`build.sh`, `CMakeLists.txt`, running the build),
 //! `cann_types.rs` (CANN's names of the types), `error.rs`, `toolkit.rs`, and [`redeploy`](mod@redeploy).
 
 mod build;
 mod cann_types;
+mod capi;
 mod check;
+mod cmake;
 mod cpp;
 mod custom_ops;
 mod error;
@@ -60,6 +66,7 @@ mod toolkit;
 mod write;
 
 pub use build::{build_package, toolkit};
+pub use capi::{build_capi_library, check_capi_library, framework_source};
 pub use check::{
     CheckedEdit, check_package, check_package_kernels, load_package_kernels, with_package_kernels,
 };

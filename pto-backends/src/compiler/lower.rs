@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use pto_op::model::ShippedKernel;
+use pto_op::model::Staleness;
 use pto_op::{Executor, Lowering, Model, OpDef, OpError, TensorType};
 
 use super::{CompileError, KernelSource, NodeRuns, NodeTypes};
@@ -19,6 +19,8 @@ pub struct Lowered {
     pub shipped: usize,
     /// Of those, the edited ones.
     pub edited: usize,
+    /// Of those, the stale ones (the linked op's kernel changed since they were shipped).
+    pub stale: usize,
     /// Ops that run on the target's fallback, by name, each once.
     pub fallbacks: Vec<String>,
     /// Per node, in node order: why the target's lowering refused the op's kernel, for a
@@ -30,7 +32,11 @@ pub struct Lowered {
 /// target has no kernel for runs on the target's [`Executor::fallback`]. On a target that
 /// runs kernel programs (`sim`, `ascendc-host`), a node matched by a kernel shipped with the
 /// model (op, input types, full params; see [`pto_op::model::ShippedKernel`]) runs that
-/// kernel, and the report says `kernel: shipped` (or `kernel: shipped, edited`).
+/// kernel, and the report says `kernel: shipped`, `kernel: shipped (edited)` (its text is
+/// not the one traced) or `kernel: shipped (stale: the op's kernel changed since export)`
+/// (the linked op now traces to another text than it did when the kernel was shipped,
+/// [`pto_op::model::ShippedKernel::staleness`]). A model without shipped kernels
+/// (`model.kernels` cleared: `--kernels linked` on the command line) runs the linked ops'.
 ///
 /// # Errors
 ///
@@ -47,11 +53,12 @@ pub fn lower(
     let mut kernels = BTreeSet::new();
     let mut shipped = BTreeSet::new();
     let mut edited = BTreeSet::new();
+    let mut stale = BTreeSet::new();
     let mut fallbacks = BTreeSet::new();
     let mut runs = Vec::with_capacity(ops.len());
     let mut declined = Vec::with_capacity(ops.len());
     // A shipped kernel is checked, traced for the device and prepared once per instance.
-    let mut prepared_shipped: HashMap<String, Option<(Lowering, &ShippedKernel)>> = HashMap::new();
+    let mut prepared_shipped: HashMap<String, Option<(Lowering, KernelSource)>> = HashMap::new();
     for (index, ((node, op), types)) in model.graph.nodes.iter().zip(ops).zip(types).enumerate() {
         let input_types = types.input_types();
         let lower_error = |source: OpError| CompileError::Lower {
@@ -72,7 +79,7 @@ pub fn lower(
             }
         };
         let (lowering, kernel) = match shipped_here {
-            Some((lowering, kernel)) => (lowering, Some(kernel)),
+            Some((lowering, source)) => (lowering, Some(source)),
             None => (
                 executor
                     .prepare(op, &input_types, &node.attrs)
@@ -92,16 +99,15 @@ pub fn lower(
                         kernels.insert(key);
                         KernelSource::Traced
                     }
-                    Some(kernel) => {
-                        if kernel.edited() {
+                    Some(source) => {
+                        if source.edited() {
                             edited.insert(key.clone());
                         }
-                        shipped.insert(key);
-                        if kernel.edited() {
-                            KernelSource::ShippedEdited
-                        } else {
-                            KernelSource::Shipped
+                        if source.stale() {
+                            stale.insert(key.clone());
                         }
+                        shipped.insert(key);
+                        source
                     }
                 };
                 NodeRuns::Kernel { grid, source }
@@ -126,6 +132,7 @@ pub fn lower(
         kernels: kernels.len(),
         shipped: shipped.len(),
         edited: edited.len(),
+        stale: stale.len(),
         fallbacks: fallbacks.into_iter().collect(),
         declined,
     })
@@ -133,15 +140,16 @@ pub fn lower(
 
 /// Node `index` on a shipped kernel of `model`, when one matches it and `executor` runs
 /// kernel programs: the kernel checked against the linked op (fingerprint, text, instance)
-/// and prepared on the target. `None`: no shipped kernel matches, or the target runs none.
-fn prepare_shipped<'m>(
-    model: &'m Model,
+/// and prepared on the target, with what the report says of it (edited, stale). `None`: no
+/// shipped kernel matches, or the target runs none.
+fn prepare_shipped(
+    model: &Model,
     index: usize,
     executor: &dyn Executor,
     op: &'static OpDef,
     inputs: &[TensorType],
     attrs: &pto_op::Attributes,
-) -> Result<Option<(Lowering, &'m ShippedKernel)>, CompileError> {
+) -> Result<Option<(Lowering, KernelSource)>, CompileError> {
     if op.kernel.is_none() || !executor.runs_programs() {
         return Ok(None);
     }
@@ -171,5 +179,7 @@ fn prepare_shipped<'m>(
             target: executor.target().to_owned(),
             source: Box::new(source),
         })?;
-    Ok(lowering.map(|lowering| (lowering, kernel)))
+    let stale = kernel.staleness(op, executor.device_profile()) == Staleness::Stale;
+    let source = KernelSource::shipped(kernel.edited(), stale);
+    Ok(lowering.map(|lowering| (lowering, source)))
 }

@@ -41,7 +41,7 @@ mod types;
 pub use compiled::CompiledModel;
 pub use error::{CompileError, RunError};
 pub use lower::{Lowered, lower};
-pub use report::{CompileReport, KernelSource, NodeReport, NodeRuns, ValueInfo};
+pub use report::{CompileReport, KernelSource, NodeReport, NodeRuns, STALE, ValueInfo};
 pub use resolve::resolve;
 pub use run_result::{NodeTime, RunResult, TimeKind};
 pub use types::{NodeTypes, check_types};
@@ -135,6 +135,7 @@ fn compile_cow(owned: Cow<'_, Model>, config: TargetConfig) -> Result<CompiledMo
         kernels_traced: lowered.kernels,
         kernels_shipped: lowered.shipped,
         kernels_edited: lowered.edited,
+        kernels_stale: lowered.stale,
         fallbacks: lowered.fallbacks,
         peak_activation_bytes: plan.peak_activation_bytes,
         peak_node: plan.peak_node,

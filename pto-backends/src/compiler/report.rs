@@ -40,7 +40,44 @@ pub enum KernelSource {
     Shipped,
     /// A kernel shipped with the model whose text was edited since.
     ShippedEdited,
+    /// A kernel shipped with the model, unedited, while the linked op's kernel changed since
+    /// export ([`Staleness::Stale`](pto_op::model::Staleness)): the shipped text runs, not
+    /// the op's current kernel (`pto ... --kernels linked` runs that).
+    ShippedStale,
+    /// An edited shipped kernel whose op's kernel also changed since export.
+    ShippedEditedStale,
 }
+
+impl KernelSource {
+    /// The source of a shipped kernel, edited or not, stale or not.
+    pub fn shipped(edited: bool, stale: bool) -> KernelSource {
+        match (edited, stale) {
+            (false, false) => KernelSource::Shipped,
+            (true, false) => KernelSource::ShippedEdited,
+            (false, true) => KernelSource::ShippedStale,
+            (true, true) => KernelSource::ShippedEditedStale,
+        }
+    }
+
+    /// Whether the kernel's text was edited since it was shipped.
+    pub fn edited(self) -> bool {
+        matches!(
+            self,
+            KernelSource::ShippedEdited | KernelSource::ShippedEditedStale
+        )
+    }
+
+    /// Whether the linked op's kernel changed since the kernel was shipped.
+    pub fn stale(self) -> bool {
+        matches!(
+            self,
+            KernelSource::ShippedStale | KernelSource::ShippedEditedStale
+        )
+    }
+}
+
+/// What a stale shipped kernel's report says.
+pub const STALE: &str = "stale: the op's kernel changed since export";
 
 impl fmt::Display for NodeRuns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -57,7 +94,15 @@ impl fmt::Display for NodeRuns {
             NodeRuns::Kernel {
                 grid,
                 source: KernelSource::ShippedEdited,
-            } => write!(f, "kernel: shipped, edited (grid {grid})"),
+            } => write!(f, "kernel: shipped (edited), grid {grid}"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::ShippedStale,
+            } => write!(f, "kernel: shipped ({STALE}), grid {grid}"),
+            NodeRuns::Kernel {
+                grid,
+                source: KernelSource::ShippedEditedStale,
+            } => write!(f, "kernel: shipped (edited; {STALE}), grid {grid}"),
             NodeRuns::Fallback => f.write_str("reference (fallback: no kernel)"),
         }
     }
@@ -119,6 +164,8 @@ pub struct CompileReport {
     pub kernels_shipped: usize,
     /// Of those, the ones whose text was edited since they were shipped.
     pub kernels_edited: usize,
+    /// Of those, the ones whose op's kernel changed since they were shipped (stale).
+    pub kernels_stale: usize,
     /// Ops that run on the target's fallback (the CPU reference) because the target needs a
     /// kernel they lack.
     pub fallbacks: Vec<String>,
@@ -142,10 +189,16 @@ impl fmt::Display for CompileReport {
             self.target,
             self.nodes.len(),
             self.kernels_traced,
-            match (self.kernels_shipped, self.kernels_edited) {
-                (0, _) => String::new(),
-                (n, 0) => format!("{n} shipped, "),
-                (n, e) => format!("{n} shipped ({e} edited), "),
+            match (
+                self.kernels_shipped,
+                self.kernels_edited,
+                self.kernels_stale
+            ) {
+                (0, _, _) => String::new(),
+                (n, 0, 0) => format!("{n} shipped, "),
+                (n, e, 0) => format!("{n} shipped ({e} edited), "),
+                (n, 0, s) => format!("{n} shipped ({s} stale), "),
+                (n, e, s) => format!("{n} shipped ({e} edited, {s} stale), "),
             },
             match self.fallbacks.len() {
                 0 => "no fallbacks".to_owned(),

@@ -46,6 +46,25 @@ pub struct ShippedKernel {
     /// The digest of the text as it was traced ([`text_digest`]); a text that no longer
     /// has it was edited.
     pub traced_digest: String,
+    /// The digest of the text the linked op's kernel traced to for this instance when the
+    /// kernel was shipped (an export, a package). A linked op that traces to another text
+    /// now changed its kernel since, and this one is stale ([`ShippedKernel::staleness`]).
+    /// `None` in a model file written before kernels recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked_digest: Option<String>,
+}
+
+/// Whether the linked op's kernel changed since a kernel was shipped
+/// ([`ShippedKernel::staleness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staleness {
+    /// The linked op still traces to the text it traced to when the kernel was shipped.
+    Current,
+    /// The linked op now traces to another text (or none): its kernel changed since.
+    Stale,
+    /// Cannot be told: an edited kernel from a model file that did not record what the
+    /// linked op traced to.
+    Unknown,
 }
 
 /// Why a shipped kernel cannot run for its op.
@@ -110,14 +129,41 @@ impl ShippedKernel {
     ) -> Result<ShippedKernel, OpError> {
         let params = def.full_params(attrs)?;
         let text = def.trace_kernel(inputs, &params)?.to_string();
+        let digest = text_digest(&text);
         Ok(ShippedKernel {
             op: def.name.to_owned(),
             fingerprint: def.fingerprint(),
             inputs: inputs.to_vec(),
             params,
-            traced_digest: text_digest(&text),
+            linked_digest: Some(digest.clone()),
+            traced_digest: digest,
             text,
         })
+    }
+
+    /// Whether `def`, the linked op, changed its kernel since this one was shipped: the
+    /// digest of what it traces to now for the instance (without a device, and for `device`
+    /// when given, as a package's kernels are traced) against the recorded
+    /// [`linked_digest`](ShippedKernel::linked_digest). Without a recorded one (an older
+    /// model file), an unedited kernel's own text is what the op traced to;
+    /// an edited one's staleness is [`Staleness::Unknown`].
+    pub fn staleness(&self, def: &OpDef, device: Option<&crate::DeviceProfile>) -> Staleness {
+        let recorded = match &self.linked_digest {
+            Some(digest) => digest,
+            None if !self.edited() => &self.traced_digest,
+            None => return Staleness::Unknown,
+        };
+        let plain = def.trace_kernel(&self.inputs, &self.params).ok();
+        let for_device =
+            device.and_then(|d| def.trace_kernel_for(&self.inputs, &self.params, d).ok());
+        let current = [plain, for_device]
+            .into_iter()
+            .flatten()
+            .any(|program| &text_digest(&program.to_string()) == recorded);
+        match current {
+            true => Staleness::Current,
+            false => Staleness::Stale,
+        }
     }
 
     /// True when the text is no longer the one traced.

@@ -19,7 +19,7 @@ mod shipped;
 
 pub use declared::{Dim, SymbolicValue, named_dims};
 pub use file::ModelFileError;
-pub use kernels::{ShippedKernel, ShippedKernelError};
+pub use kernels::{ShippedKernel, ShippedKernelError, Staleness};
 
 /// A traced or loaded model.
 #[derive(Debug, Clone, PartialEq)]

@@ -67,6 +67,9 @@ public:
     const RuntimeAttrs *GetAttrs() const;
     const StorageShape *GetInputShape(size_t index) const;
     TilingData *GetRawTilingData();
+    // The standard-C++ tiling struct in the raw tiling data (the current template's).
+    template <typename T>
+    T *GetTilingData();
     ge::graphStatus SetBlockDim(uint32_t block_dim);
     size_t *GetWorkspaceSizes(size_t num);
 };

@@ -166,7 +166,7 @@ pub fn check_package_kernels(
 /// kernels of the same instances, after checking the package against the model
 /// ([`super::check_package`], which runs every edited deployed kernel against the op's
 /// reference first): compiled, it runs the package's kernels, and its compile report says
-/// `kernel: shipped` or `kernel: shipped, edited`.
+/// `kernel: shipped` or `kernel: shipped (edited)`.
 ///
 /// # Errors
 ///

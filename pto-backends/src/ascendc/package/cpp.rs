@@ -363,18 +363,40 @@ impl OpSources<'_> {
             }
             let _ = writeln!(
                 out,
-                "    // Instance {index}: inputs {}.\n    if ({}) {{\n        {tiling_struct} tiling{{}};",
+                "    // Instance {index}: inputs {}.\n    if ({}) {{",
                 instance.inputs_text(),
                 conditions.join("\n        && ")
             );
-            for (field, value) in &tiling.fields {
-                let _ = writeln!(out, "        tiling.{field} = {value}u;");
+            if self.soc == Soc::Ascend910B {
+                // The standard-C++ tiling struct of the current template: filled in place
+                // through GetTilingData<T>() (asc-devkit docs/zh/guide/编程指南/高级编程/
+                // Aclnn算子工程化开发/Host侧Tiling实现/使用标准CPP语法定义Tiling结构体.md).
+                let _ = writeln!(
+                    out,
+                    "        {tiling_struct} *tiling = context->GetTilingData<{tiling_struct}>();\n        \
+                     if (tiling == nullptr) {{\n            \
+                     std::fprintf(stderr, \"{op_type}: no room for the tiling struct\\n\");\n            \
+                     return ge::GRAPH_FAILED;\n        }}\n        *tiling = {tiling_struct}{{}};"
+                );
+                for (field, value) in &tiling.fields {
+                    let _ = writeln!(out, "        tiling->{field} = {value}u;");
+                }
+                let _ = writeln!(
+                    out,
+                    "        return pto_package::SetLaunch(context, {}u, {}u);\n    }}",
+                    tiling.block_dim, tiling.workspace_bytes
+                );
+            } else {
+                let _ = writeln!(out, "        {tiling_struct} tiling{{}};");
+                for (field, value) in &tiling.fields {
+                    let _ = writeln!(out, "        tiling.{field} = {value}u;");
+                }
+                let _ = writeln!(
+                    out,
+                    "        return pto_package::SaveTiling(context, tiling, {}u, {}u, \"{op_type}\");\n    }}",
+                    tiling.block_dim, tiling.workspace_bytes
+                );
             }
-            let _ = writeln!(
-                out,
-                "        return pto_package::SaveTiling(context, tiling, {}u, {}u, \"{op_type}\");\n    }}",
-                tiling.block_dim, tiling.workspace_bytes
-            );
         }
         let known = self
             .instances

@@ -47,6 +47,19 @@ pub enum PackageError {
         /// The value id.
         value: usize,
     },
+    /// Ops defined outside a library crate: the package's C ABI library, which links the
+    /// crates defining its ops, could not link them and would answer `PTO_UNKNOWN_OP`.
+    #[error(
+        "the package's C ABI library links the library crates that define its ops, and these \
+         ops are defined outside one (a binary, test, example or build script), so it would \
+         not answer for them: {}; move each into a library crate (`src/lib.rs` or a module of \
+         it) that the binary depends on",
+        ops.join(", ")
+    )]
+    OpsOutsideALibrary {
+        /// Each op, with its source file and crate.
+        ops: Vec<String>,
+    },
     /// The model has no custom op: nothing to package.
     #[error(
         "model `{model}` has no custom op (its ops are all standard `std.*` ops, which CANN \
@@ -278,6 +291,28 @@ pub enum PackageError {
         dir: PathBuf,
         /// Why the toolkit is taken as absent (unset, or a directory that does not exist).
         state: String,
+    },
+    /// The package's `capi/build.sh` failed.
+    #[error("`{}/capi/build.sh` failed; its output:\n{output}", dir.display())]
+    CapiBuildFailed {
+        /// The package directory.
+        dir: PathBuf,
+        /// The end of its output.
+        output: String,
+    },
+    /// The package's C ABI library, built, does not answer for every op of the package.
+    #[error(
+        "the C ABI library `{}` does not answer for every op of the package: {}; op_host's \
+         InferShape would fail inside ATC for them. Point PTO_CRATE_<LIB> (capi/build.sh \
+         lists them) at the crates the package was made from",
+        library.display(),
+        ops.join(", ")
+    )]
+    CapiDoesNotAnswer {
+        /// The library.
+        library: PathBuf,
+        /// Each op it does not answer for, and why.
+        ops: Vec<String>,
     },
     /// The package's `build.sh` failed.
     #[error("`{}/build.sh` failed ({status}); its output:\n{output}", dir.display())]

@@ -15,7 +15,7 @@ use super::manifest::{
     DeployedKernel, Instance, InstanceTiling, KernelOrigin, MANIFEST_FILE, MANIFEST_FORMAT,
     Manifest, PackagedOp,
 };
-use super::{build, cpp, project};
+use super::{capi, cmake, cpp, project};
 use crate::ascendc::{LowerError, LoweredKernel, Soc, lower_program};
 
 /// The ONNX opset version of each custom domain: the highest version of the domain's ops in
@@ -298,6 +298,9 @@ pub(super) fn generate(
             model: model.name.clone(),
         });
     }
+    // Before any lowering: the C ABI library must be able to answer for every op.
+    let defs: Vec<&OpDef> = uses.iter().map(|u| u.def).collect();
+    let crates = capi::op_crates(&defs)?;
     let opsets = domain_opsets(&uses);
     let mut files = Vec::new();
     let mut ops = Vec::new();
@@ -313,7 +316,7 @@ pub(super) fn generate(
         ops.push(packaged);
         files.extend(op_files);
     }
-    let shared = shared_files(model, soc, op_descs);
+    let shared = shared_files(model, soc, op_descs, &crates);
     let manifest = Manifest {
         format: MANIFEST_FORMAT,
         model: model.name.clone(),
@@ -329,7 +332,12 @@ pub(super) fn generate(
 }
 
 /// The files every op of a package shares.
-fn shared_files(model: &Model, soc: Soc, op_descs: Vec<serde_json::Value>) -> Vec<GeneratedFile> {
+fn shared_files(
+    model: &Model,
+    soc: Soc,
+    op_descs: Vec<serde_json::Value>,
+    crates: &[capi::OpCrate],
+) -> Vec<GeneratedFile> {
     vec![
         GeneratedFile::new("op_host/pto_capi.h", cpp::CAPI_HEADER.to_owned()),
         GeneratedFile::new("op_host/pto_op_host.h", cpp::OP_HOST_HEADER.to_owned()),
@@ -342,10 +350,22 @@ fn shared_files(model: &Model, soc: Soc, op_descs: Vec<serde_json::Value>) -> Ve
             cpp::ONNX_ATTRS_HEADER.to_owned(),
         ),
         GeneratedFile::new("CMakePresets.json", project::cmake_presets(soc)),
-        GeneratedFile::new("CMakeLists.txt", build::cmake_lists(&model.name)),
-        GeneratedFile::new("build.sh", build::build_script(soc)),
+        GeneratedFile::new("build.sh", cmake::build_script(&model.name, soc)),
+        GeneratedFile::new("capi/src/lib.rs", capi::lib_rs(&model.name, crates)),
+        GeneratedFile::new("capi/build.sh", capi::build_script(&model.name, crates)),
         GeneratedFile::new("op_desc.json", project::op_desc_json(op_descs)),
     ]
+    .into_iter()
+    .chain(
+        cmake::project_files(&model.name, soc)
+            .into_iter()
+            .map(|(path, text)| GeneratedFile::new(path, text)),
+    )
+    .chain(
+        cmake::build_and_install_script(soc)
+            .map(|text| GeneratedFile::new("build_and_install.sh", text)),
+    )
+    .collect()
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "nlohmann/json.hpp"
+// nlohmann/json 3.11.3, fetched into this folder by framework/CMakeLists.txt.
+#include "json.hpp"
 #include "register/register.h"
 
 namespace pto_onnx {

@@ -88,9 +88,22 @@ inline bool SameDims(const gert::Shape &shape, const int64_t *dims, size_t rank)
 // GetUserWorkspace): the 16 MiB the CANN custom-op samples reserve.
 constexpr size_t SYSTEM_WORKSPACE_BYTES = 16u * 1024u * 1024u;
 
-// Copies a plain tiling struct into the context's raw tiling data, sets the launch size and
-// the workspace: none for a kernel without one, else the system workspace and the kernel's
-// `user_workspace` bytes (the hand-off slots of a 910B mix kernel).
+// Sets the launch size and the workspace: none for a kernel without one, else the system
+// workspace and the kernel's `user_workspace` bytes (the hand-off slots of a 910B mix kernel).
+inline ge::graphStatus SetLaunch(gert::TilingContext *context, uint32_t block_dim,
+                                 uint64_t user_workspace)
+{
+    context->SetBlockDim(block_dim);
+    size_t *workspace = context->GetWorkspaceSizes(1);
+    if (workspace != nullptr) {
+        workspace[0] = user_workspace == 0 ? 0 : SYSTEM_WORKSPACE_BYTES + static_cast<size_t>(user_workspace);
+    }
+    return ge::GRAPH_SUCCESS;
+}
+
+// Copies a plain tiling struct into the context's raw tiling data, then SetLaunch: for SoCs
+// whose TilingContext offers no GetTilingData<T>() (Kirin: the recipe's TilingFunc writes the
+// raw buffer, ops/ascendc/src/add_custom/op_host/add_custom.cpp).
 template <typename Tiling>
 ge::graphStatus SaveTiling(gert::TilingContext *context, const Tiling &tiling, uint32_t block_dim,
                            uint64_t user_workspace, const char *op)
@@ -102,12 +115,7 @@ ge::graphStatus SaveTiling(gert::TilingContext *context, const Tiling &tiling, u
     }
     std::memcpy(raw->GetData(), &tiling, sizeof(Tiling));
     raw->SetDataSize(sizeof(Tiling));
-    context->SetBlockDim(block_dim);
-    size_t *workspace = context->GetWorkspaceSizes(1);
-    if (workspace != nullptr) {
-        workspace[0] = user_workspace == 0 ? 0 : SYSTEM_WORKSPACE_BYTES + static_cast<size_t>(user_workspace);
-    }
-    return ge::GRAPH_SUCCESS;
+    return SetLaunch(context, block_dim, user_workspace);
 }
 
 }  // namespace pto_package

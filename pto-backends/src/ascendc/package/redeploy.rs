@@ -323,6 +323,8 @@ pub fn package_kernels(dir: &Path) -> Result<Vec<ShippedKernel>, PackageError> {
                     params: instance.attrs.clone(),
                     text: kernel.text.clone(),
                     traced_digest: kernel.traced_digest.clone(),
+                    // What the op traced to when the package was made.
+                    linked_digest: Some(kernel.traced_digest.clone()),
                 })
         })
         .collect())
@@ -353,6 +355,7 @@ pub(super) fn check_deployed_kernel(
         params: instance.attrs.clone(),
         text: kernel.text.clone(),
         traced_digest: kernel.traced_digest.clone(),
+        linked_digest: Some(kernel.traced_digest.clone()),
     };
     let program = shipped.program(def).map_err(|e| e.to_string())?;
     let sim = Sim::new(profile.clone());
@@ -549,6 +552,7 @@ fn find_edit(
             params: instance.attrs.clone(),
             text: section,
             traced_digest: deployed.traced_digest.clone(),
+            linked_digest: Some(deployed.traced_digest.clone()),
         };
         let instance_name = || format!("{i} ({})", instance_text(def, instance));
         let program = shipped

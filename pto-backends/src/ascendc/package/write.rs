@@ -41,6 +41,10 @@ pub fn write_package(model: &Model, soc: Soc, dir: &Path) -> Result<Manifest, Pa
     }
     write_file(&path.join(MANIFEST_FILE), &(manifest_text + "\n"))?;
     make_executable(&path.join("build.sh"))?;
+    make_executable(&path.join("capi/build.sh"))?;
+    if path.join("build_and_install.sh").is_file() {
+        make_executable(&path.join("build_and_install.sh"))?;
+    }
     replace_dir(path, dir)?;
     // Swapped: the staging path is gone (the previous package was removed from it, or it was
     // renamed into place). Dropped before this, as on every error above, it is removed.
