@@ -275,3 +275,26 @@ fn the_model_file_and_onnx_keep_the_input_absent() {
         "{err}"
     );
 }
+
+/// A package declares every input of its op, and the device kernel takes one address per
+/// declared input: a call that leaves out the optional input is refused by name when it
+/// is packaged, rather than packaged with a kernel of fewer arguments.
+#[cfg(feature = "device")]
+#[test]
+fn packaging_a_call_that_leaves_out_the_optional_input_is_refused_by_name() {
+    use pto_backends::ascendc::Soc;
+    use pto_backends::ascendc::package::{PackageError, write_package};
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("optional-package");
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = write_package(&model(), Soc::Ascend910B, &dir).expect_err("left out");
+    assert!(
+        matches!(&err, PackageError::AbsentOptionalInput { node: 1, input, .. } if input == "bias"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("node #1 (test_optional.scale_bias): leaves out optional input `bias`"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing is written");
+}

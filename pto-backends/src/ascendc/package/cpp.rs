@@ -173,16 +173,17 @@ impl OpSources<'_> {
     fn write_schema(
         &self,
         out: &mut String,
-        tensor: impl Fn(&str, &str, &[&'static str]) -> String,
+        tensor: impl Fn(&str, &str, bool, &[&'static str]) -> String,
         attr: impl Fn(&str, &str, Option<String>) -> String,
     ) {
         let columns = self.dtype_columns();
-        let inputs = self.def.inputs.iter().map(|name| ("Input", name));
-        let outputs = self.def.outputs.iter().map(|name| ("Output", name));
-        for (slot, (kind, name)) in inputs.chain(outputs).enumerate() {
+        let inputs = (self.def.inputs.iter().enumerate())
+            .map(|(i, name)| ("Input", name, self.def.is_optional_input(i)));
+        let outputs = self.def.outputs.iter().map(|name| ("Output", name, false));
+        for (slot, (kind, name, optional)) in inputs.chain(outputs).enumerate() {
             let dtypes: Vec<&'static str> =
                 columns.iter().map(|c| dtype_name(c[slot]).ge).collect();
-            let _ = writeln!(out, "{}", tensor(kind, name, &dtypes));
+            let _ = writeln!(out, "{}", tensor(kind, name, optional, &dtypes));
         }
         for p in self.def.params {
             let default = p.default.map(|default| ge_literal(&default()));
@@ -304,7 +305,7 @@ impl OpSources<'_> {
             &format!(
                 "        const gert::Shape *shape = context->GetInputShape(i);\n        \
                  if (shape == nullptr || !pto_package::ToPtoShape(*shape, &inputs[i])) {{\n            \
-                 std::fprintf(stderr, \"{op_type}: input %zu has no shape of rank <= %d\\n\", i, PTO_MAX_RANK);\n            \
+                 std::fprintf(stderr, \"{op_type}: input %zu has no shape of rank <= %d (a left-out optional input is not packaged: give it)\\n\", i, PTO_MAX_RANK);\n            \
                  return GRAPH_FAILED;\n        }}\n"
             ),
             "InferShapes",
@@ -420,10 +421,11 @@ impl OpSources<'_> {
         );
         self.write_schema(
             &mut out,
-            |kind, name, dtypes| {
+            |kind, name, optional, dtypes| {
                 let dtypes: Vec<String> = dtypes.iter().map(|d| format!("ge::{d}")).collect();
+                let param_type = if optional { "OPTIONAL" } else { "REQUIRED" };
                 format!(
-                    "        this->{kind}(\"{name}\").ParamType(REQUIRED).DataType({{{}}}).Format({{{formats}}});",
+                    "        this->{kind}(\"{name}\").ParamType({param_type}).DataType({{{}}}).Format({{{formats}}});",
                     dtypes.join(", ")
                 )
             },
@@ -456,15 +458,16 @@ impl OpSources<'_> {
         );
         self.write_schema(
             &mut out,
-            |kind, name, dtypes| {
+            |kind, name, optional, dtypes| {
                 let mut distinct: Vec<&str> = Vec::new();
                 for &dtype in dtypes {
                     if !distinct.contains(&dtype) {
                         distinct.push(dtype);
                     }
                 }
+                let prefix = if optional { "OPTIONAL_" } else { "" };
                 format!(
-                    "    .{}({name}, TensorType({{{}}}))",
+                    "    .{prefix}{}({name}, TensorType({{{}}}))",
                     kind.to_ascii_uppercase(),
                     distinct.join(", ")
                 )

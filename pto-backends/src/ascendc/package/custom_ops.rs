@@ -31,6 +31,13 @@ pub(super) fn custom_ops(model: &Model) -> Result<Vec<OpUse>, PackageError> {
             op: node.op.clone(),
             source: Box::new(source),
         })?;
+        if let Some(input) = def.inputs.get(node.inputs.len()) {
+            return Err(PackageError::AbsentOptionalInput {
+                node: index,
+                op: node.op.clone(),
+                input: (*input).to_owned(),
+            });
+        }
         let types =
             |ids: &[usize]| {
                 ids.iter()

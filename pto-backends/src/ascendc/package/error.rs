@@ -37,6 +37,23 @@ pub enum PackageError {
         /// The param.
         param: String,
     },
+    /// A node leaves out an optional input: the package's OpDef declares every input, and
+    /// its kernel takes each as a global-memory address, which the lowering gives only for
+    /// the inputs a traced kernel has.
+    #[error(
+        "node #{node} ({op}): leaves out optional input `{input}`; a package declares it \
+         (OPTIONAL in the OpDef) but packages only calls that give every input, since the \
+         device kernel takes one address per declared input and the lowering has none for a \
+         left-out one: give `{input}` (e.g. zeros) in the model you package"
+    )]
+    AbsentOptionalInput {
+        /// The node's index.
+        node: usize,
+        /// The op.
+        op: String,
+        /// The first input left out.
+        input: String,
+    },
     /// The graph refers to a value it does not have.
     #[error("node #{node} ({op}): the graph has no value {value}")]
     Graph {
