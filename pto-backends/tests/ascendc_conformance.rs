@@ -136,3 +136,11 @@ fn calls_kirin_lacks_are_refused_with_the_soc_and_the_source() {
     check("kirin.cpp", Soc::Kirin9030);
     check("kirin_x90.cpp", Soc::KirinX90);
 }
+
+/// The race checker of the host implementation: the K-loop matmul sample's flag points pass,
+/// each one removed is a race naming the event it needed, and the flag-bit and event-id
+/// rules of the docs hold (`conformance/pipes.cpp`).
+#[test]
+fn the_pipes_race_unless_the_samples_flags_order_them() {
+    check("pipes.cpp", Soc::Ascend910B);
+}

@@ -125,7 +125,7 @@ fn after_first_instruction(source: &str, line: &str) -> String {
 
 #[test]
 fn the_host_implementation_stops_at_broken_device_rules() {
-    let cases: [(Edit, &str); 6] = [
+    let cases: [(Edit, &str); 8] = [
         (
             |s| s.replacen("inQueue_t0.FreeTensor(t0);", "", 1),
             "TQue: queue discipline: a tensor of the VECIN queue at UB address 0 was not \
@@ -163,8 +163,33 @@ fn the_host_implementation_stops_at_broken_device_rules() {
             "Adds: repeat limit: repeatTimes 300 is not in 0..255",
         ),
         (
-            |s| s.replacen("SetFlag<HardEvent::V_S>(EVENT_ID0);", "", 1),
-            "WaitFlag: synchronisation: WaitFlag of event",
+            |s| s.replacen("SetFlag<HardEvent::V_S>(sync);", "", 1),
+            "WaitFlag: synchronisation: WaitFlag of HardEvent::V_S id 0 without a SetFlag before it",
+        ),
+        // The scalar reads a vector result with no V_S between them: a race of two pipes.
+        (
+            |s| {
+                let at = s
+                    .find("SetFlag<HardEvent::V_S>(sync);")
+                    .expect("a V_S pair");
+                let wait = "WaitFlag<HardEvent::V_S>(sync);";
+                let end = at + s[at..].find(wait).expect("its wait") + wait.len();
+                format!("{}{}", &s[..at], &s[end..])
+            },
+            "LocalTensor::GetValue: pipe race: read after write on UB bytes",
+        ),
+        // A fixed event id beside the TQues, on the id the input queue's EnQue holds.
+        (
+            |s| {
+                let at = s.find("inQueue_t0.EnQue(t0);").expect("an EnQue");
+                let end = at + "inQueue_t0.EnQue(t0);".len();
+                format!(
+                    "{}\nSetFlag<HardEvent::MTE2_V>(EVENT_ID0);{}",
+                    &s[..end],
+                    &s[end..]
+                )
+            },
+            "SetFlag: event id: event id 0 of HardEvent::MTE2_V is held by a TQue of the TPipe",
         ),
     ];
     for (edit, rule) in cases {

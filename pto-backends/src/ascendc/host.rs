@@ -40,7 +40,7 @@ use crate::cpu::Cpu;
 use crate::instances::InstanceCache;
 
 /// The headers of the host implementation, by path under `include/`.
-const HEADERS: [(&str, &str); 8] = [
+const HEADERS: [(&str, &str); 9] = [
     (
         "kernel_operator.h",
         include_str!("../../ascendc/include/kernel_operator.h"),
@@ -48,6 +48,10 @@ const HEADERS: [(&str, &str); 8] = [
     (
         "ascendc_host/common.h",
         include_str!("../../ascendc/include/ascendc_host/common.h"),
+    ),
+    (
+        "ascendc_host/pipes.h",
+        include_str!("../../ascendc/include/ascendc_host/pipes.h"),
     ),
     (
         "ascendc_host/tensor.h",

@@ -149,6 +149,8 @@ void FloatBTransposedInput()
     LocalTensor<float> c = mem.co1.Get<float>();
     DataCopy(a1, aGM, Nd2NzParams{1, m, k, 0, k, mA, 1, 0});
     DataCopy(b1, bGM, Nd2NzParams{1, n, k, 0, k, nA, 1, 0});
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     LoadData2DParams pa;
     pa.repeatTimes = kA / 8;
     pa.srcStride = mA / 16;
@@ -161,11 +163,15 @@ void FloatBTransposedInput()
     for (uint32_t i = 0; i < kA / 8; ++i) {
         LoadData(b2[i * (nA / 16) * 128], b1[i * (nA / 16) * 128], pb);
     }
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);  // as the sample does before Mmad
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     MmadParams mp;
     mp.m = m;
     mp.n = n;
     mp.k = k;
     Mmad(c, a2, b2, mp);
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);  // as the sample does before the copy out
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
     FixpipeParamsV220 fp;
     fp.nSize = n;
     fp.mSize = m;
@@ -198,6 +204,8 @@ void FloatZzTransposed()
     LocalTensor<float> c = mem.co1.Get<float>();
     DataCopy(a1, aGM, Nd2NzParams{k / 16, 16, m, 16 * m, m, 16, 1, 16 * m});
     DataCopy(b1, bGM, Nd2NzParams{k / 16, 16, n, 16 * n, n, 16, 1, 16 * n});
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     LoadData2dTransposeParams pa;  // SplitATransposeForB32, !isL1Nz
     pa.repeatTimes = k / 16;
     pa.srcStride = m / 16;
@@ -214,12 +222,16 @@ void FloatZzTransposed()
     for (uint32_t i = 0; i < k / 16; ++i) {
         LoadDataWithTranspose(b2[i * (n / 16) * 256], b1[i * (n / 16) * 256], pb);
     }
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);  // as the sample does before Mmad
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     MmadParams mp;
     mp.m = m;
     mp.n = n;
     mp.k = k;
     mp.kDirectionAlign = true;
     Mmad(c, a2, b2, mp);
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);  // as the sample does before the copy out
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
     FixpipeParamsV220 fp;
     fp.nSize = n;
     fp.mSize = m;
@@ -254,6 +266,7 @@ void LoadData2dMapping()
     p.srcStride = 2;
     p.dstGap = 2;
     LoadData(dst, src, p);
+    PipeBarrier<PIPE_ALL>();  // the scalar reads the result after every pipe is done
     for (uint32_t i = 0; i < 4; ++i) {
         for (uint32_t e = 0; e < f; ++e) {
             const float got = static_cast<float>(dst.GetValue(i * 3 * f + e));
@@ -281,6 +294,7 @@ CONFORMANCE_CASE(load_data_2d_b16_transpose, LOAD2D_DOC)
     p.srcStride = 1;
     p.ifTranspose = true;
     LoadData(dst, src, p);
+    PipeBarrier<PIPE_ALL>();  // the scalar reads the result after every pipe is done
     for (uint32_t f = 0; f < 2; ++f) {
         for (uint32_t r = 0; r < 16; ++r) {
             for (uint32_t c = 0; c < 16; ++c) {
@@ -316,6 +330,7 @@ void TransposeMapping(uint16_t repeat, uint16_t srcStride, uint16_t dstGap, uint
     p.dstGap = dstGap;
     p.dstFracGap = dstFracGap;
     LoadDataWithTranspose(dst, src, p);
+    PipeBarrier<PIPE_ALL>();  // the scalar reads the result after every pipe is done
     for (uint32_t i = 0; i < repeat; ++i) {
         const uint32_t sq = i * srcStride * f * fracs;  // the square's first element
         // S[r][c] of the square, from the documented fractal order.
@@ -397,6 +412,7 @@ CONFORMANCE_CASE(nd2nz_two_matrices, "mirror-cann/asc-devkit: docs/zh/api/SIMD-A
     LocalTensor<half> l1 = mem.a1.Get<half>();
     for (uint32_t i = 0; i < l1.GetSize(); ++i) l1.SetValue(i, half(-1.0f));
     DataCopy(l1, gm, Nd2NzParams{2, 18, 33, 20 * 40, 40, 32, 1, 32 * 48});
+    PipeBarrier<PIPE_ALL>();  // the scalar reads the result after every pipe is done
     for (uint32_t mtx = 0; mtx < 2; ++mtx) {
         for (uint32_t r = 0; r < 18; ++r) {
             for (uint32_t c = 0; c < 33; ++c) {

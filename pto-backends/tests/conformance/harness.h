@@ -204,6 +204,7 @@ inline void MmadLayouts(uint32_t m, uint32_t n, uint32_t k)
     mp.n = n;
     mp.k = k;
     AscendC::Mmad(c, a2, b2, mp);
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // the scalar reads L0C after the cube is done
     std::vector<D> out(m * n);
     for (uint32_t r = 0; r < m; ++r) {
         for (uint32_t j = 0; j < n; ++j) {

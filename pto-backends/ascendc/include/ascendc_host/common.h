@@ -83,7 +83,6 @@ struct State {
     int64_t blockNum = 1;
     int64_t inst = -1;
     const char* instText = "";
-    uint32_t flags[32][8] = {};
     // The split architecture: the core type, the AI core (block of the launch), the AIV's
     // index in it, GetTaskRatio(), the launched kernel type and the block's cross-core flags.
     int32_t coreType = MIX;
@@ -275,6 +274,8 @@ enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_T
 
 enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX, PIPE_ALL };
 
+// The synchronisation events, src_dst (mirror-cann/asc-devkit impl/basic_api/kernel_event.h,
+// HardEvent), and FIX_V / V_FIX of the capability table's EVENT_FIX_V row.
 enum class HardEvent : uint8_t {
     MTE2_MTE1,
     MTE1_MTE2,
@@ -287,6 +288,14 @@ enum class HardEvent : uint8_t {
     M_V,
     V_M,
     V_V,
+    MTE3_MTE1,
+    MTE1_MTE3,
+    MTE1_V,
+    MTE2_M,
+    M_MTE2,
+    V_MTE1,
+    M_FIX,
+    FIX_M,
     MTE3_MTE2,
     MTE2_MTE3,
     S_V,
@@ -298,12 +307,21 @@ enum class HardEvent : uint8_t {
     MTE2_FIX,
     FIX_MTE2,
     FIX_S,
-    M_FIX,
-    FIX_M,
+    M_S,
+    FIX_MTE3,
+    MTE1_FIX,
+    FIX_MTE1,
+    FIX_FIX,
     FIX_V,
     V_FIX,
-    MTE3_MTE1,
 };
+
+constexpr int EVENT_COUNT = static_cast<int>(HardEvent::V_FIX) + 1;
+
+// Event ids per event (kernel_event.h: eventID in [0, QUE_MAX_EVENT)).
+constexpr int32_t QUE_MAX_EVENT = 8;
+
+using TEventID = int8_t;
 
 using event_t = int32_t;
 constexpr event_t EVENT_ID0 = 0;
@@ -317,36 +335,6 @@ constexpr event_t EVENT_ID7 = 7;
 
 inline int64_t GetBlockIdx() { return host::CurrentState().blockIdx; }
 inline int64_t GetBlockNum() { return host::CurrentState().blockNum; }
-
-// Pipes run in program order on the host: barriers and flags only check their pairing.
-template <pipe_t pipe>
-inline void PipeBarrier()
-{
-}
-
-template <HardEvent event>
-inline void SetFlag(event_t id)
-{
-    if (id < 0 || id > 7) {
-        host::Fail("SetFlag", "event id", "event id " + std::to_string(id) + " is not in 0..7");
-    }
-    ++host::CurrentState().flags[static_cast<int>(event)][id];
-}
-
-template <HardEvent event>
-inline void WaitFlag(event_t id)
-{
-    if (id < 0 || id > 7) {
-        host::Fail("WaitFlag", "event id", "event id " + std::to_string(id) + " is not in 0..7");
-    }
-    uint32_t& pending = host::CurrentState().flags[static_cast<int>(event)][id];
-    if (pending == 0) {
-        host::Fail("WaitFlag", "synchronisation",
-                   "WaitFlag of event " + std::to_string(static_cast<int>(event)) + " id " + std::to_string(id) +
-                       " without a SetFlag before it: the pipe would wait forever");
-    }
-    --pending;
-}
 
 // The split architecture (910B, dav-c220): one cube core (AIC) and two vector cores (AIV)
 // per AI core, which exchange data only through GM. On the AIV of a MIX_AIC_1_2 kernel

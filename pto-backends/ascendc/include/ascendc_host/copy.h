@@ -51,6 +51,11 @@ inline void CheckBlocks(const char* api, uint32_t blockCount, uint32_t blockLenB
     }
 }
 
+// The pipe of a copy between on-core buffers: UB -> UB is a vector instruction
+// (copy_ubuf_to_ubuf), UB -> L1 goes through MTE3 (kernel_event.h, GetQueEvt: UB -> L1 is
+// MTE3_MTE1).
+inline int LocalCopyPipe(TPosition dst) { return BufferOf(dst) == Buffer::UB ? PIPE_V : PIPE_MTE3; }
+
 inline uint64_t Align32(uint64_t bytes) { return (bytes + 31) / 32 * 32; }
 
 template <typename T>
@@ -74,13 +79,17 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     host::CheckBlocks(api, p.blockCount, p.blockLen * 32u);
     host::CheckUbAligned(api, dst, "destination");
     const uint64_t len = p.blockLen * 32u / sizeof(T);
+    host::Span ds;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint64_t s = i * (p.blockLen + p.srcStride) * 32u / sizeof(T);
         const uint64_t d = i * (p.blockLen + p.dstStride) * 32u / sizeof(T);
         src.Check(api, s, len);
         dst.Check(api, d, len);
+        ds.Add(d);
+        ds.Add(d + len - 1);
         std::memcpy(dst.Data() + d, src.Data() + s, len * sizeof(T));
     }
+    ds.Touch(api, PIPE_MTE2, dst, true);  // GM -> UB / L1: MTE2
 }
 
 // UB (or L1) -> GM, in 32-byte blocks.
@@ -91,13 +100,17 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     host::CheckBlocks(api, p.blockCount, p.blockLen * 32u);
     host::CheckUbAligned(api, src, "source");
     const uint64_t len = p.blockLen * 32u / sizeof(T);
+    host::Span ss;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint64_t s = i * (p.blockLen + p.srcStride) * 32u / sizeof(T);
         const uint64_t d = i * (p.blockLen + p.dstStride) * 32u / sizeof(T);
         src.Check(api, s, len);
         dst.Check(api, d, len);
+        ss.Add(s);
+        ss.Add(s + len - 1);
         std::memcpy(dst.Data() + d, src.Data() + s, len * sizeof(T));
     }
+    ss.Touch(api, PIPE_MTE3, src, false);  // UB -> GM: MTE3
 }
 
 // Between on-core buffers (UB -> UB, UB -> L1), in 32-byte blocks.
@@ -109,13 +122,21 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     host::CheckUbAligned(api, dst, "destination");
     host::CheckUbAligned(api, src, "source");
     const uint64_t len = p.blockLen * 32u / sizeof(T);
+    host::Span ss, ds;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint64_t s = i * (p.blockLen + p.srcStride) * 32u / sizeof(T);
         const uint64_t d = i * (p.blockLen + p.dstStride) * 32u / sizeof(T);
         src.Check(api, s, len);
         dst.Check(api, d, len);
+        ss.Add(s);
+        ss.Add(s + len - 1);
+        ds.Add(d);
+        ds.Add(d + len - 1);
         std::memmove(dst.Data() + d, src.Data() + s, len * sizeof(T));
     }
+    const int pipe = host::LocalCopyPipe(dst.GetPosition());
+    ss.Touch(api, pipe, src, false);
+    ds.Touch(api, pipe, dst, true);
 }
 
 // Contiguous forms: `count` elements, a multiple of 32 bytes.
@@ -142,6 +163,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     host::CheckUbAligned(api, src, "source");
     src.Check(api, 0, count);
     dst.Check(api, 0, count);
+    const int pipe = host::LocalCopyPipe(dst.GetPosition());
+    host::Touch(api, pipe, src, 0, count, false);
+    host::Touch(api, pipe, dst, 0, count, true);
     std::memmove(dst.Data(), src.Data(), static_cast<uint64_t>(count) * sizeof(T));
 }
 
@@ -162,6 +186,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     if ((pad.leftPadding + pad.rightPadding) * sizeof(T) > 32) {
         host::Fail(api, "padding", "left + right padding exceeds 32 bytes");
     }
+    host::Span ds;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint64_t s = i * static_cast<uint64_t>(p.blockLen + p.srcStride) / sizeof(T);
         const uint64_t d = i * (footprint + p.dstStride * 32ull) / sizeof(T);
@@ -176,7 +201,10 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
             }
         }
         std::memcpy(dst.Data() + d + pad.leftPadding, src.Data() + s, elems * sizeof(T));
+        ds.Add(d);
+        ds.Add(d + footprint / sizeof(T) - 1);
     }
+    ds.Touch(api, PIPE_MTE2, dst, true);
 }
 
 // UB -> GM with byte-exact blocks: each block starts 32-byte aligned in UB.
@@ -191,13 +219,17 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     }
     const uint64_t elems = p.blockLen / sizeof(T);
     const uint64_t footprint = host::Align32(p.blockLen);
+    host::Span ss;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint64_t s = i * (footprint + p.srcStride * 32ull) / sizeof(T);
         const uint64_t d = i * static_cast<uint64_t>(p.blockLen + p.dstStride) / sizeof(T);
         src.Check(api, s, elems);
         dst.Check(api, d, elems);
+        ss.Add(s);
+        ss.Add(s + elems - 1);
         std::memcpy(dst.Data() + d, src.Data() + s, elems * sizeof(T));
     }
+    ss.Touch(api, PIPE_MTE3, src, false);
 }
 
 }  // namespace AscendC

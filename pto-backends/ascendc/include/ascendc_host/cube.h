@@ -134,7 +134,7 @@ inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // the source and dstNzMatrixStride elements apart in the destination.
 template <typename T>
 inline void Nd2Nz(const char* api, T* dst, uint64_t dstSize, const T* src, const Nd2NzParams& p,
-                  const std::function<void(uint64_t, uint64_t)>& checkSrc)
+                  const std::function<void(uint64_t, uint64_t)>& checkSrc, Span& written)
 {
     const uint64_t c0 = 32 / sizeof(T);
     if (p.dstNzC0Stride < p.nValue) {
@@ -153,6 +153,7 @@ inline void Nd2Nz(const char* api, T* dst, uint64_t dstSize, const T* src, const
                          "Nz element " + std::to_string(d) + " past a tensor of " + std::to_string(dstSize));
                 }
                 dst[d] = src[srcBase + r * p.srcDValue + c];
+                written.Add(d);
             }
         }
     }
@@ -180,8 +181,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     const char* api = "DataCopy(Nd2Nz)";
     host::CheckBuffer(api, dst, host::Buffer::L1, "dst");
     host::CheckUbAligned(api, dst, "destination");
+    host::Span written;
     host::Nd2Nz<T>(api, dst.Data(), dst.GetSize(), src.Data(), p,
-                   [&](uint64_t at, uint64_t n) { src.Check(api, at, n); });
+                   [&](uint64_t at, uint64_t n) { src.Check(api, at, n); }, written);
+    written.Touch(api, PIPE_MTE2, dst, true);  // GM -> L1: MTE2
 }
 
 // UB -> L1, ND to Nz.
@@ -192,8 +195,19 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     host::CheckBuffer(api, dst, host::Buffer::L1, "dst");
     host::CheckBuffer(api, src, host::Buffer::UB, "src");
     host::CheckUbAligned(api, src, "source");
+    host::Span read, written;
     host::Nd2Nz<T>(api, dst.Data(), dst.GetSize(), src.Data(), p,
-                   [&](uint64_t at, uint64_t n) { src.Check(api, at, n); });
+                   [&](uint64_t at, uint64_t n) {
+                       src.Check(api, at, n);
+                       if (n > 0) {
+                           read.Add(at);
+                           read.Add(at + n - 1);
+                       }
+                   },
+                   written);
+    // UB -> L1: MTE3 (kernel_event.h, GetQueEvt: UB -> L1 is MTE3_MTE1).
+    read.Touch(api, PIPE_MTE3, src, false);
+    written.Touch(api, PIPE_MTE3, dst, true);
 }
 
 template <typename T>
@@ -205,6 +219,8 @@ inline void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams
     for (uint64_t r = 0; r < p.repeatTimes; ++r) {
         const uint64_t start = r * (p.blockNum + p.dstGap) * perBlock;
         dst.Check(api, start, p.blockNum * perBlock);
+        // The lowering orders it before the copy after it with PipeBarrier<PIPE_MTE2>: MTE2.
+        host::Touch(api, PIPE_MTE2, dst, start, p.blockNum * perBlock, true);
         for (uint64_t i = 0; i < p.blockNum * perBlock; ++i) {
             dst.Data()[start + i] = p.initValue;
         }
@@ -230,6 +246,8 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
         const uint64_t d = i * (1 + p.dstGap) * fractal;
         src.Check(api, s, fractal);
         dst.Check(api, d, fractal);
+        host::Touch(api, PIPE_MTE1, src, s, fractal, false);  // L1 -> L0A / L0B: MTE1
+        host::Touch(api, PIPE_MTE1, dst, d, fractal, true);
         if (p.ifTranspose) {
             for (uint64_t r = 0; r < 16; ++r) {
                 for (uint64_t c = 0; c < 16; ++c) {
@@ -286,8 +304,10 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
         const uint64_t s = (p.startIndex + i * p.srcStride) * square;
         const uint64_t d = i * (p.dstGap + 1) * fractal;
         src.Check(api, s, square);
+        host::Touch(api, PIPE_MTE1, src, s, square, false);
         for (uint64_t j = 0; j < fractals; ++j) {
             dst.Check(api, d + j * (p.dstFracGap + 1) * fractal, fractal);
+            host::Touch(api, PIPE_MTE1, dst, d + j * (p.dstFracGap + 1) * fractal, fractal, true);
         }
         const T* in = src.Data() + s;
         T* out = dst.Data();
@@ -373,6 +393,10 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<A>& fm, const Loca
     fm.Check(api, 0, gemv ? p.k : host::CeilDiv(p.m, 16) * 16 * kfa * ca);
     filter.Check(api, 0, host::CeilDiv(p.k, cb) * cb * nf * 16);
     dst.Check(api, 0, mp * nf * 16);
+    // The cube (PIPE_M) reads L0A and L0B and writes (or accumulates into) L0C.
+    host::Touch(api, PIPE_M, fm, 0, gemv ? p.k : host::CeilDiv(p.m, 16) * 16 * kfa * ca, false);
+    host::Touch(api, PIPE_M, filter, 0, host::CeilDiv(p.k, cb) * cb * nf * 16, false);
+    host::Touch(api, PIPE_M, dst, 0, mp * nf * 16, true);
     // The accumulator of the device: float for the float L0C (and, an assumption, for
     // Kirin's half L0C before rounding), int32 for int8 products (kept in int64 here).
     using Acc = typename std::conditional<std::is_same<D, int32_t>::value, int64_t, float>::type;
@@ -422,15 +446,18 @@ inline void FixpipeNz2Nd(const char* api, const Dst& dst, const LocalTensor<U>& 
     if (p.ndNum != 1) {
         Fail(api, "unsupported", "ndNum other than 1 is not implemented on the host");
     }
+    Span read;
     for (uint64_t r = 0; r < p.mSize; ++r) {
         dst.Check(api, r * p.dstStride, p.nSize);
         for (uint64_t c = 0; c < p.nSize; ++c) {
             const uint64_t s = ((c / 16) * p.srcStride + r) * 16 + c % 16;
             src.Check(api, s, 1);
+            read.Add(s);
             const float v = static_cast<float>(src.Data()[s]);
             dst.Data()[r * p.dstStride + c] = T(p.reluEn && v < 0 ? 0.0f : v);
         }
     }
+    read.Touch(api, PIPE_FIX, src, false);  // out of L0C: the Fixpipe (PIPE_FIX)
 }
 
 }  // namespace host
@@ -446,6 +473,9 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     host::CheckBuffer(api, dst, host::Buffer::UB, "dst");
     host::CheckUbAligned(api, dst, "destination");
     host::FixpipeNz2Nd<T, U>(api, dst, src, p);
+    if (p.mSize > 0) {
+        host::Touch(api, PIPE_FIX, dst, 0, static_cast<uint64_t>(p.mSize - 1) * p.dstStride + p.nSize, true);
+    }
 }
 
 // L0C (Nz) -> GM, row-major with dstStride elements per row.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.h"
+#include "pipes.h"
 
 namespace AscendC {
 namespace host {
@@ -70,11 +71,21 @@ inline const char* PositionName(TPosition pos)
     return "?";
 }
 
+}  // namespace host
+
+template <typename T>
+class LocalTensor;
+
+namespace host {
+
 // Bytes reserved by the live TPipe per buffer, and the memory behind them.
 struct Arena {
     std::vector<uint8_t> bytes;
     uint64_t used = 0;
 };
+
+template <typename T>
+void Touch(const char* api, int pipe, const LocalTensor<T>& t, uint64_t index, uint64_t count, bool write);
 
 }  // namespace host
 
@@ -98,15 +109,18 @@ public:
         return LocalTensor(data_ + offset, size_ - offset, pos_, address_ + static_cast<uint64_t>(offset) * sizeof(T));
     }
 
+    // Scalar accesses: instructions of the scalar pipe (PIPE_S).
     T GetValue(const uint32_t index) const
     {
         Check("LocalTensor::GetValue", index, 1);
+        host::Touch("LocalTensor::GetValue", PIPE_S, *this, index, 1, false);
         return data_[index];
     }
 
     void SetValue(const uint32_t index, const T value) const
     {
         Check("LocalTensor::SetValue", index, 1);
+        host::Touch("LocalTensor::SetValue", PIPE_S, *this, index, 1, true);
         data_[index] = value;
     }
 
@@ -144,6 +158,61 @@ private:
     TPosition pos_ = TPosition::VECCALC;
     uint64_t address_ = 0;
 };
+
+namespace host {
+
+// Records an access of `pipe` to elements [index, index + count) of `t` for the race
+// checker (pipes.h).
+template <typename T>
+inline void Touch(const char* api, int pipe, const LocalTensor<T>& t, uint64_t index, uint64_t count, bool write)
+{
+    const Buffer b = BufferOf(t.GetPosition());
+    const uint64_t lo = t.Address() + index * sizeof(T);
+    Access(api, pipe, static_cast<int>(b), BufferName(b), Capacity(b), lo, lo + count * sizeof(T), write);
+}
+
+// The span of elements a strided call touches, for the race checker.
+struct Span {
+    uint64_t lo = ~0ull;
+    uint64_t hi = 0;
+    void Add(uint64_t i)
+    {
+        lo = i < lo ? i : lo;
+        hi = i + 1 > hi ? i + 1 : hi;
+    }
+    template <typename T>
+    void Touch(const char* api, int pipe, const LocalTensor<T>& t, bool write) const
+    {
+        if (hi > lo) {
+            host::Touch(api, pipe, t, lo, hi - lo, write);
+        }
+    }
+};
+
+// The events a TQue at `pos` sets and waits (kernel_event.h, GetQueEvt): `forward` from
+// EnQue to DeQue, `back` from FreeTensor to the next AllocTensor of the buffer. A queue
+// within one pipe (VECCALC) has none.
+struct QueEvents {
+    bool synced;
+    HardEvent forward;
+    HardEvent back;
+};
+
+constexpr QueEvents QueEventsOf(TPosition pos)
+{
+    switch (pos) {
+        case TPosition::VECIN: return {true, HardEvent::MTE2_V, HardEvent::V_MTE2};
+        case TPosition::VECOUT: return {true, HardEvent::V_MTE3, HardEvent::MTE3_V};
+        case TPosition::A1:
+        case TPosition::B1: return {true, HardEvent::MTE2_MTE1, HardEvent::MTE1_MTE2};
+        case TPosition::A2:
+        case TPosition::B2: return {true, HardEvent::MTE1_M, HardEvent::M_MTE1};
+        case TPosition::CO1: return {true, HardEvent::M_FIX, HardEvent::FIX_M};
+        default: return {false, HardEvent::V_V, HardEvent::V_V};
+    }
+}
+
+}  // namespace host
 
 template <typename T>
 class GlobalTensor {
@@ -235,6 +304,11 @@ public:
         for (uint8_t i = 0; i < buffer_.num; ++i) {
             if (state_[i] == Free) {
                 state_[i] = Allocated;
+                if (freeId_[i] >= 0) {
+                    host::WaitFlagBit("TQue::AllocTensor", events_.back, freeId_[i]);
+                    host::ReleaseEventId("TQue::AllocTensor", events_.back, freeId_[i], 2);
+                    freeId_[i] = -1;
+                }
                 return Slot<T>(i);
             }
         }
@@ -256,6 +330,10 @@ public:
         }
         state_[i] = Queued;
         fifo_.push_back(i);
+        if (events_.synced) {
+            enQueId_[i] = host::HoldEventId("TQue::EnQue", events_.forward, 2);
+            host::SetFlagBit("TQue::EnQue", events_.forward, enQueId_[i], true);
+        }
         return true;
     }
 
@@ -270,6 +348,11 @@ public:
         const int i = fifo_.front();
         fifo_.erase(fifo_.begin());
         state_[i] = Allocated;
+        if (enQueId_[i] >= 0) {
+            host::WaitFlagBit("TQue::DeQue", events_.forward, enQueId_[i]);
+            host::ReleaseEventId("TQue::DeQue", events_.forward, enQueId_[i], 2);
+            enQueId_[i] = -1;
+        }
         return Slot<T>(static_cast<uint8_t>(i));
     }
 
@@ -284,10 +367,20 @@ public:
             host::Fail("TQue::FreeTensor", "queue discipline", "FreeTensor of a tensor still in the queue (DeQue first)");
         }
         state_[i] = Free;
+        if (events_.synced) {
+            freeId_[i] = host::HoldEventId("TQue::FreeTensor", events_.back, 2);
+            host::SetFlagBit("TQue::FreeTensor", events_.back, freeId_[i], true);
+        }
     }
 
     TBufferHandle& Handle() { return buffer_; }
-    void Reset(uint8_t num) { state_.assign(num, Free); fifo_.clear(); }
+    void Reset(uint8_t num)
+    {
+        state_.assign(num, Free);
+        fifo_.clear();
+        enQueId_.assign(num, -1);
+        freeId_.assign(num, -1);
+    }
 
 private:
     enum SlotState { Free, Allocated, Queued };
@@ -321,6 +414,11 @@ private:
     TBufferHandle buffer_;
     std::vector<SlotState> state_;
     std::vector<int> fifo_;
+    // The event ids each buffer holds: of its EnQue until its DeQue, of its FreeTensor until
+    // its next AllocTensor (-1: none).
+    static constexpr host::QueEvents events_ = host::QueEventsOf(pos);
+    std::vector<int32_t> enQueId_;
+    std::vector<int32_t> freeId_;
 };
 
 template <TPosition pos>
@@ -362,10 +460,34 @@ private:
     TBufferHandle buffer_;
 };
 
+class TPipe;
+
+namespace host {
+
+inline TPipe*& CurrentTPipe()
+{
+    static thread_local TPipe* pipe = nullptr;
+    return pipe;
+}
+
+}  // namespace host
+
+// GetTPipePtr(): the TPipe of the kernel running on this core.
+inline TPipe* GetTPipePtr()
+{
+    if (host::CurrentTPipe() == nullptr) {
+        host::Fail("GetTPipePtr", "initialisation", "no TPipe is alive on this core");
+    }
+    return host::CurrentTPipe();
+}
+
 class TPipe {
 public:
     TPipe()
     {
+        // A kernel's TPipe starts its core's pipes, flags and event ids afresh.
+        host::ResetPipes();
+        host::CurrentTPipe() = this;
         for (int b = 0; b < 5; ++b) {
             const uint64_t capacity = host::Capacity(static_cast<host::Buffer>(b));
             // Fresh device memory is not zero: 0xff reads as NaN in f16 and f32.
@@ -393,7 +515,37 @@ public:
         return true;
     }
 
+    ~TPipe()
+    {
+        if (host::CurrentTPipe() == this) {
+            host::CurrentTPipe() = nullptr;
+        }
+    }
+
     void Destroy() {}
+
+    // AllocEventID.md: an id of `evt` held until ReleaseEventID.
+    template <HardEvent evt>
+    TEventID AllocEventID()
+    {
+        return static_cast<TEventID>(host::HoldEventId("TPipe::AllocEventID", evt, 1));
+    }
+
+    template <HardEvent evt>
+    void ReleaseEventID(TEventID id)
+    {
+        host::ReleaseEventId("TPipe::ReleaseEventID", evt, id, 1);
+    }
+
+    // FetchEventID.md: an id of `evt` free now, not held: for a SetFlag and its WaitFlag
+    // issued together.
+    template <HardEvent evt>
+    TEventID FetchEventID()
+    {
+        return static_cast<TEventID>(host::FreeEventId("TPipe::FetchEventID", evt));
+    }
+
+    TEventID FetchEventID(HardEvent evt) { return static_cast<TEventID>(host::FreeEventId("TPipe::FetchEventID", evt)); }
 
 private:
     void Reserve(const char* api, TBufferHandle& handle, TPosition pos, uint8_t num, uint32_t len)

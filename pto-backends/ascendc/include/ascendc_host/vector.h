@@ -114,7 +114,12 @@ inline void CheckVector(const char* api, const LocalTensor<T>& t, int64_t count,
         Fail(api, "count", "calCount " + std::to_string(count) + " is negative");
     }
     t.Check(api, 0, static_cast<uint64_t>(count));
+    // A vector instruction (PIPE_V) reads its sources and writes "dst".
+    if (count > 0) {
+        Touch(api, PIPE_V, t, 0, static_cast<uint64_t>(count), which[0] == 'd');
+    }
 }
+
 
 template <typename T, typename F>
 inline void Map1(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t count, F f)
@@ -156,6 +161,7 @@ inline void Repeat2(const char* api, const LocalTensor<T>& dst, const LocalTenso
     CheckVector(api, dst, 0, "dst");
     CheckVector(api, a, 0, "src0");
     CheckVector(api, b, 0, "src1");
+    Span ds, as, bs;
     for (int64_t r = 0; r < repeats; ++r) {
         for (uint64_t e = 0; e < mask; ++e) {
             const uint64_t blk = e / perBlock;
@@ -166,9 +172,15 @@ inline void Repeat2(const char* api, const LocalTensor<T>& dst, const LocalTenso
             dst.Check(api, di, 1);
             a.Check(api, ai, 1);
             b.Check(api, bi, 1);
+            ds.Add(di);
+            as.Add(ai);
+            bs.Add(bi);
             dst.Data()[di] = Narrow<T>(api, f(static_cast<Acc<T>>(a.Data()[ai]), static_cast<Acc<T>>(b.Data()[bi])));
         }
     }
+    as.Touch(api, PIPE_V, a, false);
+    bs.Touch(api, PIPE_V, b, false);
+    ds.Touch(api, PIPE_V, dst, true);
 }
 
 template <typename T, typename R, typename F>
@@ -186,6 +198,7 @@ inline void Repeat1(const char* api, const LocalTensor<T>& dst, const LocalTenso
     const uint64_t perBlock = 32 / sizeof(T);
     CheckVector(api, dst, 0, "dst");
     CheckVector(api, src, 0, "src");
+    Span ds, ss;
     for (int64_t r = 0; r < repeats; ++r) {
         for (uint64_t e = 0; e < mask; ++e) {
             const uint64_t blk = e / perBlock;
@@ -194,9 +207,13 @@ inline void Repeat1(const char* api, const LocalTensor<T>& dst, const LocalTenso
             const uint64_t si = (r * p.srcRepStride + blk * p.srcBlkStride) * perBlock + in;
             dst.Check(api, di, 1);
             src.Check(api, si, 1);
+            ds.Add(di);
+            ss.Add(si);
             dst.Data()[di] = Narrow<T>(api, f(static_cast<Acc<T>>(src.Data()[si])));
         }
     }
+    ss.Touch(api, PIPE_V, src, false);
+    ds.Touch(api, PIPE_V, dst, true);
 }
 
 }  // namespace host
@@ -418,9 +435,10 @@ inline bool CompareValues(T a, T b, CMPMODE mode)
     return false;
 }
 
-inline void CheckMask(const char* api, const LocalTensor<uint8_t>& mask, uint32_t count)
+// `written`: the mask is the result (Compare), else a source (Select).
+inline void CheckMask(const char* api, const LocalTensor<uint8_t>& mask, uint32_t count, bool written)
 {
-    CheckVector(api, mask, (count + 7) / 8, "mask");
+    CheckVector(api, mask, (count + 7) / 8, written ? "dst mask" : "selMask");
 }
 
 inline void SetBit(const LocalTensor<uint8_t>& mask, uint32_t i, bool value)
@@ -440,7 +458,7 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
 {
     const char* api = "Compare";
     const LocalTensor<uint8_t> mask = dst.template ReinterpretCast<uint8_t>();
-    host::CheckMask(api, mask, calCount);
+    host::CheckMask(api, mask, calCount, true);
     host::CheckVector(api, src0, calCount, "src0");
     host::CheckVector(api, src1, calCount, "src1");
     for (uint32_t i = 0; i < calCount; ++i) {
@@ -454,7 +472,7 @@ inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0,
 {
     const char* api = "CompareScalar";
     const LocalTensor<uint8_t> mask = dst.template ReinterpretCast<uint8_t>();
-    host::CheckMask(api, mask, calCount);
+    host::CheckMask(api, mask, calCount, true);
     host::CheckVector(api, src0, calCount, "src0");
     for (uint32_t i = 0; i < calCount; ++i) {
         host::SetBit(mask, i, host::CompareValues(src0.Data()[i], src1Scalar, cmpMode));
@@ -471,7 +489,7 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
         host::Fail(api, "select mode", "two tensors need VSEL_TENSOR_TENSOR_MODE");
     }
     const LocalTensor<uint8_t> mask = selMask.template ReinterpretCast<uint8_t>();
-    host::CheckMask(api, mask, calCount);
+    host::CheckMask(api, mask, calCount, false);
     host::CheckVector(api, dst, calCount, "dst");
     host::CheckVector(api, src0, calCount, "src0");
     host::CheckVector(api, src1, calCount, "src1");
@@ -489,7 +507,7 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
         host::Fail(api, "select mode", "a tensor and a scalar need VSEL_TENSOR_SCALAR_MODE");
     }
     const LocalTensor<uint8_t> mask = selMask.template ReinterpretCast<uint8_t>();
-    host::CheckMask(api, mask, calCount);
+    host::CheckMask(api, mask, calCount, false);
     host::CheckVector(api, dst, calCount, "dst");
     host::CheckVector(api, src0, calCount, "src0");
     for (uint32_t i = 0; i < calCount; ++i) {
@@ -591,18 +609,23 @@ inline void WholeReduce(const char* api, const LocalTensor<T>& dst, const LocalT
 {
     CheckReduce(api, "repeatTimes", dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride);
     const int64_t perBlock = 32 / sizeof(T);
+    Span ds, ss;
     for (int64_t r = 0; r < repeatTimes; ++r) {
         Acc<T> acc = 0;
         for (int64_t e = 0; e < mask; ++e) {
             const int64_t si = (r * srcRepStride + (e / perBlock) * srcBlkStride) * perBlock + e % perBlock;
             src.Check(api, si, 1);
+            ss.Add(static_cast<uint64_t>(si));
             const Acc<T> x = static_cast<Acc<T>>(src.Data()[si]);
             acc = e == 0 ? x : f(acc, x);
         }
         const int64_t di = r * dstRepStride;
         dst.Check(api, di, 1);
+        ds.Add(static_cast<uint64_t>(di));
         dst.Data()[di] = Narrow<T>(api, acc);
     }
+    ss.Touch(api, PIPE_V, src, false);
+    ds.Touch(api, PIPE_V, dst, true);
 }
 
 }  // namespace host
@@ -658,6 +681,7 @@ inline void BlockReduce(const char* api, const LocalTensor<T>& dst, const LocalT
 {
     CheckReduce(api, "repeatTime", dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride);
     const int64_t perBlock = 32 / sizeof(T);
+    Span ds, ss;
     for (int64_t r = 0; r < repeatTime; ++r) {
         Acc<T> acc[8] = {};
         bool any[8] = {};
@@ -665,6 +689,7 @@ inline void BlockReduce(const char* api, const LocalTensor<T>& dst, const LocalT
             const int64_t blk = e / perBlock;
             const int64_t si = (r * srcRepStride + blk * srcBlkStride) * perBlock + e % perBlock;
             src.Check(api, si, 1);
+            ss.Add(static_cast<uint64_t>(si));
             const Acc<T> x = static_cast<Acc<T>>(src.Data()[si]);
             acc[blk] = any[blk] ? f(acc[blk], x) : x;
             any[blk] = true;
@@ -675,9 +700,12 @@ inline void BlockReduce(const char* api, const LocalTensor<T>& dst, const LocalT
             }
             const int64_t di = r * dstRepStride * 8 + blk;
             dst.Check(api, di, 1);
+            ds.Add(static_cast<uint64_t>(di));
             dst.Data()[di] = Narrow<T>(api, acc[blk]);
         }
     }
+    ss.Touch(api, PIPE_V, src, false);
+    ds.Touch(api, PIPE_V, dst, true);
 }
 
 }  // namespace host
@@ -735,6 +763,7 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const ui
     host::CheckVector(api, dst, 0, "dst");
     host::CheckVector(api, src0, 0, "src0");
     src0.Check(api, 0, static_cast<uint64_t>(8 * repeats));
+    host::Touch(api, PIPE_V, src0, 0, static_cast<uint64_t>(8 * repeats), false);
     const int64_t srcStart = static_cast<int64_t>(src0.Address());
     const int64_t srcEnd = srcStart + 8 * repeats * static_cast<int64_t>(sizeof(T));
     for (int64_t r = 0; r < repeats; ++r) {
@@ -742,6 +771,7 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const ui
             const T v = src0.Data()[r * 8 + i];
             const int64_t at = (r * repeatParams.dstRepStride + i * repeatParams.dstBlkStride) * perBlock;
             dst.Check(api, static_cast<uint64_t>(at), static_cast<uint64_t>(perBlock));
+            host::Touch(api, PIPE_V, dst, static_cast<uint64_t>(at), static_cast<uint64_t>(perBlock), true);
             const int64_t byte = static_cast<int64_t>(dst.Address()) + at * static_cast<int64_t>(sizeof(T));
             if (byte < srcEnd && srcStart < byte + 32) {
                 host::Fail(api, "overlap", "dst block at UB address " + std::to_string(byte) +

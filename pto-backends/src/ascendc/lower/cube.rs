@@ -147,7 +147,10 @@ impl Lowering<'_> {
             Lowering::name(b)
         ));
         self.code.close();
+        // L0C goes out (FIX) after the Mmad, and the next loads into L0A / L0B (MTE1) wait
+        // until it has read them (data_copy_l0c2gm.asc: M_MTE1 after each Mmad).
         self.code.set_wait("M_FIX");
+        self.code.set_wait("M_MTE1");
         Ok(())
     }
 }

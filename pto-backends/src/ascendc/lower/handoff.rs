@@ -99,6 +99,8 @@ impl Lowering<'_> {
             self.code.line(format!(
                 "CrossCoreSetFlag<2, PIPE_FIX>({ready});  // {slot} holds {d}"
             ));
+            // The next Mmad into L0C (M) waits until the Fixpipe has read it.
+            self.code.set_wait("FIX_M");
             self.side(VEC | SYNC);
             self.code.line(format!("CrossCoreWaitFlag({ready});"));
             self.side(VEC);

@@ -243,8 +243,16 @@ impl Lowering<'_> {
         self.declare(dst);
         let line = self.load_l0(inst, dst, src, &to, (row, col))?;
         self.code.line(line);
-        self.code.set_wait("MTE1_M");
+        self.l0_loaded();
         Ok(())
+    }
+
+    /// The synchronisation after a load into L0A / L0B (MTE1): the Mmad (M) waits for it,
+    /// and the next copy into L1 (MTE2) waits until it has read L1 (data_copy_l0c2gm.asc:
+    /// MTE1_M and MTE1_MTE2 after SplitA / SplitB).
+    fn l0_loaded(&mut self) {
+        self.code.set_wait("MTE1_M");
+        self.code.set_wait("MTE1_MTE2");
     }
 
     /// The helper call that loads the `dst` sub-tile at (`row`, `col`) of L1 tile `src` into
@@ -406,7 +414,7 @@ impl Lowering<'_> {
             (MemLevel::L1, MemLevel::L0A) | (MemLevel::L1, MemLevel::L0B) => {
                 let line = self.load_l0(inst, dst, src, &to, (0, 0))?;
                 self.code.line(line);
-                self.code.set_wait("MTE1_M");
+                self.l0_loaded();
             }
             (MemLevel::L0C, MemLevel::Ub) => {
                 self.require_cap(inst, Cap::FixpipeL0cToUb)?;
@@ -422,6 +430,8 @@ impl Lowering<'_> {
                     ));
                 }
                 let zz = self.zz_32bit(dst);
+                // The copy to L1 (MTE3) reads what the vector unit wrote.
+                self.code.set_wait("V_MTE3");
                 self.nd2nz(&d, &s, sg, dg, zz);
                 self.code.set_wait("MTE3_MTE1");
             }

@@ -60,10 +60,17 @@ impl Code {
     }
 
     /// The `SetFlag` / `WaitFlag` pair of `HardEvent::{event}` (`MTE2_V`: the vector pipe
-    /// waits until the copy in before it is done).
+    /// waits until the copy in before it is done), on an event id of the TPipe that no TQue
+    /// holds (`FetchEventID`: the docs' form for a pair issued together; a fixed `EVENT_ID0`
+    /// may be the id a TQue's `EnQue` or `FreeTensor` has set).
     pub(super) fn set_wait(&mut self, event: &str) {
-        self.line(format!("SetFlag<HardEvent::{event}>(EVENT_ID0);"));
-        self.line(format!("WaitFlag<HardEvent::{event}>(EVENT_ID0);"));
+        self.open("");
+        self.line(format!(
+            "const TEventID sync = GetTPipePtr()->FetchEventID<HardEvent::{event}>();"
+        ));
+        self.line(format!("SetFlag<HardEvent::{event}>(sync);"));
+        self.line(format!("WaitFlag<HardEvent::{event}>(sync);"));
+        self.close();
     }
 
     /// Opens a loop over the rows `r` of a tile of `rows` rows.

@@ -113,8 +113,10 @@ __aicore__ inline void CopyInTile(const LocalTensor<T>& dst, const GlobalTensor<
         const uint32_t size = sizeof(T);
         if (!slab.whole) {
             Duplicate(dst[slab.slabOffset], pad, static_cast<int32_t>(slab.tileRows * pitch));
-            SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
-            WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
+            // The copy in after the padding: an id no TQue holds (FetchEventID).
+            const TEventID sync = GetTPipePtr()->FetchEventID<HardEvent::V_MTE2>();
+            SetFlag<HardEvent::V_MTE2>(sync);
+            WaitFlag<HardEvent::V_MTE2>(sync);
         }
         if (slab.rows == 0) {
             return;
