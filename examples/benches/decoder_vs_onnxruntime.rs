@@ -9,7 +9,8 @@
 //!
 //! - `decoder-block-std`, the 64x64 decoder block;
 //! - a decoder layer at a real width: 128 tokens, width 2048 in 16 heads, 5632 hidden;
-//! - the MLP block of a LLaMA-7B layer: 32 tokens, 4096 -> 11008 -> 4096.
+//! - the MLP block of a LLaMA-7B layer: 32 tokens, 4096 -> 11008 -> 4096;
+//! - the same MLP block for one token, as in decode (its products are weight-bound).
 //!
 //! All f32. `PTO_BENCH_SIZE=small` shrinks the two large models (width / 8, fewer tokens)
 //! for a quick or CI run; the default, `full`, is the sizes above.
@@ -192,5 +193,21 @@ fn mlp_block_7b(c: &mut Criterion) {
     side_by_side(c, group, &model, 10);
 }
 
-criterion_group!(benches, decoder_block, decoder_layer_wide, mlp_block_7b);
+fn mlp_block_7b_one_token(c: &mut Criterion) {
+    let ((seq, d_model, d_hidden), group) = if small() {
+        ((1, 512, 1376), "mlp_block_small_512_seq1_f32")
+    } else {
+        ((1, 4096, 11008), "mlp_block_4096x11008_seq1_f32")
+    };
+    let model = build_mlp_std(seq, d_model, d_hidden).expect("the model builds");
+    side_by_side(c, group, &model, 10);
+}
+
+criterion_group!(
+    benches,
+    decoder_block,
+    decoder_layer_wide,
+    mlp_block_7b,
+    mlp_block_7b_one_token
+);
 criterion_main!(benches);

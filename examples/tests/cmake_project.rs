@@ -236,7 +236,7 @@ fn every_package_configures_as_the_public_samples_do() {
         let kirin = soc != Soc::Ascend910B;
         for def in &models {
             let Ok(model) = (def.build)() else {
-                // llama-7b-decoder: weights without data, for estimation only.
+                // llama-7b-prefill, the decode models: weights without data, to estimate.
                 refused.push(format!(
                     "{} {}: does not build",
                     soc.profile_name(),

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::ir::{Inst, VarId};
 
 /// The default work budget, in instruction executions: 2^28 (268,435,456), some 250 times
-/// the largest kernel of the built-in models and sweeps (`pto estimate llama-7b-decoder`'s
+/// the largest kernel of the built-in models and sweeps (`pto estimate llama-7b-prefill`'s
 /// prefill kernels and `pto accuracy`'s sweeps stay under 10^6), and a bound on the
 /// simulator's time, which grows with the work: a debug build executes some 20,000
 /// instructions of `[32, 256]` f32 tiles a second.

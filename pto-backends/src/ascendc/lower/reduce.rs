@@ -385,6 +385,11 @@ impl Lowering<'_> {
             "ArithProgression({ix}.ReinterpretCast<int32_t>(), static_cast<int32_t>(0), \
              static_cast<int32_t>(1), {padded});"
         ));
+        if whole < n {
+            // The row's tail is copied by the scalar unit: it reads the source, which a
+            // copy in (MTE2) or a vector instruction wrote.
+            self.code.set_wait("MTE2_S");
+        }
         self.code.open_rows(sg.rows);
         self.code
             .line(format!("Duplicate({sc}, {lowest}, {padded});"));
@@ -393,6 +398,9 @@ impl Lowering<'_> {
                 .line(format!("DataCopy({sc}, {s}[r * {}], {whole});", sg.pitch));
         }
         if whole < n {
+            // The scalar writes go after the vector ones above, and the sort below reads
+            // them: V_S before, S_V after.
+            self.code.set_wait("V_S");
             self.code
                 .open(format!("for (int64_t e = {whole}; e < {n}; ++e)"));
             self.code.line(format!(
@@ -400,6 +408,7 @@ impl Lowering<'_> {
                 sg.pitch
             ));
             self.code.close();
+            self.code.set_wait("S_V");
         }
         if negate {
             let minus_one = if ty.dtype == DType::F16 {
